@@ -1,0 +1,117 @@
+//! TCP endpoint configuration. Units are in the names; defaults follow Linux where it matters.
+
+use crate::time::Dur;
+
+/// Congestion-control algorithm of the sending half.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CcAlgo {
+    /// Slow start + congestion avoidance; every loss (3 dupacks or RTO) → cwnd = 1 MSS.
+    Tahoe,
+    /// Reno fast recovery: one retransmission per fast recovery, exits on the first new ACK.
+    Reno,
+    /// NewReno (RFC 6582): partial ACKs retransmit the next hole and stay in recovery.
+    NewReno,
+    /// NewReno-style window control with SACK-based loss recovery (RFC 6675). The default.
+    #[default]
+    Sack,
+    /// CUBIC (RFC 9438) window growth with SACK-based recovery.
+    Cubic,
+    /// Misbehaving: no congestion avoidance, cwnd grows exponentially forever (paper 001 §2.4).
+    /// Loss recovery as `Sack`, but cwnd is never reduced below what it was.
+    Misbehaving,
+}
+
+/// Retransmission timer settings (RFC 6298).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RtoConfig {
+    /// Lower bound on RTO (RFC 6298: 1 s; Linux: 200 ms).
+    pub min: Dur,
+    /// Upper bound on RTO (≥ 60 s per RFC 6298).
+    pub max: Dur,
+    /// RTO before the first RTT sample (RFC 6298: 1 s).
+    pub initial: Dur,
+    /// Clock granularity G. Fine (1 ms) like Linux; 500 ms models a BSD/Solaris coarse tick,
+    /// where the timer also fires only on tick boundaries.
+    pub granularity: Dur,
+}
+
+impl Default for RtoConfig {
+    fn default() -> Self {
+        RtoConfig {
+            min: Dur::from_secs(1),
+            max: Dur::from_secs(60),
+            initial: Dur::from_secs(1),
+            granularity: Dur::from_millis(1),
+        }
+    }
+}
+
+/// Delayed-ACK behaviour of the receiving half.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DelAckConfig {
+    /// ACK every `every` full-sized segments (b). 1 = no delayed ACK.
+    pub every: u32,
+    /// Maximum delay of an ACK for in-order data (Linux 40 ms, BSD 200 ms).
+    pub timeout: Dur,
+}
+
+impl Default for DelAckConfig {
+    fn default() -> Self {
+        DelAckConfig { every: 2, timeout: Dur::from_millis(40) }
+    }
+}
+
+/// Configuration of one TCP endpoint.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TcpConfig {
+    pub cc: CcAlgo,
+    /// Sender maximum segment size (payload bytes), before negotiation (min with peer's MSS).
+    pub mss: u32,
+    /// Initial window in segments (RFC 6928: 10).
+    pub initial_window: u32,
+    /// Maximum segments sent in one burst in response to one ACK; 0 = unlimited.
+    pub max_burst: u32,
+    /// Appropriate Byte Counting (RFC 3465, L = 2) instead of per-ACK counting.
+    pub abc: bool,
+    /// Our receive window scale shift to offer (None = do not offer window scaling).
+    pub wscale: Option<u8>,
+    /// Offer/accept RFC 7323 timestamps.
+    pub timestamps: bool,
+    /// Offer/accept SACK (RFC 2018). With `cc = Sack`/`Cubic` and SACK off, recovery falls back to NewReno.
+    pub sack: bool,
+    /// Offer/accept ECN (RFC 3168).
+    pub ecn: bool,
+    /// Receive buffer in bytes: the advertised window is what is free of it.
+    pub rcv_buf: u32,
+    /// Maximum sender window in bytes, independent of rwnd (0 = unlimited), e.g. paper 002's 200 packets.
+    pub max_cwnd_bytes: u64,
+    pub delack: DelAckConfig,
+    pub rto: RtoConfig,
+    /// Duplicate-ACK threshold for fast retransmit.
+    pub dupthresh: u32,
+    /// Carry real payload bytes in segments (needed for content checks; slower).
+    pub carry_payload: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            cc: CcAlgo::Sack,
+            mss: 1448,
+            initial_window: 10,
+            max_burst: 0,
+            abc: false,
+            wscale: Some(7),
+            timestamps: true,
+            sack: true,
+            ecn: false,
+            rcv_buf: 4 << 20,
+            max_cwnd_bytes: 0,
+            delack: DelAckConfig::default(),
+            rto: RtoConfig::default(),
+            dupthresh: 3,
+            carry_payload: false,
+        }
+    }
+}

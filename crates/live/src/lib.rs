@@ -1,0 +1,3 @@
+//! # ackshape-live
+//!
+//! The live driver of `ackshape-core` (work in progress).
