@@ -127,10 +127,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
                 return ExitCode::from(BAD_INPUT);
             }
         },
-        None => match Scenario::parse(
-            DEFAULT_SCENARIO,
-            "<embedded example: experiments/examples/dumbbell.toml>",
-        ) {
+        None => match Scenario::parse(DEFAULT_SCENARIO, "<embedded example: experiments/examples/dumbbell.toml>") {
             Ok(sc) => (sc, "experiments/examples/dumbbell.toml".to_string()),
             Err(e) => {
                 eprintln!("internal error: embedded scenario invalid: {e}");
@@ -138,11 +135,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             }
         },
     };
-    let req = RunRequest {
-        seed: a.seed,
-        out: a.out.clone(),
-        pcap: a.pcap.clone(),
-    };
+    let req = RunRequest { seed: a.seed, out: a.out.clone(), pcap: a.pcap.clone() };
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
     let bar = indicatif::ProgressBar::hidden();
@@ -174,11 +167,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
                     println!("\nwrote {}/summary.json and timeseries.csv", out.display());
                 }
             }
-            if summary
-                .verify
-                .as_ref()
-                .is_some_and(|v| v.mismatched_flows > 0)
-            {
+            if summary.verify.as_ref().is_some_and(|v| v.mismatched_flows > 0) {
                 eprintln!("error: delivered payload differs from what was sent");
                 return ExitCode::FAILURE;
             }
@@ -201,10 +190,7 @@ fn cmd_model(which: ModelCmd) -> ExitCode {
         ExitCode::from(BAD_INPUT)
     };
     if !(a.loss > 0.0 && a.loss < 1.0) {
-        return bad(format!(
-            "--loss: expected a probability in (0, 1), got {}",
-            a.loss
-        ));
+        return bad(format!("--loss: expected a probability in (0, 1), got {}", a.loss));
     }
     let rtt = match units::parse_duration(&a.rtt) {
         Ok(d) if d.0 > 0 => d,
@@ -243,9 +229,7 @@ fn cmd_model(which: ModelCmd) -> ExitCode {
             rtt.as_secs_f64() * 1e3,
             a.b,
             t0.as_secs_f64(),
-            a.wmax
-                .map(|w| w.to_string())
-                .unwrap_or_else(|| "none".into()),
+            a.wmax.map(|w| w.to_string()).unwrap_or_else(|| "none".into()),
             pps,
             ackshape_sim::run::fmt_rate(bps)
         );

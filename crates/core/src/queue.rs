@@ -46,11 +46,7 @@ pub struct DropTail {
 
 impl DropTail {
     pub fn new(limit: Limit) -> DropTail {
-        DropTail {
-            q: VecDeque::new(),
-            limit,
-            bytes: 0,
-        }
+        DropTail { q: VecDeque::new(), limit, bytes: 0 }
     }
 }
 

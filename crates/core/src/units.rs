@@ -31,15 +31,9 @@ fn split_num(s: &str) -> Option<(f64, &str)> {
 }
 
 fn prefix(u: &str) -> Option<(f64, &str)> {
-    for (p, m) in [
-        ("Ki", 1024.0),
-        ("Mi", 1048576.0),
-        ("Gi", 1073741824.0),
-        ("k", 1e3),
-        ("K", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-    ] {
+    for (p, m) in
+        [("Ki", 1024.0), ("Mi", 1048576.0), ("Gi", 1073741824.0), ("k", 1e3), ("K", 1e3), ("M", 1e6), ("G", 1e9)]
+    {
         if let Some(rest) = u.strip_prefix(p) {
             return Some((m, rest));
         }
@@ -111,9 +105,7 @@ pub fn parse_size(s: &str) -> Result<Size, String> {
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     match parse_size(s)? {
         Size::Bytes(b) => Ok(b),
-        Size::Packets(_) => Err(format!(
-            "expected a size in bytes like \"64KB\" or \"4MiB\", got {s:?}"
-        )),
+        Size::Packets(_) => Err(format!("expected a size in bytes like \"64KB\" or \"4MiB\", got {s:?}")),
     }
 }
 

@@ -60,20 +60,12 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn new() -> EventQueue {
-        EventQueue {
-            heap: BinaryHeap::with_capacity(1024),
-            seq: 0,
-            popped: 0,
-        }
+        EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0, popped: 0 }
     }
     #[inline]
     pub fn push(&mut self, t: Time, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Entry {
-            t,
-            seq: self.seq,
-            ev,
-        });
+        self.heap.push(Entry { t, seq: self.seq, ev });
     }
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Ev)> {
@@ -110,12 +102,7 @@ mod tests {
         let v: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             v,
-            vec![
-                (Time(1), Ev::FlowStart(1)),
-                (Time(1), Ev::FlowStart(2)),
-                (Time(5), Ev::Trace),
-                (Time(5), Ev::Warmup)
-            ]
+            vec![(Time(1), Ev::FlowStart(1)), (Time(1), Ev::FlowStart(2)), (Time(5), Ev::Trace), (Time(5), Ev::Warmup)]
         );
     }
 }

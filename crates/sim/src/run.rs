@@ -29,10 +29,7 @@ pub enum RunError {
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
-    move |err| RunError::Io {
-        path: path.display().to_string(),
-        err,
-    }
+    move |err| RunError::Io { path: path.display().to_string(), err }
 }
 
 /// Run `sc` (read from `file`) and write its outputs. `progress` gets the fraction done.
@@ -49,8 +46,7 @@ pub fn run_scenario(
         for name in &req.pcap {
             let path = out.join(format!("{}.pcap", name.replace([':', '/'], "_")));
             let cap = crate::pcap::PcapCapture::create(&path).map_err(io_err(&path))?;
-            opts.captures
-                .push((name.clone(), Box::new(cap) as Box<dyn Capture>));
+            opts.captures.push((name.clone(), Box::new(cap) as Box<dyn Capture>));
         }
     }
     let mut sim = Sim::build(sc, file, req.seed, opts)?;
@@ -83,11 +79,8 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<(), Run
     if !sim.trace.is_empty() {
         let p = out.join("trace.csv");
         let mut w = std::io::BufWriter::new(std::fs::File::create(&p).map_err(io_err(&p))?);
-        writeln!(
-            w,
-            "t_s,flow,cwnd_bytes,ssthresh_bytes,srtt_s,rto_s,in_flight_bytes,rwnd_seen_bytes"
-        )
-        .map_err(io_err(&p))?;
+        writeln!(w, "t_s,flow,cwnd_bytes,ssthresh_bytes,srtt_s,rto_s,in_flight_bytes,rwnd_seen_bytes")
+            .map_err(io_err(&p))?;
         for r in &sim.trace {
             writeln!(
                 w,
@@ -172,11 +165,7 @@ pub fn format_table(s: &Summary) -> String {
         s.aggregate.cov
     );
     if let Some(st) = &s.short_transfers {
-        let _ = writeln!(
-            o,
-            "short transfers: {} completed, mean {:.3} s, CoV {:.3}",
-            st.count, st.mean_s, st.cov
-        );
+        let _ = writeln!(o, "short transfers: {} completed, mean {:.3} s, CoV {:.3}", st.count, st.mean_s, st.cov);
     }
     if let Some(v) = &s.verify {
         let _ = writeln!(

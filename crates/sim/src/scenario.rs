@@ -70,9 +70,7 @@ impl<'de> Deserialize<'de> for StartV {
             let a = units::parse_duration(a).map_err(serde::de::Error::custom)?;
             let b = units::parse_duration(b).map_err(serde::de::Error::custom)?;
             if b < a {
-                return Err(serde::de::Error::custom(format!(
-                    "uniform(FROM, TO) needs FROM ≤ TO, got {s:?}"
-                )));
+                return Err(serde::de::Error::custom(format!("uniform(FROM, TO) needs FROM ≤ TO, got {s:?}")));
             }
             return Ok(StartV::Uniform(a, b));
         }
@@ -211,24 +209,15 @@ impl TcpSpec {
         };
         if let Some(m) = self.mss {
             if !(64..=65_000).contains(&m) {
-                return Err((
-                    k("mss"),
-                    format!("expected an MSS in bytes between 64 and 65000, got {m}"),
-                ));
+                return Err((k("mss"), format!("expected an MSS in bytes between 64 and 65000, got {m}")));
             }
         }
         if self.initial_window == Some(0) {
-            return Err((
-                k("initial_window"),
-                "expected at least 1 segment, got 0".into(),
-            ));
+            return Err((k("initial_window"), "expected at least 1 segment, got 0".into()));
         }
         if let Some(w) = self.wscale {
             if w > 14 {
-                return Err((
-                    k("wscale"),
-                    format!("expected a shift 0..=14 (or -1 for none), got {w}"),
-                ));
+                return Err((k("wscale"), format!("expected a shift 0..=14 (or -1 for none), got {w}")));
             }
         }
         if self.delack == Some(0) {
@@ -239,10 +228,7 @@ impl TcpSpec {
         }
         if let Some(DurV(g)) = self.rto_granularity {
             if g == Dur::ZERO {
-                return Err((
-                    k("rto_granularity"),
-                    "expected a positive clock tick, got 0".into(),
-                ));
+                return Err((k("rto_granularity"), "expected a positive clock tick, got 0".into()));
             }
         }
         Ok(())
@@ -325,26 +311,17 @@ impl LinkSpec {
     fn validate(&self, at: &str) -> Result<(), (String, String)> {
         let (f, r) = self.directions();
         if self.rate.is_none() {
-            return Err((
-                format!("{at}.rate"),
-                "expected a link rate like \"10Mbit/s\" (the key is missing)".into(),
-            ));
+            return Err((format!("{at}.rate"), "expected a link rate like \"10Mbit/s\" (the key is missing)".into()));
         }
         for (d, sub) in [(&f, ""), (&r, ".reverse")] {
             if d.rate.0 == 0 {
-                return Err((
-                    format!("{at}{sub}.rate"),
-                    "expected a positive rate, got 0".into(),
-                ));
+                return Err((format!("{at}{sub}.rate"), "expected a positive rate, got 0".into()));
             }
             if let Err(e) = d.loss.validate() {
                 return Err((format!("{at}{sub}.loss"), e));
             }
             if matches!(d.queue, Size::Packets(0) | Size::Bytes(0)) {
-                return Err((
-                    format!("{at}{sub}.queue"),
-                    "expected room for at least one packet, got 0".into(),
-                ));
+                return Err((format!("{at}{sub}.queue"), "expected room for at least one packet, got 0".into()));
             }
         }
         Ok(())
@@ -402,15 +379,37 @@ pub enum NodeKind {
     Router,
 }
 
-/// A link of a general graph between nodes `a` and `b` (forward = a→b).
+/// A link of a general graph between nodes `a` and `b` (forward = a→b). The remaining keys are
+/// those of [`LinkSpec`].
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct GraphLinkSpec {
     pub name: Option<String>,
     pub a: String,
     pub b: String,
-    #[serde(flatten)]
-    pub link: LinkSpec,
+    pub rate: Option<RateV>,
+    pub delay: Option<DurV>,
+    pub queue: Option<SizeV>,
+    pub loss: Option<LossSpec>,
+    pub jitter: Option<DurV>,
+    pub reorder: Option<bool>,
+    pub loss_both_ways: Option<bool>,
+    pub reverse: Option<DirSpec>,
+}
+
+impl GraphLinkSpec {
+    pub fn link(&self) -> LinkSpec {
+        LinkSpec {
+            rate: self.rate,
+            delay: self.delay,
+            queue: self.queue,
+            loss: self.loss.clone(),
+            jitter: self.jitter,
+            reorder: self.reorder,
+            loss_both_ways: self.loss_both_ways,
+            reverse: self.reverse.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -420,11 +419,40 @@ pub struct GraphSpec {
     pub links: Vec<GraphLinkSpec>,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+/// The topology, chosen by `kind = "dumbbell"` or `kind = "graph"`.
+#[derive(Clone, Debug, PartialEq)]
 pub enum TopologySpec {
     Dumbbell(DumbbellSpec),
     Graph(GraphSpec),
+}
+
+/// Marks an error message that carries a nested key path (see [`Scenario::parse`]).
+const NESTED: char = '\u{1}';
+
+impl<'de> Deserialize<'de> for TopologySpec {
+    // Two steps instead of `#[serde(tag)]`, which buffers the table and loses inner key paths.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut t = toml::Table::deserialize(d)?;
+        let expected = "expected \"dumbbell\" or \"graph\"";
+        let kind = match t.remove("kind") {
+            Some(toml::Value::String(k)) => k,
+            Some(v) => return Err(D::Error::custom(format!("{NESTED}kind{NESTED}{expected}, got {v}"))),
+            None => return Err(D::Error::custom(format!("{NESTED}kind{NESTED}{expected} (the key is missing)"))),
+        };
+        fn sub<T: serde::de::DeserializeOwned, E: Error>(t: toml::Table) -> Result<T, E> {
+            serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+                let path = e.path().to_string();
+                let msg = e.into_inner().to_string();
+                E::custom(format!("{NESTED}{path}{NESTED}{}", msg.trim_end()))
+            })
+        }
+        match kind.as_str() {
+            "dumbbell" => sub(t).map(TopologySpec::Dumbbell),
+            "graph" => sub(t).map(TopologySpec::Graph),
+            other => Err(D::Error::custom(format!("{NESTED}kind{NESTED}{expected}, got {other:?}"))),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
@@ -520,11 +548,16 @@ impl Scenario {
 
     /// Parse and validate scenario text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        let err = |key: Option<String>, msg: String| ScenarioError {
-            file: file.to_string(),
-            key,
-            msg,
-        };
+        let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
+        if let Err(e) = text.parse::<toml::Table>() {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let msg = e.message().trim_end().to_string();
+            let msg = match line {
+                Some(l) => format!("TOML syntax error at line {l}: {msg}"),
+                None => format!("TOML syntax error: {msg}"),
+            };
+            return Err(err(None, msg));
+        }
         let de = toml::Deserializer::new(text);
         let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
@@ -537,22 +570,30 @@ impl Scenario {
                     format!(" (line {line})")
                 })
                 .unwrap_or_default();
+            // A nested path from a two-step deserialisation (see `TopologySpec`).
+            let (path, msg) = match msg.split_once(NESTED) {
+                Some((_, rest)) => {
+                    let (inner, m) = rest.split_once(NESTED).unwrap_or(("", rest));
+                    let inner = inner.trim_start_matches('.');
+                    let p = if inner.is_empty() { path } else { format!("{path}.{inner}") };
+                    (p, m.to_string())
+                }
+                None => (path, msg),
+            };
             // Name the unknown key itself, not only its parent table.
             let key = if let Some(rest) = msg.strip_prefix("unknown field `") {
                 let f = rest.split('`').next().unwrap_or("");
                 if path == "." || path.is_empty() {
                     f.to_string()
+                } else if path == f || path.ends_with(&format!(".{f}")) {
+                    path
                 } else {
                     format!("{path}.{f}")
                 }
             } else {
                 path
             };
-            let key = if key == "." || key.is_empty() {
-                None
-            } else {
-                Some(key)
-            };
+            let key = if key == "." || key.is_empty() { None } else { Some(key) };
             err(key, format!("{msg}{loc}"))
         })?;
         sc.validate().map_err(|(k, m)| err(Some(k), m))?;
@@ -561,17 +602,11 @@ impl Scenario {
 
     fn validate(&self) -> Result<(), (String, String)> {
         if self.duration.0 == Dur::ZERO {
-            return Err((
-                "duration".into(),
-                "expected a positive duration, got 0".into(),
-            ));
+            return Err(("duration".into(), "expected a positive duration, got 0".into()));
         }
         if let Some(w) = self.warmup {
             if w.0 >= self.duration.0 {
-                return Err((
-                    "warmup".into(),
-                    "expected a warm-up shorter than `duration`".into(),
-                ));
+                return Err(("warmup".into(), "expected a warm-up shorter than `duration`".into()));
             }
         }
         if let Some(b) = self.bin {
@@ -588,17 +623,12 @@ impl Scenario {
                     r.over(&d.access).validate("topology.receiver_access")?;
                 }
                 for (i, g) in d.groups.iter().enumerate() {
-                    g.access
-                        .over(&d.access)
-                        .validate(&format!("topology.groups[{i}].access"))?;
+                    g.access.over(&d.access).validate(&format!("topology.groups[{i}].access"))?;
                 }
                 let grouped: u32 = d.groups.iter().map(|g| g.senders).sum();
                 if let Some(n) = d.senders {
                     if n == 0 {
-                        return Err((
-                            "topology.senders".into(),
-                            "expected at least 1 sender".into(),
-                        ));
+                        return Err(("topology.senders".into(), "expected at least 1 sender".into()));
                     }
                     if grouped > n {
                         return Err((
@@ -612,10 +642,7 @@ impl Scenario {
                 let mut names = std::collections::BTreeSet::new();
                 for (i, n) in g.nodes.iter().enumerate() {
                     if !names.insert(n.name.as_str()) {
-                        return Err((
-                            format!("topology.nodes[{i}].name"),
-                            format!("duplicate node name {:?}", n.name),
-                        ));
+                        return Err((format!("topology.nodes[{i}].name"), format!("duplicate node name {:?}", n.name)));
                     }
                 }
                 for (i, l) in g.links.iter().enumerate() {
@@ -627,7 +654,7 @@ impl Scenario {
                             ));
                         }
                     }
-                    l.link.validate(&format!("topology.links[{i}]"))?;
+                    l.link().validate(&format!("topology.links[{i}]"))?;
                 }
             }
         }
@@ -649,27 +676,16 @@ impl Scenario {
                     }
                 }
                 FlowKind::UdpCbr | FlowKind::UdpPoisson => match f.rate {
-                    None => {
-                        return Err((
-                            format!("{at}.rate"),
-                            "a UDP flow needs a rate like \"1Mbit/s\"".into(),
-                        ))
-                    }
+                    None => return Err((format!("{at}.rate"), "a UDP flow needs a rate like \"1Mbit/s\"".into())),
                     Some(r) if r.0 .0 == 0 => {
-                        return Err((
-                            format!("{at}.rate"),
-                            "expected a positive rate, got 0".into(),
-                        ))
+                        return Err((format!("{at}.rate"), "expected a positive rate, got 0".into()))
                     }
                     _ => {}
                 },
                 FlowKind::Bulk => {}
             }
             if let Some(SizeV(Size::Packets(_))) = f.bytes {
-                return Err((
-                    format!("{at}.bytes"),
-                    "expected a size in bytes like \"1MB\", not packets".into(),
-                ));
+                return Err((format!("{at}.bytes"), "expected a size in bytes like \"1MB\", not packets".into()));
             }
             if let TopologySpec::Graph(g) = &self.topology {
                 for (k, v) in [("from", &f.from), ("to", &f.to)] {
@@ -681,11 +697,7 @@ impl Scenario {
                             ))
                         }
                         Some(n) => {
-                            if !g
-                                .nodes
-                                .iter()
-                                .any(|x| &x.name == n && x.kind == NodeKind::Host)
-                            {
+                            if !g.nodes.iter().any(|x| &x.name == n && x.kind == NodeKind::Host) {
                                 return Err((
                                     format!("{at}.{k}"),
                                     format!("expected the name of a host node, {n:?} is not one"),

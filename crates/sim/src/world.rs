@@ -165,11 +165,7 @@ pub enum BuildError {
     #[error("{0}")]
     Scenario(#[from] ScenarioError),
     #[error("{file}: key `{key}`: {msg}")]
-    Topology {
-        file: String,
-        key: String,
-        msg: String,
-    },
+    Topology { file: String, key: String, msg: String },
 }
 
 fn queue_for(size: Size) -> Box<dyn ackshape_core::queue::QueueDisc> {
@@ -181,61 +177,31 @@ fn queue_for(size: Size) -> Box<dyn ackshape_core::queue::QueueDisc> {
 
 impl Sim {
     /// Build from a parsed scenario. `file` names it in errors and in the summary.
-    pub fn build(
-        sc: &Scenario,
-        file: &str,
-        seed: Option<u64>,
-        opts: RunOptions,
-    ) -> Result<Sim, BuildError> {
+    pub fn build(sc: &Scenario, file: &str, seed: Option<u64>, opts: RunOptions) -> Result<Sim, BuildError> {
         let seed = seed.unwrap_or(sc.seed);
-        let topo_err = |key: String, msg: String| BuildError::Topology {
-            file: file.to_string(),
-            key,
-            msg,
-        };
+        let topo_err = |key: String, msg: String| BuildError::Topology { file: file.to_string(), key, msg };
         let mut nodes: Vec<Node> = Vec::new();
         let mut hosts: Vec<u32> = Vec::new();
         let mut links: Vec<LinkDir> = Vec::new();
-        let add_node =
-            |nodes: &mut Vec<Node>, hosts: &mut Vec<u32>, name: String, host: bool| -> u32 {
-                let id = nodes.len() as u32;
-                let h = if host {
-                    hosts.push(id);
-                    hosts.len() as u32 - 1
-                } else {
-                    NONE
-                };
-                nodes.push(Node {
-                    name,
-                    host: h,
-                    next_port: 32768,
-                });
-                id
+        let add_node = |nodes: &mut Vec<Node>, hosts: &mut Vec<u32>, name: String, host: bool| -> u32 {
+            let id = nodes.len() as u32;
+            let h = if host {
+                hosts.push(id);
+                hosts.len() as u32 - 1
+            } else {
+                NONE
             };
+            nodes.push(Node { name, host: h, next_port: 32768 });
+            id
+        };
         let add_link = |links: &mut Vec<LinkDir>, name: &str, a: u32, b: u32, spec: &LinkSpec| {
             let (f, r) = spec.directions();
-            for (dir, p, from, to) in [
-                (name.to_string(), f, a, b),
-                (format!("{name}:rev"), r, b, a),
-            ] {
+            for (dir, p, from, to) in [(name.to_string(), f, a, b), (format!("{name}:rev"), r, b, a)] {
                 let idx = links.len() as u64;
                 let loss = Loss::new(p.loss.clone(), stream(seed, "loss", idx));
-                let jitter = if p.jitter.0 > 0 {
-                    JitterSpec::Uniform { max_ns: p.jitter.0 }
-                } else {
-                    JitterSpec::None
-                };
+                let jitter = if p.jitter.0 > 0 { JitterSpec::Uniform { max_ns: p.jitter.0 } } else { JitterSpec::None };
                 let delay = Delay::new(p.delay, jitter, p.reorder, stream(seed, "jitter", idx));
-                links.push(LinkDir::new(
-                    dir,
-                    from,
-                    to,
-                    p.rate.0,
-                    queue_for(p.queue),
-                    loss,
-                    delay,
-                    p.reorder,
-                ));
+                links.push(LinkDir::new(dir, from, to, p.rate.0, queue_for(p.queue), loss, delay, p.reorder));
             }
         };
         // Which host each flow runs between.
@@ -246,11 +212,7 @@ impl Sim {
                 let left = add_node(&mut nodes, &mut hosts, "left".into(), false);
                 let right = add_node(&mut nodes, &mut hosts, "right".into(), false);
                 add_link(&mut links, "bottleneck", left, right, &d.bottleneck);
-                let racc = d
-                    .receiver_access
-                    .clone()
-                    .map(|r| r.over(&d.access))
-                    .unwrap_or_else(|| d.access.clone());
+                let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
                 let mut group_of = Vec::new();
                 for (gi, g) in d.groups.iter().enumerate() {
                     for _ in 0..g.senders {
@@ -282,12 +244,7 @@ impl Sim {
             TopologySpec::Graph(g) => {
                 let mut by_name = HashMap::new();
                 for nspec in &g.nodes {
-                    let id = add_node(
-                        &mut nodes,
-                        &mut hosts,
-                        nspec.name.clone(),
-                        nspec.kind == NodeKind::Host,
-                    );
+                    let id = add_node(&mut nodes, &mut hosts, nspec.name.clone(), nspec.kind == NodeKind::Host);
                     by_name.insert(nspec.name.clone(), id);
                 }
                 for (i, l) in g.links.iter().enumerate() {
@@ -298,7 +255,7 @@ impl Sim {
                             format!("duplicate link name {name:?}"),
                         ));
                     }
-                    add_link(&mut links, &name, by_name[&l.a], by_name[&l.b], &l.link);
+                    add_link(&mut links, &name, by_name[&l.a], by_name[&l.b], &l.link());
                 }
                 for f in &sc.flows {
                     let a = nodes[by_name[f.from.as_ref().unwrap()] as usize].host;
@@ -343,8 +300,7 @@ impl Sim {
                     format!("flows[{fi}]"),
                     format!(
                         "no path between {} and {} in the topology",
-                        nodes[hosts[a as usize] as usize].name,
-                        nodes[hosts[b as usize] as usize].name
+                        nodes[hosts[a as usize] as usize].name, nodes[hosts[b as usize] as usize].name
                     ),
                 ));
             }
@@ -584,11 +540,7 @@ impl Sim {
     #[inline]
     fn forward(&mut self, n: u32, pkt: Packet) {
         let h = host_of(&pkt.ip.dst);
-        let l = if (h as usize) < self.hosts.len() {
-            self.routes[n as usize][h as usize]
-        } else {
-            NONE
-        };
+        let l = if (h as usize) < self.hosts.len() { self.routes[n as usize][h as usize] } else { NONE };
         if l == NONE {
             return; // no route: dropped (cannot happen for scenario flows, checked at build)
         }
@@ -639,22 +591,8 @@ impl Sim {
         }
     }
 
-    fn add_conn(
-        &mut self,
-        conn: Connection,
-        node: u32,
-        flow: u32,
-        sender: bool,
-        key: (u32, u16, u16, u32),
-    ) -> u32 {
-        let slot = ConnSlot {
-            conn,
-            node,
-            flow,
-            sender,
-            timer: None,
-            key,
-        };
+    fn add_conn(&mut self, conn: Connection, node: u32, flow: u32, sender: bool, key: (u32, u16, u16, u32)) -> u32 {
+        let slot = ConnSlot { conn, node, flow, sender, timer: None, key };
         let c = match self.free_conns.pop() {
             Some(c) => {
                 self.conns[c as usize] = Some(slot);
@@ -791,8 +729,7 @@ impl Sim {
         }
         if let Some(total) = fl.bytes {
             if fl.transfer_delivered >= total && fl.transfer_delivered - bytes < total {
-                fl.completions
-                    .push(now.since(fl.transfer_start).as_secs_f64());
+                fl.completions.push(now.since(fl.transfer_start).as_secs_f64());
                 if fl.kind == FlowKind::Short {
                     let think = match fl.think_dist {
                         ThinkDist::Fixed => fl.think,
@@ -822,8 +759,7 @@ impl Sim {
         let mut port = node.next_port;
         for _ in 0..40000 {
             port = if port >= 60999 { 32768 } else { port + 1 };
-            if !self.demux.contains_key(&(sn, port, LISTEN_PORT, dst))
-                && !self.syn_flow.contains_key(&(src, port, dst))
+            if !self.demux.contains_key(&(sn, port, LISTEN_PORT, dst)) && !self.syn_flow.contains_key(&(src, port, dst))
             {
                 break;
             }
@@ -838,11 +774,7 @@ impl Sim {
         fl.transfer_delivered = 0;
         fl.written = 0;
         if self.verify {
-            let gen = stream(
-                self.seed,
-                "payload",
-                ((f as u64) << 24) + fl.completions.len() as u64,
-            );
+            let gen = stream(self.seed, "payload", ((f as u64) << 24) + fl.completions.len() as u64);
             fl.send_gen = Some(gen.clone());
             fl.recv_gen = Some(gen);
         } else {
@@ -870,18 +802,8 @@ impl Sim {
         }
         let payload = fl.pkt_size.saturating_sub(28);
         let pkt = Packet {
-            ip: IpHdr {
-                src: host_addr(fl.src),
-                dst: host_addr(fl.dst),
-                ttl: 64,
-                dscp: 0,
-                ecn: Ecn::NotEct,
-                id: 0,
-            },
-            l4: L4::Udp(UdpHdr {
-                sport: fl.udp_port,
-                dport: fl.udp_port,
-            }),
+            ip: IpHdr { src: host_addr(fl.src), dst: host_addr(fl.dst), ttl: 64, dscp: 0, ecn: Ecn::NotEct, id: 0 },
+            l4: L4::Udp(UdpHdr { sport: fl.udp_port, dport: fl.udp_port }),
             payload_len: payload,
             payload: None,
         };
@@ -952,12 +874,7 @@ impl Sim {
         let win = self.duration.since(self.warmup).as_secs_f64().max(1e-12);
         let mut flows = Vec::new();
         let mut short = Vec::new();
-        let mut vsum = VerifySummary {
-            flows_checked: 0,
-            bytes_checked: 0,
-            mismatched_flows: 0,
-            incomplete_flows: 0,
-        };
+        let mut vsum = VerifySummary { flows_checked: 0, bytes_checked: 0, mismatched_flows: 0, incomplete_flows: 0 };
         for (i, f) in self.flows.iter().enumerate() {
             let s = self.flow_tcp_stats(f);
             let sent = s.data_bytes_sent + f.udp_sent_bytes - f.snap.sent_bytes;
@@ -984,28 +901,16 @@ impl Sim {
                 kind: format!("{:?}", f.kind).to_lowercase(),
                 src: self.nodes[self.hosts[f.src as usize] as usize].name.clone(),
                 dst: self.nodes[self.hosts[f.dst as usize] as usize].name.clone(),
-                cc: if tcp {
-                    format!("{:?}", f.cfg.cc).to_lowercase()
-                } else {
-                    "udp".into()
-                },
+                cc: if tcp { format!("{:?}", f.cfg.cc).to_lowercase() } else { "udp".into() },
                 goodput_bps: (f.delivered - f.snap.delivered) as f64 * 8.0 / win,
                 throughput_bps: sent as f64 * 8.0 / win,
                 bytes_delivered: f.delivered,
                 retransmitted_packets: retr,
-                retransmit_ratio: if segs > 0 {
-                    retr as f64 / segs as f64
-                } else {
-                    0.0
-                },
+                retransmit_ratio: if segs > 0 { retr as f64 / segs as f64 } else { 0.0 },
                 timeouts: s.timeouts,
                 fast_retransmits: s.fast_retransmits,
                 rtt_samples: s.rtt_samples,
-                rtt_mean_ms: if s.rtt_samples > 0 {
-                    ms(s.rtt_sum_ns) / s.rtt_samples as f64
-                } else {
-                    0.0
-                },
+                rtt_mean_ms: if s.rtt_samples > 0 { ms(s.rtt_sum_ns) / s.rtt_samples as f64 } else { 0.0 },
                 rtt_min_ms: ms(s.rtt_min_ns),
                 rtt_max_ms: ms(s.rtt_max_ns),
                 transfers_completed: f.completions.len() as u64,
@@ -1044,11 +949,7 @@ impl Sim {
             let n = short.len();
             Some(ShortSummary {
                 count: n as u64,
-                mean_s: if n > 0 {
-                    short.iter().sum::<f64>() / n as f64
-                } else {
-                    0.0
-                },
+                mean_s: if n > 0 { short.iter().sum::<f64>() / n as f64 } else { 0.0 },
                 cov: cov(&short),
             })
         } else {
@@ -1104,11 +1005,7 @@ fn add_stats(a: &mut TcpStats, b: &TcpStats) {
     a.bytes_delivered += b.bytes_delivered;
     a.bytes_acked += b.bytes_acked;
     if b.rtt_samples > 0 {
-        a.rtt_min_ns = if a.rtt_samples == 0 {
-            b.rtt_min_ns
-        } else {
-            a.rtt_min_ns.min(b.rtt_min_ns)
-        };
+        a.rtt_min_ns = if a.rtt_samples == 0 { b.rtt_min_ns } else { a.rtt_min_ns.min(b.rtt_min_ns) };
         a.rtt_max_ns = a.rtt_max_ns.max(b.rtt_max_ns);
     }
     a.rtt_samples += b.rtt_samples;

@@ -58,10 +58,7 @@ pub struct DelAckConfig {
 
 impl Default for DelAckConfig {
     fn default() -> Self {
-        DelAckConfig {
-            every: 2,
-            timeout: Dur::from_millis(40),
-        }
+        DelAckConfig { every: 2, timeout: Dur::from_millis(40) }
     }
 }
 

@@ -92,13 +92,7 @@ pub struct Connection {
 
 impl Connection {
     /// Active open: returns a connection in `SynSent` whose first `poll_transmit` is the SYN.
-    pub fn connect(
-        cfg: TcpConfig,
-        local: SocketAddr,
-        remote: SocketAddr,
-        iss: u32,
-        now: Time,
-    ) -> Connection {
+    pub fn connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Time) -> Connection {
         let _ = (cfg, local, remote, iss, now);
         todo!()
     }
