@@ -156,7 +156,9 @@ pub enum L4 {
     Tcp(TcpHdr),
     Udp(UdpHdr),
     /// Any other IP protocol; ackshape forwards it untouched.
-    Other { proto: u8 },
+    Other {
+        proto: u8,
+    },
 }
 
 /// A packet: parsed headers plus a payload that is either real bytes (live path,
