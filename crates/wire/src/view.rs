@@ -77,7 +77,7 @@ impl<'a> TcpFrameMut<'a> {
             v => return Err(ViewError::BadIpVersion(v)),
         };
         let ip_min = ip_offset + if v4 { 20 } else { 40 };
-        let need = ip_min.max(tcp_offset + 20);
+        let need = ip_min.max(tcp_offset.saturating_add(20));
         if have < need || tcp_offset < ip_min {
             return Err(ViewError::Truncated { need, have });
         }

@@ -419,16 +419,13 @@ fn options_layout_is_exact() {
 }
 
 #[test]
-fn pure_ack_with_sack_is_52_bytes_over_ipv4_with_ts() {
-    let mut o = TcpOptions {
-        timestamps: Some((5, 6)),
-        ..Default::default()
-    };
+fn pure_ack_sizes() {
+    let mut o = TcpOptions::default();
     o.set_sack_blocks(&[SackBlock {
         left: SeqNum(100),
         right: SeqNum(200),
     }]);
-    let p = Packet {
+    let mut p = Packet {
         ip: IpHdr {
             src: "10.0.0.1".parse().unwrap(),
             dst: "10.0.0.2".parse().unwrap(),
@@ -445,10 +442,17 @@ fn pure_ack_with_sack_is_52_bytes_over_ipv4_with_ts() {
         payload_len: 0,
         payload: None,
     };
-    // 20 IP + 20 TCP + 10 TS + 10 SACK = 60 (a 52-byte ACK is TS only, or SACK only + 2 pad).
-    assert_eq!(p.ip_len(), 60);
+    // 20 IP + 20 TCP + 10 SACK (+2 EOL) = 52.
+    assert_eq!(p.ip_len(), 52);
     assert!(p.is_pure_ack());
-    verify_checksums(&p.to_frame(MA, MB)).unwrap();
+    let f = p.to_frame(MA, MB);
+    assert_eq!(f.len(), 66);
+    assert_eq!(&f[54..66], &[5, 10, 0, 0, 0, 100, 0, 0, 0, 200, 0, 0]);
+    verify_checksums(&f).unwrap();
+    // With timestamps: 20 + 20 + 10 TS + 10 SACK = 60.
+    p.tcp_mut().unwrap().opts.timestamps = Some((5, 6));
+    assert_eq!(p.ip_len(), 60);
+    assert_eq!(p.to_frame(MA, MB).len(), 74);
 }
 
 #[test]
