@@ -90,7 +90,10 @@ to = "b"
         let s = run(&text);
         let expect = buf as f64 * 8.0 / (rtt_ms as f64 / 1e3);
         let got = s.flows[0].goodput_bps;
-        println!("rwnd {buf} B, RTT {rtt_ms} ms: goodput {got:.0} bit/s, rwnd/RTT {expect:.0} bit/s, ratio {:.4}", got / expect);
+        println!(
+            "rwnd {buf} B, RTT {rtt_ms} ms: goodput {got:.0} bit/s, rwnd/RTT {expect:.0} bit/s, ratio {:.4}",
+            got / expect
+        );
         assert!((got / expect - 1.0).abs() <= 0.02, "ratio {}", got / expect);
     }
 }
@@ -98,10 +101,14 @@ to = "b"
 /// Ten equal-RTT flows through a drop-tail bottleneck with buffer ≥ BDP for 60 s.
 #[test]
 fn sharing_utilization_and_fairness() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../benches/reference-dumbbell.toml")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../benches/reference-dumbbell.toml")).unwrap();
     let s = run(&text);
     let b = s.link("bottleneck").unwrap();
-    println!("utilization {:.4}, Jain {:.4}, aggregate goodput {:.0} bit/s", b.utilization, s.aggregate.jain, s.aggregate.goodput_bps);
+    println!(
+        "utilization {:.4}, Jain {:.4}, aggregate goodput {:.0} bit/s",
+        b.utilization, s.aggregate.jain, s.aggregate.goodput_bps
+    );
     assert!(b.utilization >= 0.95, "utilization {}", b.utilization);
     assert!(s.aggregate.jain >= 0.95, "Jain {}", s.aggregate.jain);
 }

@@ -23,10 +23,7 @@ fn ip() -> IpHdr {
 
 /// 1500-byte IP packet: 20 IP + 20 TCP + 12 (timestamps, padded) + 1448 payload.
 fn data_packet(with_bytes: bool) -> Packet {
-    let opts = TcpOptions {
-        timestamps: Some((123_456, 654_321)),
-        ..Default::default()
-    };
+    let opts = TcpOptions { timestamps: Some((123_456, 654_321)), ..Default::default() };
     let payload_len = 1448;
     Packet {
         ip: ip(),
@@ -41,18 +38,14 @@ fn data_packet(with_bytes: bool) -> Packet {
             opts,
         }),
         payload_len,
-        payload: with_bytes
-            .then(|| Bytes::from((0..payload_len).map(|i| i as u8).collect::<Vec<u8>>())),
+        payload: with_bytes.then(|| Bytes::from((0..payload_len).map(|i| i as u8).collect::<Vec<u8>>())),
     }
 }
 
 /// 52-byte IP packet: 20 IP + 20 TCP + 12 (one SACK block, padded), no payload.
 fn pure_ack() -> Packet {
     let mut opts = TcpOptions::default();
-    opts.set_sack_blocks(&[SackBlock {
-        left: SeqNum(3_000_000),
-        right: SeqNum(3_001_448),
-    }]);
+    opts.set_sack_blocks(&[SackBlock { left: SeqNum(3_000_000), right: SeqNum(3_001_448) }]);
     Packet {
         ip: ip(),
         l4: L4::Tcp(TcpHdr {
@@ -80,11 +73,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("write_frame");
     g.throughput(Throughput::Elements(1));
     let mut out = Vec::with_capacity(2048);
-    for (name, p) in [
-        ("data1500_zero_payload", &data),
-        ("data1500_real_payload", &data_bytes),
-        ("ack52_sack", &ack),
-    ] {
+    for (name, p) in [("data1500_zero_payload", &data), ("data1500_real_payload", &data_bytes), ("ack52_sack", &ack)] {
         g.bench_function(name, |b| {
             b.iter(|| {
                 out.clear();
@@ -99,12 +88,8 @@ fn bench(c: &mut Criterion) {
     let fack = ack.to_frame(MA, MB);
     let mut g = c.benchmark_group("parse_frame");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("data1500", |b| {
-        b.iter(|| Packet::parse_frame(black_box(&fdata)).unwrap())
-    });
-    g.bench_function("ack52_sack", |b| {
-        b.iter(|| Packet::parse_frame(black_box(&fack)).unwrap())
-    });
+    g.bench_function("data1500", |b| b.iter(|| Packet::parse_frame(black_box(&fdata)).unwrap()));
+    g.bench_function("ack52_sack", |b| b.iter(|| Packet::parse_frame(black_box(&fack)).unwrap()));
     g.bench_function("data1500_with_payload_copy", |b| {
         b.iter(|| Packet::parse_frame_with_payload(black_box(&fdata)).unwrap())
     });
@@ -131,9 +116,7 @@ fn bench(c: &mut Criterion) {
             v.set_window(w);
         })
     });
-    g.bench_function("verify_checksums_data1500", |b| {
-        b.iter(|| verify_checksums(black_box(&fdata)).unwrap())
-    });
+    g.bench_function("verify_checksums_data1500", |b| b.iter(|| verify_checksums(black_box(&fdata)).unwrap()));
     g.finish();
 
     let mut g = c.benchmark_group("pcap");

@@ -110,11 +110,7 @@ mod tests {
     fn naive(data: &[u8]) -> u16 {
         let mut s: u32 = 0;
         for c in data.chunks(2) {
-            let w = if c.len() == 2 {
-                u16::from_be_bytes([c[0], c[1]])
-            } else {
-                (c[0] as u16) << 8
-            };
+            let w = if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { (c[0] as u16) << 8 };
             s += w as u32;
             s = (s & 0xffff) + (s >> 16);
         }
@@ -149,9 +145,6 @@ mod tests {
         assert_eq!(c1, finish(sum_bytes(0, &data)));
         let old32 = u32::from_be_bytes([data[20], data[21], data[22], data[23]]);
         data[20..24].copy_from_slice(&0xdead_beefu32.to_be_bytes());
-        assert_eq!(
-            update_u32(c1, old32, 0xdead_beef),
-            finish(sum_bytes(0, &data))
-        );
+        assert_eq!(update_u32(c1, old32, 0xdead_beef), finish(sum_bytes(0, &data)));
     }
 }

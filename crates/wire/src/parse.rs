@@ -57,11 +57,7 @@ pub enum OptionProblem {
 #[non_exhaustive]
 pub enum ParseError {
     #[error("truncated {layer} header: need {need} bytes, have {have}")]
-    Truncated {
-        layer: Layer,
-        need: usize,
-        have: usize,
-    },
+    Truncated { layer: Layer, need: usize, have: usize },
     #[error("ethertype {ethertype:#06x} is neither IPv4 nor IPv6 (nor one VLAN tag over them)")]
     NotIp { ethertype: u16 },
     #[error("IP version field is {found}, expected {expected}")]
@@ -77,11 +73,7 @@ pub enum ParseError {
     #[error("TCP data offset {data_offset} is below 5 or beyond the {available} bytes available")]
     BadTcpDataOffset { data_offset: u8, available: usize },
     #[error("TCP option kind {kind} at offset {offset}: {problem:?}")]
-    BadTcpOption {
-        kind: u8,
-        offset: usize,
-        problem: OptionProblem,
-    },
+    BadTcpOption { kind: u8, offset: usize, problem: OptionProblem },
     #[error("UDP length {udp_len} is below 8 or beyond the {available} bytes available")]
     BadUdpLength { udp_len: usize, available: usize },
 }
@@ -160,11 +152,7 @@ impl Packet {
 #[inline]
 fn need(layer: Layer, buf: &[u8], n: usize) -> Result<(), ParseError> {
     if buf.len() < n {
-        Err(ParseError::Truncated {
-            layer,
-            need: n,
-            have: buf.len(),
-        })
+        Err(ParseError::Truncated { layer, need: n, have: buf.len() })
     } else {
         Ok(())
     }
@@ -199,8 +187,7 @@ fn parse_frame_impl(frame: &[u8], mode: Payload) -> Result<ParsedFrame, ParseErr
         ETHERTYPE_IPV6 => 6,
         _ => return Err(ParseError::NotIp { ethertype }),
     };
-    let p = parse_ip_impl(&frame[ip_offset..], Some(expected), mode)
-        .map_err(|e| shift(e, ip_offset))?;
+    let p = parse_ip_impl(&frame[ip_offset..], Some(expected), mode).map_err(|e| shift(e, ip_offset))?;
     Ok(ParsedFrame {
         eth_dst,
         eth_src,
@@ -218,48 +205,28 @@ fn parse_frame_impl(frame: &[u8], mode: Payload) -> Result<ParsedFrame, ParseErr
 /// Makes offsets in errors relative to the frame.
 fn shift(e: ParseError, by: usize) -> ParseError {
     match e {
-        ParseError::BadTcpOption {
-            kind,
-            offset,
-            problem,
-        } => ParseError::BadTcpOption {
-            kind,
-            offset: offset + by,
-            problem,
-        },
+        ParseError::BadTcpOption { kind, offset, problem } => {
+            ParseError::BadTcpOption { kind, offset: offset + by, problem }
+        }
         e => e,
     }
 }
 
 fn parse_ip_impl(ip: &[u8], expected: Option<u8>, mode: Payload) -> Result<ParsedIp, ParseError> {
     if ip.is_empty() {
-        let layer = if expected == Some(6) {
-            Layer::Ipv6
-        } else {
-            Layer::Ipv4
-        };
-        return Err(ParseError::Truncated {
-            layer,
-            need: 1,
-            have: 0,
-        });
+        let layer = if expected == Some(6) { Layer::Ipv6 } else { Layer::Ipv4 };
+        return Err(ParseError::Truncated { layer, need: 1, have: 0 });
     }
     let version = ip[0] >> 4;
     if let Some(e) = expected {
         if version != e {
-            return Err(ParseError::BadIpVersion {
-                found: version,
-                expected: e,
-            });
+            return Err(ParseError::BadIpVersion { found: version, expected: e });
         }
     }
     match version {
         4 => parse_v4(ip, mode),
         6 => parse_v6(ip, mode),
-        v => Err(ParseError::BadIpVersion {
-            found: v,
-            expected: 4,
-        }),
+        v => Err(ParseError::BadIpVersion { found: v, expected: 4 }),
     }
 }
 
@@ -273,16 +240,10 @@ fn parse_v4(ip: &[u8], mode: Payload) -> Result<ParsedIp, ParseError> {
     need(Layer::Ipv4, ip, hlen)?;
     let total = be16(ip, 2) as usize;
     if total < hlen {
-        return Err(ParseError::TotalLengthTooSmall {
-            total_len: total,
-            header_len: hlen,
-        });
+        return Err(ParseError::TotalLengthTooSmall { total_len: total, header_len: hlen });
     }
     if total > ip.len() {
-        return Err(ParseError::LengthExceedsBuffer {
-            claimed: total,
-            available: ip.len(),
-        });
+        return Err(ParseError::LengthExceedsBuffer { claimed: total, available: ip.len() });
     }
     let tos = ip[1];
     let frag = be16(ip, 6);
@@ -304,10 +265,7 @@ fn parse_v6(ip: &[u8], mode: Payload) -> Result<ParsedIp, ParseError> {
     let plen = be16(ip, 4) as usize;
     let end = 40 + plen;
     if end > ip.len() {
-        return Err(ParseError::LengthExceedsBuffer {
-            claimed: end,
-            available: ip.len(),
-        });
+        return Err(ParseError::LengthExceedsBuffer { claimed: end, available: ip.len() });
     }
     let tc = ((be16(ip, 0) >> 4) & 0xff) as u8;
     let mut src = [0u8; 16];
@@ -353,9 +311,7 @@ fn parse_v6(ip: &[u8], mode: Payload) -> Result<ParsedIp, ParseError> {
         }
         count += 1;
         if count > MAX_IPV6_EXT_HEADERS {
-            return Err(ParseError::TooManyExtensionHeaders {
-                limit: MAX_IPV6_EXT_HEADERS,
-            });
+            return Err(ParseError::TooManyExtensionHeaders { limit: MAX_IPV6_EXT_HEADERS });
         }
         if fragment {
             break;
@@ -399,10 +355,7 @@ fn parse_l4(
         need(Layer::Udp, l4, 8)?;
         let udp_len = be16(l4, 4) as usize;
         if udp_len < 8 || udp_len > l4.len() {
-            return Err(ParseError::BadUdpLength {
-                udp_len,
-                available: l4.len(),
-            });
+            return Err(ParseError::BadUdpLength { udp_len, available: l4.len() });
         }
         let pay = l4_off + 8;
         let pend = l4_off + udp_len;
@@ -413,10 +366,7 @@ fn parse_l4(
             fragment,
             packet: Packet {
                 ip: hdr,
-                l4: L4::Udp(UdpHdr {
-                    sport: be16(l4, 0),
-                    dport: be16(l4, 2),
-                }),
+                l4: L4::Udp(UdpHdr { sport: be16(l4, 0), dport: be16(l4, 2) }),
                 payload_len: (udp_len - 8) as u32,
                 payload: payload_of(ip, pay, pend, mode),
             },
@@ -426,10 +376,7 @@ fn parse_l4(
     let data_offset = l4[12] >> 4;
     let hlen = data_offset as usize * 4;
     if data_offset < 5 || hlen > l4.len() {
-        return Err(ParseError::BadTcpDataOffset {
-            data_offset,
-            available: l4.len(),
-        });
+        return Err(ParseError::BadTcpDataOffset { data_offset, available: l4.len() });
     }
     let opts = parse_tcp_options(&l4[20..hlen]).map_err(|e| shift(e, l4_off + 20))?;
     let tcp = TcpHdr {
@@ -472,13 +419,7 @@ pub fn parse_tcp_options(opts: &[u8]) -> Result<TcpOptions, ParseError> {
             }
             _ => {}
         }
-        let bad = |problem| {
-            Err(ParseError::BadTcpOption {
-                kind,
-                offset: i,
-                problem,
-            })
-        };
+        let bad = |problem| Err(ParseError::BadTcpOption { kind, offset: i, problem });
         if i + 1 >= opts.len() {
             return bad(OptionProblem::MissingLength);
         }

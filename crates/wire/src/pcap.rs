@@ -78,11 +78,7 @@ impl<W: Write> PcapWriter<W> {
             endianness: Endianness::Little,
         };
         let inner = pcap_file::pcap::PcapWriter::with_header(w, header)?;
-        Ok(PcapWriter {
-            inner,
-            buf: Vec::with_capacity(2048),
-            snaplen,
-        })
+        Ok(PcapWriter { inner, buf: Vec::with_capacity(2048), snaplen })
     }
 
     /// Serialises `p` (MACs from [`fake_mac`] of its addresses) and writes it at `ts_ns`
@@ -101,8 +97,7 @@ impl<W: Write> PcapWriter<W> {
         let orig_len = frame.len().min(u32::MAX as usize) as u32;
         let incl = &frame[..frame.len().min(self.snaplen as usize)];
         let ts = Duration::from_nanos(ts_ns);
-        self.inner
-            .write_packet(&PcapPacket::new(ts, orig_len, incl))?;
+        self.inner.write_packet(&PcapPacket::new(ts, orig_len, incl))?;
         Ok(())
     }
 

@@ -126,8 +126,8 @@ impl MalformedKind {
     pub fn parses(self) -> Option<bool> {
         use MalformedKind::*;
         match self {
-            Ipv4FirstFragment | Ipv4LaterFragment | Ipv4WithOptions | Ipv6ExtensionChain
-            | Ipv6Fragment | TcpUnknownOption | BadChecksum => Some(true),
+            Ipv4FirstFragment | Ipv4LaterFragment | Ipv4WithOptions | Ipv6ExtensionChain | Ipv6Fragment
+            | TcpUnknownOption | BadChecksum => Some(true),
             TcpGarbageOptions | RandomAfterEthertype | Mutated => None,
             _ => Some(false),
         }
@@ -172,38 +172,20 @@ const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
 /// A valid TCP packet (IPv4 or IPv6) with timestamps, some SACK blocks and a payload.
 pub fn sample_tcp(v6: bool, payload_len: u32, rng: &mut Rng) -> Packet {
     let (src, dst) = if v6 {
-        (
-            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
-            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)),
-        )
+        (IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)), IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)))
     } else {
-        (
-            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-        )
+        (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)))
     };
-    let mut opts = TcpOptions {
-        timestamps: Some((rng.next_u64() as u32, rng.next_u64() as u32)),
-        ..Default::default()
-    };
+    let mut opts =
+        TcpOptions { timestamps: Some((rng.next_u64() as u32, rng.next_u64() as u32)), ..Default::default() };
     let n = rng.below(4);
     let base = rng.next_u64() as u32;
     let blocks: Vec<SackBlock> = (0..n as u32)
-        .map(|k| SackBlock {
-            left: SeqNum(base + 3000 * k),
-            right: SeqNum(base + 3000 * k + 1448),
-        })
+        .map(|k| SackBlock { left: SeqNum(base + 3000 * k), right: SeqNum(base + 3000 * k + 1448) })
         .collect();
     opts.set_sack_blocks(&blocks);
     Packet {
-        ip: IpHdr {
-            src,
-            dst,
-            ttl: 64,
-            dscp: 0,
-            ecn: Ecn::Ect0,
-            id: if v6 { 0 } else { rng.next_u64() as u16 },
-        },
+        ip: IpHdr { src, dst, ttl: 64, dscp: 0, ecn: Ecn::Ect0, id: if v6 { 0 } else { rng.next_u64() as u16 } },
         l4: L4::Tcp(TcpHdr {
             sport: 40000 + rng.below(1000) as u16,
             dport: 5201,
@@ -225,10 +207,7 @@ fn tcp_frame(v6: bool, payload_len: u32, rng: &mut Rng) -> Vec<u8> {
 
 fn udp_frame(v6: bool, rng: &mut Rng) -> Vec<u8> {
     let mut p = sample_tcp(v6, rng.below(64) as u32, rng);
-    p.l4 = L4::Udp(UdpHdr {
-        sport: 5353,
-        dport: 5353,
-    });
+    p.l4 = L4::Udp(UdpHdr { sport: 5353, dport: 5353 });
     p.to_frame(MAC_A, MAC_B)
 }
 
@@ -352,11 +331,7 @@ pub fn malformed_frame(kind: MalformedKind, rng: &mut Rng) -> Vec<u8> {
         TotalLengthBeyondBuffer => {
             let mut f = tcp_frame(v6, rng.below(200) as u32, rng);
             let extra = 1 + rng.below(1000) as u16;
-            let (i, base) = if v6 {
-                (18, f.len() - 54)
-            } else {
-                (16, f.len() - 14)
-            };
+            let (i, base) = if v6 { (18, f.len() - 54) } else { (16, f.len() - 14) };
             f[i..i + 2].copy_from_slice(&(base as u16 + extra).to_be_bytes());
             fix_v4_checksum(&mut f);
             f
@@ -528,11 +503,7 @@ pub fn malformed_frame(kind: MalformedKind, rng: &mut Rng) -> Vec<u8> {
             let mut f = udp_frame(v6, rng);
             let t = tcp_off(v6);
             let avail = f.len() - t;
-            let l = if rng.bool() {
-                rng.below(8)
-            } else {
-                avail + 1 + rng.below(100)
-            };
+            let l = if rng.bool() { rng.below(8) } else { avail + 1 + rng.below(100) };
             f[t + 4..t + 6].copy_from_slice(&(l as u16).to_be_bytes());
             f
         }
@@ -551,11 +522,7 @@ pub fn malformed_frame(kind: MalformedKind, rng: &mut Rng) -> Vec<u8> {
             rng.fill(&mut f[14..]);
             f[..6].copy_from_slice(&MAC_B);
             f[6..12].copy_from_slice(&MAC_A);
-            let (et, ver) = if v6 {
-                (0x86ddu16, 0x60u8)
-            } else {
-                (0x0800, 0x40)
-            };
+            let (et, ver) = if v6 { (0x86ddu16, 0x60u8) } else { (0x0800, 0x40) };
             f[12..14].copy_from_slice(&et.to_be_bytes());
             if f.len() > 14 && rng.bool() {
                 f[14] = ver | (f[14] & 0x0f);
@@ -563,11 +530,7 @@ pub fn malformed_frame(kind: MalformedKind, rng: &mut Rng) -> Vec<u8> {
             f
         }
         Mutated => {
-            let mut f = if rng.bool() {
-                tcp_frame(v6, rng.below(200) as u32, rng)
-            } else {
-                udp_frame(v6, rng)
-            };
+            let mut f = if rng.bool() { tcp_frame(v6, rng.below(200) as u32, rng) } else { udp_frame(v6, rng) };
             match rng.below(3) {
                 0 => {
                     for _ in 0..1 + rng.below(4) {
@@ -599,10 +562,7 @@ fn fix_tcp_checksum(f: &mut [u8], v6: bool) {
         d.copy_from_slice(&f[38..54]);
         (IpAddr::V6(s.into()), IpAddr::V6(d.into()))
     } else {
-        (
-            IpAddr::V4(Ipv4Addr::new(f[26], f[27], f[28], f[29])),
-            IpAddr::V4(Ipv4Addr::new(f[30], f[31], f[32], f[33])),
-        )
+        (IpAddr::V4(Ipv4Addr::new(f[26], f[27], f[28], f[29])), IpAddr::V4(Ipv4Addr::new(f[30], f[31], f[32], f[33])))
     };
     f[t + 16] = 0;
     f[t + 17] = 0;
@@ -625,8 +585,5 @@ pub fn malformed_corpus_labeled(seed: u64, n: usize) -> Vec<(MalformedKind, Vec<
 
 /// `n` malformed or unusual Ethernet frames (see [`MalformedKind`]), deterministic in `seed`.
 pub fn malformed_corpus(seed: u64, n: usize) -> Vec<Vec<u8>> {
-    malformed_corpus_labeled(seed, n)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect()
+    malformed_corpus_labeled(seed, n).into_iter().map(|(_, f)| f).collect()
 }

@@ -59,17 +59,10 @@ impl<'a> TcpFrameMut<'a> {
 
     /// A view from known offsets. Checks only that the fixed IP header and the 20-byte
     /// TCP header (and its data offset) fit in `buf`; the caller vouches that it is TCP.
-    pub fn from_offsets(
-        buf: &'a mut [u8],
-        ip_offset: usize,
-        tcp_offset: usize,
-    ) -> Result<Self, ViewError> {
+    pub fn from_offsets(buf: &'a mut [u8], ip_offset: usize, tcp_offset: usize) -> Result<Self, ViewError> {
         let have = buf.len();
         if ip_offset >= have {
-            return Err(ViewError::Truncated {
-                need: ip_offset + 1,
-                have,
-            });
+            return Err(ViewError::Truncated { need: ip_offset + 1, have });
         }
         let v4 = match buf[ip_offset] >> 4 {
             4 => true,
@@ -83,17 +76,9 @@ impl<'a> TcpFrameMut<'a> {
         }
         let hl = (buf[tcp_offset + 12] >> 4) as usize * 4;
         if hl < 20 || have < tcp_offset + hl {
-            return Err(ViewError::Truncated {
-                need: tcp_offset + hl.max(20),
-                have,
-            });
+            return Err(ViewError::Truncated { need: tcp_offset + hl.max(20), have });
         }
-        Ok(TcpFrameMut {
-            buf,
-            ip: ip_offset,
-            tcp: tcp_offset,
-            v4,
-        })
+        Ok(TcpFrameMut { buf, ip: ip_offset, tcp: tcp_offset, v4 })
     }
 
     /// The underlying bytes.
@@ -226,10 +211,7 @@ impl<'a> TcpFrameMut<'a> {
     pub fn set_sack_blocks(&mut self, blocks: &[SackBlock]) -> Result<(), ViewError> {
         let (at, room) = self.find_sack().ok_or(ViewError::NoSackOption)?;
         if blocks.len() > room {
-            return Err(ViewError::NoRoom {
-                want: blocks.len(),
-                room,
-            });
+            return Err(ViewError::NoRoom { want: blocks.len(), room });
         }
         let len = 2 + 8 * room;
         // Align the patched region to the 16-bit words of the TCP checksum stream.
@@ -276,10 +258,7 @@ fn set_ip_ecn_at(buf: &mut [u8], ip: usize, v4: bool, ecn: Ecn) {
 /// checksum updated incrementally).
 pub fn set_ip_ecn(frame: &mut [u8], ip_offset: usize, ecn: Ecn) -> Result<(), ViewError> {
     let have = frame.len();
-    let first = *frame.get(ip_offset).ok_or(ViewError::Truncated {
-        need: ip_offset + 1,
-        have,
-    })?;
+    let first = *frame.get(ip_offset).ok_or(ViewError::Truncated { need: ip_offset + 1, have })?;
     let v4 = match first >> 4 {
         4 => true,
         6 => false,

@@ -133,11 +133,7 @@ impl Packet {
     ///
     /// Allocation: only what growing `out` needs; reuse one `Vec` across calls.
     pub fn write_frame(&self, src_mac: [u8; 6], dst_mac: [u8; 6], out: &mut Vec<u8>) {
-        let ethertype = if self.ip.src.is_ipv4() {
-            ETHERTYPE_IPV4
-        } else {
-            ETHERTYPE_IPV6
-        };
+        let ethertype = if self.ip.src.is_ipv4() { ETHERTYPE_IPV4 } else { ETHERTYPE_IPV6 };
         let mut eth = [0u8; 14];
         eth[..6].copy_from_slice(&dst_mac);
         eth[6..12].copy_from_slice(&src_mac);

@@ -20,11 +20,7 @@ fn etherparse_agrees(frame: &[u8], p: &Packet) {
     }
     match (h.net.as_ref().unwrap(), h.transport.as_ref()) {
         (NetHeaders::Ipv4(ip, _), t) => {
-            assert_eq!(
-                ip.header_checksum,
-                ip.calc_header_checksum(),
-                "IPv4 header checksum"
-            );
+            assert_eq!(ip.header_checksum, ip.calc_header_checksum(), "IPv4 header checksum");
             assert!(ip.dont_fragment);
             assert_eq!(ip.identification, p.ip.id);
             assert_eq!(ip.time_to_live, p.ip.ttl);
@@ -32,19 +28,11 @@ fn etherparse_agrees(frame: &[u8], p: &Packet) {
             assert_eq!(ip.ecn.value(), p.ip.ecn as u8);
             match t {
                 Some(TransportHeader::Tcp(tcp)) => {
-                    assert_eq!(
-                        tcp.checksum,
-                        tcp.calc_checksum_ipv4(ip, payload).unwrap(),
-                        "TCP checksum"
-                    );
+                    assert_eq!(tcp.checksum, tcp.calc_checksum_ipv4(ip, payload).unwrap(), "TCP checksum");
                     tcp_agrees(tcp, p);
                 }
                 Some(TransportHeader::Udp(u)) => {
-                    assert_eq!(
-                        u.checksum,
-                        u.calc_checksum_ipv4(ip, payload).unwrap(),
-                        "UDP checksum"
-                    );
+                    assert_eq!(u.checksum, u.calc_checksum_ipv4(ip, payload).unwrap(), "UDP checksum");
                 }
                 None => assert!(matches!(p.l4, L4::Other { .. })),
                 _ => panic!("unexpected transport"),
@@ -55,19 +43,11 @@ fn etherparse_agrees(frame: &[u8], p: &Packet) {
             assert_eq!(ip.traffic_class, (p.ip.dscp << 2) | p.ip.ecn as u8);
             match t {
                 Some(TransportHeader::Tcp(tcp)) => {
-                    assert_eq!(
-                        tcp.checksum,
-                        tcp.calc_checksum_ipv6(ip, payload).unwrap(),
-                        "TCP checksum"
-                    );
+                    assert_eq!(tcp.checksum, tcp.calc_checksum_ipv6(ip, payload).unwrap(), "TCP checksum");
                     tcp_agrees(tcp, p);
                 }
                 Some(TransportHeader::Udp(u)) => {
-                    assert_eq!(
-                        u.checksum,
-                        u.calc_checksum_ipv6(ip, payload).unwrap(),
-                        "UDP checksum"
-                    );
+                    assert_eq!(u.checksum, u.calc_checksum_ipv6(ip, payload).unwrap(), "UDP checksum");
                 }
                 None => assert!(matches!(p.l4, L4::Other { .. })),
                 _ => panic!("unexpected transport"),
@@ -92,13 +72,8 @@ fn tcp_agrees(tcp: &etherparse::TcpHeader, p: &Packet) {
             TcpOptionElement::SelectiveAcknowledgement(first, rest) => {
                 let mut v = vec![first];
                 v.extend(rest.iter().flatten().copied());
-                let v: Vec<SackBlock> = v
-                    .into_iter()
-                    .map(|(l, r)| SackBlock {
-                        left: SeqNum(l),
-                        right: SeqNum(r),
-                    })
-                    .collect();
+                let v: Vec<SackBlock> =
+                    v.into_iter().map(|(l, r)| SackBlock { left: SeqNum(l), right: SeqNum(r) }).collect();
                 o.set_sack_blocks(&v);
             }
         }
@@ -107,21 +82,10 @@ fn tcp_agrees(tcp: &etherparse::TcpHeader, p: &Packet) {
 }
 
 fn arb_ip(v6: bool) -> impl Strategy<Value = IpHdr> {
-    (
-        any::<[u8; 16]>(),
-        any::<[u8; 16]>(),
-        any::<u8>(),
-        0u8..64,
-        0u8..4,
-        any::<u16>(),
-    )
-        .prop_map(move |(s, d, ttl, dscp, ecn, id)| {
+    (any::<[u8; 16]>(), any::<[u8; 16]>(), any::<u8>(), 0u8..64, 0u8..4, any::<u16>()).prop_map(
+        move |(s, d, ttl, dscp, ecn, id)| {
             let (src, dst, id) = if v6 {
-                (
-                    IpAddr::V6(Ipv6Addr::from(s)),
-                    IpAddr::V6(Ipv6Addr::from(d)),
-                    0,
-                )
+                (IpAddr::V6(Ipv6Addr::from(s)), IpAddr::V6(Ipv6Addr::from(d)), 0)
             } else {
                 (
                     IpAddr::V4(Ipv4Addr::new(s[0], s[1], s[2], s[3])),
@@ -129,15 +93,9 @@ fn arb_ip(v6: bool) -> impl Strategy<Value = IpHdr> {
                     id,
                 )
             };
-            IpHdr {
-                src,
-                dst,
-                ttl,
-                dscp,
-                ecn: Ecn::from_bits(ecn),
-                id,
-            }
-        })
+            IpHdr { src, dst, ttl, dscp, ecn: Ecn::from_bits(ecn), id }
+        },
+    )
 }
 
 fn arb_opts() -> impl Strategy<Value = TcpOptions> {
@@ -149,20 +107,9 @@ fn arb_opts() -> impl Strategy<Value = TcpOptions> {
         proptest::collection::vec(any::<(u32, u32)>(), 0..=4),
     )
         .prop_map(|(mss, wscale, sack_permitted, timestamps, sack)| {
-            let mut o = TcpOptions {
-                mss,
-                wscale,
-                sack_permitted,
-                timestamps,
-                ..Default::default()
-            };
-            let v: Vec<SackBlock> = sack
-                .into_iter()
-                .map(|(l, r)| SackBlock {
-                    left: SeqNum(l),
-                    right: SeqNum(r),
-                })
-                .collect();
+            let mut o = TcpOptions { mss, wscale, sack_permitted, timestamps, ..Default::default() };
+            let v: Vec<SackBlock> =
+                sack.into_iter().map(|(l, r)| SackBlock { left: SeqNum(l), right: SeqNum(r) }).collect();
             o.set_sack_blocks(&v);
             o
         })
@@ -187,34 +134,22 @@ fn arb_l4(v6: bool) -> impl Strategy<Value = L4> {
 
 fn arb_packet() -> impl Strategy<Value = Packet> {
     any::<bool>().prop_flat_map(|v6| {
-        (
-            arb_ip(v6),
-            arb_l4(v6),
-            0u32..1600,
-            any::<bool>(),
-            any::<u64>(),
-        )
-            .prop_map(|(ip, l4, payload_len, with_bytes, seed)| {
+        (arb_ip(v6), arb_l4(v6), 0u32..1600, any::<bool>(), any::<u64>()).prop_map(
+            |(ip, l4, payload_len, with_bytes, seed)| {
                 let payload = with_bytes.then(|| {
                     let mut x = seed;
                     Bytes::from(
                         (0..payload_len)
                             .map(|_| {
-                                x = x
-                                    .wrapping_mul(6364136223846793005)
-                                    .wrapping_add(1442695040888963407);
+                                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                                 (x >> 56) as u8
                             })
                             .collect::<Vec<u8>>(),
                     )
                 });
-                Packet {
-                    ip,
-                    l4,
-                    payload_len,
-                    payload,
-                }
-            })
+                Packet { ip, l4, payload_len, payload }
+            },
+        )
     })
 }
 
@@ -374,30 +309,18 @@ fn options_layout_is_exact() {
             ecn: Ecn::NotEct,
             id: 7,
         },
-        l4: L4::Tcp(TcpHdr {
-            flags: TcpFlags::SYN,
-            opts: o.clone(),
-            ..Default::default()
-        }),
+        l4: L4::Tcp(TcpHdr { flags: TcpFlags::SYN, opts: o.clone(), ..Default::default() }),
         payload_len: 0,
         payload: None,
     };
     let f = p.to_frame(MA, MB);
     assert_eq!(f.len(), 14 + 20 + 40);
-    assert_eq!(
-        &f[54..74],
-        &[2, 4, 5, 180, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2, 3, 3, 7, 0]
-    );
+    assert_eq!(&f[54..74], &[2, 4, 5, 180, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2, 3, 3, 7, 0]);
     // Too many SACK blocks with timestamps: trailing ones are dropped, never > 40 bytes.
     o.mss = None;
     o.wscale = None;
     o.sack_permitted = false;
-    o.set_sack_blocks(
-        &[SackBlock {
-            left: SeqNum(1),
-            right: SeqNum(2),
-        }; 4],
-    );
+    o.set_sack_blocks(&[SackBlock { left: SeqNum(1), right: SeqNum(2) }; 4]);
     assert_eq!(o.wire_len(), 44);
     assert_eq!(o.sack_len_on_wire(), 3);
     assert_eq!(o.serialized_len(), 36);
@@ -406,25 +329,13 @@ fn options_layout_is_exact() {
     let f = q.to_frame(MA, MB);
     assert_eq!(f.len(), 14 + 20 + 20 + 36);
     verify_checksums(&f).unwrap();
-    assert_eq!(
-        Packet::parse_frame(&f)
-            .unwrap()
-            .packet
-            .tcp()
-            .unwrap()
-            .opts
-            .sack_len,
-        3
-    );
+    assert_eq!(Packet::parse_frame(&f).unwrap().packet.tcp().unwrap().opts.sack_len, 3);
 }
 
 #[test]
 fn pure_ack_sizes() {
     let mut o = TcpOptions::default();
-    o.set_sack_blocks(&[SackBlock {
-        left: SeqNum(100),
-        right: SeqNum(200),
-    }]);
+    o.set_sack_blocks(&[SackBlock { left: SeqNum(100), right: SeqNum(200) }]);
     let mut p = Packet {
         ip: IpHdr {
             src: "10.0.0.1".parse().unwrap(),
@@ -434,11 +345,7 @@ fn pure_ack_sizes() {
             ecn: Ecn::NotEct,
             id: 0,
         },
-        l4: L4::Tcp(TcpHdr {
-            flags: TcpFlags::ACK,
-            opts: o,
-            ..Default::default()
-        }),
+        l4: L4::Tcp(TcpHdr { flags: TcpFlags::ACK, opts: o, ..Default::default() }),
         payload_len: 0,
         payload: None,
     };
@@ -461,17 +368,11 @@ fn checksum_errors_are_reported() {
     let p = testing::sample_tcp(false, 100, &mut rng);
     let mut f = p.to_frame(MA, MB);
     f[24] ^= 0xff;
-    assert!(matches!(
-        verify_checksums(&f),
-        Err(ChecksumError::Ipv4Header { .. })
-    ));
+    assert!(matches!(verify_checksums(&f), Err(ChecksumError::Ipv4Header { .. })));
     f[24] ^= 0xff;
     let n = f.len();
     f[n - 1] ^= 1;
-    assert!(matches!(
-        verify_checksums(&f),
-        Err(ChecksumError::Tcp { .. })
-    ));
+    assert!(matches!(verify_checksums(&f), Err(ChecksumError::Tcp { .. })));
 }
 
 #[test]
@@ -492,19 +393,12 @@ fn ethernet_padding_is_not_payload() {
 fn errors_name_the_problem() {
     assert_eq!(
         Packet::parse_frame(&[0u8; 10]),
-        Err(ParseError::Truncated {
-            layer: Layer::Ethernet,
-            need: 14,
-            have: 10
-        })
+        Err(ParseError::Truncated { layer: Layer::Ethernet, need: 14, have: 10 })
     );
     let mut f = vec![0u8; 60];
     f[12] = 0x08;
     f[13] = 0x06;
-    assert_eq!(
-        Packet::parse_frame(&f),
-        Err(ParseError::NotIp { ethertype: 0x0806 })
-    );
+    assert_eq!(Packet::parse_frame(&f), Err(ParseError::NotIp { ethertype: 0x0806 }));
     let e = Packet::parse_frame(&f).unwrap_err().to_string();
     assert!(e.contains("0x0806"), "{e}");
 }
@@ -521,9 +415,7 @@ fn corpus_kinds_behave_as_labelled() {
             assert_eq!(r.is_ok(), ok, "{kind:?}: {r:?} {f:02x?}");
         }
         match kind {
-            MalformedKind::Ipv4FirstFragment
-            | MalformedKind::Ipv4LaterFragment
-            | MalformedKind::Ipv6Fragment => {
+            MalformedKind::Ipv4FirstFragment | MalformedKind::Ipv4LaterFragment | MalformedKind::Ipv6Fragment => {
                 let p = r.unwrap();
                 assert!(p.fragment);
                 assert_eq!(p.packet.l4, L4::Other { proto: 6 });
@@ -565,9 +457,7 @@ fn corpus_kinds_behave_as_labelled() {
 fn pcap_roundtrip() {
     let mut rng = testing::Rng::new(3);
     let mut w = pcap::PcapWriter::new(Vec::new()).unwrap();
-    let pkts: Vec<Packet> = (0..10)
-        .map(|i| testing::sample_tcp(i % 2 == 1, 100 * i, &mut rng))
-        .collect();
+    let pkts: Vec<Packet> = (0..10).map(|i| testing::sample_tcp(i % 2 == 1, 100 * i, &mut rng)).collect();
     for (i, p) in pkts.iter().enumerate() {
         w.write_packet(1_000_000_007 * i as u64, p).unwrap();
     }
@@ -590,11 +480,7 @@ fn pcap_roundtrip() {
 /// If tshark is installed, it must read our pcap and find every checksum good.
 #[test]
 fn pcap_opens_in_tshark() {
-    if std::process::Command::new("tshark")
-        .arg("-v")
-        .output()
-        .is_err()
-    {
+    if std::process::Command::new("tshark").arg("-v").output().is_err() {
         eprintln!("tshark not installed: skipped");
         return;
     }
@@ -604,9 +490,7 @@ fn pcap_opens_in_tshark() {
     let mut rng = testing::Rng::new(4);
     {
         let file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        let mut w =
-            pcap::PcapWriter::with_options(file, pcap::TsUnit::Micros, pcap::DEFAULT_SNAPLEN)
-                .unwrap();
+        let mut w = pcap::PcapWriter::with_options(file, pcap::TsUnit::Micros, pcap::DEFAULT_SNAPLEN).unwrap();
         for i in 0..20u32 {
             let mut p = testing::sample_tcp(i % 2 == 1, 37 * i, &mut rng);
             if i % 5 == 0 {
@@ -643,11 +527,7 @@ fn pcap_opens_in_tshark() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text.lines().count(), 20, "{text}");
     for line in text.lines() {
         let cols: Vec<&str> = line.split('\t').collect();
