@@ -307,18 +307,18 @@ fn reno_worse_than_newreno_and_sack_with_multiple_drops() {
 /// Receiver-window-limited transfer: rate ≈ rwnd / RTT.
 #[test]
 fn rwnd_limited_rate() {
-    let rwnd = 20 * MSS;
+    let rwnd = 65536;
     let cb = TcpConfig { rcv_buf: rwnd as u32, ..base_cfg() };
     let mut s = Sim::new(base_cfg(), cb, ms(50));
     s.record = false;
-    s.a.write(2000 * MSS);
+    s.a.write(20000 * MSS);
     s.run_until(secs(2), |_| false);
     let b0 = s.b().stats().bytes_delivered;
     s.run_until(secs(12), |_| false);
     let rate = (s.b().stats().bytes_delivered - b0) as f64 / 10.0;
     let expect = rwnd as f64 / 0.1;
     eprintln!("rwnd-limited rate {rate:.0} B/s, rwnd/RTT {expect:.0} B/s");
-    assert!((rate / expect - 1.0).abs() < 0.05, "rate {rate} expect {expect}");
+    assert!((rate / expect - 1.0).abs() < 0.03, "rate {rate} expect {expect}");
     assert_eq!(s.a.trace().rwnd_seen_bytes, rwnd);
 }
 
@@ -597,46 +597,28 @@ fn cubic_grows_faster_than_reno_on_long_fat_path() {
 
 #[test]
 fn persist_probe_on_zero_window() {
-    // A middlebox that rewrites B's window to zero for a while: the sender must probe, then resume.
+    // A middlebox rewrites B's window to zero for 2 s: the sender stalls, probes with the
+    // persist timer (backing off), and resumes once the window reopens.
     let mut s = Sim::new(base_cfg(), base_cfg(), ms(10));
-    s.a.write(100 * MSS);
-    s.run_until(secs(1), |s| s.a.stats().bytes_acked >= 10 * MSS);
-    let start = s.now;
-    // Zero the window of everything B sends for 1 s.
-    s.ba.drop_fn = None;
-    let mut zeroed = 0;
-    let mut now = s.now;
-    while now < start + Dur::from_secs(1) {
-        // Step manually: intercept B's packets.
-        let b = s.b.as_mut().unwrap();
-        while let Some(mut p) = b.poll_transmit(now) {
+    s.ba.mutate = Some(Box::new(|t, p| {
+        if t >= Time::from_secs_f64(0.2) && t < Time::from_secs_f64(2.2) {
             p.tcp_mut().unwrap().window = 0;
-            zeroed += 1;
-            s.a.handle_packet(now + Dur::from_millis(10), &p);
         }
-        while let Some(p) = s.a.poll_transmit(now) {
-            let b = s.b.as_mut().unwrap();
-            b.handle_packet(now + Dur::from_millis(10), &p);
-        }
-        now += Dur::from_millis(10);
-        if let Some(t) = s.a.poll_timeout() {
-            if t <= now {
-                s.a.handle_timeout(now);
-            }
-        }
-        let b = s.b.as_mut().unwrap();
-        if let Some(t) = b.poll_timeout() {
-            if t <= now {
-                b.handle_timeout(now);
-            }
-        }
-    }
-    assert!(zeroed > 0);
+    }));
+    s.a.write(2000 * MSS);
+    s.run_until(Time::from_secs_f64(2.1), |_| false);
     assert_eq!(s.a.trace().rwnd_seen_bytes, 0);
-    assert!(s.a.stats().persist_probes >= 1, "probes {}", s.a.stats().persist_probes);
-    s.now = now;
-    s.run_until(secs(30), |s| s.a.stats().bytes_acked >= 100 * MSS);
-    assert_eq!(s.b().stats().bytes_delivered, 100 * MSS);
+    let acked = s.a.stats().bytes_acked;
+    let probes = s.a.stats().persist_probes;
+    assert!((1..=3).contains(&probes), "probes {probes}");
+    assert_eq!(s.a.stats().timeouts, 0);
+    // No data beyond the zero window was sent while stalled.
+    let late = data_sent_a(&s).iter().filter(|x| x.t > Time::from_secs_f64(0.3)).count();
+    assert_eq!(late, 0);
+    s.run_until(secs(60), |s| s.a.stats().bytes_acked >= 2000 * MSS);
+    assert!(s.a.stats().bytes_acked > acked);
+    assert_eq!(s.b().stats().bytes_delivered, 2000 * MSS);
+    eprintln!("persist probes {probes}, done at {:?}", s.now);
 }
 
 #[test]
@@ -645,20 +627,36 @@ fn zero_window_duplicate_is_not_a_dupack() {
     let mut s = Sim::new(cfg(CcAlgo::NewReno), cfg(CcAlgo::NewReno), ms(10));
     s.a.write(400 * MSS);
     s.run_until(secs(1), |s| s.a.stats().bytes_acked >= 50 * MSS);
-    let ack = s.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack()).last().unwrap().pkt.clone();
+    let now = s.now;
+    let ack = s.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now).last().unwrap().pkt.clone();
+    let mut ack = ack;
+    ack.tcp_mut().unwrap().ack = s.a.snd_una();
     let mut z = ack.clone();
     z.tcp_mut().unwrap().window = 0;
-    let now = s.now;
+    let before = s.a.stats().dupacks_rcvd;
+    // Zero-window copies interleaved with the original: each changes the window, none counts.
     for _ in 0..5 {
         s.a.handle_packet(now, &z);
+        s.a.handle_packet(now, &ack);
     }
+    assert_eq!(s.a.stats().dupacks_rcvd, before);
     assert_eq!(s.a.stats().fast_retransmits, 0);
     // Five exact duplicates of the (current) ACK would count.
     let mut s2 = Sim::new(cfg(CcAlgo::NewReno), cfg(CcAlgo::NewReno), ms(10));
     s2.a.write(400 * MSS);
     s2.run_until(secs(1), |s| s.a.stats().bytes_acked >= 50 * MSS);
     let now = s2.now;
-    let last = s2.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack()).last().unwrap().pkt.clone();
+    // The last pure ACK A has already received (sent ≥ one-way delay ago).
+    let last = s2
+        .sent
+        .iter()
+        .filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now)
+        .last()
+        .unwrap()
+        .pkt
+        .clone();
+    let mut last = last;
+    last.tcp_mut().unwrap().ack = s2.a.snd_una();
     let before = s2.a.stats().dupacks_rcvd;
     for _ in 0..3 {
         s2.a.handle_packet(now, &last);
@@ -694,4 +692,18 @@ fn deterministic() {
         (s.now, s.a.stats().clone(), s.sent.len())
     };
     assert_eq!(run(), run());
+}
+
+#[test]
+#[ignore]
+fn debug_rwnd() {
+    let rwnd = 20 * MSS;
+    let cb = TcpConfig { rcv_buf: rwnd as u32, ..base_cfg() };
+    let mut s = Sim::new(base_cfg(), cb, ms(50));
+    s.a.write(2000 * MSS);
+    for i in 1..12 { s.run_until(secs(i), |_| false); eprintln!("t={i} delivered {} cwnd {} rwnd {}", s.b().stats().bytes_delivered, s.a.trace().cwnd_bytes, s.a.trace().rwnd_seen_bytes); }
+    for x in s.sent.iter().filter(|x| x.t > secs(2) && x.t < Time::from_secs_f64(2.0)) {
+        let t = x.pkt.tcp().unwrap();
+        eprintln!("{:?} {} seq {} ack {} len {} win {} {:?}", x.t, if x.from_a {"A"} else {"B"}, t.seq.0, t.ack.0, x.pkt.payload_len, t.window, t.flags);
+    }
 }

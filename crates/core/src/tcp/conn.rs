@@ -1211,7 +1211,11 @@ impl Connection {
         let edge = self.adv_edge.max(self.rcv_nxt + free);
         let wnd = edge - self.rcv_nxt;
         let sh = self.rcv_shift as u32;
-        let field = (wnd.div_ceil(1u64 << sh)).min(65535);
+        // Round down to the scale unit (like Linux), unless that would shrink the edge.
+        let mut field = (wnd >> sh).min(65535);
+        if self.rcv_nxt + (field << sh) < self.adv_edge {
+            field = wnd.div_ceil(1u64 << sh).min(65535);
+        }
         self.adv_edge = self.adv_edge.max(self.rcv_nxt + (field << sh));
         let ack = self.rcv_seq(self.rcv_nxt + self.peer_fin_rcvd as u64);
         self.last_ack_sent = self.rcv_nxt;
@@ -1357,6 +1361,16 @@ impl Connection {
 
     pub fn remote(&self) -> SocketAddr {
         self.remote
+    }
+
+    /// Oldest unacknowledged sequence number (SND.UNA).
+    pub fn snd_una(&self) -> SeqNum {
+        self.snd_seq(self.una)
+    }
+
+    /// Next sequence number to be sent for new data (highest sent + 1, SND.MAX).
+    pub fn snd_nxt(&self) -> SeqNum {
+        self.snd_seq(self.nxt)
     }
 
     /// Negotiated effective MSS (payload bytes).

@@ -25,6 +25,8 @@ pub struct Path {
     pub reorder_p: f64,
     pub reorder_extra: Dur,
     pub drop_fn: Option<DropFn>,
+    /// Rewrites every packet sent on this path (a middlebox).
+    pub mutate: Option<Box<dyn FnMut(Time, &mut Packet)>>,
     data_idx: u64,
     rng: rng::Rng,
     pub dropped: u64,
@@ -42,6 +44,7 @@ impl Path {
             reorder_p: 0.0,
             reorder_extra: Dur::ZERO,
             drop_fn: None,
+            mutate: None,
             data_idx: 0,
             rng: rng::stream(seed, "path", 0),
             dropped: 0,
@@ -51,6 +54,9 @@ impl Path {
     /// Arrival time of `p` sent at `now`, or None if dropped.
     fn send(&mut self, now: Time, p: &mut Packet) -> Option<Time> {
         let mut t = now;
+        if let Some(m) = self.mutate.as_mut() {
+            m(now, p);
+        }
         if let Some(r) = self.rate_bps {
             let start = t.max(self.busy_until);
             self.busy_until = start + Dur::tx_time(p.ip_len(), r);
@@ -238,6 +244,9 @@ impl Sim {
                     self.a.handle_packet(self.now, &p);
                 }
                 self.pump();
+                if stop(self) {
+                    return;
+                }
             }
             if self.a.poll_timeout().is_some_and(|x| x <= self.now) {
                 self.a.handle_timeout(self.now);
