@@ -12,8 +12,7 @@ warmup = "1s"
 trace_interval = "100ms"
 [topology]
 kind = "dumbbell"
-bottleneck = { rate = "10Mbit/s", delay = "10ms", queue = "50pkt", jitter = "1ms",
-               loss = { kind = "bernoulli", p = 0.002 } }
+bottleneck = { rate = "10Mbit/s", delay = "10ms", queue = "50pkt", jitter = "1ms", loss = { kind = "bernoulli", p = 0.002 } }
 access = { rate = "100Mbit/s", delay = "1ms" }
 [[flows]]
 count = 3

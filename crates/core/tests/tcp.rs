@@ -126,7 +126,9 @@ fn check_exact_delivery(cc: CcAlgo, sack: bool, ts: bool, seed: u64) {
     s.auto_close = true;
     s.a.write(n);
     s.a.close();
-    s.run_until(secs(600), |s| s.a.state() == TcpState::Closed && s.b.as_ref().is_some_and(|b| b.state() == TcpState::Closed));
+    s.run_until(secs(600), |s| {
+        s.a.state() == TcpState::Closed && s.b.as_ref().is_some_and(|b| b.state() == TcpState::Closed)
+    });
     let b = s.b();
     assert_eq!(b.stats().bytes_delivered, n, "{cc:?} sack={sack} seed={seed}");
     assert_eq!(s.read_b.len() as u64, n);
@@ -229,7 +231,8 @@ fn tiny_initial_window_first_flight_drop_times_out() {
 
 #[test]
 fn coarse_timer_granularity_stall() {
-    let coarse = RtoConfig { min: Dur::from_secs(1), max: Dur::from_secs(64), initial: Dur::from_secs(3), granularity: ms(500) };
+    let coarse =
+        RtoConfig { min: Dur::from_secs(1), max: Dur::from_secs(64), initial: Dur::from_secs(3), granularity: ms(500) };
     let (st, stall) = tiny_window(3, coarse, false);
     assert_eq!(st.timeouts, 1);
     assert!(stall >= ms(900) && stall <= ms(1600), "coarse stall {stall:?}");
@@ -241,7 +244,8 @@ fn coarse_timer_granularity_stall() {
 
 #[test]
 fn coarse_timer_fires_on_tick_boundaries() {
-    let coarse = RtoConfig { min: Dur::from_secs(1), max: Dur::from_secs(64), initial: Dur::from_secs(3), granularity: ms(500) };
+    let coarse =
+        RtoConfig { min: Dur::from_secs(1), max: Dur::from_secs(64), initial: Dur::from_secs(3), granularity: ms(500) };
     let c = TcpConfig { max_cwnd_bytes: 3 * MSS, rto: coarse, ..base_cfg() };
     let mut s = Sim::new(c.clone(), c, ms(7));
     s.ab.drop_data = vec![20];
@@ -277,7 +281,13 @@ fn sack_recovers_multiple_drops_in_one_rtt() {
     // All four holes were repaired within about one RTT of the fast retransmit.
     let d = data_sent_a(&s);
     let fr = s.event_time(true, |e| matches!(e, TcpEvent::FastRetransmit { .. })).unwrap();
-    let last_rtx = d.iter().filter(|x| x.t >= fr).filter(|x| x.pkt.tcp().unwrap().seq < d[67].pkt.tcp().unwrap().seq).last().unwrap().t;
+    let last_rtx = d
+        .iter()
+        .filter(|x| x.t >= fr)
+        .filter(|x| x.pkt.tcp().unwrap().seq < d[67].pkt.tcp().unwrap().seq)
+        .last()
+        .unwrap()
+        .t;
     assert!(last_rtx.since(fr) < ms(60), "{:?}", last_rtx.since(fr));
     let _ = t0;
 }
@@ -413,13 +423,7 @@ fn ecn_ce_mark_one_reduction_no_retransmission() {
         s.ab.ce_data = vec![80];
         let mut cw_before = 0;
         s.a.write(300 * MSS);
-        s.run_until(secs(30), |s| {
-            if s.a.stats().ece_rcvd == 0 {
-                true && false
-            } else {
-                false
-            }
-        });
+        s.run_until(secs(30), |s| if s.a.stats().ece_rcvd == 0 { true && false } else { false });
         let _ = &mut cw_before;
         let st = s.a.stats();
         assert_eq!(s.b().stats().ce_rcvd, 1, "{cc:?}");
@@ -460,7 +464,8 @@ fn misbehaving_keeps_growing_after_losses() {
     let mut at_first_loss = 0;
     let cws = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let c2 = cws.clone();
-    s.on_step = Some(Box::new(move |t, a, _| c2.borrow_mut().push((t, a.trace().cwnd_bytes, a.stats().fast_retransmits))));
+    s.on_step =
+        Some(Box::new(move |t, a, _| c2.borrow_mut().push((t, a.trace().cwnd_bytes, a.stats().fast_retransmits))));
     s.bulk(3000 * MSS, secs(60));
     for &(_, cw, fr) in cws.borrow().iter() {
         if fr >= 1 {
@@ -628,7 +633,8 @@ fn zero_window_duplicate_is_not_a_dupack() {
     s.a.write(400 * MSS);
     s.run_until(secs(1), |s| s.a.stats().bytes_acked >= 50 * MSS);
     let now = s.now;
-    let ack = s.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now).last().unwrap().pkt.clone();
+    let ack =
+        s.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now).last().unwrap().pkt.clone();
     let mut ack = ack;
     ack.tcp_mut().unwrap().ack = s.a.snd_una();
     let mut z = ack.clone();
@@ -647,14 +653,8 @@ fn zero_window_duplicate_is_not_a_dupack() {
     s2.run_until(secs(1), |s| s.a.stats().bytes_acked >= 50 * MSS);
     let now = s2.now;
     // The last pure ACK A has already received (sent ≥ one-way delay ago).
-    let last = s2
-        .sent
-        .iter()
-        .filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now)
-        .last()
-        .unwrap()
-        .pkt
-        .clone();
+    let last =
+        s2.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now).last().unwrap().pkt.clone();
     let mut last = last;
     last.tcp_mut().unwrap().ack = s2.a.snd_una();
     let before = s2.a.stats().dupacks_rcvd;
@@ -701,9 +701,26 @@ fn debug_rwnd() {
     let cb = TcpConfig { rcv_buf: rwnd as u32, ..base_cfg() };
     let mut s = Sim::new(base_cfg(), cb, ms(50));
     s.a.write(2000 * MSS);
-    for i in 1..12 { s.run_until(secs(i), |_| false); eprintln!("t={i} delivered {} cwnd {} rwnd {}", s.b().stats().bytes_delivered, s.a.trace().cwnd_bytes, s.a.trace().rwnd_seen_bytes); }
+    for i in 1..12 {
+        s.run_until(secs(i), |_| false);
+        eprintln!(
+            "t={i} delivered {} cwnd {} rwnd {}",
+            s.b().stats().bytes_delivered,
+            s.a.trace().cwnd_bytes,
+            s.a.trace().rwnd_seen_bytes
+        );
+    }
     for x in s.sent.iter().filter(|x| x.t > secs(2) && x.t < Time::from_secs_f64(2.0)) {
         let t = x.pkt.tcp().unwrap();
-        eprintln!("{:?} {} seq {} ack {} len {} win {} {:?}", x.t, if x.from_a {"A"} else {"B"}, t.seq.0, t.ack.0, x.pkt.payload_len, t.window, t.flags);
+        eprintln!(
+            "{:?} {} seq {} ack {} len {} win {} {:?}",
+            x.t,
+            if x.from_a { "A" } else { "B" },
+            t.seq.0,
+            t.ack.0,
+            x.pkt.payload_len,
+            t.window,
+            t.flags
+        );
     }
 }

@@ -9,9 +9,15 @@ duration = "40s"
 verify_payload = true
 [topology]
 kind = "dumbbell"
-bottleneck = { rate = "20Mbit/s", delay = "15ms", queue = "60pkt", jitter = "3ms", reorder = true,
-               loss = { kind = "gilbert-elliott", p_gb = 0.005, p_bg = 0.3, loss_bad = 0.5 }, loss_both_ways = true }
 access = { rate = "100Mbit/s", delay = "1ms", jitter = "1ms", loss = { kind = "bernoulli", p = 0.005 } }
+[topology.bottleneck]
+rate = "20Mbit/s"
+delay = "15ms"
+queue = "60pkt"
+jitter = "3ms"
+reorder = true
+loss = { kind = "gilbert-elliott", p_gb = 0.005, p_bg = 0.3, loss_bad = 0.5 }
+loss_both_ways = true
 
 [[flows]]
 count = 4

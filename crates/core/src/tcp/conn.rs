@@ -1170,16 +1170,8 @@ impl Connection {
         self.rtx_deadline = Some(self.rtt.deadline(now, self.rtt.rto()));
         self.stats.segs_sent += 1;
         let ack = if self.state == TcpState::SynReceived { self.rcv_seq(0) } else { ack };
-        let tcp = TcpHdr {
-            sport: self.local.port(),
-            dport: self.remote.port(),
-            seq,
-            ack,
-            flags,
-            window,
-            urgent: 0,
-            opts,
-        };
+        let tcp =
+            TcpHdr { sport: self.local.port(), dport: self.remote.port(), seq, ack, flags, window, urgent: 0, opts };
         Packet { ip: self.ip_hdr(Ecn::NotEct), l4: L4::Tcp(tcp), payload_len: 0, payload: None }
     }
 
@@ -1189,7 +1181,15 @@ impl Connection {
     }
 
     /// A segment carrying our current ACK state (ACK number, window, timestamps, SACK, ECE).
-    fn build(&mut self, now: Time, seq: SeqNum, mut flags: TcpFlags, len: u32, payload: Option<Bytes>, ect: bool) -> Packet {
+    fn build(
+        &mut self,
+        now: Time,
+        seq: SeqNum,
+        mut flags: TcpFlags,
+        len: u32,
+        payload: Option<Bytes>,
+        ect: bool,
+    ) -> Packet {
         let mut opts = TcpOptions::default();
         if self.ts_ok {
             opts.timestamps = Some((ts_now(now), self.ts_recent));
