@@ -27,6 +27,11 @@ pub trait QueueDisc {
     }
     fn len_pkts(&self) -> usize;
     fn len_bytes(&self) -> usize;
+    /// True if a packet offered to this (empty) discipline while the link is idle would be
+    /// dequeued at once, unchanged: the driver may then skip enqueue/dequeue. Default false.
+    fn idle_bypass(&self) -> bool {
+        false
+    }
 }
 
 /// Limit of a drop-tail FIFO.
@@ -76,5 +81,9 @@ impl QueueDisc for DropTail {
     }
     fn len_bytes(&self) -> usize {
         self.bytes
+    }
+    #[inline]
+    fn idle_bypass(&self) -> bool {
+        self.q.is_empty()
     }
 }

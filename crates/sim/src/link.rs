@@ -31,6 +31,21 @@ pub struct LinkCounters {
     pub q_integral: u128,
 }
 
+/// What the driver must schedule after offering a packet or freeing the transmitter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    Nothing,
+    /// A packet started transmission: schedule `Wire` at `wire_at` and `TxDone` at `txdone_at`.
+    Sent {
+        wire_at: Option<Time>,
+        txdone_at: Option<Time>,
+    },
+    /// The transmitter is busy and a queue formed: schedule `TxDone` at this time.
+    TxDoneAt(Time),
+    /// Packets are held by the discipline until this time: schedule `QueueReady`.
+    ReadyAt(Time),
+}
+
 pub struct LinkDir {
     pub name: String,
     pub from: u32,
@@ -40,8 +55,10 @@ pub struct LinkDir {
     pub loss: Loss,
     pub delay: Delay,
     pub reorder: bool,
-    /// Packet being serialised, if any.
-    pub tx: Option<Packet>,
+    /// The transmitter is busy until this time.
+    pub busy_until: Time,
+    /// A `TxDone` event is scheduled.
+    pub txdone_pending: bool,
     /// Packets on the wire with their arrival times (sorted by arrival).
     pub wire: VecDeque<(Time, Packet)>,
     /// Time of the pending `Wire` event, if one is scheduled.
@@ -76,7 +93,8 @@ impl LinkDir {
             loss,
             delay,
             reorder,
-            tx: None,
+            busy_until: Time::ZERO,
+            txdone_pending: false,
             wire: VecDeque::new(),
             wire_event: None,
             ready_event: None,
@@ -95,68 +113,96 @@ impl LinkDir {
         self.q_last = now;
     }
 
-    /// Offer a packet to the link. Returns `true` if the transmitter is idle and should be kicked.
+    /// Offer a packet to the link at `now`; says what the driver must schedule.
     #[inline]
-    pub fn offer(&mut self, now: Time, pkt: Packet) -> bool {
+    pub fn offer(&mut self, now: Time, pkt: Packet) -> Offer {
         if self.loss.drop_next() {
             self.c.lost += 1;
-            return false;
+            return Offer::Nothing;
+        }
+        let idle = now >= self.busy_until;
+        if idle && self.queue.idle_bypass() {
+            // Fast path: an idle work-conserving link transmits at once, no queue round-trip.
+            return self.transmit(now, pkt);
         }
         self.account_queue(now);
         match self.queue.enqueue(now, pkt) {
             Enqueue::Queued => {
                 let l = self.queue.len_pkts();
-                if l > self.q_max {
-                    self.q_max = l;
-                }
-                if l > self.q_max_window {
-                    self.q_max_window = l;
-                }
+                self.q_max = self.q_max.max(l);
+                self.q_max_window = self.q_max_window.max(l);
             }
-            Enqueue::Dropped(_) => self.c.drops += 1,
+            Enqueue::Dropped(_) => {
+                self.c.drops += 1;
+                return Offer::Nothing;
+            }
         }
-        self.tx.is_none()
+        if idle {
+            self.start_tx(now)
+        } else if !self.txdone_pending {
+            self.txdone_pending = true;
+            Offer::TxDoneAt(self.busy_until)
+        } else {
+            Offer::Nothing
+        }
     }
 
-    /// Start transmitting the next eligible packet, if idle. Returns the time transmission ends.
+    /// The transmitter is free at `now` (a `TxDone` or `QueueReady` event): start the next
+    /// eligible packet, if any.
     #[inline]
-    pub fn start_tx(&mut self, now: Time) -> Option<Time> {
-        if self.tx.is_some() {
-            return None;
+    pub fn start_tx(&mut self, now: Time) -> Offer {
+        if now < self.busy_until {
+            return Offer::Nothing;
         }
         self.account_queue(now);
-        let pkt = self.queue.dequeue(now)?;
+        match self.queue.dequeue(now) {
+            Some(p) => self.transmit(now, p),
+            None => {
+                if self.queue.len_pkts() > 0 {
+                    if let Some(t) = self.queue.next_ready(now) {
+                        return Offer::ReadyAt(t);
+                    }
+                }
+                Offer::Nothing
+            }
+        }
+    }
+
+    /// Serialise `pkt` from `now`; it enters the delay line at the end of its transmission
+    /// (its exit time is known now, so no event is needed for that).
+    #[inline]
+    fn transmit(&mut self, now: Time, pkt: Packet) -> Offer {
         let len = pkt.ip_len();
         let d = Dur::tx_time(len, self.rate_bps);
+        let end = now + d;
+        self.busy_until = end;
         self.c.tx_packets += 1;
         self.c.tx_bytes += len as u64;
         self.c.busy_ns += d.0;
         if let Some(cap) = self.capture.as_mut() {
             cap.capture(now, &pkt);
         }
-        self.tx = Some(pkt);
-        Some(now + d)
-    }
-
-    /// Transmission finished: the packet enters the delay line. Returns the time a `Wire`
-    /// event must be scheduled for, if a new one is needed.
-    #[inline]
-    pub fn finish_tx(&mut self, now: Time) -> Option<Time> {
-        let pkt = self.tx.take()?;
-        let exit = self.delay.exit_time(now);
+        let exit = self.delay.exit_time(end);
         if self.reorder {
             let pos = self.wire.partition_point(|(t, _)| *t <= exit);
             self.wire.insert(pos, (exit, pkt));
         } else {
             self.wire.push_back((exit, pkt));
         }
-        match self.wire_event {
+        let wire_at = match self.wire_event {
             Some(t) if t <= exit => None,
             _ => {
                 self.wire_event = Some(exit);
                 Some(exit)
             }
-        }
+        };
+        let txdone_at = if self.queue.len_pkts() > 0 && !self.txdone_pending {
+            self.txdone_pending = true;
+            Some(end)
+        } else {
+            None
+        };
+        Offer::Sent { wire_at, txdone_at }
     }
 
     /// When the measurement window starts, restart the window maxima.

@@ -1,7 +1,7 @@
 //! The simulated network: nodes, links, routes, TCP/UDP flows, and the event loop.
 
 use crate::engine::{Ev, EventQueue};
-use crate::link::{Capture, LinkDir};
+use crate::link::{Capture, LinkDir, Offer};
 use crate::metrics::*;
 use crate::scenario::*;
 use ackshape_core::impair::{Delay, JitterSpec, Loss};
@@ -460,10 +460,9 @@ impl Sim {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::TxDone(l) => {
-                if let Some(t) = self.links[l as usize].finish_tx(self.now) {
-                    self.q.push(t, Ev::Wire(l));
-                }
-                self.kick(l);
+                self.links[l as usize].txdone_pending = false;
+                let o = self.links[l as usize].start_tx(self.now);
+                self.schedule(l, o);
             }
             Ev::Wire(l) => self.wire(l),
             Ev::QueueReady(l) => {
@@ -498,11 +497,25 @@ impl Sim {
 
     #[inline]
     fn kick(&mut self, l: u32) {
-        let link = &mut self.links[l as usize];
-        if let Some(end) = link.start_tx(self.now) {
-            self.q.push(end, Ev::TxDone(l));
-        } else if link.tx.is_none() && link.queue.len_pkts() > 0 {
-            if let Some(t) = link.queue.next_ready(self.now) {
+        let o = self.links[l as usize].start_tx(self.now);
+        self.schedule(l, o);
+    }
+
+    #[inline]
+    fn schedule(&mut self, l: u32, o: Offer) {
+        match o {
+            Offer::Nothing => {}
+            Offer::Sent { wire_at, txdone_at } => {
+                if let Some(t) = wire_at {
+                    self.q.push(t, Ev::Wire(l));
+                }
+                if let Some(t) = txdone_at {
+                    self.q.push(t, Ev::TxDone(l));
+                }
+            }
+            Offer::TxDoneAt(t) => self.q.push(t, Ev::TxDone(l)),
+            Offer::ReadyAt(t) => {
+                let link = &mut self.links[l as usize];
                 if link.ready_event.is_none_or(|r| t < r) {
                     link.ready_event = Some(t);
                     self.q.push(t, Ev::QueueReady(l));
@@ -544,9 +557,8 @@ impl Sim {
         if l == NONE {
             return; // no route: dropped (cannot happen for scenario flows, checked at build)
         }
-        if self.links[l as usize].offer(self.now, pkt) {
-            self.kick(l);
-        }
+        let o = self.links[l as usize].offer(self.now, pkt);
+        self.schedule(l, o);
     }
 
     #[inline]
