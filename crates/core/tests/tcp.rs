@@ -17,7 +17,10 @@ fn secs(x: u64) -> Time {
 }
 
 fn cfg(cc: CcAlgo) -> TcpConfig {
-    TcpConfig { cc, ..TcpConfig::default() }
+    TcpConfig {
+        cc,
+        ..TcpConfig::default()
+    }
 }
 
 #[test]
@@ -36,7 +39,10 @@ fn handshake_and_small_transfer() {
 /// Index among A→B data segments of the first transmission of byte offset `off`, i.e. the
 /// helper tests use to reason about scripted drops.
 fn data_sent_a(s: &Sim) -> Vec<&Sent> {
-    s.sent.iter().filter(|x| x.from_a && x.pkt.payload_len > 0).collect()
+    s.sent
+        .iter()
+        .filter(|x| x.from_a && x.pkt.payload_len > 0)
+        .collect()
 }
 
 #[test]
@@ -46,8 +52,22 @@ fn option_negotiation_matrix() {
             for (sa, sb) in [(true, true), (true, false), (false, true)] {
                 for (ta, tb) in [(true, true), (false, true), (true, false)] {
                     for (ea, eb) in [(true, true), (true, false), (false, true), (false, false)] {
-                        let ca = TcpConfig { wscale: wa, sack: sa, timestamps: ta, ecn: ea, mss: 1448, ..base_cfg() };
-                        let cb = TcpConfig { wscale: wb, sack: sb, timestamps: tb, ecn: eb, mss: 1000, ..base_cfg() };
+                        let ca = TcpConfig {
+                            wscale: wa,
+                            sack: sa,
+                            timestamps: ta,
+                            ecn: ea,
+                            mss: 1448,
+                            ..base_cfg()
+                        };
+                        let cb = TcpConfig {
+                            wscale: wb,
+                            sack: sb,
+                            timestamps: tb,
+                            ecn: eb,
+                            mss: 1000,
+                            ..base_cfg()
+                        };
                         let mut s = Sim::new(ca, cb, ms(5));
                         s.bulk(10_000, secs(5));
                         let na = s.a.negotiated();
@@ -66,10 +86,23 @@ fn option_negotiation_matrix() {
                         // Wire: SYN offers exactly A's options; SYN-ACK answers only what both do.
                         let syn = &s.sent[0].pkt;
                         let t = syn.tcp().unwrap();
-                        assert!(t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK));
+                        assert!(
+                            t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK)
+                        );
                         assert_eq!(t.opts.wscale, wa);
-                        assert_eq!(t.flags.contains(TcpFlags::ECE) && t.flags.contains(TcpFlags::CWR), ea);
-                        let synack = s.sent.iter().find(|x| !x.from_a).unwrap().pkt.tcp().unwrap().clone();
+                        assert_eq!(
+                            t.flags.contains(TcpFlags::ECE) && t.flags.contains(TcpFlags::CWR),
+                            ea
+                        );
+                        let synack = s
+                            .sent
+                            .iter()
+                            .find(|x| !x.from_a)
+                            .unwrap()
+                            .pkt
+                            .tcp()
+                            .unwrap()
+                            .clone();
                         assert!(synack.flags.contains(TcpFlags::SYN | TcpFlags::ACK));
                         assert_eq!(synack.opts.wscale.is_some(), ws);
                         assert_eq!(synack.opts.sack_permitted, sa && sb);
@@ -104,14 +137,24 @@ fn syn_retransmission_after_initial_rto() {
     s.run_until(secs(5), |s| s.a.stats().bytes_acked >= 5000);
     let est = s.event_time(true, |e| *e == TcpEvent::Established).unwrap();
     // Initial RTO 1 s, then one RTT of 20 ms.
-    assert!(est >= Time::from_secs_f64(1.0) && est < Time::from_secs_f64(1.1), "established at {est:?}");
+    assert!(
+        est >= Time::from_secs_f64(1.0) && est < Time::from_secs_f64(1.1),
+        "established at {est:?}"
+    );
     assert_eq!(s.a.stats().syn_retrans, 1);
     assert_eq!(s.b().stats().bytes_delivered, 5000);
 }
 
 fn check_exact_delivery(cc: CcAlgo, sack: bool, ts: bool, seed: u64) {
     let n: u64 = 600_000;
-    let c = TcpConfig { cc, sack, timestamps: ts, carry_payload: true, rto: rto_linux(), ..base_cfg() };
+    let c = TcpConfig {
+        cc,
+        sack,
+        timestamps: ts,
+        carry_payload: true,
+        rto: rto_linux(),
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), c, ms(20));
     s.ab = Path::new(ms(20), seed);
     s.ba = Path::new(ms(20), seed + 100);
@@ -126,26 +169,55 @@ fn check_exact_delivery(cc: CcAlgo, sack: bool, ts: bool, seed: u64) {
     s.auto_close = true;
     s.a.write(n);
     s.a.close();
-    s.run_until(secs(600), |s| s.a.state() == TcpState::Closed && s.b.as_ref().is_some_and(|b| b.state() == TcpState::Closed));
+    s.run_until(secs(600), |s| {
+        s.a.state() == TcpState::Closed
+            && s.b.as_ref().is_some_and(|b| b.state() == TcpState::Closed)
+    });
     let b = s.b();
-    assert_eq!(b.stats().bytes_delivered, n, "{cc:?} sack={sack} seed={seed}");
+    assert_eq!(
+        b.stats().bytes_delivered,
+        n,
+        "{cc:?} sack={sack} seed={seed}"
+    );
     assert_eq!(s.read_b.len() as u64, n);
-    assert!(s.read_b == pattern_bytes(0, n as usize), "content mismatch {cc:?} sack={sack}");
-    assert!(s.a.stats().retrans_segs > 0, "losses must have caused retransmissions");
-    assert_eq!(s.a.state(), TcpState::Closed, "{cc:?} sack={sack} seed={seed}");
+    assert!(
+        s.read_b == pattern_bytes(0, n as usize),
+        "content mismatch {cc:?} sack={sack}"
+    );
+    assert!(
+        s.a.stats().retrans_segs > 0,
+        "losses must have caused retransmissions"
+    );
+    assert_eq!(
+        s.a.state(),
+        TcpState::Closed,
+        "{cc:?} sack={sack} seed={seed}"
+    );
     assert_eq!(b.state(), TcpState::Closed);
     assert_eq!(s.count(false, |e| *e == TcpEvent::PeerFin), 1);
 }
 
 fn rto_linux() -> RtoConfig {
-    RtoConfig { min: ms(200), max: Dur::from_secs(60), initial: Dur::from_secs(1), granularity: ms(1) }
+    RtoConfig {
+        min: ms(200),
+        max: Dur::from_secs(60),
+        initial: Dur::from_secs(1),
+        granularity: ms(1),
+    }
 }
 
 #[test]
 fn exact_delivery_under_loss_and_reordering() {
-    for (i, cc) in [CcAlgo::Sack, CcAlgo::NewReno, CcAlgo::Reno, CcAlgo::Tahoe, CcAlgo::Cubic, CcAlgo::Misbehaving]
-        .into_iter()
-        .enumerate()
+    for (i, cc) in [
+        CcAlgo::Sack,
+        CcAlgo::NewReno,
+        CcAlgo::Reno,
+        CcAlgo::Tahoe,
+        CcAlgo::Cubic,
+        CcAlgo::Misbehaving,
+    ]
+    .into_iter()
+    .enumerate()
     {
         check_exact_delivery(cc, true, true, 7 + i as u64);
         check_exact_delivery(cc, false, false, 17 + i as u64);
@@ -154,11 +226,16 @@ fn exact_delivery_under_loss_and_reordering() {
 
 #[test]
 fn two_way_transfer_piggybacks_acks() {
-    let c = TcpConfig { carry_payload: true, ..base_cfg() };
+    let c = TcpConfig {
+        carry_payload: true,
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), c, ms(10));
     s.a.write(300_000);
     s.run_until(secs(1), |s| s.b.is_some());
-    s.b.as_mut().unwrap().write_bytes(bytes::Bytes::from(vec![0xAB; 200_000]));
+    s.b.as_mut()
+        .unwrap()
+        .write_bytes(bytes::Bytes::from(vec![0xAB; 200_000]));
     s.run_until(secs(20), |s| {
         s.a.stats().bytes_acked >= 300_000 && s.b.as_ref().unwrap().stats().bytes_acked >= 200_000
     });
@@ -183,20 +260,32 @@ fn single_drop_fast_retransmit() {
         assert_eq!(st.timeouts, 0, "{cc:?}");
         assert_eq!(st.retrans_segs, 1, "{cc:?}");
         assert_eq!(s.b().stats().bytes_delivered, 200 * MSS);
-        assert_eq!(s.count(true, |e| matches!(e, TcpEvent::FastRetransmit { .. })), 1);
+        assert_eq!(
+            s.count(true, |e| matches!(e, TcpEvent::FastRetransmit { .. })),
+            1
+        );
     }
 }
 
 /// The tiny-window effect (paper 000): with a window of ≤ 3 segments, a single drop cannot
 /// produce 3 dupACKs (no limited transmit), so the sender waits for the RTO; with 4 it can.
 fn tiny_window(win_segs: u64, rto: RtoConfig, limited_transmit: bool) -> (TcpStats, Dur) {
-    let c = TcpConfig { max_cwnd_bytes: win_segs * MSS, rto, limited_transmit, ..base_cfg() };
+    let c = TcpConfig {
+        max_cwnd_bytes: win_segs * MSS,
+        rto,
+        limited_transmit,
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), c, ms(10));
     s.ab.drop_data = vec![20];
     s.bulk(60 * MSS, secs(60));
     let d = data_sent_a(&s);
     let lost_seq = d[20].pkt.tcp().unwrap().seq;
-    let rtx = d.iter().skip(21).find(|x| x.pkt.tcp().unwrap().seq == lost_seq).expect("retransmitted");
+    let rtx = d
+        .iter()
+        .skip(21)
+        .find(|x| x.pkt.tcp().unwrap().seq == lost_seq)
+        .expect("retransmitted");
     (s.a.stats().clone(), rtx.t.since(d[20].t))
 }
 
@@ -218,7 +307,11 @@ fn tiny_window_needs_timeout() {
 #[test]
 fn tiny_initial_window_first_flight_drop_times_out() {
     // initial_window 3, a 3-segment transfer, second segment lost: only one dupACK → RTO.
-    let c = TcpConfig { initial_window: 3, rto: rto_linux(), ..base_cfg() };
+    let c = TcpConfig {
+        initial_window: 3,
+        rto: rto_linux(),
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), c, ms(10));
     s.ab.drop_data = vec![1];
     s.bulk(3 * MSS, secs(10));
@@ -229,24 +322,46 @@ fn tiny_initial_window_first_flight_drop_times_out() {
 
 #[test]
 fn coarse_timer_granularity_stall() {
-    let coarse = RtoConfig { min: Dur::from_secs(1), max: Dur::from_secs(64), initial: Dur::from_secs(3), granularity: ms(500) };
+    let coarse = RtoConfig {
+        min: Dur::from_secs(1),
+        max: Dur::from_secs(64),
+        initial: Dur::from_secs(3),
+        granularity: ms(500),
+    };
     let (st, stall) = tiny_window(3, coarse, false);
     assert_eq!(st.timeouts, 1);
-    assert!(stall >= ms(900) && stall <= ms(1600), "coarse stall {stall:?}");
+    assert!(
+        stall >= ms(900) && stall <= ms(1600),
+        "coarse stall {stall:?}"
+    );
     let (st, stall_fine) = tiny_window(3, rto_linux(), false);
     assert_eq!(st.timeouts, 1);
-    assert!(stall_fine >= ms(200) && stall_fine <= ms(300), "fine stall {stall_fine:?}");
+    assert!(
+        stall_fine >= ms(200) && stall_fine <= ms(300),
+        "fine stall {stall_fine:?}"
+    );
     eprintln!("stall coarse {stall:?} fine {stall_fine:?}");
 }
 
 #[test]
 fn coarse_timer_fires_on_tick_boundaries() {
-    let coarse = RtoConfig { min: Dur::from_secs(1), max: Dur::from_secs(64), initial: Dur::from_secs(3), granularity: ms(500) };
-    let c = TcpConfig { max_cwnd_bytes: 3 * MSS, rto: coarse, ..base_cfg() };
+    let coarse = RtoConfig {
+        min: Dur::from_secs(1),
+        max: Dur::from_secs(64),
+        initial: Dur::from_secs(3),
+        granularity: ms(500),
+    };
+    let c = TcpConfig {
+        max_cwnd_bytes: 3 * MSS,
+        rto: coarse,
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), c, ms(7));
     s.ab.drop_data = vec![20];
     s.bulk(40 * MSS, secs(60));
-    let t = s.event_time(true, |e| matches!(e, TcpEvent::Timeout { .. })).unwrap();
+    let t = s
+        .event_time(true, |e| matches!(e, TcpEvent::Timeout { .. }))
+        .unwrap();
     assert_eq!(t.0 % Dur::from_millis(500).0, 0, "timeout at {t:?}");
 }
 
@@ -276,8 +391,16 @@ fn sack_recovers_multiple_drops_in_one_rtt() {
     assert_eq!(st.retrans_segs, 4);
     // All four holes were repaired within about one RTT of the fast retransmit.
     let d = data_sent_a(&s);
-    let fr = s.event_time(true, |e| matches!(e, TcpEvent::FastRetransmit { .. })).unwrap();
-    let last_rtx = d.iter().filter(|x| x.t >= fr).filter(|x| x.pkt.tcp().unwrap().seq < d[67].pkt.tcp().unwrap().seq).last().unwrap().t;
+    let fr = s
+        .event_time(true, |e| matches!(e, TcpEvent::FastRetransmit { .. }))
+        .unwrap();
+    let last_rtx = d
+        .iter()
+        .filter(|x| x.t >= fr)
+        .filter(|x| x.pkt.tcp().unwrap().seq < d[67].pkt.tcp().unwrap().seq)
+        .last()
+        .unwrap()
+        .t;
     assert!(last_rtx.since(fr) < ms(60), "{:?}", last_rtx.since(fr));
     let _ = t0;
 }
@@ -286,7 +409,10 @@ fn sack_recovers_multiple_drops_in_one_rtt() {
 #[test]
 fn reno_worse_than_newreno_and_sack_with_multiple_drops() {
     let run = |cc: CcAlgo| {
-        let c = TcpConfig { rto: rto_linux(), ..cfg(cc) };
+        let c = TcpConfig {
+            rto: rto_linux(),
+            ..cfg(cc)
+        };
         let mut s = Sim::new(c.clone(), c, ms(20));
         s.ab.rate_bps = Some(20_000_000);
         s.ab.drop_data = vec![60, 62, 64, 66];
@@ -308,7 +434,10 @@ fn reno_worse_than_newreno_and_sack_with_multiple_drops() {
 #[test]
 fn rwnd_limited_rate() {
     let rwnd = 65536;
-    let cb = TcpConfig { rcv_buf: rwnd as u32, ..base_cfg() };
+    let cb = TcpConfig {
+        rcv_buf: rwnd as u32,
+        ..base_cfg()
+    };
     let mut s = Sim::new(base_cfg(), cb, ms(50));
     s.record = false;
     s.a.write(20000 * MSS);
@@ -318,14 +447,23 @@ fn rwnd_limited_rate() {
     let rate = (s.b().stats().bytes_delivered - b0) as f64 / 10.0;
     let expect = rwnd as f64 / 0.1;
     eprintln!("rwnd-limited rate {rate:.0} B/s, rwnd/RTT {expect:.0} B/s");
-    assert!((rate / expect - 1.0).abs() < 0.03, "rate {rate} expect {expect}");
+    assert!(
+        (rate / expect - 1.0).abs() < 0.03,
+        "rate {rate} expect {expect}"
+    );
     assert_eq!(s.a.trace().rwnd_seen_bytes, rwnd);
 }
 
 #[test]
 fn delayed_ack_ratio() {
     for (every, lo, hi) in [(2u32, 1.9, 2.1), (1, 0.99, 1.01)] {
-        let cb = TcpConfig { delack: DelAckConfig { every, timeout: ms(40) }, ..base_cfg() };
+        let cb = TcpConfig {
+            delack: DelAckConfig {
+                every,
+                timeout: ms(40),
+            },
+            ..base_cfg()
+        };
         let mut s = Sim::new(base_cfg(), cb, ms(20));
         s.ab.rate_bps = Some(10_000_000);
         s.record = false;
@@ -344,58 +482,97 @@ fn delayed_ack_timer_fires_for_odd_segment() {
     let sent = data_sent_a(&s)[0].t;
     let ack = s.event_time(true, |e| *e == TcpEvent::AllAcked).unwrap();
     let rtt = ack.since(sent);
-    assert!(rtt >= ms(80) && rtt < ms(81), "ack after {rtt:?} (40 ms RTT + 40 ms delack)");
+    assert!(
+        rtt >= ms(80) && rtt < ms(81),
+        "ack after {rtt:?} (40 ms RTT + 40 ms delack)"
+    );
 }
 
 #[test]
 fn window_scaling_4mib() {
-    let c = TcpConfig { rcv_buf: 4 << 20, wscale: Some(7), ..base_cfg() };
+    let c = TcpConfig {
+        rcv_buf: 4 << 20,
+        wscale: Some(7),
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), c.clone(), ms(10));
     s.bulk(100 * MSS, secs(10));
     assert_eq!(s.a.trace().rwnd_seen_bytes, 4 << 20);
-    let ack = s.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack()).last().unwrap();
+    let ack = s
+        .sent
+        .iter()
+        .filter(|x| !x.from_a && x.pkt.is_pure_ack())
+        .last()
+        .unwrap();
     assert_eq!(ack.pkt.tcp().unwrap().window, ((4u64 << 20) >> 7) as u16);
     // SYN-ACK window is unscaled and capped at 65535.
     let synack = s.sent.iter().find(|x| !x.from_a).unwrap();
     assert_eq!(synack.pkt.tcp().unwrap().window, 65535);
     // Without scaling on one side the window is capped at 65535 bytes.
-    let nows = TcpConfig { wscale: None, ..c.clone() };
+    let nows = TcpConfig {
+        wscale: None,
+        ..c.clone()
+    };
     let mut s = Sim::new(nows, c, ms(10));
     s.bulk(100 * MSS, secs(10));
     assert_eq!(s.a.trace().rwnd_seen_bytes, 65535);
     // A large transfer over a long fat path reaches windows far above 64 KiB.
-    let c = TcpConfig { rcv_buf: 4 << 20, wscale: Some(7), ..base_cfg() };
+    let c = TcpConfig {
+        rcv_buf: 4 << 20,
+        wscale: Some(7),
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), c, ms(50));
     s.record = false;
     s.bulk(3000 * MSS, secs(30));
-    assert!(s.a.trace().cwnd_bytes > 1 << 20, "cwnd {}", s.a.trace().cwnd_bytes);
+    assert!(
+        s.a.trace().cwnd_bytes > 1 << 20,
+        "cwnd {}",
+        s.a.trace().cwnd_bytes
+    );
 }
 
 #[test]
 fn timestamps_echoed() {
     let mut s = Sim::new(base_cfg(), base_cfg(), ms(25));
     s.bulk(200 * MSS, secs(10));
-    let a_tsvals: Vec<u32> =
-        s.sent.iter().filter(|x| x.from_a).filter_map(|x| x.pkt.tcp().unwrap().opts.timestamps.map(|t| t.0)).collect();
+    let a_tsvals: Vec<u32> = s
+        .sent
+        .iter()
+        .filter(|x| x.from_a)
+        .filter_map(|x| x.pkt.tcp().unwrap().opts.timestamps.map(|t| t.0))
+        .collect();
     let b_pkts: Vec<_> = s.sent.iter().filter(|x| !x.from_a).collect();
-    assert!(b_pkts.iter().all(|x| x.pkt.tcp().unwrap().opts.timestamps.is_some()));
+    assert!(b_pkts
+        .iter()
+        .all(|x| x.pkt.tcp().unwrap().opts.timestamps.is_some()));
     for x in &b_pkts {
         let ecr = x.pkt.tcp().unwrap().opts.timestamps.unwrap().1;
         assert!(a_tsvals.contains(&ecr), "TSecr {ecr} was never sent by A");
     }
     // TSecr of the ACKs tracks the data: strictly increasing over the transfer.
-    let ecrs: Vec<u32> = b_pkts.iter().map(|x| x.pkt.tcp().unwrap().opts.timestamps.unwrap().1).collect();
+    let ecrs: Vec<u32> = b_pkts
+        .iter()
+        .map(|x| x.pkt.tcp().unwrap().opts.timestamps.unwrap().1)
+        .collect();
     assert!(ecrs.last() > ecrs.get(1));
     let srtt = s.a.trace().srtt;
     let st = s.a.stats();
     assert!(st.rtt_samples > 50);
-    assert!(st.rtt_min_ns >= ms(50).0 && st.rtt_min_ns < ms(51).0, "min rtt {}", st.rtt_min_ns);
+    assert!(
+        st.rtt_min_ns >= ms(50).0 && st.rtt_min_ns < ms(51).0,
+        "min rtt {}",
+        st.rtt_min_ns
+    );
     assert!(srtt >= ms(50) && srtt < ms(95), "srtt {srtt:?}");
 }
 
 #[test]
 fn rtt_without_timestamps_uses_karn() {
-    let c = TcpConfig { timestamps: false, ..base_cfg() };
+    let c = TcpConfig {
+        timestamps: false,
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), c, ms(25));
     s.ab.drop_data = vec![30];
     s.bulk(200 * MSS, secs(10));
@@ -408,7 +585,10 @@ fn rtt_without_timestamps_uses_karn() {
 #[test]
 fn ecn_ce_mark_one_reduction_no_retransmission() {
     for cc in [CcAlgo::Sack, CcAlgo::NewReno, CcAlgo::Cubic] {
-        let c = TcpConfig { ecn: true, ..cfg(cc) };
+        let c = TcpConfig {
+            ecn: true,
+            ..cfg(cc)
+        };
         let mut s = Sim::new(c.clone(), c, ms(20));
         s.ab.ce_data = vec![80];
         let mut cw_before = 0;
@@ -429,7 +609,10 @@ fn ecn_ce_mark_one_reduction_no_retransmission() {
         assert_eq!(st.retrans_segs, 0, "{cc:?}");
         assert_eq!(st.fast_retransmits + st.timeouts, 0, "{cc:?}");
         // The sender confirmed with CWR on a new data segment, and B stopped echoing.
-        let cwr = data_sent_a(&s).iter().filter(|x| x.pkt.tcp().unwrap().flags.contains(TcpFlags::CWR)).count();
+        let cwr = data_sent_a(&s)
+            .iter()
+            .filter(|x| x.pkt.tcp().unwrap().flags.contains(TcpFlags::CWR))
+            .count();
         assert_eq!(cwr, 1, "{cc:?}");
         let last_ack = s.sent.iter().filter(|x| !x.from_a).last().unwrap();
         assert!(!last_ack.pkt.tcp().unwrap().flags.contains(TcpFlags::ECE));
@@ -439,7 +622,10 @@ fn ecn_ce_mark_one_reduction_no_retransmission() {
 
 #[test]
 fn ecn_reduction_halves_cwnd() {
-    let c = TcpConfig { ecn: true, ..cfg(CcAlgo::NewReno) };
+    let c = TcpConfig {
+        ecn: true,
+        ..cfg(CcAlgo::NewReno)
+    };
     let mut s = Sim::new(c.clone(), c, ms(20));
     s.ab.ce_data = vec![80];
     s.a.write(300 * MSS);
@@ -452,7 +638,10 @@ fn ecn_reduction_halves_cwnd() {
 
 #[test]
 fn misbehaving_keeps_growing_after_losses() {
-    let c = TcpConfig { rto: rto_linux(), ..cfg(CcAlgo::Misbehaving) };
+    let c = TcpConfig {
+        rto: rto_linux(),
+        ..cfg(CcAlgo::Misbehaving)
+    };
     let mut s = Sim::new(c.clone(), c, ms(20));
     s.ab.drop_data = vec![40, 100, 101, 300];
     s.record = false;
@@ -460,7 +649,10 @@ fn misbehaving_keeps_growing_after_losses() {
     let mut at_first_loss = 0;
     let cws = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let c2 = cws.clone();
-    s.on_step = Some(Box::new(move |t, a, _| c2.borrow_mut().push((t, a.trace().cwnd_bytes, a.stats().fast_retransmits))));
+    s.on_step = Some(Box::new(move |t, a, _| {
+        c2.borrow_mut()
+            .push((t, a.trace().cwnd_bytes, a.stats().fast_retransmits))
+    }));
     s.bulk(3000 * MSS, secs(60));
     for &(_, cw, fr) in cws.borrow().iter() {
         if fr >= 1 {
@@ -471,11 +663,21 @@ fn misbehaving_keeps_growing_after_losses() {
         }
     }
     let st = s.a.stats();
-    assert!(st.retrans_segs >= 4, "losses retransmitted: {}", st.retrans_segs);
+    assert!(
+        st.retrans_segs >= 4,
+        "losses retransmitted: {}",
+        st.retrans_segs
+    );
     assert_eq!(st.cwnd_reductions, 0);
-    assert!(min_after_loss >= at_first_loss, "cwnd reduced: {min_after_loss} < {at_first_loss}");
+    assert!(
+        min_after_loss >= at_first_loss,
+        "cwnd reduced: {min_after_loss} < {at_first_loss}"
+    );
     let end = s.a.trace().cwnd_bytes;
-    assert!(end > 4 * at_first_loss, "cwnd end {end} at first loss {at_first_loss}");
+    assert!(
+        end > 4 * at_first_loss,
+        "cwnd end {end} at first loss {at_first_loss}"
+    );
     assert_eq!(s.b().stats().bytes_delivered, 3000 * MSS);
 }
 
@@ -518,9 +720,15 @@ fn fin_teardown_both_sides_closed() {
     let mut s = Sim::new(base_cfg(), base_cfg(), ms(10));
     s.a.write(50_000);
     s.a.close();
-    s.run_until(secs(10), |s| s.b.as_ref().is_some_and(|b| b.state() == TcpState::CloseWait));
+    s.run_until(secs(10), |s| {
+        s.b.as_ref()
+            .is_some_and(|b| b.state() == TcpState::CloseWait)
+    });
     assert_eq!(s.b().state(), TcpState::CloseWait);
-    assert!(matches!(s.a.state(), TcpState::FinWait2 | TcpState::FinWait1));
+    assert!(matches!(
+        s.a.state(),
+        TcpState::FinWait2 | TcpState::FinWait1
+    ));
     assert_eq!(s.b().stats().bytes_delivered, 50_000);
     // The passive side sends some data back, then closes.
     s.b.as_mut().unwrap().write(10_000);
@@ -558,7 +766,11 @@ fn simultaneous_close_and_fin_loss() {
 
 #[test]
 fn max_burst_limits_segments_per_ack() {
-    let c = TcpConfig { max_burst: 2, initial_window: 10, ..base_cfg() };
+    let c = TcpConfig {
+        max_burst: 2,
+        initial_window: 10,
+        ..base_cfg()
+    };
     let mut s = Sim::new(c.clone(), base_cfg(), ms(20));
     s.ab.drop_data = vec![30];
     s.bulk(200 * MSS, secs(30));
@@ -580,7 +792,10 @@ fn max_burst_limits_segments_per_ack() {
 #[test]
 fn cubic_grows_faster_than_reno_on_long_fat_path() {
     let run = |cc: CcAlgo| {
-        let c = TcpConfig { rto: rto_linux(), ..cfg(cc) };
+        let c = TcpConfig {
+            rto: rto_linux(),
+            ..cfg(cc)
+        };
         let mut s = Sim::new(c.clone(), c, ms(50));
         s.ab.rate_bps = Some(100_000_000);
         s.ab.drop_data = vec![300];
@@ -613,7 +828,10 @@ fn persist_probe_on_zero_window() {
     assert!((1..=3).contains(&probes), "probes {probes}");
     assert_eq!(s.a.stats().timeouts, 0);
     // No data beyond the zero window was sent while stalled.
-    let late = data_sent_a(&s).iter().filter(|x| x.t > Time::from_secs_f64(0.3)).count();
+    let late = data_sent_a(&s)
+        .iter()
+        .filter(|x| x.t > Time::from_secs_f64(0.3))
+        .count();
     assert_eq!(late, 0);
     s.run_until(secs(60), |s| s.a.stats().bytes_acked >= 2000 * MSS);
     assert!(s.a.stats().bytes_acked > acked);
@@ -628,7 +846,14 @@ fn zero_window_duplicate_is_not_a_dupack() {
     s.a.write(400 * MSS);
     s.run_until(secs(1), |s| s.a.stats().bytes_acked >= 50 * MSS);
     let now = s.now;
-    let ack = s.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now).last().unwrap().pkt.clone();
+    let ack = s
+        .sent
+        .iter()
+        .filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now)
+        .last()
+        .unwrap()
+        .pkt
+        .clone();
     let mut ack = ack;
     ack.tcp_mut().unwrap().ack = s.a.snd_una();
     let mut z = ack.clone();
@@ -669,7 +894,11 @@ fn zero_window_duplicate_is_not_a_dupack() {
 fn abc_slow_start_counts_bytes() {
     // With delayed ACKs, per-ACK slow start grows ×1.5 per RTT; ABC (L = 2) ×2.
     let grow = |abc: bool| {
-        let c = TcpConfig { abc, initial_window: 2, ..base_cfg() };
+        let c = TcpConfig {
+            abc,
+            initial_window: 2,
+            ..base_cfg()
+        };
         let mut s = Sim::new(c.clone(), c, ms(50));
         s.a.write(1 << 30);
         s.run_until(Time::from_secs_f64(0.1 + 0.1 * 5.0 + 0.01), |_| false);
@@ -684,7 +913,10 @@ fn abc_slow_start_counts_bytes() {
 #[test]
 fn deterministic() {
     let run = || {
-        let c = TcpConfig { rto: rto_linux(), ..base_cfg() };
+        let c = TcpConfig {
+            rto: rto_linux(),
+            ..base_cfg()
+        };
         let mut s = Sim::new(c.clone(), c, ms(20));
         s.ab.loss_p = 0.02;
         s.ab.rate_bps = Some(10_000_000);
@@ -698,12 +930,114 @@ fn deterministic() {
 #[ignore]
 fn debug_rwnd() {
     let rwnd = 20 * MSS;
-    let cb = TcpConfig { rcv_buf: rwnd as u32, ..base_cfg() };
+    let cb = TcpConfig {
+        rcv_buf: rwnd as u32,
+        ..base_cfg()
+    };
     let mut s = Sim::new(base_cfg(), cb, ms(50));
     s.a.write(2000 * MSS);
-    for i in 1..12 { s.run_until(secs(i), |_| false); eprintln!("t={i} delivered {} cwnd {} rwnd {}", s.b().stats().bytes_delivered, s.a.trace().cwnd_bytes, s.a.trace().rwnd_seen_bytes); }
-    for x in s.sent.iter().filter(|x| x.t > secs(2) && x.t < Time::from_secs_f64(2.0)) {
-        let t = x.pkt.tcp().unwrap();
-        eprintln!("{:?} {} seq {} ack {} len {} win {} {:?}", x.t, if x.from_a {"A"} else {"B"}, t.seq.0, t.ack.0, x.pkt.payload_len, t.window, t.flags);
+    for i in 1..12 {
+        s.run_until(secs(i), |_| false);
+        eprintln!(
+            "t={i} delivered {} cwnd {} rwnd {}",
+            s.b().stats().bytes_delivered,
+            s.a.trace().cwnd_bytes,
+            s.a.trace().rwnd_seen_bytes
+        );
     }
+    for x in s
+        .sent
+        .iter()
+        .filter(|x| x.t > secs(2) && x.t < Time::from_secs_f64(2.0))
+    {
+        let t = x.pkt.tcp().unwrap();
+        eprintln!(
+            "{:?} {} seq {} ack {} len {} win {} {:?}",
+            x.t,
+            if x.from_a { "A" } else { "B" },
+            t.seq.0,
+            t.ack.0,
+            x.pkt.payload_len,
+            t.window,
+            t.flags
+        );
+    }
+}
+
+/// SACK: a lost fast retransmission is repaired by the RTO, and the go-back-N after it skips
+/// everything the receiver SACKed.
+#[test]
+fn sack_rto_does_not_resend_sacked_data() {
+    let mut s = Sim::new(cfg(CcAlgo::Sack), cfg(CcAlgo::Sack), ms(20));
+    let mut target = None;
+    let mut hits = 0;
+    s.ab.drop_fn = Some(Box::new(move |p, idx| {
+        let seq = p.tcp().unwrap().seq;
+        if idx == 60 {
+            target = Some(seq);
+        }
+        if Some(seq) == target && hits < 2 {
+            hits += 1;
+            return true;
+        }
+        false
+    }));
+    s.bulk(200 * MSS, secs(30));
+    let st = s.a.stats();
+    assert_eq!(st.fast_retransmits, 1);
+    assert_eq!(st.timeouts, 1);
+    assert_eq!(
+        st.retrans_segs, 2,
+        "only the lost segment is resent: {st:?}"
+    );
+    assert_eq!(s.b().stats().bytes_delivered, 200 * MSS);
+}
+
+#[test]
+fn cubic_reduces_by_beta() {
+    let mut s = Sim::new(cfg(CcAlgo::Cubic), cfg(CcAlgo::Cubic), ms(20));
+    s.ab.drop_data = vec![150];
+    s.ab.rate_bps = Some(50_000_000);
+    s.a.write(1000 * MSS);
+    let last_cwnd = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let lc = last_cwnd.clone();
+    s.on_step = Some(Box::new(move |_, a, _| {
+        if a.stats().fast_retransmits == 0 {
+            lc.set(a.trace().cwnd_bytes);
+        }
+    }));
+    s.run_until(secs(30), |s| s.a.stats().fast_retransmits > 0);
+    let tr = s.a.trace();
+    let pre = last_cwnd.get() as f64;
+    let ratio = tr.ssthresh_bytes as f64 / pre;
+    eprintln!(
+        "cubic: cwnd before {pre} ssthresh {} ratio {ratio:.3}",
+        tr.ssthresh_bytes
+    );
+    assert!((ratio - 0.7).abs() < 0.03, "ratio {ratio}");
+    assert_eq!(tr.cwnd_bytes, tr.ssthresh_bytes);
+    s.run_until(secs(30), |s| s.a.stats().bytes_acked >= 1000 * MSS);
+    assert_eq!(s.a.stats().timeouts, 0);
+}
+
+#[test]
+fn cwnd_validation_stops_growth_when_rwnd_limited() {
+    let run = |v: bool| {
+        let ca = TcpConfig {
+            cwnd_validation: v,
+            ..base_cfg()
+        };
+        let cb = TcpConfig {
+            rcv_buf: 20 * MSS as u32,
+            ..base_cfg()
+        };
+        let mut s = Sim::new(ca, cb, ms(20));
+        s.record = false;
+        s.bulk(2000 * MSS, secs(60));
+        s.a.trace().cwnd_bytes
+    };
+    let plain = run(false);
+    let validated = run(true);
+    assert!(plain > 100 * MSS, "{plain}");
+    assert!(validated <= 42 * MSS, "{validated}");
 }

@@ -11,11 +11,31 @@ use std::collections::VecDeque;
 fn endpoint_packets_per_second() {
     for (name, cfg) in [
         ("sack+ts", TcpConfig::default()),
-        ("newreno no-opts", TcpConfig { cc: CcAlgo::NewReno, sack: false, timestamps: false, ..TcpConfig::default() }),
-        ("cubic", TcpConfig { cc: CcAlgo::Cubic, ..TcpConfig::default() }),
+        (
+            "newreno no-opts",
+            TcpConfig {
+                cc: CcAlgo::NewReno,
+                sack: false,
+                timestamps: false,
+                ..TcpConfig::default()
+            },
+        ),
+        (
+            "cubic",
+            TcpConfig {
+                cc: CcAlgo::Cubic,
+                ..TcpConfig::default()
+            },
+        ),
     ] {
         let one_way = Dur::from_millis(10);
-        let mut a = Connection::connect(cfg.clone(), "10.0.0.1:1".parse().unwrap(), "10.0.0.2:2".parse().unwrap(), 1, Time::ZERO);
+        let mut a = Connection::connect(
+            cfg.clone(),
+            "10.0.0.1:1".parse().unwrap(),
+            "10.0.0.2:2".parse().unwrap(),
+            1,
+            Time::ZERO,
+        );
         let mut b: Option<Connection> = None;
         // Constant delay → FIFO per direction; a 1 Gb/s rate limit on A→B.
         let mut ab: VecDeque<(Time, ackshape_wire::Packet)> = VecDeque::new();
@@ -44,9 +64,14 @@ fn endpoint_packets_per_second() {
                 break;
             }
             let mut next = Time::MAX;
-            for t in [ab.front().map(|x| x.0), ba.front().map(|x| x.0), a.poll_timeout(), b.as_ref().and_then(|b| b.poll_timeout())]
-                .into_iter()
-                .flatten()
+            for t in [
+                ab.front().map(|x| x.0),
+                ba.front().map(|x| x.0),
+                a.poll_timeout(),
+                b.as_ref().and_then(|b| b.poll_timeout()),
+            ]
+            .into_iter()
+            .flatten()
             {
                 next = next.min(t);
             }

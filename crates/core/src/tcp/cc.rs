@@ -55,7 +55,11 @@ impl Cubic {
         let t = now.since(epoch).as_secs_f64();
         let w_cubic = |t: f64| C * (t - self.k).powi(3) + self.origin;
         let target = w_cubic(t + srtt.as_secs_f64()).clamp(cwnd, 1.5 * cwnd);
-        let alpha = if self.w_est >= self.w_max { 1.0 } else { 3.0 * (1.0 - BETA) / (1.0 + BETA) };
+        let alpha = if self.w_est >= self.w_max {
+            1.0
+        } else {
+            3.0 * (1.0 - BETA) / (1.0 + BETA)
+        };
         self.w_est += alpha * acked / cwnd;
         if w_cubic(t) < self.w_est {
             self.w_est.max(cwnd)

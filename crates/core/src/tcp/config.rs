@@ -58,7 +58,10 @@ pub struct DelAckConfig {
 
 impl Default for DelAckConfig {
     fn default() -> Self {
-        DelAckConfig { every: 2, timeout: Dur::from_millis(40) }
+        DelAckConfig {
+            every: 2,
+            timeout: Dur::from_millis(40),
+        }
     }
 }
 
@@ -101,6 +104,10 @@ pub struct TcpConfig {
     /// linear increase"). Off by default: Misbehaving never reduces cwnd.
     #[serde(default)]
     pub misbehaving_ecn_response: bool,
+    /// Grow cwnd only while the window is in use (RFC 7661 spirit; Linux `tcp_is_cwnd_limited`).
+    /// Off by default (RFC 5681 / ns-2: an rwnd- or application-limited flow keeps growing cwnd).
+    #[serde(default)]
+    pub cwnd_validation: bool,
 }
 
 impl Default for TcpConfig {
@@ -123,6 +130,7 @@ impl Default for TcpConfig {
             carry_payload: false,
             limited_transmit: false,
             misbehaving_ecn_response: false,
+            cwnd_validation: false,
         }
     }
 }

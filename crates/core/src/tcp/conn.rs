@@ -207,7 +207,13 @@ fn ts_now(now: Time) -> u32 {
 }
 
 impl Connection {
-    fn new(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, state: TcpState) -> Connection {
+    fn new(
+        cfg: TcpConfig,
+        local: SocketAddr,
+        remote: SocketAddr,
+        iss: u32,
+        state: TcpState,
+    ) -> Connection {
         let mss = cfg.mss.clamp(1, 65535) as u64;
         Connection {
             local,
@@ -276,7 +282,13 @@ impl Connection {
     }
 
     /// Active open: returns a connection in `SynSent` whose first `poll_transmit` is the SYN.
-    pub fn connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Time) -> Connection {
+    pub fn connect(
+        cfg: TcpConfig,
+        local: SocketAddr,
+        remote: SocketAddr,
+        iss: u32,
+        now: Time,
+    ) -> Connection {
         let _ = now;
         Connection::new(cfg, local, remote, iss, TcpState::SynSent)
     }
@@ -286,7 +298,10 @@ impl Connection {
     pub fn accept(cfg: TcpConfig, syn: &Packet, iss: u32, now: Time) -> Option<Connection> {
         let _ = now;
         let t = syn.tcp()?;
-        if !t.flags.contains(TcpFlags::SYN) || t.flags.contains(TcpFlags::ACK) || t.flags.contains(TcpFlags::RST) {
+        if !t.flags.contains(TcpFlags::SYN)
+            || t.flags.contains(TcpFlags::ACK)
+            || t.flags.contains(TcpFlags::RST)
+        {
             return None;
         }
         let local = SocketAddr::new(syn.ip.dst, t.dport);
@@ -381,13 +396,21 @@ impl Connection {
     }
     #[inline]
     fn sack_recovery(&self) -> bool {
-        self.sack_ok && matches!(self.cfg.cc, CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving)
+        self.sack_ok
+            && matches!(
+                self.cfg.cc,
+                CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving
+            )
     }
     #[inline]
     fn can_send_data_state(&self) -> bool {
         matches!(
             self.state,
-            TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::Closing | TcpState::LastAck
+            TcpState::Established
+                | TcpState::CloseWait
+                | TcpState::FinWait1
+                | TcpState::Closing
+                | TcpState::LastAck
         )
     }
     #[inline]
@@ -436,7 +459,8 @@ impl Connection {
         }
         let b = self.lost_boundary().max(self.una);
         let r = self.rtx_ptr.clamp(self.una, self.nxt);
-        (self.nxt - b) - self.sboard.sacked_in(b, self.nxt) + (r - self.una) - self.sboard.sacked_in(self.una, r)
+        (self.nxt - b) - self.sboard.sacked_in(b, self.nxt) + (r - self.una)
+            - self.sboard.sacked_in(self.una, r)
     }
 
     fn arm_rto(&mut self, now: Time) {
@@ -460,7 +484,11 @@ impl Connection {
         let s = &mut self.stats;
         s.rtt_samples += 1;
         s.rtt_sum_ns += r.0;
-        s.rtt_min_ns = if s.rtt_samples == 1 { r.0 } else { s.rtt_min_ns.min(r.0) };
+        s.rtt_min_ns = if s.rtt_samples == 1 {
+            r.0
+        } else {
+            s.rtt_min_ns.min(r.0)
+        };
         s.rtt_max_ns = s.rtt_max_ns.max(r.0);
     }
 
@@ -488,7 +516,10 @@ impl Connection {
         }
         match self.state {
             TcpState::SynSent => {
-                if t.flags.contains(TcpFlags::SYN) && t.flags.contains(TcpFlags::ACK) && t.ack == self.snd_seq(0) {
+                if t.flags.contains(TcpFlags::SYN)
+                    && t.flags.contains(TcpFlags::ACK)
+                    && t.ack == self.snd_seq(0)
+                {
                     self.irs = t.seq.0;
                     self.negotiate(t, false);
                     if let Some((tsval, tsecr)) = t.opts.timestamps.filter(|_| self.ts_ok) {
@@ -624,7 +655,10 @@ impl Connection {
         // ECN-Echo: reduce once per window of data, as on loss but without retransmitting.
         if self.ecn_ok && t.flags.contains(TcpFlags::ECE) {
             self.stats.ece_rcvd += 1;
-            if self.rec == Recovery::None && self.una >= self.ecn_recover && self.rto_lost_to <= self.una {
+            if self.rec == Recovery::None
+                && self.una >= self.ecn_recover
+                && self.rto_lost_to <= self.una
+            {
                 let react = self.cfg.cc != CcAlgo::Misbehaving || self.cfg.misbehaving_ecn_response;
                 if react {
                     let fl = self.nxt - self.una;
@@ -741,23 +775,40 @@ impl Connection {
     }
 
     /// Congestion-window growth on an ACK of `acked` new bytes outside recovery.
-    fn grow_cwnd(&mut self, now: Time, acked: u64, _flight_before: u64) {
+    fn grow_cwnd(&mut self, now: Time, acked: u64, flight_before: u64) {
         let mss = self.mss;
         let cap = self.cwnd_cap();
+        if self.cfg.cwnd_validation {
+            // Grow only when the window was actually in use (RFC 7661 spirit, Linux-like).
+            let limited = if self.cwnd < self.ssthresh {
+                self.cwnd < 2 * flight_before
+            } else {
+                flight_before + mss >= self.cwnd
+            };
+            if !limited {
+                return;
+            }
+        }
         if self.cfg.cc == CcAlgo::Misbehaving {
             // No congestion avoidance: byte-counted slow start forever (doubles per RTT).
             self.cwnd = self.cwnd.saturating_add(acked).min(cap);
             return;
         }
         if self.cwnd < self.ssthresh {
-            let inc = if self.cfg.abc { acked.min(2 * mss) } else { mss };
+            let inc = if self.cfg.abc {
+                acked.min(2 * mss)
+            } else {
+                mss
+            };
             self.cwnd = self.cwnd.saturating_add(inc).min(cap);
             return;
         }
         if self.cfg.cc == CcAlgo::Cubic {
             let srtt = self.rtt.srtt().unwrap_or(Dur::from_millis(100));
             let m = mss as f64;
-            let w = self.cubic.on_ack(now, self.cwnd as f64 / m, acked as f64 / m, srtt);
+            let w = self
+                .cubic
+                .on_ack(now, self.cwnd as f64 / m, acked as f64 / m, srtt);
             self.cwnd = ((w * m) as u64).max(self.cwnd).min(cap);
             return;
         }
@@ -783,9 +834,12 @@ impl Connection {
             }
             Recovery::Sack => {}
             Recovery::None => {
-                if self.dupacks == self.cfg.dupthresh.max(1) {
-                    let guarded = matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno);
-                    if guarded || self.recover.is_none_or(|r| self.una >= r) {
+                // Never during a go-back-N (after an RTO or Tahoe's fast retransmit): the
+                // duplicate ACKs then come from resent segments the receiver already holds.
+                if self.dupacks == self.cfg.dupthresh.max(1) && self.rto_lost_to <= self.una {
+                    // Reno and Tahoe have no `recover` guard (RFC 5681); NewReno/SACK do (RFC 6582 §3.2 step 2).
+                    let unguarded = matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno);
+                    if unguarded || self.recover.is_none_or(|r| self.una >= r) {
                         self.enter_recovery(now);
                         return;
                     }
@@ -806,7 +860,11 @@ impl Connection {
             return;
         }
         let thresh = (self.cfg.dupthresh.max(1) as u64 - 1) * self.mss;
-        if self.sboard.lost_boundary(thresh).is_some_and(|b| b > self.una) {
+        if self
+            .sboard
+            .lost_boundary(thresh)
+            .is_some_and(|b| b > self.una)
+        {
             self.enter_recovery(now);
         }
     }
@@ -814,7 +872,9 @@ impl Connection {
     fn enter_recovery(&mut self, now: Time) {
         let _ = now;
         self.stats.fast_retransmits += 1;
-        self.push_event(TcpEvent::FastRetransmit { seq: self.snd_seq(self.una) });
+        self.push_event(TcpEvent::FastRetransmit {
+            seq: self.snd_seq(self.una),
+        });
         let flight = self.nxt - self.una;
         self.recover = Some(self.nxt);
         let misbehaving = self.cfg.cc == CcAlgo::Misbehaving;
@@ -862,7 +922,10 @@ impl Connection {
             }
             return;
         }
-        if !matches!(self.state, TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2) {
+        if !matches!(
+            self.state,
+            TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2
+        ) {
             // Data or FIN after the peer's FIN (a retransmission): ACK it.
             if self.peer_fin_rcvd {
                 self.imm_acks += 1;
@@ -888,7 +951,9 @@ impl Connection {
             } else if s == rn {
                 let had_ooo = !self.reasm.is_empty();
                 let payload = if self.cfg.carry_payload {
-                    pkt.payload.as_ref().map(|p| p.slice((s - seg) as usize..(e - seg) as usize))
+                    pkt.payload
+                        .as_ref()
+                        .map(|p| p.slice((s - seg) as usize..(e - seg) as usize))
                 } else {
                     None
                 };
@@ -913,7 +978,9 @@ impl Connection {
                 }
             } else {
                 let payload = if self.cfg.carry_payload {
-                    pkt.payload.as_ref().map(|p| p.slice((s - seg) as usize..(e - seg) as usize))
+                    pkt.payload
+                        .as_ref()
+                        .map(|p| p.slice((s - seg) as usize..(e - seg) as usize))
                 } else {
                     None
                 };
@@ -940,7 +1007,11 @@ impl Connection {
 
     fn enter_time_wait(&mut self, now: Time) {
         self.state = TcpState::TimeWait;
-        let srtt = self.rtt.srtt().unwrap_or(Dur::ZERO).max(Dur::from_millis(1));
+        let srtt = self
+            .rtt
+            .srtt()
+            .unwrap_or(Dur::ZERO)
+            .max(Dur::from_millis(1));
         self.tw_deadline = Some(now + Dur(srtt.0.saturating_mul(2)));
         self.rtx_deadline = None;
         self.delack_deadline = None;
@@ -1003,7 +1074,10 @@ impl Connection {
         // 1. One-shot retransmission (fast retransmit, NewReno partial ACK): ignores cwnd.
         if let Some(s) = self.pending_rtx.take() {
             if s >= self.una && s < self.nxt {
-                let (s, e) = self.sboard.next_hole(s, self.nxt).map(|(a, b)| (a, b.min(a + mss)))?;
+                let (s, e) = self
+                    .sboard
+                    .next_hole(s, self.nxt)
+                    .map(|(a, b)| (a, b.min(a + mss)))?;
                 if self.rec == Recovery::Sack && e > self.rtx_ptr {
                     self.rtx_ptr = e;
                 }
@@ -1098,7 +1172,11 @@ impl Connection {
             flags.insert(TcpFlags::CWR);
             self.cwr_pending = false;
         }
-        let payload = if self.cfg.carry_payload && len > 0 { self.sb.payload(s, data_end) } else { None };
+        let payload = if self.cfg.carry_payload && len > 0 {
+            self.sb.payload(s, data_end)
+        } else {
+            None
+        };
         let ect = self.ecn_ok && len > 0 && !rtx;
         let seq = self.snd_seq(s);
         let p = self.build(now, seq, flags, len as u32, payload, ect);
@@ -1136,7 +1214,10 @@ impl Connection {
     }
 
     fn build_syn(&mut self, now: Time) -> Packet {
-        let mut opts = TcpOptions { mss: Some(self.cfg.mss.min(65535) as u16), ..Default::default() };
+        let mut opts = TcpOptions {
+            mss: Some(self.cfg.mss.min(65535) as u16),
+            ..Default::default()
+        };
         let mut flags = TcpFlags::SYN;
         let (seq, ack) = (SeqNum(self.iss), SeqNum(0));
         if self.state == TcpState::SynSent {
@@ -1169,7 +1250,11 @@ impl Connection {
         }
         self.rtx_deadline = Some(self.rtt.deadline(now, self.rtt.rto()));
         self.stats.segs_sent += 1;
-        let ack = if self.state == TcpState::SynReceived { self.rcv_seq(0) } else { ack };
+        let ack = if self.state == TcpState::SynReceived {
+            self.rcv_seq(0)
+        } else {
+            ack
+        };
         let tcp = TcpHdr {
             sport: self.local.port(),
             dport: self.remote.port(),
@@ -1180,16 +1265,36 @@ impl Connection {
             urgent: 0,
             opts,
         };
-        Packet { ip: self.ip_hdr(Ecn::NotEct), l4: L4::Tcp(tcp), payload_len: 0, payload: None }
+        Packet {
+            ip: self.ip_hdr(Ecn::NotEct),
+            l4: L4::Tcp(tcp),
+            payload_len: 0,
+            payload: None,
+        }
     }
 
     fn ip_hdr(&mut self, ecn: Ecn) -> IpHdr {
         self.ip_id = self.ip_id.wrapping_add(1);
-        IpHdr { src: self.local.ip(), dst: self.remote.ip(), ttl: 64, dscp: 0, ecn, id: self.ip_id }
+        IpHdr {
+            src: self.local.ip(),
+            dst: self.remote.ip(),
+            ttl: 64,
+            dscp: 0,
+            ecn,
+            id: self.ip_id,
+        }
     }
 
     /// A segment carrying our current ACK state (ACK number, window, timestamps, SACK, ECE).
-    fn build(&mut self, now: Time, seq: SeqNum, mut flags: TcpFlags, len: u32, payload: Option<Bytes>, ect: bool) -> Packet {
+    fn build(
+        &mut self,
+        now: Time,
+        seq: SeqNum,
+        mut flags: TcpFlags,
+        len: u32,
+        payload: Option<Bytes>,
+        ect: bool,
+    ) -> Packet {
         let mut opts = TcpOptions::default();
         if self.ts_ok {
             opts.timestamps = Some((ts_now(now), self.ts_recent));
@@ -1199,7 +1304,10 @@ impl Connection {
             let blocks = self.reasm.sack_blocks();
             let n = blocks.len().min(max);
             for (i, &(l, r)) in blocks[..n].iter().enumerate() {
-                opts.sack[i] = SackBlock { left: self.rcv_seq(l), right: self.rcv_seq(r) };
+                opts.sack[i] = SackBlock {
+                    left: self.rcv_seq(l),
+                    right: self.rcv_seq(r),
+                };
             }
             opts.sack_len = n as u8;
         }
@@ -1234,7 +1342,12 @@ impl Connection {
             opts,
         };
         let ip = self.ip_hdr(if ect { Ecn::Ect0 } else { Ecn::NotEct });
-        Packet { ip, l4: L4::Tcp(tcp), payload_len: len, payload }
+        Packet {
+            ip,
+            l4: L4::Tcp(tcp),
+            payload_len: len,
+            payload,
+        }
     }
 
     // ------------------------------------------------------------------ timers
@@ -1243,7 +1356,10 @@ impl Connection {
     #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
         let mut t = self.rtx_deadline;
-        for d in [self.delack_deadline, self.tw_deadline].into_iter().flatten() {
+        for d in [self.delack_deadline, self.tw_deadline]
+            .into_iter()
+            .flatten()
+        {
             t = Some(t.map_or(d, |x| x.min(d)));
         }
         t
@@ -1271,7 +1387,9 @@ impl Connection {
             TcpState::SynSent | TcpState::SynReceived => {
                 self.stats.timeouts += 1;
                 self.stats.syn_retrans += 1;
-                self.push_event(TcpEvent::Timeout { rto: self.rtt.rto() });
+                self.push_event(TcpEvent::Timeout {
+                    rto: self.rtt.rto(),
+                });
                 self.rtt.back_off();
                 self.syn_retx += 1;
                 self.syn_pending = true;
@@ -1382,7 +1500,9 @@ impl Connection {
     pub fn negotiated(&self) -> Negotiated {
         Negotiated {
             mss: self.mss as u32,
-            wscale: self.ws_negotiated.then_some((self.snd_shift, self.rcv_shift)),
+            wscale: self
+                .ws_negotiated
+                .then_some((self.snd_shift, self.rcv_shift)),
             sack: self.sack_ok,
             timestamps: self.ts_ok,
             ecn: self.ecn_ok,

@@ -29,7 +29,13 @@ impl RttEstimator {
     pub fn new(cfg: RtoConfig) -> Self {
         let g = cfg.granularity.0.max(1);
         let base = round_up(cfg.initial.0, g).min(cfg.max.0.max(1));
-        RttEstimator { cfg, srtt: None, rttvar: 0, base, backoff: 0 }
+        RttEstimator {
+            cfg,
+            srtt: None,
+            rttvar: 0,
+            base,
+            backoff: 0,
+        }
     }
 
     /// Feed one RTT sample; resets the backoff (Karn: only unambiguous samples are fed).
@@ -61,7 +67,11 @@ impl RttEstimator {
     /// Current RTO including backoff, clamped to `max`.
     pub fn rto(&self) -> Dur {
         let max = self.cfg.max.0.max(1);
-        let v = if self.backoff >= 63 { u64::MAX } else { self.base.saturating_mul(1u64 << self.backoff) };
+        let v = if self.backoff >= 63 {
+            u64::MAX
+        } else {
+            self.base.saturating_mul(1u64 << self.backoff)
+        };
         Dur(v.min(max))
     }
 
@@ -75,6 +85,9 @@ impl RttEstimator {
     /// the granularity since Time 0) at or after `now + d`.
     #[inline]
     pub fn deadline(&self, now: Time, d: Dur) -> Time {
-        Time(round_up(now.0.saturating_add(d.0), self.cfg.granularity.0.max(1)))
+        Time(round_up(
+            now.0.saturating_add(d.0),
+            self.cfg.granularity.0.max(1),
+        ))
     }
 }

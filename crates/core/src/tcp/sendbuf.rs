@@ -41,7 +41,11 @@ pub(crate) struct SendBuf {
 
 impl SendBuf {
     pub fn new(carry: bool) -> Self {
-        SendBuf { carry, chunks: VecDeque::new(), written: 0 }
+        SendBuf {
+            carry,
+            chunks: VecDeque::new(),
+            written: 0,
+        }
     }
 
     pub fn write(&mut self, n: u64) {
@@ -84,7 +88,10 @@ impl SendBuf {
         if !self.carry || a >= b {
             return None;
         }
-        let mut i = self.chunks.partition_point(|(s, _)| *s <= a).saturating_sub(1);
+        let mut i = self
+            .chunks
+            .partition_point(|(s, _)| *s <= a)
+            .saturating_sub(1);
         // Fast path: one chunk.
         if let Some((s, c)) = self.chunks.get(i) {
             if *s <= a && b <= s + c.len() {
@@ -101,8 +108,12 @@ impl SendBuf {
             let end = (s + c.len()).min(b);
             if end > pos {
                 match c {
-                    Chunk::Data(d) => out.extend_from_slice(&d[(pos - s) as usize..(end - s) as usize]),
-                    Chunk::Pattern(_) => out.extend_from_slice(&pattern_bytes(pos, (end - pos) as usize)),
+                    Chunk::Data(d) => {
+                        out.extend_from_slice(&d[(pos - s) as usize..(end - s) as usize])
+                    }
+                    Chunk::Pattern(_) => {
+                        out.extend_from_slice(&pattern_bytes(pos, (end - pos) as usize))
+                    }
                 }
                 pos = end;
             }

@@ -126,7 +126,13 @@ pub fn addr(s: &str) -> SocketAddr {
 
 impl Sim {
     pub fn new(cfg_a: TcpConfig, cfg_b: TcpConfig, one_way: Dur) -> Sim {
-        let a = Connection::connect(cfg_a, addr("10.0.0.1:40000"), addr("10.0.0.2:80"), 1000, Time::ZERO);
+        let a = Connection::connect(
+            cfg_a,
+            addr("10.0.0.1:40000"),
+            addr("10.0.0.2:80"),
+            1000,
+            Time::ZERO,
+        );
         Sim {
             now: Time::ZERO,
             a,
@@ -158,7 +164,12 @@ impl Sim {
                 any = true;
                 let arr = self.ab.send(now, &mut p);
                 if self.record {
-                    self.sent.push(Sent { t: now, from_a: true, pkt: p.clone(), dropped: arr.is_none() });
+                    self.sent.push(Sent {
+                        t: now,
+                        from_a: true,
+                        pkt: p.clone(),
+                        dropped: arr.is_none(),
+                    });
                 }
                 if let Some(t) = arr {
                     self.queue.insert((t, self.qseq), (true, p));
@@ -170,7 +181,12 @@ impl Sim {
                     any = true;
                     let arr = self.ba.send(now, &mut p);
                     if self.record {
-                        self.sent.push(Sent { t: now, from_a: false, pkt: p.clone(), dropped: arr.is_none() });
+                        self.sent.push(Sent {
+                            t: now,
+                            from_a: false,
+                            pkt: p.clone(),
+                            dropped: arr.is_none(),
+                        });
                     }
                     if let Some(t) = arr {
                         self.queue.insert((t, self.qseq), (false, p));
@@ -209,7 +225,13 @@ impl Sim {
 
     fn next_time(&self) -> Option<Time> {
         let mut t = self.queue.keys().next().map(|k| k.0);
-        for x in [self.a.poll_timeout(), self.b.as_ref().and_then(|b| b.poll_timeout())].into_iter().flatten() {
+        for x in [
+            self.a.poll_timeout(),
+            self.b.as_ref().and_then(|b| b.poll_timeout()),
+        ]
+        .into_iter()
+        .flatten()
+        {
             t = Some(t.map_or(x, |y| y.min(x)));
         }
         t
@@ -271,11 +293,17 @@ impl Sim {
     }
 
     pub fn count(&self, from_a: bool, f: impl Fn(&Event) -> bool) -> usize {
-        self.events.iter().filter(|(_, a, e)| *a == from_a && f(e)).count()
+        self.events
+            .iter()
+            .filter(|(_, a, e)| *a == from_a && f(e))
+            .count()
     }
 
     pub fn event_time(&self, from_a: bool, f: impl Fn(&Event) -> bool) -> Option<Time> {
-        self.events.iter().find(|(_, a, e)| *a == from_a && f(e)).map(|x| x.0)
+        self.events
+            .iter()
+            .find(|(_, a, e)| *a == from_a && f(e))
+            .map(|x| x.0)
     }
 }
 
