@@ -125,15 +125,14 @@ fn option_negotiation_matrix() {
 #[test]
 fn syn_retransmission_after_initial_rto() {
     let mut s = Sim::new(base_cfg(), base_cfg(), ms(10));
-    s.ab.drop_fn = None;
-    // Drop the first SYN (not a data segment: use loss on the first packet via a one-shot flag).
-    let mut first = true;
-    s.ab.loss_p = 0.0;
+    // Lose the first SYN.
+    let mut n = 0;
+    s.ab.drop_pkt = Some(Box::new(move |p| {
+        let syn = p.tcp().unwrap().flags.contains(TcpFlags::SYN);
+        n += syn as u32;
+        syn && n == 1
+    }));
     s.a.write(5000);
-    // Manually drop: take the SYN out of the harness by polling it ourselves.
-    let syn = s.a.poll_transmit(Time::ZERO).unwrap();
-    assert!(syn.tcp().unwrap().flags.contains(TcpFlags::SYN));
-    let _ = &mut first;
     s.run_until(secs(5), |s| s.a.stats().bytes_acked >= 5000);
     let est = s.event_time(true, |e| *e == TcpEvent::Established).unwrap();
     // Initial RTO 1 s, then one RTT of 20 ms.
@@ -394,11 +393,10 @@ fn sack_recovers_multiple_drops_in_one_rtt() {
     let fr = s
         .event_time(true, |e| matches!(e, TcpEvent::FastRetransmit { .. }))
         .unwrap();
+    let hi = d[67].pkt.tcp().unwrap().seq;
     let last_rtx = d
         .iter()
-        .filter(|x| x.t >= fr)
-        .filter(|x| x.pkt.tcp().unwrap().seq < d[67].pkt.tcp().unwrap().seq)
-        .last()
+        .rfind(|x| x.t >= fr && x.pkt.tcp().unwrap().seq < hi)
         .unwrap()
         .t;
     assert!(last_rtx.since(fr) < ms(60), "{:?}", last_rtx.since(fr));
@@ -591,16 +589,8 @@ fn ecn_ce_mark_one_reduction_no_retransmission() {
         };
         let mut s = Sim::new(c.clone(), c, ms(20));
         s.ab.ce_data = vec![80];
-        let mut cw_before = 0;
         s.a.write(300 * MSS);
-        s.run_until(secs(30), |s| {
-            if s.a.stats().ece_rcvd == 0 {
-                true && false
-            } else {
-                false
-            }
-        });
-        let _ = &mut cw_before;
+        s.run_until(secs(30), |_| false);
         let st = s.a.stats();
         assert_eq!(s.b().stats().ce_rcvd, 1, "{cc:?}");
         assert!(st.ece_rcvd >= 1, "{cc:?}");
@@ -614,7 +604,7 @@ fn ecn_ce_mark_one_reduction_no_retransmission() {
             .filter(|x| x.pkt.tcp().unwrap().flags.contains(TcpFlags::CWR))
             .count();
         assert_eq!(cwr, 1, "{cc:?}");
-        let last_ack = s.sent.iter().filter(|x| !x.from_a).last().unwrap();
+        let last_ack = s.sent.iter().rfind(|x| !x.from_a).unwrap();
         assert!(!last_ack.pkt.tcp().unwrap().flags.contains(TcpFlags::ECE));
         assert_eq!(s.b().stats().bytes_delivered, 300 * MSS);
     }
@@ -700,14 +690,7 @@ fn reno_cwnd_halves_on_triple_dupack() {
     let mut s = Sim::new(cfg(CcAlgo::Reno), cfg(CcAlgo::Reno), ms(20));
     s.ab.drop_data = vec![60];
     s.a.write(300 * MSS);
-    let mut before = 0;
-    s.run_until(secs(30), |s| {
-        if s.a.stats().fast_retransmits == 0 {
-            return false;
-        }
-        true
-    });
-    let _ = &mut before;
+    s.run_until(secs(30), |s| s.a.stats().fast_retransmits > 0);
     let tr = s.a.trace();
     // ssthresh = FlightSize/2 and cwnd = ssthresh + 3 MSS during fast recovery.
     assert_eq!(tr.cwnd_bytes, tr.ssthresh_bytes + 3 * MSS);
@@ -752,16 +735,23 @@ fn simultaneous_close_and_fin_loss() {
     let mut s = Sim::new(base_cfg(), base_cfg(), ms(10));
     s.a.write(20_000);
     s.run_until(secs(1), |s| s.a.stats().bytes_acked >= 20_000);
-    // Lose B's first FIN once.
-    let mut lost = false;
+    // Both close at once; B's first FIN and A's first FIN are lost.
+    for path in [&mut s.ab, &mut s.ba] {
+        let mut n = 0;
+        path.drop_pkt = Some(Box::new(move |p| {
+            let fin = p.tcp().unwrap().flags.contains(TcpFlags::FIN);
+            n += fin as u32;
+            fin && n == 1
+        }));
+    }
     s.a.close();
     s.b.as_mut().unwrap().close();
-    s.ba.loss_p = 0.0;
-    s.ba.drop_fn = None;
-    let _ = &mut lost;
     s.run_until(secs(30), |_| false);
     assert_eq!(s.a.state(), TcpState::Closed);
     assert_eq!(s.b().state(), TcpState::Closed);
+    assert!(s.a.stats().timeouts >= 1 && s.b().stats().timeouts >= 1);
+    assert_eq!(s.count(true, |e| *e == TcpEvent::Closed), 1);
+    assert_eq!(s.count(false, |e| *e == TcpEvent::Closed), 1);
 }
 
 #[test]

@@ -549,10 +549,9 @@ impl Connection {
                     self.syn_pending = true;
                     return;
                 }
-                if !t.flags.contains(TcpFlags::ACK) || t.ack != self.snd_seq(0) {
-                    if !(t.flags.contains(TcpFlags::ACK) && self.ack_off(t.ack) > 0) {
-                        return;
-                    }
+                // The handshake completes on an ACK of our SYN (ack_off 0).
+                if !t.flags.contains(TcpFlags::ACK) || self.ack_off(t.ack) != 0 {
+                    return;
                 }
                 if self.syn_retx == 0 {
                     if let Some((_, tsecr)) = t.opts.timestamps.filter(|x| self.ts_ok && x.1 != 0) {

@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 pub type DropFn = Box<dyn FnMut(&Packet, u64) -> bool>;
+pub type PktDropFn = Box<dyn FnMut(&Packet) -> bool>;
+pub type MutateFn = Box<dyn FnMut(Time, &mut Packet)>;
+pub type StepFn = Box<dyn FnMut(Time, &Connection, Option<&Connection>)>;
 
 pub struct Path {
     pub delay: Dur,
@@ -25,8 +28,10 @@ pub struct Path {
     pub reorder_p: f64,
     pub reorder_extra: Dur,
     pub drop_fn: Option<DropFn>,
+    /// Drop decision for any packet (control segments included).
+    pub drop_pkt: Option<PktDropFn>,
     /// Rewrites every packet sent on this path (a middlebox).
-    pub mutate: Option<Box<dyn FnMut(Time, &mut Packet)>>,
+    pub mutate: Option<MutateFn>,
     data_idx: u64,
     rng: rng::Rng,
     pub dropped: u64,
@@ -45,6 +50,7 @@ impl Path {
             reorder_extra: Dur::ZERO,
             drop_fn: None,
             mutate: None,
+            drop_pkt: None,
             data_idx: 0,
             rng: rng::stream(seed, "path", 0),
             dropped: 0,
@@ -56,6 +62,12 @@ impl Path {
         let mut t = now;
         if let Some(m) = self.mutate.as_mut() {
             m(now, p);
+        }
+        if let Some(f) = self.drop_pkt.as_mut() {
+            if f(p) {
+                self.dropped += 1;
+                return None;
+            }
         }
         if let Some(r) = self.rate_bps {
             let start = t.max(self.busy_until);
@@ -117,7 +129,7 @@ pub struct Sim {
     /// Close each side automatically when its peer's FIN arrives.
     pub auto_close: bool,
     /// Called after every step (for traces).
-    pub on_step: Option<Box<dyn FnMut(Time, &Connection, Option<&Connection>)>>,
+    pub on_step: Option<StepFn>,
 }
 
 pub fn addr(s: &str) -> SocketAddr {
