@@ -194,6 +194,9 @@ pub struct Connection {
     read_q: VecDeque<Bytes>,
     tw_deadline: Option<Time>,
 
+    /// A reset to send (sequence number, ACK number) in answer to a segment for a closed connection.
+    rst_pending: Option<(SeqNum, Option<SeqNum>)>,
+
     events: VecDeque<TcpEvent>,
     stats: TcpStats,
     ip_id: u16,
@@ -274,6 +277,7 @@ impl Connection {
             peer_fin_rcvd: false,
             read_q: VecDeque::new(),
             tw_deadline: None,
+            rst_pending: None,
             events: VecDeque::new(),
             stats: TcpStats::default(),
             ip_id: 0,
@@ -498,6 +502,18 @@ impl Connection {
     pub fn handle_packet(&mut self, now: Time, pkt: &Packet) {
         let Some(t) = pkt.tcp() else { return };
         if self.state == TcpState::Closed {
+            // RFC 793 reset generation for a closed connection (e.g. the peer retransmits its
+            // FIN after our short TIME_WAIT ended).
+            if !t.flags.contains(TcpFlags::RST) {
+                self.rst_pending = Some(if t.flags.contains(TcpFlags::ACK) {
+                    (t.ack, None)
+                } else {
+                    let len = pkt.payload_len
+                        + t.flags.contains(TcpFlags::SYN) as u32
+                        + t.flags.contains(TcpFlags::FIN) as u32;
+                    (SeqNum(0), Some(t.seq + len))
+                });
+            }
             return;
         }
         if t.flags.contains(TcpFlags::RST) {
@@ -718,7 +734,7 @@ impl Connection {
                     // Reno exits on any new ACK; NewReno on a full ACK (RFC 6582 option 1).
                     self.rec = Recovery::None;
                     self.cwnd = if self.cfg.cc == CcAlgo::Misbehaving {
-                        self.cwnd.max(self.ssthresh)
+                        self.cwnd
                     } else if self.cfg.cc == CcAlgo::Reno {
                         self.ssthresh
                     } else {
@@ -828,8 +844,10 @@ impl Connection {
         self.dupacks += 1;
         match self.rec {
             Recovery::Fast => {
-                // Window inflation (Reno / NewReno).
-                self.cwnd += self.mss;
+                // Window inflation (Reno / NewReno); Misbehaving never deflated, so no inflation.
+                if self.cfg.cc != CcAlgo::Misbehaving {
+                    self.cwnd = self.cwnd.saturating_add(self.mss);
+                }
             }
             Recovery::Sack => {}
             Recovery::None => {
@@ -1031,7 +1049,30 @@ impl Connection {
     /// Next segment to send now, if any (data, retransmission, ACK, SYN, FIN).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Packet> {
         match self.state {
-            TcpState::Closed => return None,
+            TcpState::Closed => {
+                let (seq, ack) = self.rst_pending.take()?;
+                let mut flags = TcpFlags::RST;
+                if ack.is_some() {
+                    flags.insert(TcpFlags::ACK);
+                }
+                let tcp = TcpHdr {
+                    sport: self.local.port(),
+                    dport: self.remote.port(),
+                    seq,
+                    ack: ack.unwrap_or_default(),
+                    flags,
+                    window: 0,
+                    urgent: 0,
+                    opts: TcpOptions::default(),
+                };
+                self.stats.segs_sent += 1;
+                return Some(Packet {
+                    ip: self.ip_hdr(Ecn::NotEct),
+                    l4: L4::Tcp(tcp),
+                    payload_len: 0,
+                    payload: None,
+                });
+            }
             TcpState::SynSent | TcpState::SynReceived => {
                 if self.syn_pending {
                     self.syn_pending = false;

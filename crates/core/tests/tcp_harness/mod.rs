@@ -27,6 +27,8 @@ pub struct Path {
     pub loss_p: f64,
     pub reorder_p: f64,
     pub reorder_extra: Dur,
+    /// Probability that a packet is delivered twice (the copy 1 ms later).
+    pub dup_p: f64,
     pub drop_fn: Option<DropFn>,
     /// Drop decision for any packet (control segments included).
     pub drop_pkt: Option<PktDropFn>,
@@ -48,6 +50,7 @@ impl Path {
             loss_p: 0.0,
             reorder_p: 0.0,
             reorder_extra: Dur::ZERO,
+            dup_p: 0.0,
             drop_fn: None,
             mutate: None,
             drop_pkt: None,
@@ -55,6 +58,11 @@ impl Path {
             rng: rng::stream(seed, "path", 0),
             dropped: 0,
         }
+    }
+
+    /// Whether to deliver a duplicate of the last packet sent.
+    fn duplicate(&mut self) -> bool {
+        self.dup_p > 0.0 && self.rng.gen::<f64>() < self.dup_p
     }
 
     /// Arrival time of `p` sent at `now`, or None if dropped.
@@ -130,6 +138,7 @@ pub struct Sim {
     pub auto_close: bool,
     /// Called after every step (for traces).
     pub on_step: Option<StepFn>,
+    iss_b: u32,
 }
 
 pub fn addr(s: &str) -> SocketAddr {
@@ -138,11 +147,21 @@ pub fn addr(s: &str) -> SocketAddr {
 
 impl Sim {
     pub fn new(cfg_a: TcpConfig, cfg_b: TcpConfig, one_way: Dur) -> Sim {
+        Sim::with_iss(cfg_a, cfg_b, one_way, 1000, 5000)
+    }
+
+    pub fn with_iss(
+        cfg_a: TcpConfig,
+        cfg_b: TcpConfig,
+        one_way: Dur,
+        iss_a: u32,
+        iss_b: u32,
+    ) -> Sim {
         let a = Connection::connect(
             cfg_a,
             addr("10.0.0.1:40000"),
             addr("10.0.0.2:80"),
-            1000,
+            iss_a,
             Time::ZERO,
         );
         Sim {
@@ -161,6 +180,7 @@ impl Sim {
             record: true,
             auto_close: false,
             on_step: None,
+            iss_b,
         }
     }
 
@@ -184,6 +204,11 @@ impl Sim {
                     });
                 }
                 if let Some(t) = arr {
+                    if self.ab.duplicate() {
+                        self.queue
+                            .insert((t + Dur::from_millis(1), self.qseq), (true, p.clone()));
+                        self.qseq += 1;
+                    }
                     self.queue.insert((t, self.qseq), (true, p));
                     self.qseq += 1;
                 }
@@ -201,6 +226,11 @@ impl Sim {
                         });
                     }
                     if let Some(t) = arr {
+                        if self.ba.duplicate() {
+                            self.queue
+                                .insert((t + Dur::from_millis(1), self.qseq), (false, p.clone()));
+                            self.qseq += 1;
+                        }
                         self.queue.insert((t, self.qseq), (false, p));
                         self.qseq += 1;
                     }
@@ -271,7 +301,8 @@ impl Sim {
                     match self.b.as_mut() {
                         Some(b) => b.handle_packet(self.now, &p),
                         None => {
-                            self.b = Connection::accept(self.cfg_b.clone(), &p, 5000, self.now);
+                            self.b =
+                                Connection::accept(self.cfg_b.clone(), &p, self.iss_b, self.now);
                         }
                     }
                 } else {
