@@ -1105,3 +1105,103 @@ fn randomised_two_way_exact_delivery() {
         assert!(s.ab.dropped + s.ba.dropped > 0, "{tag}");
     }
 }
+
+/// RFC 2018: the first SACK block holds the most recently received segment, then the most
+/// recently reported other blocks; at most 3 blocks with timestamps, 4 without.
+#[test]
+fn sack_blocks_most_recent_first() {
+    for ts in [true, false] {
+        let c = TcpConfig {
+            timestamps: ts,
+            ..cfg(CcAlgo::Sack)
+        };
+        let mut s = Sim::new(c.clone(), c, ms(20));
+        s.ab.rate_bps = Some(10_000_000);
+        s.ab.drop_data = vec![40, 42, 44, 46, 48];
+        s.bulk(100 * MSS, secs(30));
+        let d = data_sent_a(&s);
+        let seg = |i: usize| d[i].pkt.tcp().unwrap().seq;
+        // The dupACKs B sent, in order.
+        let acks: Vec<_> = s
+            .sent
+            .iter()
+            .filter(|x| !x.from_a && x.pkt.tcp().unwrap().opts.sack_len > 0)
+            .map(|x| x.pkt.tcp().unwrap().opts.clone())
+            .collect();
+        assert!(!acks.is_empty());
+        // ACK triggered by segment 43: blocks [43,44) then [41,42).
+        let a43 = acks
+            .iter()
+            .find(|o| o.sack_blocks()[0].left == seg(43))
+            .unwrap();
+        assert_eq!(a43.sack_blocks()[0].right, seg(44));
+        assert_eq!(a43.sack_blocks()[1].left, seg(41));
+        assert_eq!(a43.sack_blocks()[1].right, seg(42));
+        // ACK triggered by segment 49: [49,…) first, then 47, 45, (43 without timestamps).
+        let a49 = acks
+            .iter()
+            .find(|o| o.sack_blocks()[0].left == seg(49))
+            .unwrap();
+        let n = if ts { 3 } else { 4 };
+        assert_eq!(a49.sack_len as usize, n);
+        assert_eq!(a49.sack_blocks()[1].left, seg(47));
+        assert_eq!(a49.sack_blocks()[2].left, seg(45));
+        if !ts {
+            assert_eq!(a49.sack_blocks()[3].left, seg(43));
+        }
+        assert!(acks.iter().all(|o| o.sack_len as usize <= n));
+        assert_eq!(s.a.stats().timeouts, 0);
+        assert_eq!(s.a.stats().retrans_segs, 5);
+    }
+}
+
+#[test]
+fn coarse_timer_first_flight_drop() {
+    // The brief's scenario: initial window 3, 2nd segment of the first flight dropped, a
+    // BSD-like 500 ms tick: the connection stalls for about one second.
+    let coarse = RtoConfig {
+        min: Dur::from_secs(1),
+        max: Dur::from_secs(64),
+        initial: Dur::from_secs(3),
+        granularity: ms(500),
+    };
+    for (rto, lo, hi) in [(coarse, 900, 1600), (rto_linux(), 200, 300)] {
+        let c = TcpConfig {
+            initial_window: 3,
+            rto,
+            ..base_cfg()
+        };
+        let mut s = Sim::new(c.clone(), c, ms(10));
+        s.ab.drop_data = vec![1];
+        s.bulk(3 * MSS, secs(10));
+        let d = data_sent_a(&s);
+        let stall = d[3].t.since(d[1].t);
+        eprintln!("first-flight stall {stall:?}");
+        assert_eq!(d[3].pkt.tcp().unwrap().seq, d[1].pkt.tcp().unwrap().seq);
+        assert!(stall >= ms(lo) && stall <= ms(hi), "stall {stall:?}");
+        assert_eq!(s.a.stats().timeouts, 1);
+    }
+}
+
+#[test]
+fn all_acked_and_delivered_events() {
+    let mut s = Sim::new(base_cfg(), base_cfg(), ms(10));
+    s.bulk(50_000, secs(10));
+    s.run_until(secs(1), |_| false);
+    s.a.write(20_000);
+    s.run_until(secs(10), |_| false);
+    assert_eq!(s.count(true, |e| *e == TcpEvent::AllAcked), 2);
+    let delivered: u64 = s
+        .events
+        .iter()
+        .filter(|(_, a, _)| !*a)
+        .map(|(_, _, e)| {
+            if let TcpEvent::Delivered { bytes } = e {
+                *bytes
+            } else {
+                0
+            }
+        })
+        .sum();
+    assert_eq!(delivered, 70_000);
+}

@@ -614,7 +614,7 @@ impl Connection {
             if t.flags.contains(TcpFlags::CWR) {
                 self.ece_pending = false;
             }
-            if pkt.ip.ecn == Ecn::Ce {
+            if pkt.ip.ecn == Ecn::Ce && pkt.payload_len > 0 {
                 self.stats.ce_rcvd += 1;
                 self.ece_pending = true;
                 self.imm_acks = self.imm_acks.max(1);
