@@ -1205,3 +1205,39 @@ fn all_acked_and_delivered_events() {
         .sum();
     assert_eq!(delivered, 70_000);
 }
+
+/// A middlebox clamps the advertised window below one MSS (paper 000, TCR with W_w < 1):
+/// sender SWS avoidance holds the data back until the persist timer sends a window-sized
+/// segment, so the transfer completes, one sub-MSS segment per persist interval.
+#[test]
+fn sub_mss_window_makes_progress_via_persist() {
+    let c = TcpConfig {
+        rto: rto_linux(),
+        ..base_cfg()
+    };
+    let mut s = Sim::new(c.clone(), c, ms(10));
+    s.ba.mutate = Some(Box::new(|_, p| {
+        let t = p.tcp_mut().unwrap();
+        if !t.flags.contains(TcpFlags::SYN) {
+            t.window = t.window.min(700 >> 7);
+        }
+    }));
+    s.bulk(30_000, secs(60));
+    assert_eq!(s.b().stats().bytes_delivered, 30_000);
+    let d = data_sent_a(&s);
+    // After the first flight (sent on the SYN-ACK's window) every segment fits 5 << 7 = 640 bytes.
+    let later: Vec<_> = d
+        .iter()
+        .filter(|x| x.t > Time(ms(30).0))
+        .map(|x| x.pkt.payload_len)
+        .collect();
+    assert!(!later.is_empty());
+    assert!(later.iter().all(|&l| l <= 640), "{later:?}");
+    eprintln!(
+        "sub-MSS window: {} segments after the first flight, done at {:?}, {:?}",
+        later.len(),
+        s.now,
+        s.a.stats()
+    );
+    assert!(s.a.stats().persist_probes >= 3, "{:?}", s.a.stats());
+}

@@ -643,7 +643,9 @@ impl Connection {
         }
         // SACK information.
         let mut newly_sacked = 0;
-        if self.sack_ok && t.opts.sack_len > 0 {
+        // Only the SACK-based senders keep a scoreboard: Tahoe/Reno/NewReno ignore SACK blocks
+        // (ns-2-style classic variants), even when SACK was negotiated.
+        if self.sack_recovery() && t.opts.sack_len > 0 {
             for b in t.opts.sack_blocks() {
                 let l = self.ack_off(b.left).max(ack as i64);
                 let r = self.ack_off(b.right).min(self.nxt as i64);
@@ -1089,6 +1091,14 @@ impl Connection {
             if self.probe_pending {
                 self.probe_pending = false;
                 self.stats.persist_probes += 1;
+                // Like Linux's tcp_write_wakeup: if the window allows part of a segment, send
+                // that much new data; if it is zero, a probe with an old sequence number.
+                let edge = self.una + self.rwnd;
+                if edge > self.nxt && self.nxt < self.sb.written {
+                    let e = self.sb.written.min(self.nxt + self.mss).min(edge);
+                    let s = self.nxt;
+                    return Some(self.emit(now, s, e));
+                }
                 let seq = self.snd_seq(self.una) - 1;
                 return Some(self.build(now, seq, TcpFlags::ACK, 0, None, false));
             }
