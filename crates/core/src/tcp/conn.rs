@@ -1124,14 +1124,13 @@ impl Connection {
         // 1. One-shot retransmission (fast retransmit, NewReno partial ACK): ignores cwnd.
         if let Some(s) = self.pending_rtx.take() {
             if s >= self.una && s < self.nxt {
-                let (s, e) = self
-                    .sboard
-                    .next_hole(s, self.nxt)
-                    .map(|(a, b)| (a, b.min(a + mss)))?;
-                if self.rec == Recovery::Sack && e > self.rtx_ptr {
-                    self.rtx_ptr = e;
+                if let Some((s, he)) = self.sboard.next_hole(s, self.nxt) {
+                    let e = he.min(s + mss);
+                    if self.rec == Recovery::Sack && e > self.rtx_ptr {
+                        self.rtx_ptr = e;
+                    }
+                    return Some(self.emit(now, s, e));
                 }
-                return Some(self.emit(now, s, e));
             }
         }
         if self.cfg.max_burst > 0 && self.burst >= self.cfg.max_burst {
