@@ -108,6 +108,9 @@ pub struct TcpConfig {
     /// Off by default (RFC 5681 / ns-2: an rwnd- or application-limited flow keeps growing cwnd).
     #[serde(default)]
     pub cwnd_validation: bool,
+    /// TIME_WAIT duration; `None` = 2 × max(SRTT, 1 ms) (short: simulations reuse no ports).
+    #[serde(default)]
+    pub time_wait: Option<Dur>,
 }
 
 impl Default for TcpConfig {
@@ -131,6 +134,7 @@ impl Default for TcpConfig {
             limited_transmit: false,
             misbehaving_ecn_response: false,
             cwnd_validation: false,
+            time_wait: None,
         }
     }
 }

@@ -641,6 +641,11 @@ impl Connection {
             self.wl2 = ack;
             self.last_wnd_raw = t.window;
         }
+        if self.una == self.nxt {
+            // Nothing outstanding: the only timer could be the persist timer; poll_transmit
+            // re-arms it (with the current backoff) if the window still does not allow sending.
+            self.rtx_deadline = None;
+        }
         // SACK information.
         let mut newly_sacked = 0;
         // Only the SACK-based senders keep a scoreboard: Tahoe/Reno/NewReno ignore SACK blocks

@@ -23,7 +23,8 @@
 //!   SYN-ACK with ECE). SYN / SYN-ACK retransmitted on the RTO (initial RTO, backed off).
 //!   The SYN window is unscaled and capped at 65535. No data on SYNs, no simultaneous open.
 //! * **Teardown**: FIN both ways through FIN_WAIT_1/2, CLOSING, CLOSE_WAIT, LAST_ACK,
-//!   TIME_WAIT. TIME_WAIT lasts `2 × max(SRTT, 1 ms)` (not 2·MSL: simulations reuse nothing).
+//!   TIME_WAIT. TIME_WAIT lasts `time_wait`, by default `2 × max(SRTT, 1 ms)` (not 2·MSL: simulations
+//!   reuse nothing).
 //!   A closed connection answers any non-RST segment with an RST (RFC 793 reset generation),
 //!   which also ends a peer stuck in LAST_ACK after a short TIME_WAIT. An in-window RST
 //!   closes the connection (no RFC 5961 challenge ACKs).
