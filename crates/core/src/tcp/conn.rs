@@ -119,6 +119,7 @@ const CWND_CAP: u64 = 1 << 40;
 /// Internally every sequence number is a 64-bit *stream offset* (0 = first data byte after
 /// the SYN); wire sequence numbers are derived from it, so there is no wrap-around logic
 /// anywhere except at the conversion.
+#[derive(Clone, Debug)]
 pub struct Connection {
     cfg: TcpConfig,
     local: SocketAddr,
@@ -1573,4 +1574,38 @@ pub struct Negotiated {
     pub sack: bool,
     pub timestamps: bool,
     pub ecn: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_is_send_and_small_enough() {
+        fn assert_send<T: Send + Sync>() {}
+        assert_send::<Connection>();
+        assert!(
+            std::mem::size_of::<Connection>() < 1024,
+            "{}",
+            std::mem::size_of::<Connection>()
+        );
+    }
+
+    #[test]
+    fn seq_conversion_wraps() {
+        let cfg = TcpConfig::default();
+        let mut c = Connection::connect(
+            cfg,
+            "10.0.0.1:1".parse().unwrap(),
+            "10.0.0.2:2".parse().unwrap(),
+            u32::MAX - 10,
+            Time::ZERO,
+        );
+        assert_eq!(c.snd_seq(0), SeqNum(u32::MAX - 9));
+        assert_eq!(c.snd_seq(20), SeqNum(10));
+        c.una = 5;
+        c.nxt = 30;
+        assert_eq!(c.ack_off(SeqNum(10)), 20);
+        assert_eq!(c.ack_off(SeqNum(u32::MAX - 9)), 0);
+    }
 }
