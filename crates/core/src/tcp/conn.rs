@@ -1585,7 +1585,7 @@ mod tests {
         fn assert_send<T: Send + Sync>() {}
         assert_send::<Connection>();
         assert!(
-            std::mem::size_of::<Connection>() < 1024,
+            std::mem::size_of::<Connection>() < 2048,
             "{}",
             std::mem::size_of::<Connection>()
         );
