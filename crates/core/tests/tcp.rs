@@ -1232,3 +1232,34 @@ fn random_loss_goodput_near_mathis() {
         assert!(ratio > 0.6 && ratio < 1.4, "{cc:?} ratio {ratio}");
     }
 }
+
+/// The advertised window is the free receive buffer (out-of-order data occupies it), and
+/// the right edge (ACK + window·2^shift) never moves left.
+#[test]
+fn advertised_right_edge_never_shrinks() {
+    let cb = TcpConfig {
+        rcv_buf: 40 * MSS as u32,
+        ..base_cfg()
+    };
+    let mut s = Sim::new(base_cfg(), cb, ms(20));
+    s.ab.drop_data = vec![30, 31, 50, 70, 71, 72];
+    s.bulk(300 * MSS, secs(60));
+    let mut last_edge: Option<ackshape_wire::SeqNum> = None;
+    let mut min_wnd = u64::MAX;
+    for x in s.sent.iter().filter(|x| !x.from_a) {
+        let t = x.pkt.tcp().unwrap();
+        if t.flags.contains(TcpFlags::SYN) {
+            continue;
+        }
+        let wnd = (t.window as u64) << 7;
+        min_wnd = min_wnd.min(wnd);
+        let edge = t.ack + wnd as u32;
+        if let Some(e) = last_edge {
+            assert!(edge >= e, "right edge moved left: {e:?} -> {edge:?}");
+        }
+        last_edge = Some(edge);
+    }
+    // While holes were open the window shrank by the out-of-order bytes held.
+    assert!(min_wnd < 40 * MSS - 2 * MSS, "min window {min_wnd}");
+    assert_eq!(s.b().stats().bytes_delivered, 300 * MSS);
+}

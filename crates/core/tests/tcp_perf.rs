@@ -9,8 +9,9 @@ use std::collections::VecDeque;
 #[test]
 #[ignore]
 fn endpoint_packets_per_second() {
-    for (name, cfg) in [
-        ("sack+ts", TcpConfig::default()),
+    for (name, cfg, drop_every) in [
+        ("sack+ts", TcpConfig::default(), 0u64),
+        ("sack+ts, 1% periodic loss", TcpConfig::default(), 100),
         (
             "newreno no-opts",
             TcpConfig {
@@ -19,6 +20,7 @@ fn endpoint_packets_per_second() {
                 timestamps: false,
                 ..TcpConfig::default()
             },
+            0,
         ),
         (
             "cubic",
@@ -26,6 +28,7 @@ fn endpoint_packets_per_second() {
                 cc: CcAlgo::Cubic,
                 ..TcpConfig::default()
             },
+            0,
         ),
     ] {
         let one_way = Dur::from_millis(10);
@@ -46,9 +49,14 @@ fn endpoint_packets_per_second() {
         a.write(n_bytes);
         let mut now = Time::ZERO;
         let mut pkts = 0u64;
+        let mut sent_a = 0u64;
         let wall = std::time::Instant::now();
         loop {
             while let Some(p) = a.poll_transmit(now) {
+                sent_a += 1;
+                if drop_every > 0 && sent_a % drop_every == 0 {
+                    continue;
+                }
                 let start = now.max(busy);
                 busy = start + Dur::tx_time(p.ip_len(), rate);
                 ab.push_back((busy + one_way, p));
@@ -106,7 +114,9 @@ fn endpoint_packets_per_second() {
         }
         let secs = wall.elapsed().as_secs_f64();
         eprintln!(
-            "{name}: {pkts} packets handled in {secs:.3} s wall = {:.2} M packets/s (sim time {now:?}, {} data segs, {} acks)",
+            "{name}: {pkts} packets handled (retrans {}, timeouts {}) in {secs:.3} s wall = {:.2} M packets/s (sim time {now:?}, {} data segs, {} acks)",
+            a.stats().retrans_segs,
+            a.stats().timeouts,
             pkts as f64 / secs / 1e6,
             a.stats().data_segs_sent,
             b.as_ref().unwrap().stats().acks_sent
