@@ -54,7 +54,8 @@ fn endpoint_packets_per_second() {
         loop {
             while let Some(p) = a.poll_transmit(now) {
                 sent_a += 1;
-                if drop_every > 0 && sent_a % drop_every == 0 {
+                if drop_every > 0 && sent_a == drop_every {
+                    sent_a = 0;
                     continue;
                 }
                 let start = now.max(busy);
