@@ -1263,3 +1263,45 @@ fn advertised_right_edge_never_shrinks() {
     assert!(min_wnd < 40 * MSS - 2 * MSS, "min window {min_wnd}");
     assert_eq!(s.b().stats().bytes_delivered, 300 * MSS);
 }
+
+#[test]
+fn synack_loss_recovers() {
+    let mut s = Sim::new(base_cfg(), base_cfg(), ms(10));
+    let mut n = 0;
+    s.ba.drop_pkt = Some(Box::new(move |p| {
+        let syn = p.tcp().unwrap().flags.contains(TcpFlags::SYN);
+        n += syn as u32;
+        syn && n == 1
+    }));
+    s.bulk(5000, secs(10));
+    let est = s.event_time(true, |e| *e == TcpEvent::Established).unwrap();
+    assert!(est >= secs(1) && est < Time::from_secs_f64(1.1), "{est:?}");
+    assert_eq!(s.b().stats().bytes_delivered, 5000);
+    assert!(s.a.stats().syn_retrans + s.b().stats().syn_retrans >= 1);
+}
+
+#[test]
+fn rst_closes_connection() {
+    let mut s = Sim::new(base_cfg(), base_cfg(), ms(10));
+    s.a.write(1_000_000);
+    s.run_until(secs(1), |s| s.a.stats().bytes_acked > 100_000);
+    // B resets: forge an RST from B's current state (seq = B's next sequence number).
+    let last_b = s.sent.iter().rfind(|x| !x.from_a).unwrap().pkt.clone();
+    let mut rst = last_b;
+    let t = rst.tcp_mut().unwrap();
+    t.flags = TcpFlags::RST;
+    rst.payload_len = 0;
+    let now = s.now + ms(10);
+    s.a.handle_packet(now, &rst);
+    assert_eq!(s.a.state(), TcpState::Closed);
+    assert_eq!(s.a.poll_event(), Some(TcpEvent::Closed));
+    assert_eq!(s.a.poll_timeout(), None);
+    // A closed connection answers a segment with an RST.
+    s.a.handle_packet(
+        now,
+        s.sent.iter().rfind(|x| !x.from_a).map(|x| &x.pkt).unwrap(),
+    );
+    let r = s.a.poll_transmit(now).unwrap();
+    assert!(r.tcp().unwrap().flags.contains(TcpFlags::RST));
+    assert!(s.a.poll_transmit(now).is_none());
+}
