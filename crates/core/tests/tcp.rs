@@ -1021,6 +1021,11 @@ fn randomised_two_way_exact_delivery() {
                 every: 1 + (seed % 2) as u32,
                 timeout: ms(40),
             },
+            rescue_retransmission: seed % 4 == 0,
+            limited_transmit: seed % 5 == 0,
+            abc: seed % 3 == 0,
+            cwnd_validation: seed % 7 == 0,
+            max_burst: if seed % 4 == 1 { 3 } else { 0 },
             rto: rto_linux(),
             ..base_cfg()
         };
@@ -1304,4 +1309,32 @@ fn rst_closes_connection() {
     let r = s.a.poll_transmit(now).unwrap();
     assert!(r.tcp().unwrap().flags.contains(TcpFlags::RST));
     assert!(s.a.poll_transmit(now).is_none());
+}
+
+/// RFC 6675 rescue retransmission: a tail loss inside a recovery episode (nothing SACKed
+/// above it) is repaired without waiting for the RTO.
+#[test]
+fn rescue_retransmission_repairs_tail_loss() {
+    let run = |rescue: bool| {
+        let c = TcpConfig {
+            rescue_retransmission: rescue,
+            ..cfg(CcAlgo::Sack)
+        };
+        let mut s = Sim::new(c.clone(), c, ms(20));
+        s.ab.drop_data = vec![90, 99];
+        s.bulk(100 * MSS, secs(30));
+        assert_eq!(s.b().stats().bytes_delivered, 100 * MSS);
+        (s.now, s.a.stats().clone())
+    };
+    let (t_plain, plain) = run(false);
+    let (t_rescue, rescue) = run(true);
+    eprintln!(
+        "tail loss: plain {t_plain:?} timeouts {}, rescue {t_rescue:?} timeouts {}",
+        plain.timeouts, rescue.timeouts
+    );
+    assert_eq!(plain.timeouts, 1);
+    assert_eq!(plain.rescue_retrans, 0);
+    assert_eq!(rescue.timeouts, 0);
+    assert_eq!(rescue.rescue_retrans, 1);
+    assert!(t_rescue < t_plain);
 }

@@ -111,6 +111,10 @@ pub struct TcpConfig {
     /// TIME_WAIT duration; `None` = 2 × max(SRTT, 1 ms) (short: simulations reuse no ports).
     #[serde(default)]
     pub time_wait: Option<Dur>,
+    /// RFC 6675 NextSeg rule 4 (rescue retransmission) during SACK recovery. Off by default
+    /// (Linux does not implement it).
+    #[serde(default)]
+    pub rescue_retransmission: bool,
 }
 
 impl Default for TcpConfig {
@@ -135,6 +139,7 @@ impl Default for TcpConfig {
             misbehaving_ecn_response: false,
             cwnd_validation: false,
             time_wait: None,
+            rescue_retransmission: false,
         }
     }
 }

@@ -87,6 +87,8 @@ pub struct TcpStats {
     pub persist_probes: u64,
     /// SYN or SYN-ACK retransmissions.
     pub syn_retrans: u64,
+    /// RFC 6675 rescue retransmissions (NextSeg rule 4).
+    pub rescue_retrans: u64,
 }
 
 /// An instantaneous snapshot for per-flow traces.
@@ -166,6 +168,8 @@ pub struct Connection {
     rto_lost_to: u64,
     /// A one-shot retransmission of the segment at this offset, sent regardless of cwnd.
     pending_rtx: Option<u64>,
+    /// RFC 6675 RescueRxt.
+    rescue_rxt: Option<u64>,
     sboard: Scoreboard,
     rtt: RttEstimator,
     /// Segment being timed when timestamps are off: (end offset, send time).
@@ -253,6 +257,7 @@ impl Connection {
             rtx_ptr: 0,
             rto_lost_to: 0,
             pending_rtx: None,
+            rescue_rxt: None,
             sboard: Scoreboard::default(),
             rtt: RttEstimator::new(cfg.rto),
             rtt_timing: None,
@@ -1194,18 +1199,34 @@ impl Connection {
 
     /// RFC 6675 NextSeg rule 3: during SACK recovery with no new data to send, retransmit an
     /// un-SACKed, not-yet-retransmitted segment below the highest SACKed byte.
+    ///
+    /// Then rule 4 (rescue retransmission, if `rescue_retransmission`): once per recovery,
+    /// the segment holding the highest outstanding un-SACKed byte; HighRxt is not updated.
     fn sack_rule3(&mut self, now: Time, flight: u64, cwnd: u64) -> Option<Packet> {
         if self.rec != Recovery::Sack {
             return None;
         }
-        let hi = self.sboard.highest()?;
-        let from = self.rtx_ptr.max(self.una);
-        let (s, he) = self.sboard.next_hole(from, hi)?;
-        let e = he.min(s + self.mss);
+        if let Some(hi) = self.sboard.highest() {
+            let from = self.rtx_ptr.max(self.una);
+            if let Some((s, he)) = self.sboard.next_hole(from, hi) {
+                let e = he.min(s + self.mss);
+                if flight + (e - s) > cwnd {
+                    return None;
+                }
+                self.rtx_ptr = e;
+                return Some(self.emit(now, s, e));
+            }
+        }
+        if !self.cfg.rescue_retransmission || self.rescue_rxt.is_some_and(|r| self.una < r) {
+            return None;
+        }
+        let (hs, e) = self.sboard.last_hole(self.una, self.nxt)?;
+        let s = hs.max(e.saturating_sub(self.mss));
         if flight + (e - s) > cwnd {
             return None;
         }
-        self.rtx_ptr = e;
+        self.rescue_rxt = self.recover;
+        self.stats.rescue_retrans += 1;
         Some(self.emit(now, s, e))
     }
 

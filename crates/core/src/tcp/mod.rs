@@ -46,7 +46,7 @@
 //!   first partial ACK ("impatient"); full ACK → cwnd = min(ssthresh, max(FlightSize, MSS) + MSS).
 //!   SACK (RFC 6675): entry on dupthresh dupACKs *or* IsLost(SND.UNA) (more than
 //!   (dupthresh−1)·MSS SACKed above it), ssthresh = cwnd = FlightSize/2, pipe, NextSeg rules
-//!   1–3 (no rescue retransmission, rule 4), exit at the RecoveryPoint. CUBIC (RFC 9438):
+//!   1–3 and, with `rescue_retransmission`, rule 4; exit at the RecoveryPoint. CUBIC (RFC 9438):
 //!   β = 0.7, C = 0.4, fast convergence, Reno-friendly W_est, target at t + SRTT clamped to
 //!   [cwnd, 1.5·cwnd], SACK recovery; ssthresh = β·cwnd. Misbehaving: byte-counted slow
 //!   start forever (doubles per RTT), ssthresh and cwnd never reduced (by loss, RTO, or — unless
