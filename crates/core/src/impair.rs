@@ -66,12 +66,7 @@ impl LossSpec {
                     Ok(())
                 }
             }
-            LossSpec::GilbertElliott {
-                p_gb,
-                p_bg,
-                loss_good,
-                loss_bad,
-            } => {
+            LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
                 prob("p_gb", *p_gb)?;
                 prob("p_bg", *p_bg)?;
                 prob("loss_good", *loss_good)?;
@@ -93,12 +88,7 @@ pub struct Loss {
 
 impl Loss {
     pub fn new(spec: LossSpec, rng: Rng) -> Loss {
-        Loss {
-            spec,
-            rng,
-            count: 0,
-            bad: false,
-        }
+        Loss { spec, rng, count: 0, bad: false }
     }
     /// Decide for the next packet: `true` = drop it.
     pub fn drop_next(&mut self) -> bool {
@@ -109,12 +99,7 @@ impl Loss {
             LossSpec::Periodic { every, offset } => {
                 self.count > *offset && (self.count - offset) % every == 0
             }
-            LossSpec::GilbertElliott {
-                p_gb,
-                p_bg,
-                loss_good,
-                loss_bad,
-            } => {
+            LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
                 let flip = self.rng.gen::<f64>();
                 if self.bad {
                     if flip < *p_bg {
@@ -160,13 +145,7 @@ pub struct Delay {
 
 impl Delay {
     pub fn new(base: Dur, jitter: JitterSpec, reorder: bool, rng: Rng) -> Delay {
-        Delay {
-            base,
-            jitter,
-            reorder,
-            rng,
-            last_exit: Time::ZERO,
-        }
+        Delay { base, jitter, reorder, rng, last_exit: Time::ZERO }
     }
     pub fn base(&self) -> Dur {
         self.base
@@ -219,13 +198,7 @@ mod tests {
 
     #[test]
     fn periodic_exact() {
-        let mut l = Loss::new(
-            LossSpec::Periodic {
-                every: 10,
-                offset: 0,
-            },
-            stream(1, "t", 0),
-        );
+        let mut l = Loss::new(LossSpec::Periodic { every: 10, offset: 0 }, stream(1, "t", 0));
         let drops: Vec<u64> = (1..=35).filter(|_| l.drop_next()).collect();
         assert_eq!(drops.len(), 3);
     }
@@ -234,12 +207,7 @@ mod tests {
     fn gilbert_elliott_mean() {
         // stationary P(bad) = p_gb / (p_gb + p_bg) = 0.01/0.11
         let mut l = Loss::new(
-            LossSpec::GilbertElliott {
-                p_gb: 0.01,
-                p_bg: 0.1,
-                loss_good: 0.0,
-                loss_bad: 1.0,
-            },
+            LossSpec::GilbertElliott { p_gb: 0.01, p_bg: 0.1, loss_good: 0.0, loss_bad: 1.0 },
             stream(3, "ge", 0),
         );
         let n = 400_000;
@@ -249,12 +217,7 @@ mod tests {
 
     #[test]
     fn jitter_keeps_order() {
-        let mut d = Delay::new(
-            Dur::from_millis(10),
-            JitterSpec::Uniform { max_ns: 5_000_000 },
-            false,
-            stream(1, "j", 0),
-        );
+        let mut d = Delay::new(Dur::from_millis(10), JitterSpec::Uniform { max_ns: 5_000_000 }, false, stream(1, "j", 0));
         let mut last = Time::ZERO;
         for i in 0..10_000u64 {
             let t = d.exit_time(Time(i * 100_000));

@@ -33,12 +33,7 @@ fn q_hat(p: f64, w: f64) -> f64 {
 }
 
 fn f_backoff(p: f64) -> f64 {
-    1.0 + p
-        + 2.0 * p.powi(2)
-        + 4.0 * p.powi(3)
-        + 8.0 * p.powi(4)
-        + 16.0 * p.powi(5)
-        + 32.0 * p.powi(6)
+    1.0 + p + 2.0 * p.powi(2) + 4.0 * p.powi(3) + 8.0 * p.powi(4) + 16.0 * p.powi(5) + 32.0 * p.powi(6)
 }
 
 /// Padhye full model, packets/s.
@@ -55,16 +50,14 @@ pub fn padhye(i: &ModelInput) -> f64 {
     } else {
         let w = i.wmax;
         let qh = q_hat(p, w);
-        (q / p + w + qh / q)
-            / (rtt * (b / 8.0 * w + q / (p * w) + 2.0) + qh * t0 * f_backoff(p) / q)
+        (q / p + w + qh / q) / (rtt * (b / 8.0 * w + q / (p * w) + 2.0) + qh * t0 * f_backoff(p) / q)
     }
 }
 
 /// Padhye's approximate closed form (their Eq. 33), packets/s.
 pub fn padhye_approx(i: &ModelInput) -> f64 {
     let (p, b, rtt, t0) = (i.p, i.b, i.rtt_s, i.t0_s);
-    let den = rtt * (2.0 * b * p / 3.0).sqrt()
-        + t0 * (1f64).min(3.0 * (3.0 * b * p / 8.0).sqrt()) * p * (1.0 + 32.0 * p * p);
+    let den = rtt * (2.0 * b * p / 3.0).sqrt() + t0 * (1f64).min(3.0 * (3.0 * b * p / 8.0).sqrt()) * p * (1.0 + 32.0 * p * p);
     (i.wmax / rtt).min(1.0 / den)
 }
 
@@ -72,13 +65,7 @@ pub fn padhye_approx(i: &ModelInput) -> f64 {
 mod tests {
     use super::*;
     fn inp(p: f64) -> ModelInput {
-        ModelInput {
-            p,
-            rtt_s: 0.1,
-            b: 2.0,
-            t0_s: 1.0,
-            wmax: f64::INFINITY,
-        }
+        ModelInput { p, rtt_s: 0.1, b: 2.0, t0_s: 1.0, wmax: f64::INFINITY }
     }
     #[test]
     fn padhye_close_to_approx_and_below_mathis() {
@@ -87,10 +74,7 @@ mod tests {
             let approx = padhye_approx(&inp(p));
             let m = mathis(&inp(p));
             assert!(full < m * 1.1, "p={p} full={full} mathis={m}");
-            assert!(
-                (full / approx - 1.0).abs() < 0.35,
-                "p={p} full={full} approx={approx}"
-            );
+            assert!((full / approx - 1.0).abs() < 0.35, "p={p} full={full} approx={approx}");
         }
     }
     #[test]
