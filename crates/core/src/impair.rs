@@ -91,8 +91,12 @@ impl Loss {
         Loss { spec, rng, count: 0, bad: false }
     }
     /// Decide for the next packet: `true` = drop it.
+    #[inline]
     pub fn drop_next(&mut self) -> bool {
         self.count += 1;
+        if let LossSpec::None = self.spec {
+            return false;
+        }
         match &self.spec {
             LossSpec::None => false,
             LossSpec::Bernoulli { p } => *p > 0.0 && self.rng.gen::<f64>() < *p,

@@ -266,32 +266,35 @@ impl Sim {
                 }
             }
         }
-        // Routes: for every node, shortest path (by hop count, ties by link order) to every host.
-        let mut adj: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
+        // Routes: for every node, shortest path (by hop count, ties by link order) to every host,
+        // by a BFS backwards from each host over incoming links: O(hosts × links).
+        let mut incoming: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
         for (i, l) in links.iter().enumerate() {
-            adj[l.from as usize].push(i as u32);
+            incoming[l.to as usize].push(i as u32);
         }
         let mut routes = vec![vec![NONE; hosts.len()]; nodes.len()];
+        let mut seen = vec![u32::MAX; nodes.len()];
+        let mut frontier = Vec::new();
+        let mut next = Vec::new();
         for (h, &hn) in hosts.iter().enumerate() {
-            // BFS backwards from the host: a node's next hop is the link towards a node closer to h.
-            let mut dist = vec![u32::MAX; nodes.len()];
-            dist[hn as usize] = 0;
-            let mut frontier = vec![hn];
+            seen[hn as usize] = h as u32;
+            frontier.clear();
+            frontier.push(hn);
             while !frontier.is_empty() {
-                let mut next = Vec::new();
+                next.clear();
                 for &v in &frontier {
-                    for (i, l) in links.iter().enumerate() {
-                        if l.to == v && dist[l.from as usize] == u32::MAX {
-                            dist[l.from as usize] = dist[v as usize] + 1;
-                            routes[l.from as usize][h] = i as u32;
-                            next.push(l.from);
+                    for &i in &incoming[v as usize] {
+                        let from = links[i as usize].from as usize;
+                        if seen[from] != h as u32 {
+                            seen[from] = h as u32;
+                            routes[from][h] = i;
+                            next.push(from as u32);
                         }
                     }
                 }
-                frontier = next;
+                std::mem::swap(&mut frontier, &mut next);
             }
         }
-        let _ = adj;
         for (fi, &(a, b)) in placement.iter().enumerate() {
             if routes[hosts[a as usize] as usize][b as usize] == NONE
                 || routes[hosts[b as usize] as usize][a as usize] == NONE
