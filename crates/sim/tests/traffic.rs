@@ -1,0 +1,128 @@
+//! Traffic kinds and topology features: UDP CBR/Poisson rates, repeated short transfers,
+//! heterogeneous RTT groups, byte-limited queues, graph routing.
+
+mod common;
+use common::*;
+
+#[test]
+fn udp_cbr_and_poisson_rates() {
+    let s = run(r#"
+duration = "20s"
+warmup = "1s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "100Mbit/s", delay = "5ms" }
+access = { rate = "100Mbit/s", delay = "1ms" }
+[[flows]]
+kind = "udp-cbr"
+rate = "2Mbit/s"
+packet_size = "1000B"
+[[flows]]
+kind = "udp-poisson"
+rate = "3Mbit/s"
+packet_size = "500B"
+"#);
+    // Goodput counts UDP payload (IP size − 28).
+    let cbr = s.flows[0].goodput_bps / (2e6 * 972.0 / 1000.0);
+    let poi = s.flows[1].goodput_bps / (3e6 * 472.0 / 500.0);
+    println!("CBR goodput/offered payload rate {cbr:.4}, Poisson {poi:.4}");
+    assert!((cbr - 1.0).abs() < 0.01, "CBR {cbr}");
+    assert!((poi - 1.0).abs() < 0.05, "Poisson {poi}");
+}
+
+#[test]
+fn short_transfers_complete_and_are_timed() {
+    let s = run(r#"
+duration = "30s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "10Mbit/s", delay = "20ms" }
+access = { rate = "100Mbit/s", delay = "1ms" }
+[[flows]]
+kind = "short"
+count = 3
+bytes = "20KB"
+think = "1s"
+"#);
+    let st = s.short_transfers.as_ref().unwrap();
+    println!("{st:?}");
+    // Each cycle: handshake (1 RTT) + 20 KB in slow start from IW 10 (2 RTT) ≈ 3 × 42 ms, then 1 s.
+    assert!(st.count >= 3 * 25, "{}", st.count);
+    assert!(st.mean_s > 0.08 && st.mean_s < 0.2, "mean completion {}", st.mean_s);
+    for f in &s.flows {
+        assert_eq!(f.bytes_delivered, f.transfers_completed * 20_000);
+    }
+}
+
+#[test]
+fn rtt_groups_and_rtt_unfairness() {
+    let s = run(r#"
+duration = "60s"
+warmup = "10s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "10Mbit/s", delay = "10ms", queue = "50pkt" }
+access = { rate = "100Mbit/s", delay = "1ms" }
+[[topology.groups]]
+senders = 2
+access = { delay = "2ms" }
+[[topology.groups]]
+senders = 2
+access = { delay = "60ms" }
+[[flows]]
+count = 4
+"#);
+    let (short, long): (Vec<_>, Vec<_>) = s.flows.iter().partition(|f| f.id < 2);
+    let rs: f64 = short.iter().map(|f| f.rtt_min_ms).sum::<f64>() / 2.0;
+    let rl: f64 = long.iter().map(|f| f.rtt_min_ms).sum::<f64>() / 2.0;
+    let gs: f64 = short.iter().map(|f| f.goodput_bps).sum();
+    let gl: f64 = long.iter().map(|f| f.goodput_bps).sum();
+    println!("min RTT short group {rs:.1} ms, long group {rl:.1} ms; goodput short {gs:.0}, long {gl:.0}");
+    assert!(rs > 25.0 && rs < 40.0, "{rs}");
+    assert!(rl > 140.0 && rl < 160.0, "{rl}");
+    assert!(gs > 1.5 * gl, "short-RTT flows get more (TCP's RTT bias)");
+}
+
+#[test]
+fn byte_limited_queue_caps_occupancy() {
+    let s = run(r#"
+duration = "20s"
+warmup = "2s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "5Mbit/s", delay = "10ms", queue = "15000B" }
+access = { rate = "100Mbit/s", delay = "1ms" }
+[[flows]]
+count = 4
+"#);
+    let b = s.link("bottleneck").unwrap();
+    println!("max queue {} packets, drops {}", b.queue_max_pkts, b.drops);
+    assert!(b.queue_max_pkts <= 10, "15000 B holds at most 10 full packets");
+    assert!(b.drops > 0);
+}
+
+#[test]
+fn graph_routes_over_shortest_path() {
+    let s = run(r#"
+duration = "5s"
+[topology]
+kind = "graph"
+nodes = [
+  { name = "h1", kind = "host" }, { name = "r1", kind = "router" }, { name = "r2", kind = "router" },
+  { name = "r3", kind = "router" }, { name = "h2", kind = "host" },
+]
+links = [
+  { name = "a", a = "h1", b = "r1", rate = "100Mbit/s" },
+  { name = "long1", a = "r1", b = "r2", rate = "100Mbit/s" },
+  { name = "long2", a = "r2", b = "r3", rate = "100Mbit/s" },
+  { name = "short", a = "r1", b = "r3", rate = "10Mbit/s" },
+  { name = "b", a = "r3", b = "h2", rate = "100Mbit/s" },
+]
+[[flows]]
+from = "h1"
+to = "h2"
+"#);
+    assert!(s.link("short").unwrap().tx_packets > 100);
+    assert_eq!(s.link("long1").unwrap().tx_packets, 0);
+    assert!(s.link("short:rev").unwrap().tx_packets > 50, "ACKs come back the same way");
+}
