@@ -54,7 +54,10 @@ fn specs() -> Vec<(&'static str, AsymDiscSpec)> {
         ("fifo", AsymDiscSpec::Fifo { limit_pkts: 1000 }),
         ("acks-first", AsymDiscSpec::AcksFirst { ack_limit_pkts: 1000, data_limit_pkts: 1000 }),
         ("ack-filter-classic", AsymDiscSpec::AckFilterClassic { limit_pkts: 1000, keep_position: false }),
-        ("ack-filter-cake/conservative", AsymDiscSpec::AckFilterCake { limit_pkts: 1000, mode: CakeMode::Conservative }),
+        (
+            "ack-filter-cake/conservative",
+            AsymDiscSpec::AckFilterCake { limit_pkts: 1000, mode: CakeMode::Conservative },
+        ),
         ("ack-filter-cake/aggressive", AsymDiscSpec::AckFilterCake { limit_pkts: 1000, mode: CakeMode::Aggressive }),
         (
             "acq",

@@ -180,7 +180,8 @@ pub fn solve_direction(d: &DirectionInput, which: &'static str) -> Result<Direct
     let lambda = 2.0 * c / (bq + disc.sqrt());
     let avg_wnd = if window_limited { d.maxwnd } else { e_w };
     let data_queued = avg_wnd - lambda / dd * x1;
-    let rtt = dd / d.mu_data * (avg_wnd + 1.0) + d.ack_bytes * d.n_ack_opposite / d.mu_data + x1 * (1.0 - lambda / d.mu_data);
+    let rtt =
+        dd / d.mu_data * (avg_wnd + 1.0) + d.ack_bytes * d.n_ack_opposite / d.mu_data + x1 * (1.0 - lambda / d.mu_data);
     Ok(DirectionSolution {
         throughput_bytes_per_s: lambda,
         utilization: lambda / d.mu_data,

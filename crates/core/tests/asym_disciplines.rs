@@ -265,9 +265,8 @@ fn udp_alongside_tcp_tcp_data_is_not_starved() {
 
 #[test]
 fn afvq_sampled_and_continuous_differ_within_a_period() {
-    let mk = |m| {
-        Afvq::new(AfvqConfig { modifier: m, data_limit: 1000, ..AfvqConfig::default() }, stream(5, "afvq-test", 0))
-    };
+    let mk =
+        |m| Afvq::new(AfvqConfig { modifier: m, data_limit: 1000, ..AfvqConfig::default() }, stream(5, "afvq-test", 0));
     let mut cont = mk(SizeModifier::Continuous);
     let mut samp = mk(SizeModifier::Sampled { period: Dur::from_secs(1) });
     for q in [&mut cont, &mut samp] {
@@ -303,10 +302,7 @@ fn acks_first_dequeues_acks_before_data() {
     q.enqueue(T0, ack(3, 7));
     let out = drain(&mut q);
     let cls: Vec<PktClass> = out.iter().map(classify).collect();
-    assert_eq!(
-        cls,
-        [PktClass::TcpAck, PktClass::TcpAck, PktClass::TcpData, PktClass::NonTcp, PktClass::TcpData]
-    );
+    assert_eq!(cls, [PktClass::TcpAck, PktClass::TcpAck, PktClass::TcpData, PktClass::NonTcp, PktClass::TcpData]);
     assert_eq!(ack_no(&out[0]), 5);
     assert_eq!(ack_no(&out[1]), 7);
     // Separate limits.
@@ -402,8 +398,7 @@ fn cake_never_drops_duplicate_acks() {
 #[test]
 fn cake_never_drops_ack_with_uncovered_sack() {
     // The candidate SACKs [500,600); the trigger acknowledges further but does not cover it.
-    let (_, out) =
-        cake(CakeMode::Aggressive, vec![ack_sack(1, 100, &[(500, 600)]), ack_sack(1, 150, &[(200, 300)])]);
+    let (_, out) = cake(CakeMode::Aggressive, vec![ack_sack(1, 100, &[(500, 600)]), ack_sack(1, 150, &[(200, 300)])]);
     assert_eq!(out, [100, 150]);
     // Trigger with no SACK at all: kept too.
     let (_, out) = cake(CakeMode::Aggressive, vec![ack_sack(1, 100, &[(500, 600)]), ack(1, 150)]);
@@ -412,8 +407,7 @@ fn cake_never_drops_ack_with_uncovered_sack() {
     let (_, out) = cake(CakeMode::Aggressive, vec![ack_sack(1, 100, &[(50, 80)]), ack_sack(1, 150, &[(40, 90)])]);
     assert_eq!(out, [100, 150]);
     // Control: covered blocks -> dropped.
-    let (_, out) =
-        cake(CakeMode::Aggressive, vec![ack_sack(1, 100, &[(500, 600)]), ack_sack(1, 100, &[(500, 700)])]);
+    let (_, out) = cake(CakeMode::Aggressive, vec![ack_sack(1, 100, &[(500, 600)]), ack_sack(1, 100, &[(500, 700)])]);
     assert_eq!(out, [100]);
 }
 

@@ -42,11 +42,8 @@ impl QueueDisc for AcksFirst {
     fn enqueue(&mut self, _now: Time, pkt: Packet) -> Enqueue {
         let c = classify(&pkt);
         self.stats.arrive(c);
-        let (q, lim) = if c == PktClass::TcpAck {
-            (&mut self.acks, self.ack_limit)
-        } else {
-            (&mut self.rest, self.data_limit)
-        };
+        let (q, lim) =
+            if c == PktClass::TcpAck { (&mut self.acks, self.ack_limit) } else { (&mut self.rest, self.data_limit) };
         if q.len() >= lim {
             self.stats.drop(c, DropReason::QueueFull, false);
             return Enqueue::Dropped(pkt);

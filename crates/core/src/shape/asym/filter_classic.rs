@@ -17,7 +17,7 @@
 //! [`AckFilterCake`](super::AckFilterCake) keeps. Data segments (which also carry a cumulative
 //! ACK) are never touched and never filter anything.
 
-use super::slots::Slots;
+use super::slots::{Replaced, Slots};
 use super::{classify, AsymQueue, AsymStats, DropReason, FlowKey, FlowMap, PktClass};
 use crate::queue::{Enqueue, QueueDisc};
 use crate::time::Time;
@@ -63,16 +63,16 @@ impl QueueDisc for AckFilterClassic {
                     }
                     if self.keep_position {
                         return match self.q.replace(old_id, pkt) {
-                            Ok(Some(_old)) => {
+                            Replaced::Old(_old) => {
                                 // The old ACK leaves, the new one takes its slot: net zero.
                                 self.stats.drop(c, DropReason::AckFiltered, false);
                                 Enqueue::Queued
                             }
-                            Ok(None) => {
+                            Replaced::WasTombstone => {
                                 self.stats.queued(c);
                                 Enqueue::Queued
                             }
-                            Err(p) => {
+                            Replaced::NotQueued(p) => {
                                 // Not queued after all (stale entry): fall back to append.
                                 self.acks.remove(&key);
                                 self.append(c, Some(key), p)

@@ -274,7 +274,12 @@ pub(crate) struct Drr2 {
 
 impl Drr2 {
     pub(crate) fn new(quantum: [u32; 2]) -> Drr2 {
-        Drr2 { quantum: [quantum[0].max(MIN_QUANTUM), quantum[1].max(MIN_QUANTUM)], deficit: [0; 2], turn: 0, fresh: true }
+        Drr2 {
+            quantum: [quantum[0].max(MIN_QUANTUM), quantum[1].max(MIN_QUANTUM)],
+            deficit: [0; 2],
+            turn: 0,
+            fresh: true,
+        }
     }
     /// Which class to serve, given the byte size of each class's head packet.
     #[inline]

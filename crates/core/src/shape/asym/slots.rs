@@ -72,21 +72,30 @@ impl Slots {
         }
         Some(p)
     }
-    /// Puts `p` in the slot of packet `id` and returns the packet it held (`Ok(None)` if the
-    /// slot was a tombstone: `p` is then live there). Gives `p` back if `id` is not in the queue.
-    pub(crate) fn replace(&mut self, id: u64, p: Packet) -> Result<Option<Packet>, Packet> {
-        let Some(i) = self.index(id) else { return Err(p) };
-        let Some(slot) = self.q.get_mut(i) else { return Err(p) };
+    /// Puts `p` in the slot of packet `id`.
+    pub(crate) fn replace(&mut self, id: u64, p: Packet) -> Replaced {
+        let Some(i) = self.index(id) else { return Replaced::NotQueued(p) };
+        let Some(slot) = self.q.get_mut(i) else { return Replaced::NotQueued(p) };
         self.bytes += p.ip_len();
-        match std::mem::replace(slot, Some(p)) {
+        match slot.replace(p) {
             Some(old) => {
                 self.bytes -= old.ip_len();
-                Ok(Some(old))
+                Replaced::Old(old)
             }
             None => {
                 self.live += 1;
-                Ok(None)
+                Replaced::WasTombstone
             }
         }
     }
+}
+
+/// Outcome of [`Slots::replace`].
+pub(crate) enum Replaced {
+    /// `p` took the slot; this is the packet it held.
+    Old(Packet),
+    /// The slot was a tombstone: `p` is now live there.
+    WasTombstone,
+    /// `id` is not in the queue: `p` is given back.
+    NotQueued(Packet),
 }

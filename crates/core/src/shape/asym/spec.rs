@@ -217,7 +217,9 @@ impl AsymDiscSpec {
                 )?;
                 check(round_bytes >= 2 * MIN_QUANTUM, k, "round_bytes", "must be at least 128")
             }
-            AsymDiscSpec::Afvq { s_max, n_thr, data_limit_pkts, non_tcp_limit_pkts, period_ms, quantum_bytes, .. } => {
+            AsymDiscSpec::Afvq {
+                s_max, n_thr, data_limit_pkts, non_tcp_limit_pkts, period_ms, quantum_bytes, ..
+            } => {
                 check(s_max >= 1, k, "s_max", pos)?;
                 check(n_thr >= 1, k, "n_thr", pos)?;
                 check(data_limit_pkts >= 1, k, "data_limit_pkts", pos)?;
@@ -277,7 +279,9 @@ impl AsymDiscSpec {
                     non_tcp_limit: non_tcp_limit_pkts,
                     modifier: match modifier {
                         SizeModifierSpec::Continuous => SizeModifier::Continuous,
-                        SizeModifierSpec::Sampled => SizeModifier::Sampled { period: Dur::from_millis(period_ms.max(1)) },
+                        SizeModifierSpec::Sampled => {
+                            SizeModifier::Sampled { period: Dur::from_millis(period_ms.max(1)) }
+                        }
                     },
                     quantum_bytes,
                 },
