@@ -74,7 +74,7 @@ pub struct DirectionSolution {
     pub utilization: f64,
     /// True in the window-limited case (`maxwnd ≤ E[W]`).
     pub window_limited: bool,
-    /// E[W]: unconstrained mean window (Eq. 2, Padhye's form), packets; ∞ when p = 0.
+    /// `E[W]`: unconstrained mean window (Eq. 2, Padhye's form), packets; ∞ when p = 0.
     pub e_wnd_unconstrained: f64,
     /// avgwnd (Eq. 8, corrected), packets.
     pub avg_wnd: f64,
@@ -137,7 +137,7 @@ pub struct DirectionInput {
     pub n_ack_opposite: f64,
 }
 
-/// Padhye's unconstrained mean window E[W] (corrected Eq. 2); ∞ for p = 0.
+/// Padhye's unconstrained mean window `E[W]` (corrected Eq. 2); ∞ for p = 0.
 pub fn e_wnd_unconstrained(p: f64, b: f64) -> f64 {
     if p <= 0.0 {
         return f64::INFINITY;
