@@ -14,8 +14,10 @@
 
 pub mod impair;
 pub mod model;
+pub mod model_afvq;
 pub mod queue;
 pub mod rng;
+pub mod shape;
 pub mod tcp;
 pub mod time;
 pub mod units;

@@ -1,0 +1,333 @@
+//! Queue disciplines for the two output queues of a gateway on an **asymmetric access link**
+//! (paper 002, Park et al., "Preventing TCP performance interference on asymmetric links using
+//! ACKs-first variable-size queuing", Comput. Commun. 2010), and the baselines it is compared
+//! with. Each is a [`QueueDisc`] and an [`AsymQueue`] (which adds [`AsymQueue::stats`]).
+//!
+//! | discipline | type | spec `kind` | what it does |
+//! |---|---|---|---|
+//! | FIFO drop-tail | [`Fifo`] (wraps [`DropTail`](crate::queue::DropTail)) | `fifo` | one FIFO, the problem case of §2.1 |
+//! | ACKs-first | [`AcksFirst`] | `acks-first` | strict priority for pure TCP ACKs over everything else |
+//! | classic ACK filter | [`AckFilterClassic`] | `ack-filter-classic` | a newer cumulative ACK of a flow replaces its older queued ACK |
+//! | CAKE-safe ACK filter | [`AckFilterCake`] | `ack-filter-cake` | drops only provably redundant ACKs (Linux CAKE's rules) |
+//! | ACQ | [`Acq`] | `acq` | ACK and data classes with adaptive DRR weights (Louati et al.) |
+//! | AFVQ | [`Afvq`] | `afvq` | ACKs first, ACK queue sized by Eq. 16, round robin data/non-TCP |
+//!
+//! Configuration: [`AsymDiscSpec`] (serde, `kind = "..."`), built with [`AsymDiscSpec::build`].
+//!
+//! **Classes.** [`classify`]: a *TCP ACK* is a pure ACK ([`Packet::is_pure_ack`]: TCP, ACK
+//! set, no payload, no SYN/FIN/RST); every other TCP segment (data, SYN, FIN, RST) is *TCP
+//! data*; everything else is *non-TCP*. No discipline here keeps per-connection state except
+//! the two ACK filters (flow tables keyed by [`FlowKey`]) and ACQ (last ACK number per flow, to
+//! estimate the opposite direction's goodput).
+//!
+//! **Drops.** [`QueueDisc::enqueue`] returns at most one dropped packet: the arriving one.
+//! Disciplines that drop *queued* packets (the ACK filters, AFVQ's random drop) count them in
+//! [`AsymStats`] only; the caller sees them as packets that never come out.
+//!
+//! **What these are not.** No AQM (RED/CoDel), no rate shaping (they do not hold packets: a
+//! packet is always eligible, `next_ready` is `None`), no per-flow fairness, no ACK
+//! rewriting or pacing (see TCR/PostACK elsewhere). CAKE's maintainers declined ACK
+//! *prioritisation* (sch_cake#131); ACKs-first and AFVQ do prioritise ACKs, as paper 002 does.
+
+mod acks_first;
+mod acq;
+mod afvq;
+mod fifo;
+mod filter_cake;
+mod filter_classic;
+mod slots;
+mod spec;
+
+pub use acks_first::AcksFirst;
+pub use acq::{Acq, AcqConfig};
+pub use afvq::{eq16_ack_queue_size, Afvq, AfvqConfig, SizeModifier};
+pub use fifo::Fifo;
+pub use filter_cake::{AckFilterCake, CakeMode};
+pub use filter_classic::AckFilterClassic;
+pub use spec::{AsymDiscSpec, SizeModifierSpec, SpecError};
+
+use crate::queue::QueueDisc;
+use ackshape_wire::{Packet, L4};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::IpAddr;
+
+/// Traffic class as the disciplines here see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PktClass {
+    /// Pure TCP ACK ([`Packet::is_pure_ack`]).
+    TcpAck,
+    /// Any other TCP segment (payload, SYN, FIN, RST).
+    TcpData,
+    /// UDP and every other IP protocol.
+    NonTcp,
+}
+
+/// The class of a packet (see the module doc).
+#[inline]
+pub fn classify(p: &Packet) -> PktClass {
+    match &p.l4 {
+        L4::Tcp(_) if p.is_pure_ack() => PktClass::TcpAck,
+        L4::Tcp(_) => PktClass::TcpData,
+        _ => PktClass::NonTcp,
+    }
+}
+
+/// A TCP connection in one direction: addresses and ports as seen on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub sport: u16,
+    pub dport: u16,
+}
+
+impl FlowKey {
+    /// The key of a TCP packet, `None` for other protocols.
+    #[inline]
+    pub fn of(p: &Packet) -> Option<FlowKey> {
+        match &p.l4 {
+            L4::Tcp(t) => Some(FlowKey { src: p.ip.src, dst: p.ip.dst, sport: t.sport, dport: t.dport }),
+            _ => None,
+        }
+    }
+}
+
+/// A small, fast, non-cryptographic hasher for flow tables (keys come from the wire but the
+/// tables are bounded, so hash flooding costs CPU only).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FlowHasher(u64);
+
+impl Hasher for FlowHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(crate) type FlowMap<V> = HashMap<FlowKey, V, BuildHasherDefault<FlowHasher>>;
+
+/// Flow tables are purged of idle entries when they grow past this many flows.
+pub(crate) const FLOW_TABLE_SOFT_MAX: usize = 4096;
+
+/// Packet counts per class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ClassCounts {
+    pub ack: u64,
+    pub data: u64,
+    pub non_tcp: u64,
+}
+
+impl ClassCounts {
+    #[inline]
+    fn add(&mut self, c: PktClass) {
+        match c {
+            PktClass::TcpAck => self.ack += 1,
+            PktClass::TcpData => self.data += 1,
+            PktClass::NonTcp => self.non_tcp += 1,
+        }
+    }
+    /// Sum over the classes.
+    pub fn total(&self) -> u64 {
+        self.ack + self.data + self.non_tcp
+    }
+}
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// Drop-tail: the arriving packet found its FIFO full.
+    QueueFull,
+    /// An ACK filter removed an ACK that a newer one made redundant (queued or arriving).
+    AckFiltered,
+    /// AFVQ: the ACK queue was over its size `s`; a random ACK (queued or arriving) went.
+    AckRandomDrop,
+}
+
+/// Drop counts by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DropCounts {
+    pub queue_full: u64,
+    pub ack_filtered: u64,
+    pub ack_random_drop: u64,
+}
+
+impl DropCounts {
+    pub fn total(&self) -> u64 {
+        self.queue_full + self.ack_filtered + self.ack_random_drop
+    }
+}
+
+/// Counters and gauges of one discipline, read with [`AsymQueue::stats`].
+///
+/// Invariant: `arrived − dequeued − dropped` equals the packets queued, per class
+/// (`ack_q_len`, `data_q_len`, `non_tcp_q_len`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct AsymStats {
+    /// Packets offered to `enqueue`, by class.
+    pub arrived: ClassCounts,
+    /// Packets handed out by `dequeue`, by class.
+    pub dequeued: ClassCounts,
+    /// Packets dropped (arriving or already queued), by class.
+    pub dropped: ClassCounts,
+    /// Packets dropped, by reason.
+    pub drops: DropCounts,
+    /// Pure ACKs queued now (in the ACK queue, or in the single FIFO).
+    pub ack_q_len: usize,
+    /// TCP data segments queued now.
+    pub data_q_len: usize,
+    /// Non-TCP packets queued now.
+    pub non_tcp_q_len: usize,
+    /// Current capacity of the ACK queue in packets: AFVQ's `s` (Eq. 16), the ACK limit of
+    /// ACKs-first and ACQ, the shared limit of single-FIFO disciplines.
+    pub ack_q_limit: usize,
+    /// ACQ: current share of the ACK class in the DRR (0..1); 0 for the others.
+    pub ack_weight: f64,
+}
+
+impl AsymStats {
+    #[inline]
+    pub(crate) fn arrive(&mut self, c: PktClass) {
+        self.arrived.add(c);
+    }
+    #[inline]
+    fn gauge(&mut self, c: PktClass) -> &mut usize {
+        match c {
+            PktClass::TcpAck => &mut self.ack_q_len,
+            PktClass::TcpData => &mut self.data_q_len,
+            PktClass::NonTcp => &mut self.non_tcp_q_len,
+        }
+    }
+    #[inline]
+    pub(crate) fn queued(&mut self, c: PktClass) {
+        *self.gauge(c) += 1;
+    }
+    #[inline]
+    pub(crate) fn dequeue(&mut self, c: PktClass) {
+        self.dequeued.add(c);
+        let g = self.gauge(c);
+        *g = g.saturating_sub(1);
+    }
+    /// A drop; `was_queued` if the packet had been counted as queued.
+    #[inline]
+    pub(crate) fn drop(&mut self, c: PktClass, why: DropReason, was_queued: bool) {
+        self.dropped.add(c);
+        match why {
+            DropReason::QueueFull => self.drops.queue_full += 1,
+            DropReason::AckFiltered => self.drops.ack_filtered += 1,
+            DropReason::AckRandomDrop => self.drops.ack_random_drop += 1,
+        }
+        if was_queued {
+            let g = self.gauge(c);
+            *g = g.saturating_sub(1);
+        }
+    }
+}
+
+/// A queue discipline of this module: a [`QueueDisc`] with statistics.
+pub trait AsymQueue: QueueDisc {
+    /// Counters and current queue lengths (see [`AsymStats`]).
+    fn stats(&self) -> &AsymStats;
+    /// Short name, the spec's `kind` (e.g. `"afvq"`).
+    fn kind(&self) -> &'static str;
+}
+
+/// Smallest DRR quantum accepted (bytes).
+pub const MIN_QUANTUM: u32 = 64;
+
+/// Deficit round robin between two classes, by bytes. `quantum[i]` bytes are credited to class
+/// `i` each time its turn comes; a class with an empty queue loses its deficit. Work-conserving.
+#[derive(Clone, Debug)]
+pub(crate) struct Drr2 {
+    pub(crate) quantum: [u32; 2],
+    deficit: [u64; 2],
+    turn: usize,
+    fresh: bool,
+}
+
+impl Drr2 {
+    pub(crate) fn new(quantum: [u32; 2]) -> Drr2 {
+        Drr2 {
+            quantum: [quantum[0].max(MIN_QUANTUM), quantum[1].max(MIN_QUANTUM)],
+            deficit: [0; 2],
+            turn: 0,
+            fresh: true,
+        }
+    }
+    /// Which class to serve, given the byte size of each class's head packet.
+    #[inline]
+    pub(crate) fn pick(&mut self, heads: [Option<usize>; 2]) -> Option<usize> {
+        match heads {
+            [None, None] => {
+                self.deficit = [0; 2];
+                return None;
+            }
+            [Some(_), None] | [None, Some(_)] => {
+                // Only one class backlogged: serve it; the idle one keeps no credit.
+                let i = if heads[0].is_some() { 0 } else { 1 };
+                self.deficit[i ^ 1] = 0;
+                if self.turn != i {
+                    self.turn = i;
+                    self.fresh = true;
+                }
+            }
+            _ => {}
+        }
+        // Bounded: quanta are >= MIN_QUANTUM bytes and packets < 2^16 bytes, so a few hundred
+        // passes at most; a class alone is topped up in one step.
+        loop {
+            let i = self.turn;
+            let Some(sz) = heads[i] else {
+                self.deficit[i] = 0;
+                self.turn ^= 1;
+                self.fresh = true;
+                continue;
+            };
+            let sz = sz as u64;
+            if self.fresh {
+                self.deficit[i] += self.quantum[i] as u64;
+                self.fresh = false;
+            }
+            if self.deficit[i] >= sz {
+                self.deficit[i] -= sz;
+                return Some(i);
+            }
+            if heads[i ^ 1].is_none() {
+                // Alone: top up in one step instead of spinning.
+                let q = self.quantum[i] as u64;
+                let need = sz - self.deficit[i];
+                self.deficit[i] += need.div_ceil(q) * q;
+                continue;
+            }
+            self.turn ^= 1;
+            self.fresh = true;
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! Gateway shaping mechanisms, as sans-IO [`QueueDisc`](crate::queue::QueueDisc)s and helpers.
+//!
+//! - [`asym`]: queue disciplines for the output queues of a gateway on an asymmetric access
+//!   link (paper 002): FIFO, ACKs-first, two ACK filters (the paper's classic one and a
+//!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
+//!
+//! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
+//! steady state; the simulator and the live gateway drive these types with `now` and packets.
+
+pub mod asym;
