@@ -32,6 +32,10 @@ pub trait QueueDisc {
     fn idle_bypass(&self) -> bool {
         false
     }
+    /// Per-class counters of the asymmetric-link disciplines (`shape::asym`); `None` for others.
+    fn asym_stats(&self) -> Option<&crate::shape::asym::AsymStats> {
+        None
+    }
 }
 
 /// Limit of a drop-tail FIFO.

@@ -68,6 +68,16 @@ pub struct LinkSummary {
     pub queue_avg_pkts: f64,
     /// Maximum queue length over the window (packets).
     pub queue_max_pkts: u64,
+    /// Per-class counters of an asymmetric-link discipline (`qdisc`), whole run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qdisc: Option<QdiscSummary>,
+}
+
+/// Counters of a `qdisc` (ACK/data/non-TCP arrivals, departures, drops by reason, queue lengths at the end).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct QdiscSummary {
+    #[serde(flatten)]
+    pub stats: ackshape_core::shape::asym::AsymStats,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]

@@ -5,6 +5,7 @@
 //! errors, and every error names the file, the key and what was expected.
 
 use ackshape_core::impair::LossSpec;
+use ackshape_core::shape::asym::AsymDiscSpec;
 use ackshape_core::tcp::{CcAlgo, TcpConfig};
 use ackshape_core::time::Dur;
 use ackshape_core::units::{self, Rate, Size};
@@ -239,6 +240,7 @@ impl TcpSpec {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DirSpec {
+    pub qdisc: Option<AsymDiscSpec>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,
@@ -251,6 +253,9 @@ pub struct DirSpec {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {
+    /// Queue discipline (`{ kind = "afvq" }`, …; see `docs/scenario.md`); replaces the drop-tail
+    /// FIFO of size `queue`. Applies to both directions unless `reverse.qdisc` is set.
+    pub qdisc: Option<AsymDiscSpec>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,
@@ -269,6 +274,7 @@ impl LinkSpec {
     /// `self` over `base`, field by field.
     pub fn over(&self, base: &LinkSpec) -> LinkSpec {
         LinkSpec {
+            qdisc: self.qdisc.clone().or_else(|| base.qdisc.clone()),
             rate: self.rate.or(base.rate),
             delay: self.delay.or(base.delay),
             queue: self.queue.or(base.queue),
@@ -283,6 +289,7 @@ impl LinkSpec {
     /// The resolved parameters of each direction (forward, reverse).
     pub fn directions(&self) -> (DirParams, DirParams) {
         let fwd = DirParams {
+            qdisc: self.qdisc.clone(),
             rate: self.rate.map(|r| r.0).unwrap_or(Rate(0)),
             delay: self.delay.map(|d| d.0).unwrap_or(Dur::ZERO),
             queue: self.queue.map(|q| q.0).unwrap_or(Size::Packets(1000)),
@@ -292,6 +299,7 @@ impl LinkSpec {
         };
         let r = self.reverse.clone().unwrap_or_default();
         let rev = DirParams {
+            qdisc: r.qdisc.clone().or_else(|| self.qdisc.clone()),
             rate: r.rate.map(|x| x.0).unwrap_or(fwd.rate),
             delay: r.delay.map(|x| x.0).unwrap_or(fwd.delay),
             queue: r.queue.map(|x| x.0).unwrap_or(fwd.queue),
@@ -320,6 +328,11 @@ impl LinkSpec {
             if let Err(e) = d.loss.validate() {
                 return Err((format!("{at}{sub}.loss"), e));
             }
+            if let Some(q) = &d.qdisc {
+                if let Err(e) = q.validate() {
+                    return Err((format!("{at}{sub}.qdisc"), e.to_string()));
+                }
+            }
             if matches!(d.queue, Size::Packets(0) | Size::Bytes(0)) {
                 return Err((format!("{at}{sub}.queue"), "expected room for at least one packet, got 0".into()));
             }
@@ -331,6 +344,7 @@ impl LinkSpec {
 /// Resolved parameters of one link direction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DirParams {
+    pub qdisc: Option<AsymDiscSpec>,
     pub rate: Rate,
     pub delay: Dur,
     pub queue: Size,
@@ -387,6 +401,7 @@ pub struct GraphLinkSpec {
     pub name: Option<String>,
     pub a: String,
     pub b: String,
+    pub qdisc: Option<AsymDiscSpec>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,
@@ -400,6 +415,7 @@ pub struct GraphLinkSpec {
 impl GraphLinkSpec {
     pub fn link(&self) -> LinkSpec {
         LinkSpec {
+            qdisc: self.qdisc.clone(),
             rate: self.rate,
             delay: self.delay,
             queue: self.queue,

@@ -201,7 +201,11 @@ impl Sim {
                 let loss = Loss::new(p.loss.clone(), stream(seed, "loss", idx));
                 let jitter = if p.jitter.0 > 0 { JitterSpec::Uniform { max_ns: p.jitter.0 } } else { JitterSpec::None };
                 let delay = Delay::new(p.delay, jitter, p.reorder, stream(seed, "jitter", idx));
-                links.push(LinkDir::new(dir, from, to, p.rate.0, queue_for(p.queue), loss, delay, p.reorder));
+                let queue: Box<dyn ackshape_core::queue::QueueDisc> = match &p.qdisc {
+                    Some(q) => q.build(stream(seed, "qdisc", idx)),
+                    None => queue_for(p.queue),
+                };
+                links.push(LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, p.reorder));
             }
         };
         // Which host each flow runs between.
@@ -949,6 +953,7 @@ impl Sim {
                     utilization: ((l.c.busy_ns - b0) as f64 * 1e-9 / win).min(1.0),
                     queue_avg_pkts: (l.c.q_integral - q0) as f64 * 1e-9 / win,
                     queue_max_pkts: l.q_max_window as u64,
+                    qdisc: l.queue.asym_stats().map(|st| QdiscSummary { stats: st.clone() }),
                 }
             })
             .collect();

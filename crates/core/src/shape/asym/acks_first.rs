@@ -38,6 +38,9 @@ impl AcksFirst {
 }
 
 impl QueueDisc for AcksFirst {
+    fn asym_stats(&self) -> Option<&AsymStats> {
+        Some(AsymQueue::stats(self))
+    }
     #[inline]
     fn enqueue(&mut self, _now: Time, pkt: Packet) -> Enqueue {
         let c = classify(&pkt);

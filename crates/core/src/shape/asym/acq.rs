@@ -182,6 +182,9 @@ impl Acq {
 }
 
 impl QueueDisc for Acq {
+    fn asym_stats(&self) -> Option<&AsymStats> {
+        Some(AsymQueue::stats(self))
+    }
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueue {
         self.tick(now);
         let c = classify(&pkt);

@@ -175,6 +175,9 @@ impl Afvq {
 }
 
 impl QueueDisc for Afvq {
+    fn asym_stats(&self) -> Option<&AsymStats> {
+        Some(AsymQueue::stats(self))
+    }
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueue {
         let c = classify(&pkt);
         self.stats.arrive(c);

@@ -24,6 +24,9 @@ impl Fifo {
 }
 
 impl QueueDisc for Fifo {
+    fn asym_stats(&self) -> Option<&AsymStats> {
+        Some(AsymQueue::stats(self))
+    }
     #[inline]
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueue {
         let c = classify(&pkt);

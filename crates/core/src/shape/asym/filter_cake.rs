@@ -163,6 +163,9 @@ pub(crate) fn may_drop(c: &TcpHdr, t: &TcpHdr) -> bool {
 }
 
 impl QueueDisc for AckFilterCake {
+    fn asym_stats(&self) -> Option<&AsymStats> {
+        Some(AsymQueue::stats(self))
+    }
     fn enqueue(&mut self, _now: Time, pkt: Packet) -> Enqueue {
         let c = classify(&pkt);
         self.stats.arrive(c);

@@ -48,6 +48,9 @@ impl AckFilterClassic {
 }
 
 impl QueueDisc for AckFilterClassic {
+    fn asym_stats(&self) -> Option<&AsymStats> {
+        Some(AsymQueue::stats(self))
+    }
     fn enqueue(&mut self, _now: Time, pkt: Packet) -> Enqueue {
         let c = classify(&pkt);
         self.stats.arrive(c);
