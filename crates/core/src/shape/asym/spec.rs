@@ -317,4 +317,7 @@ impl QueueDisc for AsQueueDisc {
     fn len_bytes(&self) -> usize {
         self.0.len_bytes()
     }
+    fn asym_stats(&self) -> Option<&super::AsymStats> {
+        Some(self.0.stats())
+    }
 }
