@@ -164,7 +164,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             } else {
                 print!("{}", format_table(&summary));
                 if let Some(out) = &a.out {
-                    println!("\nwrote {}/summary.json and timeseries.csv", out.display());
+                    println!("\nwrote {}/summary.json, timeseries.csv, goodput.svg", out.display());
                 }
             }
             if summary.verify.as_ref().is_some_and(|v| v.mismatched_flows > 0) {

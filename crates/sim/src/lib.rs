@@ -19,6 +19,7 @@ pub mod engine;
 pub mod link;
 pub mod metrics;
 pub mod pcap;
+pub mod plot;
 pub mod run;
 pub mod scenario;
 pub mod world;

@@ -2,6 +2,7 @@
 
 use crate::link::Capture;
 use crate::metrics::Summary;
+use crate::plot::{line_chart, Series};
 use crate::scenario::Scenario;
 use crate::world::{BuildError, RunOptions, Sim};
 use std::io::Write;
@@ -63,7 +64,8 @@ pub fn run_scenario(
     Ok(summary)
 }
 
-/// Write `summary.json`, `timeseries.csv` and (if traced) `trace.csv` into `out`.
+/// Write `summary.json`, `timeseries.csv`, `goodput.svg` and (if traced) `trace.csv` and
+/// `cwnd.svg` into `out`.
 pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<(), RunError> {
     std::fs::create_dir_all(out).map_err(io_err(out))?;
     let p = out.join("summary.json");
@@ -76,6 +78,32 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<(), Run
         writeln!(w, "{t},{f},{g}").map_err(io_err(&p))?;
     }
     w.flush().map_err(io_err(&p))?;
+    // Plots: per-flow goodput, and cwnd when traced.
+    let mut series: Vec<Series> =
+        summary.flows.iter().map(|f| Series { name: format!("{} ({})", f.name, f.cc), points: Vec::new() }).collect();
+    for (t, f, g) in sim.goodput_series() {
+        series[f as usize].points.push((t, g));
+    }
+    let svg = line_chart(
+        &format!("{}: goodput per flow", summary.scenario.name),
+        "time (s)",
+        "goodput (Mbit/s)",
+        1e6,
+        &series,
+    );
+    let p = out.join("goodput.svg");
+    std::fs::write(&p, svg).map_err(io_err(&p))?;
+    if !sim.trace.is_empty() {
+        let mut series: Vec<Series> =
+            summary.flows.iter().map(|f| Series { name: f.name.clone(), points: Vec::new() }).collect();
+        for r in &sim.trace {
+            series[r.flow as usize].points.push((r.t_s, r.tr.cwnd_bytes as f64));
+        }
+        let svg =
+            line_chart(&format!("{}: congestion window", summary.scenario.name), "time (s)", "cwnd (KB)", 1e3, &series);
+        let p = out.join("cwnd.svg");
+        std::fs::write(&p, svg).map_err(io_err(&p))?;
+    }
     if !sim.trace.is_empty() {
         let p = out.join("trace.csv");
         let mut w = std::io::BufWriter::new(std::fs::File::create(&p).map_err(io_err(&p))?);
