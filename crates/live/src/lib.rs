@@ -35,7 +35,9 @@ pub mod port;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod testbed;
 pub mod testing;
+pub mod traffic;
 pub mod wanem;
 
 pub use engine::Control;

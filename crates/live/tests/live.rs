@@ -1,0 +1,662 @@
+//! Live tests: real Linux TCP through the AF_PACKET gateway and the userspace wanem, inside
+//! network namespaces these tests create (prefix `acks-`). They need root, `ip` and `ethtool`,
+//! and print `SKIPPED: <reason>` to stderr and return when those are missing. Tests run one at a
+//! time (a process-wide lock) so their timing measurements do not compete for the 2 cores.
+
+use ackshape_core::impair::LossSpec;
+use ackshape_live::engine::Control;
+use ackshape_live::gateway::{self, GatewayConfig};
+use ackshape_live::pipeline::PassThrough;
+use ackshape_live::port::{AfPacketPort, Port};
+use ackshape_live::stats::Snapshot;
+use ackshape_live::testbed::{self, spawn_in_netns, Testbed, TestbedGuard, TopologySpec};
+use ackshape_live::traffic::{self, SinkReport, SourceReport};
+use ackshape_live::wanem::{self, LinkSpec, WanemConfig};
+use ackshape_live::{classify, testing};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+static LIVE: Mutex<()> = Mutex::new(());
+
+/// Take the live lock, or None (after printing SKIPPED) when live tests cannot run here.
+fn live(test: &str) -> Option<MutexGuard<'static, ()>> {
+    if let Some(reason) = testbed::preflight() {
+        eprintln!("SKIPPED: {test}: {reason}");
+        return None;
+    }
+    Some(LIVE.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+type Handle = JoinHandle<std::io::Result<Result<Snapshot, gateway::GatewayError>>>;
+
+/// A testbed with a running gateway (pass-through) and, optionally, a running wanem.
+struct Rig {
+    gw: Option<(Control, Handle)>,
+    wan: Option<(Control, Handle)>,
+    tb: TestbedGuard,
+}
+
+fn wait_started(ctl: &Control, h: &Handle, what: &str) {
+    let t0 = Instant::now();
+    while !ctl.wait_running(Duration::from_millis(20)) {
+        if h.is_finished() || t0.elapsed() > Duration::from_secs(10) {
+            panic!("{what} did not start");
+        }
+    }
+}
+
+impl Rig {
+    fn new(prefix: &str, link: Option<(LinkSpec, LinkSpec)>, policy: Option<PathBuf>) -> Rig {
+        let spec = TopologySpec {
+            wanem: link.is_some(),
+            ..TopologySpec::new(prefix)
+        };
+        let tb = TestbedGuard::up(&spec).expect("testbed up");
+        let mut rig = Rig {
+            gw: None,
+            wan: None,
+            tb,
+        };
+        let mut gcfg = GatewayConfig::new(&rig.tb.if_gw_lan, &rig.tb.if_gw_wan);
+        gcfg.policy = policy;
+        gcfg.stats_interval = Duration::from_millis(200);
+        let ctl = Control::new();
+        let c2 = ctl.clone();
+        let h = spawn_in_netns(&rig.tb.ns_gateway, "gateway", move || {
+            gateway::run_with(gcfg, &c2, Box::new(PassThrough))
+        })
+        .unwrap();
+        wait_started(&ctl, &h, "gateway");
+        rig.gw = Some((ctl, h));
+        if let Some((ab, ba)) = link {
+            let mut wcfg = WanemConfig::new(
+                rig.tb.if_wan_a.as_deref().unwrap(),
+                rig.tb.if_wan_b.as_deref().unwrap(),
+            );
+            wcfg.a_to_b = ab;
+            wcfg.b_to_a = ba;
+            wcfg.seed = 11;
+            wcfg.stats_interval = Duration::from_millis(200);
+            let ctl = Control::new();
+            let c2 = ctl.clone();
+            let h = spawn_in_netns(rig.tb.ns_wanem.as_deref().unwrap(), "wanem", move || {
+                wanem::run_with(wcfg, &c2)
+            })
+            .unwrap();
+            wait_started(&ctl, &h, "wanem");
+            rig.wan = Some((ctl, h));
+        }
+        rig
+    }
+
+    fn gw_ctl(&self) -> &Control {
+        &self.gw.as_ref().unwrap().0
+    }
+
+    fn wan_ctl(&self) -> &Control {
+        &self.wan.as_ref().unwrap().0
+    }
+
+    /// Stop both boxes; returns (gateway, wanem) final snapshots.
+    fn stop(&mut self) -> (Option<Snapshot>, Option<Snapshot>) {
+        let mut out = (None, None);
+        if let Some((c, h)) = self.gw.take() {
+            c.request_stop();
+            out.0 = Some(
+                h.join()
+                    .expect("gateway thread panicked")
+                    .unwrap()
+                    .expect("gateway error"),
+            );
+        }
+        if let Some((c, h)) = self.wan.take() {
+            c.request_stop();
+            out.1 = Some(
+                h.join()
+                    .expect("wanem thread panicked")
+                    .unwrap()
+                    .expect("wanem error"),
+            );
+        }
+        out
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        for (c, h) in [self.gw.take(), self.wan.take()].into_iter().flatten() {
+            c.request_stop();
+            let _ = h.join();
+        }
+    }
+}
+
+fn join_within<T>(h: JoinHandle<std::io::Result<T>>, limit: Duration, what: &str) -> T {
+    let t0 = Instant::now();
+    while !h.is_finished() {
+        assert!(
+            t0.elapsed() < limit,
+            "{what} did not finish within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    h.join()
+        .unwrap_or_else(|_| panic!("{what} panicked"))
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+type Running = (
+    JoinHandle<std::io::Result<std::io::Result<SourceReport>>>,
+    JoinHandle<std::io::Result<std::io::Result<SinkReport>>>,
+);
+
+/// Start a TCP transfer sender → receiver through the rig.
+fn start_transfer(tb: &Testbed, bytes: u64) -> Running {
+    let dst = SocketAddr::from((tb.receiver_addr, 5001));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = spawn_in_netns(&tb.ns_receiver, "sink", move || {
+        let l = TcpListener::bind(dst)?;
+        let _ = tx.send(());
+        traffic::tcp_sink(&l, 1 << 20)
+    })
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("sink did not start");
+    let src = spawn_in_netns(&tb.ns_sender, "source", move || {
+        traffic::tcp_source(dst, bytes, 3, None)
+    })
+    .unwrap();
+    (src, sink)
+}
+
+fn finish_transfer(t: Running, limit: Duration) -> (SourceReport, SinkReport) {
+    let s = join_within(t.0, limit, "tcp source").unwrap();
+    let r = join_within(t.1, Duration::from_secs(10), "tcp sink").unwrap();
+    (s, r)
+}
+
+/// A TCP transfer sender → receiver through the rig.
+fn transfer(tb: &Testbed, bytes: u64, limit: Duration) -> (SourceReport, SinkReport) {
+    finish_transfer(start_transfer(tb, bytes), limit)
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn pct(v: &mut [Duration], q: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * q).round() as usize]
+}
+
+/// Latency probes through the rig: TCP connect times and UDP echo round trips.
+fn latency(tb: &Testbed, n: usize) -> (Vec<Duration>, Vec<Duration>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let tcp = SocketAddr::from((tb.receiver_addr, 5002));
+    let udp = SocketAddr::from((tb.receiver_addr, 5003));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let st = stop.clone();
+    let srv = spawn_in_netns(&tb.ns_receiver, "probe-srv", move || {
+        let l = TcpListener::bind(tcp).unwrap();
+        let u = UdpSocket::bind(udp).unwrap();
+        tx.send(()).unwrap();
+        let s2 = st.clone();
+        let t = std::thread::spawn(move || traffic::tcp_accept_loop(l, s2));
+        traffic::udp_echo_server(u, st);
+        let _ = t.join();
+    })
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let cli = spawn_in_netns(&tb.ns_sender, "probe-cli", move || -> std::io::Result<_> {
+        let c = traffic::tcp_connect_times(tcp, n)?;
+        let u = traffic::udp_ping(udp, n, Duration::from_millis(5))?;
+        Ok((c, u))
+    })
+    .unwrap();
+    let r = cli.join().unwrap().unwrap().unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let _ = srv.join();
+    r
+}
+
+fn transfer_mb() -> u64 {
+    std::env::var("ACKS_TRANSFER_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200)
+}
+
+#[test]
+fn transparency_sha256_through_gateway_and_wanem() {
+    let Some(_l) = live("transparency") else {
+        return;
+    };
+    let mut rig = Rig::new(
+        "acks-tt",
+        Some((LinkSpec::default(), LinkSpec::default())),
+        None,
+    );
+    let (mut c, mut u) = latency(&rig.tb, 20);
+    let mb = transfer_mb();
+    let t0 = Instant::now();
+    let (s, r) = transfer(&rig.tb, mb << 20, Duration::from_secs(120));
+    let secs = t0.elapsed().as_secs_f64();
+    assert_eq!(r.bytes, s.bytes);
+    assert_eq!(r.sha256, s.sha256, "payload changed in transit");
+    let (g, w) = rig.stop();
+    let (g, w) = (g.unwrap(), w.unwrap());
+    eprintln!(
+        "transparency: {mb} MB in {secs:.2} s ({:.0} Mbit/s) through gateway+wanem; sha256 {}",
+        (mb << 20) as f64 * 8.0 / secs / 1e6,
+        r.sha256
+    );
+    eprintln!(
+        "latency through gateway+wanem: TCP connect p50 {:?} p99 {:?}; UDP echo RTT p50 {:?} p99 {:?}",
+        median(&mut c),
+        pct(&mut c, 0.99),
+        median(&mut u),
+        pct(&mut u, 0.99)
+    );
+    let lan = g.port("lan").unwrap();
+    eprintln!(
+        "gateway lan port: {lan:?}\nwanem a port: {:?}",
+        w.port("a").unwrap()
+    );
+    assert_eq!(lan.csum_not_ready, 0);
+    assert_eq!(lan.oversize, 0);
+    assert!(lan.tcp > (mb << 20) / 1500);
+}
+
+#[test]
+fn wanem_delay_50ms_each_way_gives_100ms_rtt() {
+    let Some(_l) = live("wanem_delay") else {
+        return;
+    };
+    let link = LinkSpec {
+        delay_ns: 50_000_000,
+        ..Default::default()
+    };
+    let rig = Rig::new("acks-td", Some((link.clone(), link)), None);
+    let (mut c, mut u) = latency(&rig.tb, 15);
+    let (cm, um) = (median(&mut c), median(&mut u));
+    eprintln!(
+        "wanem 50 ms each way: TCP connect median {cm:?}, UDP echo median {um:?}, max {:?}",
+        u.last()
+    );
+    for m in [cm, um] {
+        assert!(
+            m >= Duration::from_millis(95) && m <= Duration::from_millis(105),
+            "RTT {m:?}"
+        );
+    }
+    let t = rig.wan_ctl().snapshot().hold_timing;
+    eprintln!("wanem held-frame timing error: {t:?}");
+}
+
+#[test]
+fn wanem_bernoulli_1pct_loss_over_100k_packets() {
+    let Some(_l) = live("wanem_loss") else { return };
+    let link = LinkSpec {
+        loss: LossSpec::Bernoulli { p: 0.01 },
+        ..Default::default()
+    };
+    let mut rig = Rig::new("acks-tl", Some((link, LinkSpec::default())), None);
+    let n = 100_000u64;
+    let dst = SocketAddr::from((rig.tb.receiver_addr, 5004));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cnt = spawn_in_netns(&rig.tb.ns_receiver, "udp-count", move || {
+        let s = UdpSocket::bind(dst)?;
+        let _ =
+            nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::RcvBufForce, &(16 << 20));
+        let _ = tx.send(());
+        traffic::udp_count(&s, n, Duration::from_millis(1500))
+    })
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let snd = spawn_in_netns(&rig.tb.ns_sender, "udp-blast", move || {
+        traffic::udp_blast(dst, n, 64, 40_000)
+    })
+    .unwrap();
+    let sent = join_within(snd, Duration::from_secs(30), "udp blast").unwrap();
+    let got = join_within(cnt, Duration::from_secs(30), "udp count").unwrap();
+    let (g, w) = rig.stop();
+    let (g, w) = (g.unwrap(), w.unwrap());
+    let loss = 1.0 - got as f64 / sent as f64;
+    let kd = g.port("lan").unwrap().kernel_drops + w.port("a").unwrap().kernel_drops;
+    eprintln!("wanem 1% Bernoulli: sent {sent}, received {got}, loss {:.3}% (kernel drops in boxes: {kd}); wanem {}", loss * 100.0, w.pipeline);
+    assert_eq!(sent, n);
+    assert!((0.008..=0.012).contains(&loss), "loss {loss}");
+}
+
+#[test]
+fn wanem_rate_limit_10mbit_tcp_goodput() {
+    let Some(_l) = live("wanem_rate") else { return };
+    let link = LinkSpec {
+        rate_bps: Some(10_000_000),
+        queue_packets: 100,
+        delay_ns: 5_000_000,
+        ..Default::default()
+    };
+    let back = LinkSpec {
+        delay_ns: 5_000_000,
+        ..Default::default()
+    };
+    let mut rig = Rig::new("acks-tr", Some((link, back)), None);
+    let (s, r) = transfer(&rig.tb, 7 << 20, Duration::from_secs(30));
+    assert_eq!(s.sha256, r.sha256);
+    let (_, w) = rig.stop();
+    // Linux uses timestamps: 1448 payload bytes per 1514-byte frame.
+    let expected = 10e6 * 1448.0 / 1514.0;
+    let got = r.goodput_bps_after(1 << 20);
+    eprintln!(
+        "wanem 10 Mbit/s: goodput {:.3} Mbit/s vs header-adjusted line rate {:.3} Mbit/s ({:+.2}%); wanem {}",
+        got / 1e6,
+        expected / 1e6,
+        (got / expected - 1.0) * 100.0,
+        w.unwrap().pipeline
+    );
+    assert!(
+        (got / expected - 1.0).abs() <= 0.05,
+        "goodput {got} vs {expected}"
+    );
+}
+
+#[test]
+fn ports_with_offloads_on_are_refused_with_the_fix() {
+    let Some(_l) = live("offloads") else { return };
+    let prefix = "acks-to";
+    let _ = testbed::down(prefix);
+    struct Cleanup(&'static str);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = testbed::down(self.0);
+        }
+    }
+    let _c = Cleanup(prefix);
+    let ns = "acks-to-x";
+    testbed::sh("ip", &["netns", "add", ns]).unwrap();
+    testbed::sh(
+        "ip",
+        &[
+            "-n",
+            ns,
+            "link",
+            "add",
+            "acks-to-a",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "acks-to-b",
+        ],
+    )
+    .unwrap();
+    for i in ["acks-to-a", "acks-to-b"] {
+        testbed::sh("ip", &["-n", ns, "link", "set", i, "up"]).unwrap();
+    }
+    let r = spawn_in_netns(ns, "gw", || {
+        let ctl = Control::new();
+        gateway::run_with(
+            GatewayConfig::new("acks-to-a", "acks-to-b"),
+            &ctl,
+            Box::new(PassThrough),
+        )
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap();
+    let msg = r.expect_err("offloads on must be refused").to_string();
+    eprintln!("refusal message: {msg}");
+    assert!(
+        msg.contains("ethtool -K acks-to-a tx off tso off gso off gro off"),
+        "{msg}"
+    );
+    assert!(msg.contains("rx-gro-list off"), "{msg}");
+    // After the fix the same ports are accepted.
+    for i in ["acks-to-a", "acks-to-b"] {
+        let fix = ackshape_live::port::offload_fix(i);
+        let args: Vec<&str> = fix.split_whitespace().collect();
+        let mut a = vec!["netns", "exec", ns];
+        a.extend(args);
+        testbed::sh("ip", &a).unwrap();
+    }
+    let ok = spawn_in_netns(ns, "chk", || {
+        (
+            gateway::check_port("acks-to-a").is_ok(),
+            gateway::check_port("acks-to-b").is_ok(),
+        )
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap();
+    assert_eq!(ok, (true, true));
+}
+
+fn inject(
+    ns: &str,
+    ifname: &str,
+    frames: Vec<Vec<u8>>,
+    pps: u64,
+) -> JoinHandle<std::io::Result<std::io::Result<u64>>> {
+    let ifname = ifname.to_string();
+    spawn_in_netns(ns, "inject", move || -> std::io::Result<u64> {
+        let mut p = AfPacketPort::open(&ifname, "inject")?;
+        let t0 = Instant::now();
+        let mut sent = 0u64;
+        for (i, f) in frames.iter().enumerate() {
+            if f.len() < 14 {
+                // The kernel refuses frames shorter than an Ethernet header on a raw socket; send
+                // them padded to 14 bytes of garbage instead (still malformed for us).
+                let mut g = f.clone();
+                g.resize(14, 0xff);
+                g[12] = 0x08;
+                g[13] = 0x00;
+                if p.send(ackshape_core::Time(0), &g).is_ok() {
+                    sent += 1;
+                }
+            } else if p.send(ackshape_core::Time(0), f).is_ok() {
+                sent += 1;
+            }
+            let due = t0 + Duration::from_secs_f64((i + 1) as f64 / pps as f64);
+            let now = Instant::now();
+            if due > now + Duration::from_micros(500) {
+                std::thread::sleep(due - now);
+            }
+        }
+        Ok(sent)
+    })
+    .unwrap()
+}
+
+fn expected_malformed(frames: &[Vec<u8>]) -> u64 {
+    frames
+        .iter()
+        .map(|f| {
+            if f.len() < 14 {
+                let mut g = f.clone();
+                g.resize(14, 0xff);
+                g[12] = 0x08;
+                g[13] = 0x00;
+                g
+            } else {
+                f.clone()
+            }
+        })
+        .filter(|f| matches!(classify::classify(f), classify::FrameClass::Malformed(_)))
+        .count() as u64
+}
+
+#[test]
+fn malformed_frames_on_both_ports_during_transfer() {
+    let Some(_l) = live("robustness") else { return };
+    let mut rig = Rig::new(
+        "acks-tm",
+        Some((LinkSpec::default(), LinkSpec::default())),
+        None,
+    );
+    let n = 100_000;
+    let lan_frames = testing::malformed_corpus(1, n);
+    let wan_frames = testing::malformed_corpus(2, n);
+    let (exp_lan, exp_wan) = (
+        expected_malformed(&lan_frames),
+        expected_malformed(&wan_frames),
+    );
+    let tb = rig.tb.tb.clone();
+    let h_lan = inject(&tb.ns_sender, &tb.if_sender, lan_frames, 40_000);
+    let h_wan = inject(
+        tb.ns_wanem.as_deref().unwrap(),
+        tb.if_wan_a.as_deref().unwrap(),
+        wan_frames,
+        40_000,
+    );
+    let (s, r) = transfer(&tb, 100 << 20, Duration::from_secs(90));
+    let sl = join_within(h_lan, Duration::from_secs(60), "lan injection").unwrap();
+    let sw = join_within(h_wan, Duration::from_secs(60), "wan injection").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        rig.gw.as_ref().is_some_and(|(_, h)| !h.is_finished()),
+        "gateway must still be running"
+    );
+    let (g, _) = rig.stop();
+    let g = g.unwrap();
+    let (lan, wan) = (g.port("lan").unwrap(), g.port("wan").unwrap());
+    eprintln!(
+        "robustness: injected {sl} (lan) + {sw} (wan) frames; malformed expected {exp_lan}/{exp_wan}, counted {}/{}; kernel drops {}/{}; sha256 ok = {}",
+        lan.malformed,
+        wan.malformed,
+        lan.kernel_drops,
+        wan.kernel_drops,
+        s.sha256 == r.sha256
+    );
+    assert_eq!(s.sha256, r.sha256);
+    assert_eq!((sl, sw), (n as u64, n as u64));
+    assert!(
+        lan.malformed + lan.kernel_drops >= exp_lan && lan.malformed <= exp_lan,
+        "lan {lan:?}"
+    );
+    assert!(
+        wan.malformed + wan.kernel_drops >= exp_wan && wan.malformed <= exp_wan,
+        "wan {wan:?}"
+    );
+    assert!(
+        lan.malformed as f64 >= 0.95 * exp_lan as f64
+            && wan.malformed as f64 >= 0.95 * exp_wan as f64
+    );
+}
+
+#[test]
+fn testbed_cleanup_after_panic_and_after_crash() {
+    let Some(_l) = live("cleanup") else { return };
+    let r = std::thread::spawn(|| {
+        let g = TestbedGuard::up(&TopologySpec::new("acks-tp")).unwrap();
+        assert!(!testbed::leftovers(&g.prefix).is_empty());
+        panic!("deliberate panic mid-test");
+    })
+    .join();
+    assert!(r.is_err());
+    assert_eq!(testbed::leftovers("acks-tp"), Vec::<String>::new());
+    // A "crash": built without a guard, never cleaned up by its owner.
+    let tb = testbed::up(&TopologySpec::new("acks-tc")).unwrap();
+    assert!(testbed::leftovers(&tb.prefix).len() >= 4);
+    let removed = testbed::down("acks-tc").unwrap();
+    assert!(removed.len() >= 4, "{removed:?}");
+    assert_eq!(testbed::leftovers("acks-tc"), Vec::<String>::new());
+    assert_eq!(
+        testbed::down("acks-tc").unwrap(),
+        Vec::<String>::new(),
+        "down is idempotent"
+    );
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn flow_table_bounded_under_200k_syns() {
+    let Some(_l) = live("flow_table") else { return };
+    let dir = std::env::temp_dir().join(format!("acks-ft-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pol = dir.join("policy.toml");
+    let cap = 20_000usize;
+    std::fs::write(
+        &pol,
+        format!("[flows]\nmax_flows = {cap}\nidle_timeout_s = 30\nembryonic_timeout_s = 1\n"),
+    )
+    .unwrap();
+    let mut rig = Rig::new("acks-tf", None, Some(pol));
+    let rss0 = rss_kib();
+    let syns: Vec<Vec<u8>> = (0..200_000u32)
+        .map(|i| {
+            testing::tcp_syn_frame(
+                [10, 200 + (i >> 16) as u8, (i >> 8) as u8, i as u8],
+                [10, 77, 0, 2],
+                1024 + (i % 50_000) as u16,
+                80,
+                i,
+            )
+        })
+        .collect();
+    let tb = rig.tb.tb.clone();
+    let ctl = rig.gw_ctl().clone();
+    let watch_stop = Arc::new(AtomicBool::new(false));
+    let ws = watch_stop.clone();
+    let watcher = std::thread::spawn(move || {
+        let mut max_flows = 0;
+        while !ws.load(Ordering::Relaxed) {
+            max_flows = max_flows.max(ctl.snapshot().flow_table.flows);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        max_flows
+    });
+    let t = start_transfer(&tb, 60 << 20);
+    std::thread::sleep(Duration::from_millis(300));
+    let h = inject(&tb.ns_sender, &tb.if_sender, syns, 100_000);
+    let (s, r) = finish_transfer(t, Duration::from_secs(60));
+    let sent = join_within(h, Duration::from_secs(60), "syn flood").unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let during = rig.gw_ctl().snapshot();
+    watch_stop.store(true, Ordering::SeqCst);
+    let max_seen = watcher.join().unwrap();
+    let rss1 = rss_kib();
+    let (g, _) = rig.stop();
+    let g = g.unwrap();
+    let ft = &g.flow_table;
+    eprintln!(
+        "flow table: cap {cap}, {sent} SYNs injected, max flows seen {max_seen}, after idle {} flows; {ft:?}; table bytes {} (bound {}); process RSS {rss0} → {rss1} KiB",
+        during.flow_table.flows,
+        ft.approx_bytes,
+        cap * ackshape_live::stats::FLOW_ENTRY_BYTES
+    );
+    assert_eq!(s.sha256, r.sha256, "established flow kept flowing");
+    assert!(max_seen <= cap && ft.flows <= cap);
+    assert!(ft.evicted_embryonic > 0, "idle SYN-only flows are evicted");
+    assert!(
+        during.flow_table.flows < cap / 2,
+        "embryonic flows gone after their timeout"
+    );
+    assert!(ft.approx_bytes <= cap * ackshape_live::stats::FLOW_ENTRY_BYTES);
+    // the transfer's flow is tracked (it was inserted before the flood and stayed active)
+    assert!(
+        g.top_flows
+            .iter()
+            .any(|(k, f)| k.b_port == 5001 && f.bytes[0] > 60 << 20),
+        "{:?}",
+        g.top_flows.first()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
