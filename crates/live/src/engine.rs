@@ -20,6 +20,8 @@ use std::time::Duration;
 const BUF_LEN: usize = 65_536 + 64;
 /// Frames taken from one port before looking at the other and at due timers.
 const BATCH: usize = 64;
+/// How long before a held frame's deadline the engine stops sleeping and spins.
+const SPIN_BEFORE_DEADLINE: Duration = Duration::from_micros(40);
 
 /// Flags to stop the engine and to ask it to reload its policy; the latest stats snapshot.
 #[derive(Clone, Debug, Default)]
@@ -350,7 +352,9 @@ pub fn run_engine(
             continue;
         }
         let mut deadline = next_stats;
+        let mut frame_due = false;
         if let Some(t) = st.held.next_deadline() {
+            frame_due = t < deadline;
             deadline = deadline.min(t);
         }
         if let Some(t) = pipeline.poll_timeout() {
@@ -360,6 +364,15 @@ pub fn run_engine(
             Duration::from_nanos(deadline.0.saturating_sub(now.0)).min(Duration::from_millis(100));
         if !all_pollable {
             wait = wait.min(Duration::from_millis(1));
+        }
+        if frame_due {
+            // Sleep until shortly before a held frame is due, then spin (checking the ports)
+            // so the wake-up latency of ppoll does not land in the frame's timing.
+            if wait <= SPIN_BEFORE_DEADLINE {
+                std::hint::spin_loop();
+                continue;
+            }
+            wait -= SPIN_BEFORE_DEADLINE;
         }
         if wait.is_zero() {
             continue;

@@ -32,6 +32,7 @@ pub mod gateway;
 pub mod pipeline;
 pub mod policy;
 pub mod port;
+pub mod rig;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -8,10 +8,11 @@ use ackshape_live::engine::Control;
 use ackshape_live::gateway::{self, GatewayConfig};
 use ackshape_live::pipeline::PassThrough;
 use ackshape_live::port::{AfPacketPort, Port};
+use ackshape_live::rig::{Rig, RigSpec};
 use ackshape_live::stats::Snapshot;
 use ackshape_live::testbed::{self, spawn_in_netns, Testbed, TestbedGuard, TopologySpec};
 use ackshape_live::traffic::{self, SinkReport, SourceReport};
-use ackshape_live::wanem::{self, LinkSpec, WanemConfig};
+use ackshape_live::wanem::LinkSpec;
 use ackshape_live::{classify, testing};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
@@ -31,108 +32,24 @@ fn live(test: &str) -> Option<MutexGuard<'static, ()>> {
     Some(LIVE.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-type Handle = JoinHandle<std::io::Result<Result<Snapshot, gateway::GatewayError>>>;
-
-/// A testbed with a running gateway (pass-through) and, optionally, a running wanem.
-struct Rig {
-    gw: Option<(Control, Handle)>,
-    wan: Option<(Control, Handle)>,
-    tb: TestbedGuard,
+fn rig_with(prefix: &str, link: Option<(LinkSpec, LinkSpec)>, policy: Option<PathBuf>) -> Rig {
+    let mut spec = RigSpec::new(prefix);
+    spec.topology.wanem = link.is_some();
+    if let Some(l) = link {
+        spec.wanem = l;
+    }
+    spec.wanem_seed = 11;
+    spec.gateway.policy = policy;
+    spec.gateway.stats_interval = Duration::from_millis(200);
+    Rig::start(spec).expect("rig start")
 }
 
-fn wait_started(ctl: &Control, h: &Handle, what: &str) {
-    let t0 = Instant::now();
-    while !ctl.wait_running(Duration::from_millis(20)) {
-        if h.is_finished() || t0.elapsed() > Duration::from_secs(10) {
-            panic!("{what} did not start");
-        }
-    }
-}
-
-impl Rig {
-    fn new(prefix: &str, link: Option<(LinkSpec, LinkSpec)>, policy: Option<PathBuf>) -> Rig {
-        let spec = TopologySpec {
-            wanem: link.is_some(),
-            ..TopologySpec::new(prefix)
-        };
-        let tb = TestbedGuard::up(&spec).expect("testbed up");
-        let mut rig = Rig {
-            gw: None,
-            wan: None,
-            tb,
-        };
-        let mut gcfg = GatewayConfig::new(&rig.tb.if_gw_lan, &rig.tb.if_gw_wan);
-        gcfg.policy = policy;
-        gcfg.stats_interval = Duration::from_millis(200);
-        let ctl = Control::new();
-        let c2 = ctl.clone();
-        let h = spawn_in_netns(&rig.tb.ns_gateway, "gateway", move || {
-            gateway::run_with(gcfg, &c2, Box::new(PassThrough))
-        })
-        .unwrap();
-        wait_started(&ctl, &h, "gateway");
-        rig.gw = Some((ctl, h));
-        if let Some((ab, ba)) = link {
-            let mut wcfg = WanemConfig::new(
-                rig.tb.if_wan_a.as_deref().unwrap(),
-                rig.tb.if_wan_b.as_deref().unwrap(),
-            );
-            wcfg.a_to_b = ab;
-            wcfg.b_to_a = ba;
-            wcfg.seed = 11;
-            wcfg.stats_interval = Duration::from_millis(200);
-            let ctl = Control::new();
-            let c2 = ctl.clone();
-            let h = spawn_in_netns(rig.tb.ns_wanem.as_deref().unwrap(), "wanem", move || {
-                wanem::run_with(wcfg, &c2)
-            })
-            .unwrap();
-            wait_started(&ctl, &h, "wanem");
-            rig.wan = Some((ctl, h));
-        }
-        rig
-    }
-
-    fn gw_ctl(&self) -> &Control {
-        &self.gw.as_ref().unwrap().0
-    }
-
-    fn wan_ctl(&self) -> &Control {
-        &self.wan.as_ref().unwrap().0
-    }
-
-    /// Stop both boxes; returns (gateway, wanem) final snapshots.
-    fn stop(&mut self) -> (Option<Snapshot>, Option<Snapshot>) {
-        let mut out = (None, None);
-        if let Some((c, h)) = self.gw.take() {
-            c.request_stop();
-            out.0 = Some(
-                h.join()
-                    .expect("gateway thread panicked")
-                    .unwrap()
-                    .expect("gateway error"),
-            );
-        }
-        if let Some((c, h)) = self.wan.take() {
-            c.request_stop();
-            out.1 = Some(
-                h.join()
-                    .expect("wanem thread panicked")
-                    .unwrap()
-                    .expect("wanem error"),
-            );
-        }
-        out
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        for (c, h) in [self.gw.take(), self.wan.take()].into_iter().flatten() {
-            c.request_stop();
-            let _ = h.join();
-        }
-    }
+fn stop(rig: &mut Rig) -> (Snapshot, Option<Snapshot>) {
+    let (g, w) = rig.stop();
+    (
+        g.expect("gateway ran").expect("gateway result"),
+        w.map(|w| w.expect("wanem result")),
+    )
 }
 
 fn join_within<T>(h: JoinHandle<std::io::Result<T>>, limit: Duration, what: &str) -> T {
@@ -236,7 +153,7 @@ fn transparency_sha256_through_gateway_and_wanem() {
     let Some(_l) = live("transparency") else {
         return;
     };
-    let mut rig = Rig::new(
+    let mut rig = rig_with(
         "acks-tt",
         Some((LinkSpec::default(), LinkSpec::default())),
         None,
@@ -248,8 +165,8 @@ fn transparency_sha256_through_gateway_and_wanem() {
     let secs = t0.elapsed().as_secs_f64();
     assert_eq!(r.bytes, s.bytes);
     assert_eq!(r.sha256, s.sha256, "payload changed in transit");
-    let (g, w) = rig.stop();
-    let (g, w) = (g.unwrap(), w.unwrap());
+    let (g, w) = stop(&mut rig);
+    let w = w.unwrap();
     eprintln!(
         "transparency: {mb} MB in {secs:.2} s ({:.0} Mbit/s) through gateway+wanem; sha256 {}",
         (mb << 20) as f64 * 8.0 / secs / 1e6,
@@ -281,7 +198,7 @@ fn wanem_delay_50ms_each_way_gives_100ms_rtt() {
         delay_ns: 50_000_000,
         ..Default::default()
     };
-    let rig = Rig::new("acks-td", Some((link.clone(), link)), None);
+    let rig = rig_with("acks-td", Some((link.clone(), link)), None);
     let (mut c, mut u) = latency(&rig.tb, 15);
     let (cm, um) = (median(&mut c), median(&mut u));
     eprintln!(
@@ -294,7 +211,7 @@ fn wanem_delay_50ms_each_way_gives_100ms_rtt() {
             "RTT {m:?}"
         );
     }
-    let t = rig.wan_ctl().snapshot().hold_timing;
+    let t = rig.wanem().unwrap().snapshot().hold_timing;
     eprintln!("wanem held-frame timing error: {t:?}");
 }
 
@@ -305,7 +222,7 @@ fn wanem_bernoulli_1pct_loss_over_100k_packets() {
         loss: LossSpec::Bernoulli { p: 0.01 },
         ..Default::default()
     };
-    let mut rig = Rig::new("acks-tl", Some((link, LinkSpec::default())), None);
+    let mut rig = rig_with("acks-tl", Some((link, LinkSpec::default())), None);
     let n = 100_000u64;
     let dst = SocketAddr::from((rig.tb.receiver_addr, 5004));
     let (tx, rx) = std::sync::mpsc::channel();
@@ -324,8 +241,8 @@ fn wanem_bernoulli_1pct_loss_over_100k_packets() {
     .unwrap();
     let sent = join_within(snd, Duration::from_secs(30), "udp blast").unwrap();
     let got = join_within(cnt, Duration::from_secs(30), "udp count").unwrap();
-    let (g, w) = rig.stop();
-    let (g, w) = (g.unwrap(), w.unwrap());
+    let (g, w) = stop(&mut rig);
+    let w = w.unwrap();
     let loss = 1.0 - got as f64 / sent as f64;
     let kd = g.port("lan").unwrap().kernel_drops + w.port("a").unwrap().kernel_drops;
     eprintln!("wanem 1% Bernoulli: sent {sent}, received {got}, loss {:.3}% (kernel drops in boxes: {kd}); wanem {}", loss * 100.0, w.pipeline);
@@ -346,10 +263,10 @@ fn wanem_rate_limit_10mbit_tcp_goodput() {
         delay_ns: 5_000_000,
         ..Default::default()
     };
-    let mut rig = Rig::new("acks-tr", Some((link, back)), None);
+    let mut rig = rig_with("acks-tr", Some((link, back)), None);
     let (s, r) = transfer(&rig.tb, 7 << 20, Duration::from_secs(30));
     assert_eq!(s.sha256, r.sha256);
-    let (_, w) = rig.stop();
+    let (_, w) = stop(&mut rig);
     // Linux uses timestamps: 1448 payload bytes per 1514-byte frame.
     let expected = 10e6 * 1448.0 / 1514.0;
     let got = r.goodput_bps_after(1 << 20);
@@ -496,7 +413,7 @@ fn expected_malformed(frames: &[Vec<u8>]) -> u64 {
 #[test]
 fn malformed_frames_on_both_ports_during_transfer() {
     let Some(_l) = live("robustness") else { return };
-    let mut rig = Rig::new(
+    let mut rig = rig_with(
         "acks-tm",
         Some((LinkSpec::default(), LinkSpec::default())),
         None,
@@ -520,12 +437,8 @@ fn malformed_frames_on_both_ports_during_transfer() {
     let sl = join_within(h_lan, Duration::from_secs(60), "lan injection").unwrap();
     let sw = join_within(h_wan, Duration::from_secs(60), "wan injection").unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        rig.gw.as_ref().is_some_and(|(_, h)| !h.is_finished()),
-        "gateway must still be running"
-    );
-    let (g, _) = rig.stop();
-    let g = g.unwrap();
+    assert!(rig.gateway_alive(), "gateway must still be running");
+    let (g, _) = stop(&mut rig);
     let (lan, wan) = (g.port("lan").unwrap(), g.port("wan").unwrap());
     eprintln!(
         "robustness: injected {sl} (lan) + {sw} (wan) frames; malformed expected {exp_lan}/{exp_wan}, counted {}/{}; kernel drops {}/{}; sha256 ok = {}",
@@ -598,7 +511,7 @@ fn flow_table_bounded_under_200k_syns() {
         format!("[flows]\nmax_flows = {cap}\nidle_timeout_s = 30\nembryonic_timeout_s = 1\n"),
     )
     .unwrap();
-    let mut rig = Rig::new("acks-tf", None, Some(pol));
+    let mut rig = rig_with("acks-tf", None, Some(pol));
     let rss0 = rss_kib();
     let syns: Vec<Vec<u8>> = (0..200_000u32)
         .map(|i| {
@@ -612,7 +525,7 @@ fn flow_table_bounded_under_200k_syns() {
         })
         .collect();
     let tb = rig.tb.tb.clone();
-    let ctl = rig.gw_ctl().clone();
+    let ctl = rig.gateway().unwrap().clone();
     let watch_stop = Arc::new(AtomicBool::new(false));
     let ws = watch_stop.clone();
     let watcher = std::thread::spawn(move || {
@@ -629,12 +542,11 @@ fn flow_table_bounded_under_200k_syns() {
     let (s, r) = finish_transfer(t, Duration::from_secs(60));
     let sent = join_within(h, Duration::from_secs(60), "syn flood").unwrap();
     std::thread::sleep(Duration::from_millis(2500));
-    let during = rig.gw_ctl().snapshot();
+    let during = rig.gateway().unwrap().snapshot();
     watch_stop.store(true, Ordering::SeqCst);
     let max_seen = watcher.join().unwrap();
     let rss1 = rss_kib();
-    let (g, _) = rig.stop();
-    let g = g.unwrap();
+    let (g, _) = stop(&mut rig);
     let ft = &g.flow_table;
     eprintln!(
         "flow table: cap {cap}, {sent} SYNs injected, max flows seen {max_seen}, after idle {} flows; {ft:?}; table bytes {} (bound {}); process RSS {rss0} → {rss1} KiB",
