@@ -78,6 +78,8 @@ pub struct EngineConfig {
     pub mtu: [Option<u32>; 2],
     /// Flows listed in the snapshot.
     pub top_flows: usize,
+    /// Run the engine thread SCHED_FIFO at this priority (None: normal scheduling).
+    pub realtime_priority: Option<i32>,
 }
 
 impl Default for EngineConfig {
@@ -90,6 +92,7 @@ impl Default for EngineConfig {
             stats_interval: Duration::from_secs(1),
             mtu: [None, None],
             top_flows: 16,
+            realtime_priority: None,
         }
     }
 }
@@ -238,6 +241,11 @@ pub fn run_engine(
     ctl: &Control,
 ) -> std::io::Result<Snapshot> {
     let _ = sys::set_timer_slack_ns(1);
+    if let Some(prio) = cfg.realtime_priority {
+        if let Err(e) = sys::set_realtime_fifo(prio) {
+            tracing::warn!("SCHED_FIFO {prio} not available, running with normal priority: {e}");
+        }
+    }
     let names = [a.name().to_string(), b.name().to_string()];
     let mut st = State {
         clock: Clock::new(),

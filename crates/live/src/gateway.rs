@@ -33,6 +33,9 @@ pub struct GatewayConfig {
     /// Skip the start-up offload check (frames with partial checksums / over MTU are then only
     /// counted). Default false.
     pub allow_offloads: bool,
+    /// Run the data-plane thread SCHED_FIFO at this priority (1..=99) for tighter hold timing
+    /// under CPU contention. Default None.
+    pub realtime_priority: Option<i32>,
 }
 
 impl GatewayConfig {
@@ -46,6 +49,7 @@ impl GatewayConfig {
             prometheus: None,
             pcap_dir: None,
             allow_offloads: false,
+            realtime_priority: None,
         }
     }
 }
@@ -186,6 +190,7 @@ pub fn run_ports(
         stats_json: cfg.stats_json.clone(),
         stats_interval: cfg.stats_interval,
         mtu,
+        realtime_priority: cfg.realtime_priority,
         ..Default::default()
     };
     let r = run_engine(&mut *lan, &mut *wan, &mut *pipeline, ecfg, ctl);

@@ -33,6 +33,8 @@ pub struct RigSpec {
     /// `topology.wanem` is set.
     pub wanem: (LinkSpec, LinkSpec),
     pub wanem_seed: u64,
+    /// SCHED_FIFO priority for the wanem thread (None: normal).
+    pub wanem_realtime_priority: Option<i32>,
 }
 
 impl RigSpec {
@@ -43,6 +45,7 @@ impl RigSpec {
             pipeline: Box::new(PassThrough),
             wanem: (LinkSpec::default(), LinkSpec::default()),
             wanem_seed: 1,
+            wanem_realtime_priority: None,
         }
     }
 }
@@ -108,6 +111,7 @@ impl Rig {
             wcfg.a_to_b = spec.wanem.0;
             wcfg.b_to_a = spec.wanem.1;
             wcfg.seed = spec.wanem_seed;
+            wcfg.realtime_priority = spec.wanem_realtime_priority;
             wcfg.stats_interval = Duration::from_millis(200);
             let ctl = Control::new();
             let c2 = ctl.clone();

@@ -430,3 +430,11 @@ pub fn euid() -> u32 {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// Put the calling thread in SCHED_FIFO at `prio` (1..=99) so timer wake-ups are not delayed by
+/// other load. The thread still blocks in `ppoll` when idle.
+pub fn set_realtime_fifo(prio: i32) -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: prio.clamp(1, 99) };
+    // SAFETY: p is a valid sched_param; pid 0 = the calling thread.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
+}

@@ -81,6 +81,9 @@ pub struct WanemConfig {
     pub prometheus: Option<SocketAddr>,
     pub pcap_dir: Option<PathBuf>,
     pub allow_offloads: bool,
+    /// Run the data-plane thread SCHED_FIFO at this priority (1..=99) for tighter hold timing
+    /// under CPU contention. Default None.
+    pub realtime_priority: Option<i32>,
 }
 
 impl WanemConfig {
@@ -96,6 +99,7 @@ impl WanemConfig {
             prometheus: None,
             pcap_dir: None,
             allow_offloads: false,
+            realtime_priority: None,
         }
     }
     /// The same impairments both ways.
@@ -245,6 +249,7 @@ pub fn run_ports(
         stats_json: cfg.stats_json.clone(),
         stats_interval: cfg.stats_interval,
         mtu,
+        realtime_priority: cfg.realtime_priority,
         ..Default::default()
     };
     let r = run_engine(&mut *a, &mut *b, &mut p, ecfg, ctl);
