@@ -5,7 +5,7 @@ use crate::classify::{classify, FrameClass};
 use crate::clock::{Clock, TimerQueue};
 use crate::pipeline::{Dir, Pipeline, Verdict};
 use crate::policy::{FrameAction, Policy};
-use crate::port::{Port, RxMeta};
+use crate::port::{FrameBatch, Port, RxMeta};
 use crate::stats::{FlowTable, HoldTiming, PortStats, SharedSnapshot, Snapshot};
 use crate::sys;
 use ackshape_core::time::{Dur, Time};
@@ -15,9 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Receive buffer: larger than any frame a clean port delivers, so over-MTU aggregates are
-/// counted (not silently cut).
-const BUF_LEN: usize = 65_536 + 64;
+/// Receive slot: larger than any frame a clean port delivers (1514 + VLAN tags) and than jumbo
+/// frames; longer frames (GRO aggregates on a misconfigured port) are counted `truncated`
+/// and `oversize`, and dropped.
+const BUF_LEN: usize = 16_384;
 /// Frames taken from one port before looking at the other and at due timers.
 const BATCH: usize = 64;
 /// How long before a held frame's deadline the engine stops sleeping and spins.
@@ -164,15 +165,15 @@ fn handle(
         let ps = &mut st.ports[i];
         ps.rx_packets += 1;
         ps.rx_bytes += meta.orig_len as u64;
+        if let Some(mtu) = cfg.mtu[i] {
+            if meta.orig_len > mtu as usize + 14 + 8 {
+                ps.oversize += 1;
+            }
+        }
         if meta.truncated() {
             ps.truncated += 1;
             ps.drops += 1;
             return;
-        }
-        if let Some(mtu) = cfg.mtu[i] {
-            if frame.len() > mtu as usize + 14 + 8 {
-                ps.oversize += 1;
-            }
         }
         if meta.csum_not_ready {
             ps.csum_not_ready += 1;
@@ -232,6 +233,19 @@ fn handle(
     }
 }
 
+/// Send every held frame whose time has come; returns the time after the last send.
+fn release_due(st: &mut State, a: &mut dyn Port, b: &mut dyn Port) -> Time {
+    let mut now = st.clock.now();
+    while let Some((at, (dir, frame))) = st.held.pop_due(now) {
+        let tx: &mut dyn Port = if dir == Dir::AToB { &mut *b } else { &mut *a };
+        let sent_at = st.clock.now();
+        send_out(tx, &mut st.ports[1 - dir.index()], sent_at, &frame);
+        let _ = st.hold_err.record(sent_at.since(at).0.max(1));
+        now = sent_at;
+    }
+    now
+}
+
 /// Run the engine between ports `a` and `b` until `ctl.stop` is set. Returns the final snapshot.
 pub fn run_engine(
     a: &mut dyn Port,
@@ -272,7 +286,7 @@ pub fn run_engine(
         )),
         None => None,
     };
-    let mut buf = vec![0u8; BUF_LEN];
+    let mut batch = FrameBatch::new(BATCH, BUF_LEN);
     let interval = Dur(cfg.stats_interval.as_nanos().max(1_000_000) as u64);
     let mut next_stats = st.clock.now() + interval;
     let fds: Vec<i32> = [a.poll_fd(), b.poll_fd()].into_iter().flatten().collect();
@@ -303,43 +317,31 @@ pub fn run_engine(
             }
         }
         // Due held frames first: their timing matters most.
-        let mut now = st.clock.now();
-        while let Some((at, (dir, frame))) = st.held.pop_due(now) {
-            let tx: &mut dyn Port = if dir == Dir::AToB { &mut *b } else { &mut *a };
-            let sent_at = st.clock.now();
-            send_out(tx, &mut st.ports[1 - dir.index()], sent_at, &frame);
-            let _ = st.hold_err.record(sent_at.since(at).0.max(1));
-            now = sent_at;
-        }
+        let now = release_due(&mut st, &mut *a, &mut *b);
         if pipeline.poll_timeout().is_some_and(|t| t <= now) {
             pipeline.on_timeout(now);
         }
         let mut busy = false;
         for side in 0..2 {
-            for _ in 0..BATCH {
-                let (rx, tx, dir): (&mut dyn Port, &mut dyn Port, Dir) = if side == 0 {
-                    (&mut *a, &mut *b, Dir::AToB)
-                } else {
-                    (&mut *b, &mut *a, Dir::BToA)
-                };
-                let now = st.clock.now();
-                match rx.recv(now, &mut buf) {
-                    Ok(Some(meta)) => {
-                        busy = true;
-                        let len = meta.len.min(buf.len());
-                        handle(&mut st, &cfg, pipeline, dir, meta, &mut buf[..len], tx);
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        tracing::warn!("recv on {}: {e}", rx.name());
-                        break;
-                    }
+            let (rx, tx, dir): (&mut dyn Port, &mut dyn Port, Dir) = if side == 0 {
+                (&mut *a, &mut *b, Dir::AToB)
+            } else {
+                (&mut *b, &mut *a, Dir::BToA)
+            };
+            let now = st.clock.now();
+            let n = match rx.recv_batch(now, &mut batch) {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!("recv on {}: {e}", rx.name());
+                    0
                 }
-                // Do not let a receive burst delay due frames.
-                if st.held.next_deadline().is_some_and(|t| t <= st.clock.now()) {
-                    break;
-                }
+            };
+            busy |= n > 0;
+            for i in 0..n {
+                let (frame, meta) = batch.frame_mut(i);
+                handle(&mut st, &cfg, pipeline, dir, meta, frame, tx);
             }
+            release_due(&mut st, &mut *a, &mut *b);
         }
         let now = st.clock.now();
         st.flows.sweep(now, false);

@@ -55,6 +55,58 @@ pub trait Port: Send {
     fn take_kernel_drops(&mut self) -> u64 {
         0
     }
+    /// Take up to `batch.capacity()` frames (one syscall on AF_PACKET ports). Returns how many.
+    fn recv_batch(&mut self, now: Time, batch: &mut FrameBatch) -> io::Result<usize> {
+        batch.n = 0;
+        while batch.n < batch.metas.len() {
+            let i = batch.n;
+            let slot = &mut batch.slots[i * batch.slot_len..(i + 1) * batch.slot_len];
+            match self.recv(now, slot)? {
+                Some(m) => {
+                    batch.metas[i] = m;
+                    batch.n += 1;
+                }
+                None => break,
+            }
+        }
+        Ok(batch.n)
+    }
+}
+
+/// Receive buffers for [`Port::recv_batch`]: `capacity` slots of `slot_len` bytes.
+pub struct FrameBatch {
+    slots: Vec<u8>,
+    slot_len: usize,
+    metas: Vec<RxMeta>,
+    infos: Vec<sys::RecvInfo>,
+    n: usize,
+}
+
+impl FrameBatch {
+    pub fn new(capacity: usize, slot_len: usize) -> FrameBatch {
+        FrameBatch {
+            slots: vec![0; capacity * slot_len],
+            slot_len,
+            metas: vec![RxMeta::default(); capacity],
+            infos: vec![sys::RecvInfo::default(); capacity],
+            n: 0,
+        }
+    }
+    pub fn capacity(&self) -> usize {
+        self.metas.len()
+    }
+    pub fn len(&self) -> usize {
+        self.n
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    /// Frame `i` (its received bytes) and its metadata.
+    pub fn frame_mut(&mut self, i: usize) -> (&mut [u8], RxMeta) {
+        let m = self.metas[i];
+        let s = &mut self.slots[i * self.slot_len..(i + 1) * self.slot_len];
+        (&mut s[..m.len.min(self.slot_len)], m)
+    }
 }
 
 impl<P: Port + ?Sized> Port for Box<P> {
@@ -72,6 +124,9 @@ impl<P: Port + ?Sized> Port for Box<P> {
     }
     fn take_kernel_drops(&mut self) -> u64 {
         (**self).take_kernel_drops()
+    }
+    fn recv_batch(&mut self, now: Time, batch: &mut FrameBatch) -> io::Result<usize> {
+        (**self).recv_batch(now, batch)
     }
 }
 
@@ -134,6 +189,22 @@ impl Port for AfPacketPort {
     }
     fn take_kernel_drops(&mut self) -> u64 {
         self.sock.take_kernel_stats().map(|(_, d)| d).unwrap_or(0)
+    }
+    fn recv_batch(&mut self, now: Time, batch: &mut FrameBatch) -> io::Result<usize> {
+        let n = self
+            .sock
+            .recv_batch(&mut batch.slots, batch.slot_len, &mut batch.infos)?;
+        for i in 0..n {
+            let inf = batch.infos[i];
+            batch.metas[i] = RxMeta {
+                ts: now,
+                len: inf.copied,
+                orig_len: inf.orig_len,
+                csum_not_ready: inf.status & TP_STATUS_CSUMNOTREADY != 0,
+            };
+        }
+        batch.n = n;
+        Ok(n)
     }
 }
 

@@ -16,6 +16,7 @@ const SOL_PACKET: libc::c_int = 263;
 const PACKET_AUXDATA: libc::c_int = 8;
 const PACKET_STATISTICS: libc::c_int = 6;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
 /// `tp_status` bit: the frame's transport checksum is partial (checksum offload pending).
 pub const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 /// `tp_status` bit: the checksum was validated by the device/kernel.
@@ -244,6 +245,8 @@ impl PacketSocket {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         setsockopt_int(raw, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
         setsockopt_int(raw, SOL_PACKET, PACKET_AUXDATA, 1)?;
+        // Frames we send skip the egress qdisc (we are the queue); harmless if unsupported.
+        let _ = setsockopt_int(raw, SOL_PACKET, PACKET_QDISC_BYPASS, 1);
         let big = 8 << 20;
         if setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, big).is_err() {
             let _ = setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, big);
@@ -333,6 +336,92 @@ impl PacketSocket {
             }
         }
         Ok(Some(info))
+    }
+
+    /// Receive up to `infos.len()` frames with one `recvmmsg`, frame `i` into
+    /// `slots[i * slot_len..(i + 1) * slot_len]`. Returns how many were received (0 on EAGAIN).
+    pub fn recv_batch(
+        &self,
+        slots: &mut [u8],
+        slot_len: usize,
+        infos: &mut [RecvInfo],
+    ) -> io::Result<usize> {
+        let n = infos.len().min(slots.len() / slot_len.max(1)).min(256);
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut iovs: Vec<libc::iovec> = slots
+            .chunks_mut(slot_len)
+            .take(n)
+            .map(|c| libc::iovec {
+                iov_base: c.as_mut_ptr() as *mut libc::c_void,
+                iov_len: c.len(),
+            })
+            .collect();
+        let mut ctrl = vec![[0u64; 8]; n];
+        // SAFETY: zeroed sockaddr_ll/mmsghdr are valid initial values.
+        let mut addrs: Vec<libc::sockaddr_ll> = vec![unsafe { zeroed() }; n];
+        let mut msgs: Vec<libc::mmsghdr> = (0..n)
+            .map(|_| unsafe { zeroed::<libc::mmsghdr>() })
+            .collect();
+        for i in 0..n {
+            let h = &mut msgs[i].msg_hdr;
+            h.msg_name = &mut addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
+            h.msg_namelen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            h.msg_iov = &mut iovs[i];
+            h.msg_iovlen = 1;
+            h.msg_control = ctrl[i].as_mut_ptr() as *mut libc::c_void;
+            h.msg_controllen = size_of::<[u64; 8]>() as _;
+        }
+        // SAFETY: every header points at live buffers of the declared sizes for the whole call.
+        let r = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(0);
+            }
+            return Err(e);
+        }
+        let got = r as usize;
+        for i in 0..got {
+            let orig_len = msgs[i].msg_len as usize;
+            let mut info = RecvInfo {
+                copied: orig_len.min(slot_len),
+                orig_len,
+                pkttype: addrs[i].sll_pkttype,
+                ..Default::default()
+            };
+            let h = &msgs[i].msg_hdr;
+            // SAFETY: CMSG_* walk within the control buffer the kernel filled (msg_controllen).
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(h);
+                while !c.is_null() {
+                    if (*c).cmsg_level == SOL_PACKET
+                        && (*c).cmsg_type == PACKET_AUXDATA
+                        && (*c).cmsg_len as usize
+                            >= libc::CMSG_LEN(size_of::<TpacketAuxdata>() as u32) as usize
+                    {
+                        let aux: TpacketAuxdata =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const TpacketAuxdata);
+                        info.status = aux.tp_status;
+                        if aux.tp_status & TP_STATUS_VLAN_VALID != 0 {
+                            info.vlan_tci = Some(aux.tp_vlan_tci);
+                        }
+                    }
+                    c = libc::CMSG_NXTHDR(h, c);
+                }
+            }
+            infos[i] = info;
+        }
+        Ok(got)
     }
 
     /// Send one frame out of the bound interface. `WouldBlock` if the socket buffer is full.
@@ -434,7 +523,9 @@ pub fn euid() -> u32 {
 /// Put the calling thread in SCHED_FIFO at `prio` (1..=99) so timer wake-ups are not delayed by
 /// other load. The thread still blocks in `ppoll` when idle.
 pub fn set_realtime_fifo(prio: i32) -> io::Result<()> {
-    let p = libc::sched_param { sched_priority: prio.clamp(1, 99) };
+    let p = libc::sched_param {
+        sched_priority: prio.clamp(1, 99),
+    };
     // SAFETY: p is a valid sched_param; pid 0 = the calling thread.
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }
