@@ -5,4 +5,4 @@
 # Usage: crates/live/bench/gateway_bench.sh [SECONDS_PER_IPERF_RUN]
 set -eu
 cd "$(dirname "$0")/../../.."
-ACKS_BENCH_SECS="${1:-10}" exec cargo bench -p ackshape-live --bench gateway_bench
+ACKS_BENCH_SECS="${1:-5}" exec cargo bench -p ackshape-live --bench gateway_bench
