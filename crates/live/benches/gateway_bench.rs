@@ -100,8 +100,14 @@ fn main() {
         eprintln!("SKIPPED: gateway_bench: iperf3 missing (apt-get install iperf3)");
         return;
     }
-    let secs: u64 = std::env::var("ACKS_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let rounds: usize = std::env::var("ACKS_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let secs: u64 = std::env::var("ACKS_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let rounds: usize = std::env::var("ACKS_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
     let mut results = serde_json::Map::new();
 
     // 1. Kernel bridge (reference) vs gateway pass-through on the same veths, alternating rounds
@@ -131,9 +137,19 @@ fn main() {
             let c2 = ctl.clone();
             let mut cfg = GatewayConfig::new(&tb.if_gw_lan, &tb.if_gw_wan);
             cfg.realtime_priority = rt;
-            let h = spawn_in_netns(ns, "gateway", move || gateway::run_with(cfg, &c2, Box::new(PassThrough))).unwrap();
-            assert!(ctl.wait_running(Duration::from_secs(5)), "gateway did not start");
-            let (rtt, bps) = if rt.is_some() { (&mut g_rtt_rt, &mut gw_rt) } else { (&mut g_rtt, &mut gw) };
+            let h = spawn_in_netns(ns, "gateway", move || {
+                gateway::run_with(cfg, &c2, Box::new(PassThrough))
+            })
+            .unwrap();
+            assert!(
+                ctl.wait_running(Duration::from_secs(5)),
+                "gateway did not start"
+            );
+            let (rtt, bps) = if rt.is_some() {
+                (&mut g_rtt_rt, &mut gw_rt)
+            } else {
+                (&mut g_rtt, &mut gw)
+            };
             rtt.extend(ping(&tb, 300));
             bps.push(iperf3(&tb, secs).expect("iperf3 through gateway"));
             ctl.request_stop();
@@ -152,8 +168,15 @@ fn main() {
     println!("## ackshape gateway benchmark ({rounds} alternating rounds of {secs} s iperf3 runs, same veths)\n");
     println!("| path | TCP goodput (median) | ratio to bridge | UDP echo RTT p50 | p99 |");
     println!("|---|---|---|---|---|");
-    println!("| kernel bridge | {:.2} Gbit/s | 1.00 | {bp50:.0} µs | {bp99:.0} µs |", b / 1e9);
-    println!("| ackshape gateway pass-through | {:.2} Gbit/s | {:.2} | {gp50:.0} µs | {gp99:.0} µs |", g / 1e9, g / b);
+    println!(
+        "| kernel bridge | {:.2} Gbit/s | 1.00 | {bp50:.0} µs | {bp99:.0} µs |",
+        b / 1e9
+    );
+    println!(
+        "| ackshape gateway pass-through | {:.2} Gbit/s | {:.2} | {gp50:.0} µs | {gp99:.0} µs |",
+        g / 1e9,
+        g / b
+    );
     println!("| ackshape gateway pass-through, SCHED_FIFO | {:.2} Gbit/s | {:.2} | {rp50:.0} µs | {rp99:.0} µs |", grt / 1e9, grt / b);
     println!("\nper-round goodput (Gbit/s): bridge {bridge:.2?}, gateway {gw:.2?}, gateway SCHED_FIFO {gw_rt:.2?}");
     println!(
@@ -165,7 +188,10 @@ fn main() {
     );
     if let Some(g) = last {
         let (l, w) = (g.port("lan").unwrap(), g.port("wan").unwrap());
-        println!("gateway (last run) kernel drops: lan {} wan {}", l.kernel_drops, w.kernel_drops);
+        println!(
+            "gateway (last run) kernel drops: lan {} wan {}",
+            l.kernel_drops, w.kernel_drops
+        );
     }
     results.insert("bridge_bps".into(), b.into());
     results.insert("gateway_bps".into(), g.into());
@@ -174,7 +200,10 @@ fn main() {
     results.insert("gateway_fifo_ratio".into(), (grt / b).into());
     results.insert("bridge_rtt_us".into(), serde_json::json!([bp50, bp99]));
     results.insert("gateway_rtt_us".into(), serde_json::json!([gp50, gp99]));
-    results.insert("gateway_fifo_rtt_us".into(), serde_json::json!([rp50, rp99]));
+    results.insert(
+        "gateway_fifo_rtt_us".into(),
+        serde_json::json!([rp50, rp99]),
+    );
 
     // 2. Held-frame timing: a 1 ms delay line at light load, normal and SCHED_FIFO scheduling.
     for rt in [None, Some(50)] {

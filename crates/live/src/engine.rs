@@ -121,20 +121,20 @@ impl State {
                 max_us: h.max() as f64 / 1000.0,
             }
         };
-        let mut s = Snapshot::default();
-        s.uptime_s = self.clock.now().as_secs_f64();
-        s.ports = vec![
-            (names[0].to_string(), self.ports[0].clone()),
-            (names[1].to_string(), self.ports[1].clone()),
-        ];
-        s.flow_table = self.flows.stats();
-        s.top_flows = self.flows.top(cfg.top_flows);
-        s.held_now = self.held.len();
-        s.hold_timing = hold_timing;
-        s.policy_reloads = self.reloads;
-        s.policy_reload_errors = self.reload_errors;
-        s.pipeline = pipeline.stats_json();
-        s
+        Snapshot {
+            uptime_s: self.clock.now().as_secs_f64(),
+            ports: vec![
+                (names[0].to_string(), self.ports[0].clone()),
+                (names[1].to_string(), self.ports[1].clone()),
+            ],
+            flow_table: self.flows.stats(),
+            top_flows: self.flows.top(cfg.top_flows),
+            held_now: self.held.len(),
+            hold_timing,
+            policy_reloads: self.reloads,
+            policy_reload_errors: self.reload_errors,
+            pipeline: pipeline.stats_json(),
+        }
     }
 }
 

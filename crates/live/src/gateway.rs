@@ -97,6 +97,9 @@ pub fn check_port(ifname: &str) -> Result<(), GatewayError> {
     }
 }
 
+/// Two open ports and their MTUs.
+pub(crate) type OpenPorts = (Box<dyn Port>, Box<dyn Port>, [Option<u32>; 2]);
+
 /// Open (and check) the two AF_PACKET ports, wrapping them in pcap capture if asked.
 pub(crate) fn open_ports(
     a: &str,
@@ -104,7 +107,7 @@ pub(crate) fn open_ports(
     names: [&str; 2],
     allow_offloads: bool,
     pcap_dir: Option<&PathBuf>,
-) -> Result<(Box<dyn Port>, Box<dyn Port>, [Option<u32>; 2]), GatewayError> {
+) -> Result<OpenPorts, GatewayError> {
     if a == b {
         return Err(GatewayError::SamePort(a.into()));
     }

@@ -11,6 +11,9 @@ use crate::wanem::{self, LinkSpec, WanemConfig};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// How a box (gateway or wanem) ended: its final stats or the error.
+pub type BoxResult = Result<Snapshot, String>;
+
 type Handle = JoinHandle<std::io::Result<Result<Snapshot, GatewayError>>>;
 
 /// Why a rig could not start.
@@ -142,12 +145,7 @@ impl Rig {
     }
 
     /// Stop the boxes; returns their final stats (gateway, wanem). Namespaces stay until drop.
-    pub fn stop(
-        &mut self,
-    ) -> (
-        Option<Result<Snapshot, String>>,
-        Option<Result<Snapshot, String>>,
-    ) {
+    pub fn stop(&mut self) -> (Option<BoxResult>, Option<BoxResult>) {
         let fin = |x: Option<(Control, Handle)>| {
             x.map(|(c, h)| {
                 c.request_stop();

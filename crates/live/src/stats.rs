@@ -274,7 +274,8 @@ impl Snapshot {
     /// Prometheus text exposition.
     pub fn prometheus(&self) -> String {
         let mut s = String::new();
-        let port_metrics: [(&str, fn(&PortStats) -> u64); 15] = [
+        type Metric = (&'static str, fn(&PortStats) -> u64);
+        let port_metrics: [Metric; 15] = [
             ("rx_packets", |p| p.rx_packets),
             ("rx_bytes", |p| p.rx_bytes),
             ("tx_packets", |p| p.tx_packets),

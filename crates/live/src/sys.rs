@@ -2,7 +2,7 @@
 //! Linux system calls (AF_PACKET sockets, `ppoll`, the ethtool and MTU ioctls, timer slack).
 //!
 //! Every function here returns `io::Result` and validates lengths before touching memory.
-#![allow(unsafe_code)]
+//! (`unsafe` is allowed for this module only, in lib.rs.)
 
 use std::ffi::CString;
 use std::io;
