@@ -572,3 +572,41 @@ fn flow_table_bounded_under_200k_syns() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn partial_checksums_from_an_offloading_sender_are_counted() {
+    let Some(_l) = live("csum_not_ready") else {
+        return;
+    };
+    let mut rig = rig_with("acks-tk", None, None);
+    let tb = rig.tb.tb.clone();
+    // Misconfigure the sender: checksum offload on. The gateway's own ports are clean, so it
+    // starts, and must count the partial-checksum frames it now receives.
+    testbed::sh(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &tb.ns_sender,
+            "ethtool",
+            "-K",
+            &tb.if_sender,
+            "tx",
+            "on",
+        ],
+    )
+    .unwrap();
+    let dst = SocketAddr::from((tb.receiver_addr, 5009));
+    let _ = spawn_in_netns(&tb.ns_sender, "conn", move || {
+        for _ in 0..3 {
+            let _ = std::net::TcpStream::connect_timeout(&dst, Duration::from_millis(200));
+        }
+    })
+    .unwrap()
+    .join();
+    std::thread::sleep(Duration::from_millis(100));
+    let (g, _) = stop(&mut rig);
+    let lan = g.port("lan").unwrap();
+    eprintln!("offloading sender: lan port {lan:?}");
+    assert!(lan.csum_not_ready > 0, "{lan:?}");
+}
