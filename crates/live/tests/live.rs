@@ -610,3 +610,54 @@ fn partial_checksums_from_an_offloading_sender_are_counted() {
     eprintln!("offloading sender: lan port {lan:?}");
     assert!(lan.csum_not_ready > 0, "{lan:?}");
 }
+
+#[test]
+fn run_flows_with_per_flow_congestion_control() {
+    let Some(_l) = live("run_flows") else { return };
+    let link = LinkSpec {
+        rate_bps: Some(20_000_000),
+        delay_ns: 5_000_000,
+        ..Default::default()
+    };
+    let back = LinkSpec {
+        delay_ns: 5_000_000,
+        ..Default::default()
+    };
+    let mut rig = rig_with("acks-tw", Some((link, back)), None);
+    let flows: Vec<traffic::FlowSpec> = ["reno", "cubic", "bbr"]
+        .iter()
+        .enumerate()
+        .map(|(i, cc)| traffic::FlowSpec {
+            name: format!("f{i}-{cc}"),
+            cc: Some(cc.to_string()),
+            start_s: 0.2 * i as f64,
+            bytes: None,
+            duration_s: Some(2.0),
+        })
+        .collect();
+    let reps = traffic::run_flows(&rig.tb, &flows, Duration::from_millis(250), 5).unwrap();
+    let (g, _) = stop(&mut rig);
+    let total: f64 = reps.iter().map(|r| r.goodput_bps).sum();
+    for r in &reps {
+        eprintln!(
+            "flow {} ({:?}): {} bytes, {:.2} Mbit/s, intact {}, error {:?}, series {:?}",
+            r.name,
+            r.cc,
+            r.bytes,
+            r.goodput_bps / 1e6,
+            r.intact,
+            r.error,
+            r.series
+                .iter()
+                .map(|(t, b)| format!("{t:.2}:{:.1}", b / 1e6))
+                .collect::<Vec<_>>()
+        );
+        assert!(r.error.is_none() && r.intact && r.bytes > 0, "{r:?}");
+    }
+    eprintln!(
+        "sum of flow goodputs {:.2} Mbit/s; gateway tracked {} flows",
+        total / 1e6,
+        g.flow_table.flows
+    );
+    assert!(g.flow_table.flows >= 3);
+}
