@@ -1,1 +1,238 @@
-fn main() {}
+//! `ackshape`: shape TCP by controlling its ACKs — simulate, model, and (live) gateway commands.
+
+use ackshape_core::model::{self, ModelInput};
+use ackshape_core::units;
+use ackshape_sim::run::{format_table, run_scenario, RunRequest};
+use ackshape_sim::Scenario;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// The scenario `ackshape run` uses when given none.
+const DEFAULT_SCENARIO: &str = include_str!("../../../experiments/examples/dumbbell.toml");
+
+#[derive(Parser)]
+#[command(name = "ackshape", version, about = "Shape TCP by controlling its ACKs: a deterministic simulator, analytic models and a live gateway", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario in the simulator: prints a metrics table, writes summary.json and CSVs with --out.
+    Run(RunArgs),
+    /// Check a scenario file and exit (0 if valid, 2 with the offending key if not).
+    Validate {
+        /// Scenario file (TOML, see docs/scenario.md).
+        scenario: PathBuf,
+    },
+    /// Analytic TCP throughput models.
+    Model {
+        #[command(subcommand)]
+        which: ModelCmd,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Scenario file (TOML, see docs/scenario.md). Default: the embedded example dumbbell.
+    scenario: Option<PathBuf>,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write summary.json, timeseries.csv (and trace.csv, pcaps) into this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Capture a link direction into OUT/NAME.pcap (repeatable; names as in the table, e.g. bottleneck).
+    #[arg(long, value_name = "LINK")]
+    pcap: Vec<String>,
+    /// Print summary.json to stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Which {
+    Mathis,
+    Padhye,
+    PadhyeApprox,
+}
+
+#[derive(clap::Args)]
+struct ModelArgs {
+    /// Loss event probability, e.g. 0.01.
+    #[arg(long, short = 'p')]
+    loss: f64,
+    /// Round-trip time with unit, e.g. 100ms.
+    #[arg(long)]
+    rtt: String,
+    /// Segment size in bytes (to convert packets/s into bit/s).
+    #[arg(long, default_value_t = 1448)]
+    mss: u32,
+    /// Segments per ACK (b; 2 with delayed ACKs).
+    #[arg(long, default_value_t = 2.0)]
+    b: f64,
+    /// Base retransmission timeout T0 with unit (Padhye).
+    #[arg(long, default_value = "1s")]
+    rto: String,
+    /// Receiver window cap in segments (Padhye).
+    #[arg(long)]
+    wmax: Option<f64>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum ModelCmd {
+    /// Mathis et al. 1997: rate = MSS/RTT · sqrt(3/(2bp)).
+    Mathis(ModelArgs),
+    /// Padhye et al. 1998, full model (timeouts, window cap).
+    Padhye(ModelArgs),
+}
+
+/// Exit code for bad input (scenario, flags).
+const BAD_INPUT: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Validate { scenario } => match Scenario::load(&scenario) {
+            Ok(sc) => {
+                println!("{}: valid ({} flows)", scenario.display(), sc.flow_count());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(BAD_INPUT)
+            }
+        },
+        Cmd::Model { which } => cmd_model(which),
+    }
+}
+
+fn cmd_run(a: RunArgs) -> ExitCode {
+    let (sc, file) = match &a.scenario {
+        Some(p) => match Scenario::load(p) {
+            Ok(sc) => (sc, p.display().to_string()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(BAD_INPUT);
+            }
+        },
+        None => match Scenario::parse(DEFAULT_SCENARIO, "<embedded example: experiments/examples/dumbbell.toml>") {
+            Ok(sc) => (sc, "experiments/examples/dumbbell.toml".to_string()),
+            Err(e) => {
+                eprintln!("internal error: embedded scenario invalid: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let req = RunRequest { seed: a.seed, out: a.out.clone(), pcap: a.pcap.clone() };
+    let show_bar = !a.quiet && std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let bar = indicatif::ProgressBar::hidden();
+    bar.set_length(1000);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} simulating [{bar:40}] {percent}% ({elapsed} elapsed, ~{eta} left)",
+        )
+        .unwrap()
+        .progress_chars("=> "),
+    );
+    let mut shown = false;
+    let mut progress = |f: f64| {
+        if show_bar && !shown && started.elapsed() > Duration::from_secs(1) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.set_position((f * 1000.0) as u64);
+    };
+    let res = run_scenario(&sc, &file, &req, Some(&mut progress));
+    bar.finish_and_clear();
+    match res {
+        Ok(summary) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&summary).unwrap());
+            } else {
+                print!("{}", format_table(&summary));
+                if let Some(out) = &a.out {
+                    println!("\nwrote {}/summary.json and timeseries.csv", out.display());
+                }
+            }
+            if summary.verify.as_ref().is_some_and(|v| v.mismatched_flows > 0) {
+                eprintln!("error: delivered payload differs from what was sent");
+                return ExitCode::FAILURE;
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(BAD_INPUT)
+        }
+    }
+}
+
+fn cmd_model(which: ModelCmd) -> ExitCode {
+    let (w, a) = match which {
+        ModelCmd::Mathis(a) => (Which::Mathis, a),
+        ModelCmd::Padhye(a) => (Which::Padhye, a),
+    };
+    let bad = |m: String| {
+        eprintln!("error: {m}");
+        ExitCode::from(BAD_INPUT)
+    };
+    if !(a.loss > 0.0 && a.loss < 1.0) {
+        return bad(format!("--loss: expected a probability in (0, 1), got {}", a.loss));
+    }
+    let rtt = match units::parse_duration(&a.rtt) {
+        Ok(d) if d.0 > 0 => d,
+        Ok(_) => return bad("--rtt: expected a positive duration".into()),
+        Err(e) => return bad(format!("--rtt: {e}")),
+    };
+    let t0 = match units::parse_duration(&a.rto) {
+        Ok(d) => d,
+        Err(e) => return bad(format!("--rto: {e}")),
+    };
+    if a.b < 1.0 {
+        return bad(format!("--b: expected ≥ 1 segment per ACK, got {}", a.b));
+    }
+    let inp = ModelInput {
+        p: a.loss,
+        rtt_s: rtt.as_secs_f64(),
+        b: a.b,
+        t0_s: t0.as_secs_f64(),
+        wmax: a.wmax.unwrap_or(f64::INFINITY),
+    };
+    let (name, pps) = match w {
+        Which::Mathis => ("mathis", model::mathis(&inp)),
+        Which::Padhye => ("padhye", model::padhye(&inp)),
+        Which::PadhyeApprox => ("padhye-approx", model::padhye_approx(&inp)),
+    };
+    let bps = pps * a.mss as f64 * 8.0;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"model": name, "input": inp, "mss": a.mss, "packets_per_s": pps, "goodput_bps": bps})
+        );
+    } else {
+        println!(
+            "{name}: p = {}, RTT = {:.1} ms, b = {}, T0 = {:.3} s, Wmax = {}: {:.1} packets/s = {}",
+            a.loss,
+            rtt.as_secs_f64() * 1e3,
+            a.b,
+            t0.as_secs_f64(),
+            a.wmax.map(|w| w.to_string()).unwrap_or_else(|| "none".into()),
+            pps,
+            ackshape_sim::run::fmt_rate(bps)
+        );
+    }
+    ExitCode::SUCCESS
+}

@@ -96,9 +96,7 @@ impl Loss {
         match &self.spec {
             LossSpec::None => false,
             LossSpec::Bernoulli { p } => *p > 0.0 && self.rng.gen::<f64>() < *p,
-            LossSpec::Periodic { every, offset } => {
-                self.count > *offset && (self.count - offset) % every == 0
-            }
+            LossSpec::Periodic { every, offset } => self.count > *offset && (self.count - offset) % every == 0,
             LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
                 let flip = self.rng.gen::<f64>();
                 if self.bad {
@@ -217,7 +215,8 @@ mod tests {
 
     #[test]
     fn jitter_keeps_order() {
-        let mut d = Delay::new(Dur::from_millis(10), JitterSpec::Uniform { max_ns: 5_000_000 }, false, stream(1, "j", 0));
+        let mut d =
+            Delay::new(Dur::from_millis(10), JitterSpec::Uniform { max_ns: 5_000_000 }, false, stream(1, "j", 0));
         let mut last = Time::ZERO;
         for i in 0..10_000u64 {
             let t = d.exit_time(Time(i * 100_000));

@@ -14,8 +14,10 @@
 
 pub mod impair;
 pub mod model;
+pub mod queue;
 pub mod rng;
 pub mod tcp;
 pub mod time;
+pub mod units;
 
 pub use time::{Dur, Time};

@@ -57,7 +57,8 @@ pub fn padhye(i: &ModelInput) -> f64 {
 /// Padhye's approximate closed form (their Eq. 33), packets/s.
 pub fn padhye_approx(i: &ModelInput) -> f64 {
     let (p, b, rtt, t0) = (i.p, i.b, i.rtt_s, i.t0_s);
-    let den = rtt * (2.0 * b * p / 3.0).sqrt() + t0 * (1f64).min(3.0 * (3.0 * b * p / 8.0).sqrt()) * p * (1.0 + 32.0 * p * p);
+    let den =
+        rtt * (2.0 * b * p / 3.0).sqrt() + t0 * (1f64).min(3.0 * (3.0 * b * p / 8.0).sqrt()) * p * (1.0 + 32.0 * p * p);
     (i.wmax / rtt).min(1.0 / den)
 }
 

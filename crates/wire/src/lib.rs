@@ -1,17 +1,19 @@
 //! # ackshape-wire
 //!
 //! Packet representation, views, builders and checksums shared by every part of ackshape.
-//!
-//! **What it is.** [`Packet`] is a compact header struct (IP, TCP with options, UDP) plus a payload
-//! that is either real bytes or only a length. The simulator moves `Packet`s; the live gateway parses
-//! frames into `Packet`s for its decisions and patches the original bytes in place (see `view`), so the
-//! shaping code in `ackshape-core` sees one type in both drivers.
-//!
-//! **What it is not.** No I/O, no clocks, no policy. It never panics on input: parsing returns errors.
 #![deny(unsafe_code)]
 
+pub mod checksum;
 pub mod packet;
+pub mod parse;
+pub mod pcap;
 pub mod seq;
+pub mod testing;
+pub mod view;
+pub mod write;
 
 pub use packet::*;
+pub use parse::{verify_checksums, ChecksumError, Layer, OptionProblem, ParseError, ParsedFrame, ParsedIp};
 pub use seq::SeqNum;
+pub use view::{set_ip_ecn, TcpFrameMut, ViewError};
+pub use write::MAX_TCP_OPTIONS_LEN;

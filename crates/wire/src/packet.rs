@@ -102,8 +102,9 @@ pub struct SackBlock {
 /// Maximum number of SACK blocks carried (4 without timestamps, 3 with; we cap at 4).
 pub const MAX_SACK_BLOCKS: usize = 4;
 
-/// TCP options ackshape understands. Unknown options seen on the live path are
-/// kept verbatim in `raw_other` so a re-serialised header keeps them.
+/// TCP options ackshape understands. Unknown options are only flagged (`has_other`):
+/// the live path keeps them by patching the original frame in place
+/// ([`crate::view::TcpFrameMut`]) rather than re-serialising it.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct TcpOptions {
     pub mss: Option<u16>,
@@ -156,7 +157,9 @@ pub enum L4 {
     Tcp(TcpHdr),
     Udp(UdpHdr),
     /// Any other IP protocol; ackshape forwards it untouched.
-    Other { proto: u8 },
+    Other {
+        proto: u8,
+    },
 }
 
 /// A packet: parsed headers plus a payload that is either real bytes (live path,

@@ -92,6 +92,15 @@ pub struct TcpConfig {
     pub dupthresh: u32,
     /// Carry real payload bytes in segments (needed for content checks; slower).
     pub carry_payload: bool,
+    /// RFC 3042 limited transmit (one new segment on each of the first two dupACKs).
+    /// Off by default so that a window of ≤ 3 segments cannot fast-retransmit (paper 000's
+    /// tiny-window effect).
+    #[serde(default)]
+    pub limited_transmit: bool,
+    /// `Misbehaving` halves cwnd on ECN-Echo (paper 001 P1-10: "respond to ECN but never use
+    /// linear increase"). Off by default: Misbehaving never reduces cwnd.
+    #[serde(default)]
+    pub misbehaving_ecn_response: bool,
 }
 
 impl Default for TcpConfig {
@@ -112,6 +121,8 @@ impl Default for TcpConfig {
             rto: RtoConfig::default(),
             dupthresh: 3,
             carry_payload: false,
+            limited_transmit: false,
+            misbehaving_ecn_response: false,
         }
     }
 }

@@ -1,9 +1,15 @@
 //! One TCP endpoint (both halves). API contract; see the module doc for the driving loop.
 
-use super::config::TcpConfig;
+use super::cc::Cubic;
+use super::config::{CcAlgo, TcpConfig};
+use super::recv::Reassembly;
+use super::rtt::RttEstimator;
+use super::scoreboard::Scoreboard;
+use super::sendbuf::SendBuf;
 use crate::time::{Dur, Time};
-use ackshape_wire::{Packet, SeqNum};
-use bytes::Bytes;
+use ackshape_wire::{Ecn, IpHdr, Packet, SackBlock, SeqNum, TcpFlags, TcpHdr, TcpOptions, L4};
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 /// Connection state (RFC 793 names).
@@ -71,6 +77,16 @@ pub struct TcpStats {
     /// Segments received with the IP CE mark / ACKs received with ECE.
     pub ce_rcvd: u64,
     pub ece_rcvd: u64,
+    /// Multiplicative decreases of cwnd/ssthresh (fast retransmit, RTO, ECN); Misbehaving never counts.
+    pub cwnd_reductions: u64,
+    /// Of which caused by ECN-Echo (at most one per RTT).
+    pub ecn_reductions: u64,
+    /// Partial ACKs received during NewReno or SACK recovery.
+    pub partial_acks: u64,
+    /// Zero-window probes sent by the persist timer.
+    pub persist_probes: u64,
+    /// SYN or SYN-ACK retransmissions.
+    pub syn_retrans: u64,
 }
 
 /// An instantaneous snapshot for per-flow traces.
@@ -85,92 +101,1302 @@ pub struct TcpTrace {
     pub rwnd_seen_bytes: u64,
 }
 
+/// Loss-recovery phase of the sending half.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recovery {
+    None,
+    /// Reno / NewReno fast recovery (window inflation, one retransmission at a time).
+    Fast,
+    /// RFC 6675 SACK-based recovery (pipe, NextSeg).
+    Sack,
+}
+
+/// Hard cap on cwnd when `max_cwnd_bytes` is 0 (keeps Misbehaving from overflowing).
+const CWND_CAP: u64 = 1 << 40;
+
 /// One end of a TCP connection.
+///
+/// Internally every sequence number is a 64-bit *stream offset* (0 = first data byte after
+/// the SYN); wire sequence numbers are derived from it, so there is no wrap-around logic
+/// anywhere except at the conversion.
 pub struct Connection {
-    _todo: (),
+    cfg: TcpConfig,
+    local: SocketAddr,
+    remote: SocketAddr,
+    state: TcpState,
+    /// Effective MSS (payload bytes): min of ours and the peer's.
+    mss: u64,
+    /// Shift applied to windows we receive (peer's offer) / we send (ours).
+    snd_shift: u8,
+    rcv_shift: u8,
+    ws_negotiated: bool,
+    sack_ok: bool,
+    ts_ok: bool,
+    ecn_ok: bool,
+    iss: u32,
+    irs: u32,
+
+    // --- handshake ---
+    syn_pending: bool,
+    syn_sent_at: Option<Time>,
+    syn_retx: u32,
+
+    // --- sending half ---
+    sb: SendBuf,
+    fin_queued: bool,
+    una: u64,
+    /// Highest offset sent + 1 (HighData); never moves back (go-back-N uses `rtx_ptr`).
+    nxt: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    rwnd: u64,
+    rwnd_max: u64,
+    wl1: i64,
+    wl2: u64,
+    last_wnd_raw: u16,
+    dupacks: u32,
+    rec: Recovery,
+    /// NewReno `recover` / RFC 6675 RecoveryPoint; also set on RTO.
+    recover: Option<u64>,
+    first_partial: bool,
+    /// HighRxt: every un-SACKed byte in `[una, rtx_ptr)` has been retransmitted.
+    rtx_ptr: u64,
+    /// After an RTO (or Tahoe's fast retransmit) everything below this is presumed lost.
+    rto_lost_to: u64,
+    /// A one-shot retransmission of the segment at this offset, sent regardless of cwnd.
+    pending_rtx: Option<u64>,
+    sboard: Scoreboard,
+    rtt: RttEstimator,
+    /// Segment being timed when timestamps are off: (end offset, send time).
+    rtt_timing: Option<(u64, Time)>,
+    rtx_deadline: Option<Time>,
+    consecutive_rtos: u32,
+    probe_pending: bool,
+    ecn_recover: u64,
+    cwr_pending: bool,
+    burst: u32,
+    cubic: Cubic,
+    ca_acc: u64,
+
+    // --- receiving half ---
+    rcv_nxt: u64,
+    adv_edge: u64,
+    reasm: Reassembly,
+    rcv_mss: u64,
+    unacked_bytes: u64,
+    delack_deadline: Option<Time>,
+    imm_acks: u32,
+    last_ack_sent: u64,
+    ts_recent: u32,
+    ece_pending: bool,
+    peer_fin_off: Option<u64>,
+    peer_fin_rcvd: bool,
+    read_q: VecDeque<Bytes>,
+    tw_deadline: Option<Time>,
+
+    events: VecDeque<TcpEvent>,
+    stats: TcpStats,
+    ip_id: u16,
+}
+
+/// Timestamp clock: microseconds (+1 so that a TSval is never 0). Wraps after ~71 minutes,
+/// which RFC 7323's wrapping comparisons tolerate.
+#[inline]
+fn ts_now(now: Time) -> u32 {
+    (now.0 / 1000).wrapping_add(1) as u32
 }
 
 impl Connection {
+    fn new(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, state: TcpState) -> Connection {
+        let mss = cfg.mss.clamp(1, 65535) as u64;
+        Connection {
+            local,
+            remote,
+            state,
+            mss,
+            snd_shift: 0,
+            rcv_shift: 0,
+            ws_negotiated: false,
+            sack_ok: false,
+            ts_ok: false,
+            ecn_ok: false,
+            iss,
+            irs: 0,
+            syn_pending: true,
+            syn_sent_at: None,
+            syn_retx: 0,
+            sb: SendBuf::new(cfg.carry_payload),
+            fin_queued: false,
+            una: 0,
+            nxt: 0,
+            cwnd: mss * cfg.initial_window.max(1) as u64,
+            ssthresh: u64::MAX,
+            rwnd: 0,
+            rwnd_max: 0,
+            wl1: i64::MIN,
+            wl2: 0,
+            last_wnd_raw: 0,
+            dupacks: 0,
+            rec: Recovery::None,
+            recover: None,
+            first_partial: false,
+            rtx_ptr: 0,
+            rto_lost_to: 0,
+            pending_rtx: None,
+            sboard: Scoreboard::default(),
+            rtt: RttEstimator::new(cfg.rto),
+            rtt_timing: None,
+            rtx_deadline: None,
+            consecutive_rtos: 0,
+            probe_pending: false,
+            ecn_recover: 0,
+            cwr_pending: false,
+            burst: 0,
+            cubic: Cubic::default(),
+            ca_acc: 0,
+            rcv_nxt: 0,
+            adv_edge: 0,
+            reasm: Reassembly::default(),
+            rcv_mss: 536.min(mss),
+            unacked_bytes: 0,
+            delack_deadline: None,
+            imm_acks: 0,
+            last_ack_sent: 0,
+            ts_recent: 0,
+            ece_pending: false,
+            peer_fin_off: None,
+            peer_fin_rcvd: false,
+            read_q: VecDeque::new(),
+            tw_deadline: None,
+            events: VecDeque::new(),
+            stats: TcpStats::default(),
+            ip_id: 0,
+            cfg,
+        }
+    }
+
     /// Active open: returns a connection in `SynSent` whose first `poll_transmit` is the SYN.
     pub fn connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Time) -> Connection {
-        let _ = (cfg, local, remote, iss, now);
-        todo!()
+        let _ = now;
+        Connection::new(cfg, local, remote, iss, TcpState::SynSent)
     }
 
     /// Passive open on receipt of `syn` (a SYN without ACK addressed to us). Returns `None` for
     /// anything else. The first `poll_transmit` is the SYN-ACK.
     pub fn accept(cfg: TcpConfig, syn: &Packet, iss: u32, now: Time) -> Option<Connection> {
-        let _ = (cfg, syn, iss, now);
-        todo!()
+        let _ = now;
+        let t = syn.tcp()?;
+        if !t.flags.contains(TcpFlags::SYN) || t.flags.contains(TcpFlags::ACK) || t.flags.contains(TcpFlags::RST) {
+            return None;
+        }
+        let local = SocketAddr::new(syn.ip.dst, t.dport);
+        let remote = SocketAddr::new(syn.ip.src, t.sport);
+        let mut c = Connection::new(cfg, local, remote, iss, TcpState::SynReceived);
+        c.irs = t.seq.0;
+        c.negotiate(t, true);
+        if let Some((tsval, _)) = t.opts.timestamps {
+            c.ts_recent = tsval;
+        }
+        c.rwnd = t.window as u64; // never scaled in a SYN
+        c.rwnd_max = c.rwnd;
+        c.last_wnd_raw = t.window;
+        Some(c)
+    }
+
+    /// Option negotiation from the peer's SYN (`is_syn`) or SYN-ACK.
+    fn negotiate(&mut self, t: &TcpHdr, is_syn: bool) {
+        let peer_mss = t.opts.mss.map(|m| m as u64).unwrap_or(536).max(1);
+        self.mss = self.mss.min(peer_mss);
+        self.rcv_mss = 536.min(self.mss);
+        if let (Some(ours), Some(theirs)) = (self.cfg.wscale, t.opts.wscale) {
+            self.rcv_shift = ours.min(14);
+            self.snd_shift = theirs.min(14);
+            self.ws_negotiated = true;
+        }
+        self.sack_ok = self.cfg.sack && t.opts.sack_permitted;
+        self.ts_ok = self.cfg.timestamps && t.opts.timestamps.is_some();
+        self.ecn_ok = self.cfg.ecn
+            && if is_syn {
+                t.flags.contains(TcpFlags::ECE) && t.flags.contains(TcpFlags::CWR)
+            } else {
+                t.flags.contains(TcpFlags::ECE) && !t.flags.contains(TcpFlags::CWR)
+            };
+        self.cwnd = self.mss * self.cfg.initial_window.max(1) as u64;
     }
 
     /// Append `n` bytes to the send stream (content: zeros unless `carry_payload`, then a
     /// deterministic pattern — use `write_bytes` to choose content).
+    ///
+    /// The pattern is [`super::pattern_byte`] of the stream offset. Writes after `close` are ignored.
     pub fn write(&mut self, n: u64) {
-        let _ = n;
-        todo!()
+        if self.fin_queued {
+            return;
+        }
+        self.sb.write(n);
+        self.burst = 0;
     }
 
-    /// Append explicit bytes to the send stream (requires `carry_payload`).
+    /// Append explicit bytes to the send stream (requires `carry_payload`; without it only the
+    /// length counts).
     pub fn write_bytes(&mut self, data: Bytes) {
-        let _ = data;
-        todo!()
+        if self.fin_queued {
+            return;
+        }
+        self.sb.write_bytes(data);
+        self.burst = 0;
     }
 
     /// Send FIN once all written data has been sent.
     pub fn close(&mut self) {
-        todo!()
+        if !self.fin_queued {
+            self.fin_queued = true;
+            self.burst = 0;
+        }
     }
+
+    // ------------------------------------------------------------------ helpers
+
+    #[inline]
+    fn snd_seq(&self, off: u64) -> SeqNum {
+        SeqNum(self.iss.wrapping_add(1).wrapping_add(off as u32))
+    }
+    #[inline]
+    fn rcv_seq(&self, off: u64) -> SeqNum {
+        SeqNum(self.irs.wrapping_add(1).wrapping_add(off as u32))
+    }
+    /// Wire ACK number → sending-stream offset (may be negative / beyond nxt).
+    #[inline]
+    fn ack_off(&self, ack: SeqNum) -> i64 {
+        self.una as i64 + ack.diff(self.snd_seq(self.una)) as i64
+    }
+    /// Wire sequence number → receiving-stream offset.
+    #[inline]
+    fn seg_off(&self, seq: SeqNum) -> i64 {
+        self.rcv_nxt as i64 + seq.diff(self.rcv_seq(self.rcv_nxt)) as i64
+    }
+    /// End of our sequence space: data plus the FIN if queued.
+    #[inline]
+    fn seq_end(&self) -> u64 {
+        self.sb.written + self.fin_queued as u64
+    }
+    #[inline]
+    fn sack_recovery(&self) -> bool {
+        self.sack_ok && matches!(self.cfg.cc, CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving)
+    }
+    #[inline]
+    fn can_send_data_state(&self) -> bool {
+        matches!(
+            self.state,
+            TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::Closing | TcpState::LastAck
+        )
+    }
+    #[inline]
+    fn cwnd_cap(&self) -> u64 {
+        if self.cfg.max_cwnd_bytes > 0 {
+            self.cfg.max_cwnd_bytes.max(self.mss)
+        } else {
+            CWND_CAP
+        }
+    }
+    fn push_event(&mut self, ev: TcpEvent) {
+        if let TcpEvent::Delivered { bytes } = ev {
+            if let Some(TcpEvent::Delivered { bytes: b }) = self.events.back_mut() {
+                *b += bytes;
+                return;
+            }
+        }
+        if ev == TcpEvent::AllAcked && self.events.back() == Some(&TcpEvent::AllAcked) {
+            return;
+        }
+        self.events.push_back(ev);
+    }
+
+    /// Presumed-lost boundary: un-SACKed bytes in `[una, B)` are lost (RFC 6675 IsLost during
+    /// SACK recovery; everything outstanding at an RTO / Tahoe fast retransmit).
+    #[inline]
+    fn lost_boundary(&self) -> u64 {
+        let mut b = self.una;
+        if self.rto_lost_to > b {
+            b = self.rto_lost_to;
+        }
+        if self.rec == Recovery::Sack {
+            let thresh = (self.cfg.dupthresh.max(1) as u64 - 1) * self.mss;
+            if let Some(l) = self.sboard.lost_boundary(thresh) {
+                b = b.max(l);
+            }
+        }
+        b.min(self.nxt)
+    }
+
+    /// Bytes in flight: `nxt − una` normally; RFC 6675 `pipe` during SACK recovery and after
+    /// an RTO (SACKed and presumed-lost bytes excluded, retransmitted bytes included).
+    fn flight(&self) -> u64 {
+        if self.rto_lost_to <= self.una && self.rec != Recovery::Sack {
+            return self.nxt - self.una;
+        }
+        let b = self.lost_boundary().max(self.una);
+        let r = self.rtx_ptr.clamp(self.una, self.nxt);
+        (self.nxt - b) - self.sboard.sacked_in(b, self.nxt) + (r - self.una) - self.sboard.sacked_in(self.una, r)
+    }
+
+    fn arm_rto(&mut self, now: Time) {
+        self.rtx_deadline = Some(self.rtt.deadline(now, self.rtt.rto()));
+    }
+
+    fn cc_ssthresh(&mut self, flight: u64) -> u64 {
+        let two = 2 * self.mss;
+        match self.cfg.cc {
+            CcAlgo::Cubic => {
+                let w = self.cubic.on_congestion(self.cwnd as f64 / self.mss as f64);
+                ((w * self.mss as f64) as u64).max(two)
+            }
+            CcAlgo::Misbehaving => self.ssthresh,
+            _ => (flight / 2).max(two),
+        }
+    }
+
+    fn rtt_sample(&mut self, r: Dur) {
+        self.rtt.sample(r);
+        let s = &mut self.stats;
+        s.rtt_samples += 1;
+        s.rtt_sum_ns += r.0;
+        s.rtt_min_ns = if s.rtt_samples == 1 { r.0 } else { s.rtt_min_ns.min(r.0) };
+        s.rtt_max_ns = s.rtt_max_ns.max(r.0);
+    }
+
+    // ------------------------------------------------------------------ input
 
     /// A segment for this connection arrived.
     pub fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        let _ = (now, pkt);
-        todo!()
+        let Some(t) = pkt.tcp() else { return };
+        if self.state == TcpState::Closed {
+            return;
+        }
+        if t.flags.contains(TcpFlags::RST) {
+            // Minimal RST handling: accept a reset whose sequence number is in the window.
+            let ok = match self.state {
+                TcpState::SynSent => t.flags.contains(TcpFlags::ACK) && t.ack == self.snd_seq(0),
+                _ => {
+                    let o = self.seg_off(t.seq);
+                    o >= self.rcv_nxt as i64 && o <= self.adv_edge.max(self.rcv_nxt + 1) as i64
+                }
+            };
+            if ok {
+                self.enter_closed();
+            }
+            return;
+        }
+        match self.state {
+            TcpState::SynSent => {
+                if t.flags.contains(TcpFlags::SYN) && t.flags.contains(TcpFlags::ACK) && t.ack == self.snd_seq(0) {
+                    self.irs = t.seq.0;
+                    self.negotiate(t, false);
+                    if let Some((tsval, tsecr)) = t.opts.timestamps.filter(|_| self.ts_ok) {
+                        self.ts_recent = tsval;
+                        if tsecr != 0 && self.syn_retx == 0 {
+                            self.rtt_sample(Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
+                        }
+                    } else if let (Some(t0), 0) = (self.syn_sent_at, self.syn_retx) {
+                        self.rtt_sample(now.since(t0));
+                    }
+                    self.rwnd = t.window as u64;
+                    self.rwnd_max = self.rwnd;
+                    self.last_wnd_raw = t.window;
+                    self.wl1 = 0;
+                    self.wl2 = 0;
+                    self.rtx_deadline = None;
+                    self.state = TcpState::Established;
+                    self.push_event(TcpEvent::Established);
+                    self.imm_acks += 1;
+                    self.burst = 0;
+                }
+                return;
+            }
+            TcpState::SynReceived => {
+                if t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) {
+                    // Our SYN-ACK was lost: send it again.
+                    self.syn_pending = true;
+                    return;
+                }
+                if !t.flags.contains(TcpFlags::ACK) || t.ack != self.snd_seq(0) {
+                    if !(t.flags.contains(TcpFlags::ACK) && self.ack_off(t.ack) > 0) {
+                        return;
+                    }
+                }
+                if self.syn_retx == 0 {
+                    if let Some((_, tsecr)) = t.opts.timestamps.filter(|x| self.ts_ok && x.1 != 0) {
+                        self.rtt_sample(Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
+                    } else if let Some(t0) = self.syn_sent_at {
+                        self.rtt_sample(now.since(t0));
+                    }
+                }
+                self.rtx_deadline = None;
+                self.state = TcpState::Established;
+                self.wl1 = 0;
+                self.wl2 = 0;
+                self.push_event(TcpEvent::Established);
+                self.burst = 0;
+                // Fall through: the ACK may carry data.
+            }
+            _ => {}
+        }
+        if t.flags.contains(TcpFlags::SYN) {
+            // Retransmitted SYN-ACK (our ACK was lost): ACK it again.
+            self.imm_acks += 1;
+            return;
+        }
+
+        let seg = self.seg_off(t.seq);
+        // RFC 7323 TS.Recent update: only from a segment covering the left edge of what we ACKed.
+        if self.ts_ok {
+            if let Some((tsval, _)) = t.opts.timestamps {
+                if seg <= self.last_ack_sent as i64 + self.peer_fin_rcvd as i64
+                    && (tsval.wrapping_sub(self.ts_recent) as i32) >= 0
+                {
+                    self.ts_recent = tsval;
+                }
+            }
+        }
+        if t.flags.contains(TcpFlags::ACK) {
+            self.on_ack(now, t, pkt);
+        }
+        if self.state == TcpState::Closed {
+            return;
+        }
+        // ECN receiver side: CWR ends the echo, then CE (re)starts it.
+        if self.ecn_ok {
+            if t.flags.contains(TcpFlags::CWR) {
+                self.ece_pending = false;
+            }
+            if pkt.ip.ecn == Ecn::Ce {
+                self.stats.ce_rcvd += 1;
+                self.ece_pending = true;
+                self.imm_acks = self.imm_acks.max(1);
+            }
+        }
+        self.on_data(now, seg, t, pkt);
     }
+
+    /// The sending half's ACK processing.
+    fn on_ack(&mut self, now: Time, t: &TcpHdr, pkt: &Packet) {
+        let ack = self.ack_off(t.ack);
+        if ack < self.una as i64 || ack > self.nxt as i64 {
+            return; // old or acknowledges unsent data
+        }
+        let ack = ack as u64;
+        let flight_before = self.flight();
+        // Window update (RFC 793 SND.WL1/WL2 rule).
+        let seg = self.seg_off(t.seq);
+        let window_changed = t.window != self.last_wnd_raw;
+        if seg > self.wl1 || (seg == self.wl1 && ack >= self.wl2) {
+            self.rwnd = (t.window as u64) << self.snd_shift;
+            self.rwnd_max = self.rwnd_max.max(self.rwnd);
+            self.wl1 = seg;
+            self.wl2 = ack;
+            self.last_wnd_raw = t.window;
+        }
+        // SACK information.
+        let mut newly_sacked = 0;
+        if self.sack_ok && t.opts.sack_len > 0 {
+            for b in t.opts.sack_blocks() {
+                let l = self.ack_off(b.left).max(ack as i64);
+                let r = self.ack_off(b.right).min(self.nxt as i64);
+                if l < r {
+                    newly_sacked += self.sboard.add(l as u64, r as u64);
+                }
+            }
+        }
+        self.sboard.advance(ack);
+
+        if ack > self.una {
+            self.on_new_ack(now, t, ack, flight_before);
+        } else if ack == self.una
+            && self.nxt > self.una
+            && pkt.payload_len == 0
+            && t.flags.0 & (TcpFlags::SYN.0 | TcpFlags::FIN.0) == 0
+            && !window_changed
+        {
+            self.on_dupack(now, newly_sacked);
+        } else if newly_sacked > 0 {
+            self.maybe_sack_recovery(now);
+        }
+
+        // ECN-Echo: reduce once per window of data, as on loss but without retransmitting.
+        if self.ecn_ok && t.flags.contains(TcpFlags::ECE) {
+            self.stats.ece_rcvd += 1;
+            if self.rec == Recovery::None && self.una >= self.ecn_recover && self.rto_lost_to <= self.una {
+                let react = self.cfg.cc != CcAlgo::Misbehaving || self.cfg.misbehaving_ecn_response;
+                if react {
+                    let fl = self.nxt - self.una;
+                    self.ssthresh = if self.cfg.cc == CcAlgo::Misbehaving {
+                        (fl / 2).max(2 * self.mss)
+                    } else {
+                        self.cc_ssthresh(fl)
+                    };
+                    self.cwnd = self.ssthresh;
+                    self.stats.cwnd_reductions += 1;
+                    self.stats.ecn_reductions += 1;
+                    self.cwr_pending = true;
+                }
+                self.ecn_recover = self.nxt.max(self.una + 1);
+            }
+        }
+    }
+
+    fn on_new_ack(&mut self, now: Time, t: &TcpHdr, ack: u64, flight_before: u64) {
+        let newly = ack - self.una;
+        let fin_in = self.fin_queued && ack > self.sb.written && self.una <= self.sb.written;
+        let data_acked = newly - fin_in as u64;
+        self.stats.bytes_acked += data_acked;
+        // RTT sample: timestamps (RFC 7323) or one timed segment (Karn: never a retransmission).
+        if self.ts_ok {
+            if let Some((_, tsecr)) = t.opts.timestamps {
+                if tsecr != 0 {
+                    let us = ts_now(now).wrapping_sub(tsecr);
+                    if (us as i32) >= 0 {
+                        self.rtt_sample(Dur(us as u64 * 1000));
+                    }
+                }
+            }
+        } else if let Some((end, t0)) = self.rtt_timing {
+            if ack >= end {
+                self.rtt_sample(now.since(t0));
+                self.rtt_timing = None;
+            }
+        }
+        self.una = ack;
+        self.sb.release(ack.min(self.sb.written));
+        if self.rtx_ptr < ack {
+            self.rtx_ptr = ack;
+        }
+        if matches!(self.pending_rtx, Some(p) if p < ack) {
+            self.pending_rtx = None;
+        }
+        self.dupacks = 0;
+        self.consecutive_rtos = 0;
+        self.burst = 0;
+        let mss = self.mss;
+        let mut restart_timer = true;
+
+        match self.rec {
+            Recovery::Fast => {
+                let full = self.recover.is_none_or(|r| ack >= r);
+                if self.cfg.cc == CcAlgo::Reno || full {
+                    // Reno exits on any new ACK; NewReno on a full ACK (RFC 6582 option 1).
+                    self.rec = Recovery::None;
+                    self.cwnd = if self.cfg.cc == CcAlgo::Misbehaving {
+                        self.cwnd.max(self.ssthresh)
+                    } else if self.cfg.cc == CcAlgo::Reno {
+                        self.ssthresh
+                    } else {
+                        let fl = self.nxt - self.una;
+                        self.ssthresh.min(fl.max(mss) + mss)
+                    };
+                } else {
+                    // NewReno partial ACK: retransmit the next hole, deflate, stay in recovery.
+                    self.stats.partial_acks += 1;
+                    self.pending_rtx = Some(ack);
+                    if self.cfg.cc != CcAlgo::Misbehaving {
+                        self.cwnd = self.cwnd.saturating_sub(newly);
+                        if newly >= mss {
+                            self.cwnd += mss;
+                        }
+                        self.cwnd = self.cwnd.max(mss);
+                    }
+                    restart_timer = self.first_partial;
+                    self.first_partial = false;
+                }
+            }
+            Recovery::Sack => {
+                if self.recover.is_none_or(|r| ack >= r) {
+                    self.rec = Recovery::None;
+                    self.rtx_ptr = ack;
+                } else {
+                    self.stats.partial_acks += 1;
+                }
+            }
+            Recovery::None => self.grow_cwnd(now, data_acked.max(newly.min(1)), flight_before),
+        }
+
+        if self.una >= self.nxt {
+            self.rtx_deadline = None;
+        } else if restart_timer {
+            self.arm_rto(now);
+        }
+        if data_acked > 0 && self.una >= self.sb.written {
+            self.push_event(TcpEvent::AllAcked);
+        }
+        // Our FIN acknowledged?
+        if self.fin_queued && self.una > self.sb.written {
+            match self.state {
+                TcpState::FinWait1 => self.state = TcpState::FinWait2,
+                TcpState::Closing => self.enter_time_wait(now),
+                TcpState::LastAck => self.enter_closed(),
+                _ => {}
+            }
+        }
+        if self.rec == Recovery::None && self.sack_recovery() && !self.sboard.is_empty() {
+            self.maybe_sack_recovery(now);
+        }
+    }
+
+    /// Congestion-window growth on an ACK of `acked` new bytes outside recovery.
+    fn grow_cwnd(&mut self, now: Time, acked: u64, _flight_before: u64) {
+        let mss = self.mss;
+        let cap = self.cwnd_cap();
+        if self.cfg.cc == CcAlgo::Misbehaving {
+            // No congestion avoidance: byte-counted slow start forever (doubles per RTT).
+            self.cwnd = self.cwnd.saturating_add(acked).min(cap);
+            return;
+        }
+        if self.cwnd < self.ssthresh {
+            let inc = if self.cfg.abc { acked.min(2 * mss) } else { mss };
+            self.cwnd = self.cwnd.saturating_add(inc).min(cap);
+            return;
+        }
+        if self.cfg.cc == CcAlgo::Cubic {
+            let srtt = self.rtt.srtt().unwrap_or(Dur::from_millis(100));
+            let m = mss as f64;
+            let w = self.cubic.on_ack(now, self.cwnd as f64 / m, acked as f64 / m, srtt);
+            self.cwnd = ((w * m) as u64).max(self.cwnd).min(cap);
+            return;
+        }
+        if self.cfg.abc {
+            self.ca_acc += acked;
+            if self.ca_acc >= self.cwnd {
+                self.ca_acc -= self.cwnd;
+                self.cwnd += mss;
+            }
+        } else {
+            self.cwnd += (mss * mss / self.cwnd).max(1);
+        }
+        self.cwnd = self.cwnd.min(cap);
+    }
+
+    fn on_dupack(&mut self, now: Time, _newly_sacked: u64) {
+        self.stats.dupacks_rcvd += 1;
+        self.dupacks += 1;
+        match self.rec {
+            Recovery::Fast => {
+                // Window inflation (Reno / NewReno).
+                self.cwnd += self.mss;
+            }
+            Recovery::Sack => {}
+            Recovery::None => {
+                if self.dupacks == self.cfg.dupthresh.max(1) {
+                    let guarded = matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno);
+                    if guarded || self.recover.is_none_or(|r| self.una >= r) {
+                        self.enter_recovery(now);
+                        return;
+                    }
+                }
+                if self.sack_recovery() {
+                    self.maybe_sack_recovery(now);
+                }
+            }
+        }
+    }
+
+    /// RFC 6675: enter recovery when the first un-ACKed byte is deemed lost by SACK info.
+    fn maybe_sack_recovery(&mut self, now: Time) {
+        if self.rec != Recovery::None || !self.sack_recovery() || self.rto_lost_to > self.una {
+            return;
+        }
+        if self.recover.is_some_and(|r| self.una < r) {
+            return;
+        }
+        let thresh = (self.cfg.dupthresh.max(1) as u64 - 1) * self.mss;
+        if self.sboard.lost_boundary(thresh).is_some_and(|b| b > self.una) {
+            self.enter_recovery(now);
+        }
+    }
+
+    fn enter_recovery(&mut self, now: Time) {
+        let _ = now;
+        self.stats.fast_retransmits += 1;
+        self.push_event(TcpEvent::FastRetransmit { seq: self.snd_seq(self.una) });
+        let flight = self.nxt - self.una;
+        self.recover = Some(self.nxt);
+        let misbehaving = self.cfg.cc == CcAlgo::Misbehaving;
+        if !misbehaving {
+            self.stats.cwnd_reductions += 1;
+        }
+        match self.cfg.cc {
+            CcAlgo::Tahoe => {
+                self.ssthresh = (flight / 2).max(2 * self.mss);
+                self.cwnd = self.mss;
+                self.rto_lost_to = self.nxt;
+                self.rtx_ptr = self.una;
+                self.rec = Recovery::None;
+            }
+            _ if self.sack_recovery() => {
+                if !misbehaving {
+                    self.ssthresh = self.cc_ssthresh(flight);
+                    self.cwnd = self.ssthresh;
+                }
+                self.rtx_ptr = self.una;
+                self.pending_rtx = Some(self.una);
+                self.rec = Recovery::Sack;
+            }
+            _ => {
+                if !misbehaving {
+                    self.ssthresh = self.cc_ssthresh(flight);
+                    self.cwnd = self.ssthresh + self.cfg.dupthresh as u64 * self.mss;
+                }
+                self.pending_rtx = Some(self.una);
+                self.first_partial = true;
+                self.rec = Recovery::Fast;
+            }
+        }
+    }
+
+    /// The receiving half.
+    fn on_data(&mut self, now: Time, seg: i64, t: &TcpHdr, pkt: &Packet) {
+        let len = pkt.payload_len as i64;
+        let fin = t.flags.contains(TcpFlags::FIN);
+        let rn = self.rcv_nxt as i64;
+        if len == 0 && !fin {
+            // A pure ACK. An old sequence number (e.g. a zero-window probe) elicits an ACK.
+            if seg < rn + self.peer_fin_rcvd as i64 {
+                self.imm_acks += 1;
+            }
+            return;
+        }
+        if !matches!(self.state, TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2) {
+            // Data or FIN after the peer's FIN (a retransmission): ACK it.
+            if self.peer_fin_rcvd {
+                self.imm_acks += 1;
+                if self.state == TcpState::TimeWait {
+                    self.enter_time_wait(now);
+                }
+            }
+            return;
+        }
+        let end = seg + len;
+        if fin && self.peer_fin_off.is_none() && end >= rn {
+            self.peer_fin_off = Some(end as u64);
+        }
+        if len > 0 {
+            self.rcv_mss = self.rcv_mss.max(len as u64);
+            let limit = self.adv_edge.max(self.rcv_nxt) as i64;
+            let s = seg.max(rn);
+            let e = end.min(limit);
+            if end <= rn {
+                self.imm_acks += 1; // duplicate segment → duplicate ACK
+            } else if s >= e {
+                self.imm_acks += 1; // beyond the window
+            } else if s == rn {
+                let had_ooo = !self.reasm.is_empty();
+                let payload = if self.cfg.carry_payload {
+                    pkt.payload.as_ref().map(|p| p.slice((s - seg) as usize..(e - seg) as usize))
+                } else {
+                    None
+                };
+                if let Some(p) = payload {
+                    self.read_q.push_back(p);
+                }
+                let mut nxt = e as u64;
+                if had_ooo {
+                    let q = &mut self.read_q;
+                    nxt = self.reasm.advance(nxt, |b| q.push_back(b));
+                }
+                let delivered = nxt - self.rcv_nxt;
+                self.rcv_nxt = nxt;
+                self.stats.bytes_delivered += delivered;
+                self.push_event(TcpEvent::Delivered { bytes: delivered });
+                self.unacked_bytes += delivered;
+                let every = self.cfg.delack.every.max(1) as u64;
+                if had_ooo || every <= 1 || self.unacked_bytes >= every * self.rcv_mss {
+                    self.imm_acks = self.imm_acks.max(1);
+                } else if self.delack_deadline.is_none() {
+                    self.delack_deadline = Some(now + self.cfg.delack.timeout);
+                }
+            } else {
+                let payload = if self.cfg.carry_payload {
+                    pkt.payload.as_ref().map(|p| p.slice((s - seg) as usize..(e - seg) as usize))
+                } else {
+                    None
+                };
+                self.reasm.insert(s as u64, e as u64, payload);
+                self.imm_acks += 1; // out of order → immediate (duplicate) ACK with SACK
+            }
+        }
+        if let Some(fo) = self.peer_fin_off {
+            if !self.peer_fin_rcvd && self.rcv_nxt == fo {
+                self.peer_fin_rcvd = true;
+                self.imm_acks = self.imm_acks.max(1);
+                self.push_event(TcpEvent::PeerFin);
+                match self.state {
+                    TcpState::Established => self.state = TcpState::CloseWait,
+                    TcpState::FinWait1 => self.state = TcpState::Closing,
+                    TcpState::FinWait2 => self.enter_time_wait(now),
+                    _ => {}
+                }
+            } else if fin && !self.peer_fin_rcvd {
+                self.imm_acks = self.imm_acks.max(1);
+            }
+        }
+    }
+
+    fn enter_time_wait(&mut self, now: Time) {
+        self.state = TcpState::TimeWait;
+        let srtt = self.rtt.srtt().unwrap_or(Dur::ZERO).max(Dur::from_millis(1));
+        self.tw_deadline = Some(now + Dur(srtt.0.saturating_mul(2)));
+        self.rtx_deadline = None;
+        self.delack_deadline = None;
+    }
+
+    fn enter_closed(&mut self) {
+        if self.state != TcpState::Closed {
+            self.state = TcpState::Closed;
+            self.rtx_deadline = None;
+            self.delack_deadline = None;
+            self.tw_deadline = None;
+            self.push_event(TcpEvent::Closed);
+        }
+    }
+
+    // ------------------------------------------------------------------ output
 
     /// Next segment to send now, if any (data, retransmission, ACK, SYN, FIN).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Packet> {
-        let _ = now;
-        todo!()
+        match self.state {
+            TcpState::Closed => return None,
+            TcpState::SynSent | TcpState::SynReceived => {
+                if self.syn_pending {
+                    self.syn_pending = false;
+                    return Some(self.build_syn(now));
+                }
+                return None;
+            }
+            _ => {}
+        }
+        if self.can_send_data_state() {
+            if let Some(p) = self.next_data_segment(now) {
+                return Some(p);
+            }
+            if self.probe_pending {
+                self.probe_pending = false;
+                self.stats.persist_probes += 1;
+                let seq = self.snd_seq(self.una) - 1;
+                return Some(self.build(now, seq, TcpFlags::ACK, 0, None, false));
+            }
+            // Persist timer: data waiting, nothing in flight, window too small to send.
+            if self.rtx_deadline.is_none() && self.una == self.nxt && self.nxt < self.seq_end() {
+                self.arm_rto(now);
+            }
+        }
+        if self.imm_acks > 0 || (self.delack_deadline.is_some_and(|d| d <= now)) {
+            self.stats.acks_sent += 1;
+            let seq = self.snd_seq(self.nxt);
+            return Some(self.build(now, seq, TcpFlags::ACK, 0, None, false));
+        }
+        None
     }
 
+    fn next_data_segment(&mut self, now: Time) -> Option<Packet> {
+        let end = self.seq_end();
+        if self.una >= end {
+            return None;
+        }
+        let mss = self.mss;
+        // 1. One-shot retransmission (fast retransmit, NewReno partial ACK): ignores cwnd.
+        if let Some(s) = self.pending_rtx.take() {
+            if s >= self.una && s < self.nxt {
+                let (s, e) = self.sboard.next_hole(s, self.nxt).map(|(a, b)| (a, b.min(a + mss)))?;
+                if self.rec == Recovery::Sack && e > self.rtx_ptr {
+                    self.rtx_ptr = e;
+                }
+                return Some(self.emit(now, s, e));
+            }
+        }
+        if self.cfg.max_burst > 0 && self.burst >= self.cfg.max_burst {
+            return None;
+        }
+        let flight = self.flight();
+        let cwnd = self.cwnd.min(self.cwnd_cap()).max(mss);
+        // 2. Retransmit presumed-lost data (go-back-N after RTO; RFC 6675 NextSeg rule 1).
+        let b = self.lost_boundary();
+        if b > self.una {
+            let from = self.rtx_ptr.max(self.una);
+            if let Some((s, he)) = self.sboard.next_hole(from, b) {
+                let e = he.min(s + mss);
+                if flight + (e - s) > cwnd && flight > 0 {
+                    return None;
+                }
+                self.rtx_ptr = e;
+                return Some(self.emit(now, s, e));
+            }
+        }
+        // 3. New data.
+        if self.nxt < end {
+            let written = self.sb.written;
+            let mut e = written.min(self.nxt + mss);
+            let len = e - self.nxt;
+            if len > 0 {
+                let edge = self.una + self.rwnd;
+                if e > edge {
+                    let allowed = edge.saturating_sub(self.nxt);
+                    // Sender-side SWS avoidance (RFC 1122): a partial segment only if it is at
+                    // least half the largest window the peer ever offered.
+                    if allowed == 0 || allowed < (self.rwnd_max / 2).max(1) {
+                        return self.sack_rule3(now, flight, cwnd);
+                    }
+                    e = self.nxt + allowed;
+                }
+                let mut lt = 0;
+                if self.cfg.limited_transmit && self.rec == Recovery::None {
+                    lt = self.dupacks.min(2) as u64 * mss;
+                }
+                if flight > 0 && flight + (e - self.nxt) > cwnd + lt {
+                    return self.sack_rule3(now, flight, cwnd);
+                }
+            }
+            if e == written && self.fin_queued {
+                e += 1; // FIN rides on the last data segment (or goes alone)
+            }
+            if e > self.nxt {
+                let s = self.nxt;
+                return Some(self.emit(now, s, e));
+            }
+        }
+        self.sack_rule3(now, flight, cwnd)
+    }
+
+    /// RFC 6675 NextSeg rule 3: during SACK recovery with no new data to send, retransmit an
+    /// un-SACKed, not-yet-retransmitted segment below the highest SACKed byte.
+    fn sack_rule3(&mut self, now: Time, flight: u64, cwnd: u64) -> Option<Packet> {
+        if self.rec != Recovery::Sack {
+            return None;
+        }
+        let hi = self.sboard.highest()?;
+        let from = self.rtx_ptr.max(self.una);
+        let (s, he) = self.sboard.next_hole(from, hi)?;
+        let e = he.min(s + self.mss);
+        if flight + (e - s) > cwnd {
+            return None;
+        }
+        self.rtx_ptr = e;
+        Some(self.emit(now, s, e))
+    }
+
+    /// Build and account for the data/FIN segment covering sequence offsets `[s, e)`.
+    fn emit(&mut self, now: Time, s: u64, e: u64) -> Packet {
+        let written = self.sb.written;
+        let data_end = e.min(written);
+        let len = data_end.saturating_sub(s);
+        let fin = self.fin_queued && e > written;
+        let rtx = s < self.nxt;
+        let mut flags = TcpFlags::ACK;
+        if fin {
+            flags.insert(TcpFlags::FIN);
+        }
+        if len > 0 && data_end == written {
+            flags.insert(TcpFlags::PSH);
+        }
+        if self.cwr_pending && !rtx && len > 0 {
+            flags.insert(TcpFlags::CWR);
+            self.cwr_pending = false;
+        }
+        let payload = if self.cfg.carry_payload && len > 0 { self.sb.payload(s, data_end) } else { None };
+        let ect = self.ecn_ok && len > 0 && !rtx;
+        let seq = self.snd_seq(s);
+        let p = self.build(now, seq, flags, len as u32, payload, ect);
+        if len > 0 {
+            self.stats.data_segs_sent += 1;
+            self.stats.data_bytes_sent += len;
+        }
+        if rtx {
+            if len > 0 {
+                self.stats.retrans_segs += 1;
+                self.stats.retrans_bytes += len;
+            }
+            self.rtt_timing = None; // Karn
+        } else {
+            if !self.ts_ok && self.rtt_timing.is_none() {
+                self.rtt_timing = Some((e, now));
+            }
+            self.nxt = e;
+            if fin {
+                match self.state {
+                    TcpState::Established => self.state = TcpState::FinWait1,
+                    TcpState::CloseWait => self.state = TcpState::LastAck,
+                    _ => {}
+                }
+            }
+        }
+        if self.nxt < e {
+            self.nxt = e;
+        }
+        if self.rtx_deadline.is_none() {
+            self.arm_rto(now);
+        }
+        self.burst += 1;
+        p
+    }
+
+    fn build_syn(&mut self, now: Time) -> Packet {
+        let mut opts = TcpOptions { mss: Some(self.cfg.mss.min(65535) as u16), ..Default::default() };
+        let mut flags = TcpFlags::SYN;
+        let (seq, ack) = (SeqNum(self.iss), SeqNum(0));
+        if self.state == TcpState::SynSent {
+            opts.wscale = self.cfg.wscale.map(|w| w.min(14));
+            opts.sack_permitted = self.cfg.sack;
+            if self.cfg.timestamps {
+                opts.timestamps = Some((ts_now(now), 0));
+            }
+            if self.cfg.ecn {
+                flags.insert(TcpFlags::ECE);
+                flags.insert(TcpFlags::CWR);
+            }
+        } else {
+            flags.insert(TcpFlags::ACK);
+            if self.ws_negotiated {
+                opts.wscale = Some(self.rcv_shift);
+            }
+            opts.sack_permitted = self.sack_ok;
+            if self.ts_ok {
+                opts.timestamps = Some((ts_now(now), self.ts_recent));
+            }
+            if self.ecn_ok {
+                flags.insert(TcpFlags::ECE);
+            }
+        }
+        let window = self.cfg.rcv_buf.min(65535) as u16;
+        self.adv_edge = self.adv_edge.max(window as u64);
+        if self.syn_sent_at.is_none() {
+            self.syn_sent_at = Some(now);
+        }
+        self.rtx_deadline = Some(self.rtt.deadline(now, self.rtt.rto()));
+        self.stats.segs_sent += 1;
+        let ack = if self.state == TcpState::SynReceived { self.rcv_seq(0) } else { ack };
+        let tcp =
+            TcpHdr { sport: self.local.port(), dport: self.remote.port(), seq, ack, flags, window, urgent: 0, opts };
+        Packet { ip: self.ip_hdr(Ecn::NotEct), l4: L4::Tcp(tcp), payload_len: 0, payload: None }
+    }
+
+    fn ip_hdr(&mut self, ecn: Ecn) -> IpHdr {
+        self.ip_id = self.ip_id.wrapping_add(1);
+        IpHdr { src: self.local.ip(), dst: self.remote.ip(), ttl: 64, dscp: 0, ecn, id: self.ip_id }
+    }
+
+    /// A segment carrying our current ACK state (ACK number, window, timestamps, SACK, ECE).
+    fn build(
+        &mut self,
+        now: Time,
+        seq: SeqNum,
+        mut flags: TcpFlags,
+        len: u32,
+        payload: Option<Bytes>,
+        ect: bool,
+    ) -> Packet {
+        let mut opts = TcpOptions::default();
+        if self.ts_ok {
+            opts.timestamps = Some((ts_now(now), self.ts_recent));
+        }
+        if self.sack_ok && !self.reasm.is_empty() {
+            let max = if self.ts_ok { 3 } else { 4 };
+            let blocks = self.reasm.sack_blocks();
+            let n = blocks.len().min(max);
+            for (i, &(l, r)) in blocks[..n].iter().enumerate() {
+                opts.sack[i] = SackBlock { left: self.rcv_seq(l), right: self.rcv_seq(r) };
+            }
+            opts.sack_len = n as u8;
+        }
+        if self.ece_pending {
+            flags.insert(TcpFlags::ECE);
+        }
+        // Advertised window: free receive buffer, scaled, never shrinking the right edge.
+        let free = (self.cfg.rcv_buf as u64).saturating_sub(self.reasm.ooo_bytes);
+        let edge = self.adv_edge.max(self.rcv_nxt + free);
+        let wnd = edge - self.rcv_nxt;
+        let sh = self.rcv_shift as u32;
+        // Round down to the scale unit (like Linux), unless that would shrink the edge.
+        let mut field = (wnd >> sh).min(65535);
+        if self.rcv_nxt + (field << sh) < self.adv_edge {
+            field = wnd.div_ceil(1u64 << sh).min(65535);
+        }
+        self.adv_edge = self.adv_edge.max(self.rcv_nxt + (field << sh));
+        let ack = self.rcv_seq(self.rcv_nxt + self.peer_fin_rcvd as u64);
+        self.last_ack_sent = self.rcv_nxt;
+        self.unacked_bytes = 0;
+        self.delack_deadline = None;
+        self.imm_acks = self.imm_acks.saturating_sub(1);
+        self.stats.segs_sent += 1;
+        let tcp = TcpHdr {
+            sport: self.local.port(),
+            dport: self.remote.port(),
+            seq,
+            ack,
+            flags,
+            window: field as u16,
+            urgent: 0,
+            opts,
+        };
+        let ip = self.ip_hdr(if ect { Ecn::Ect0 } else { Ecn::NotEct });
+        Packet { ip, l4: L4::Tcp(tcp), payload_len: len, payload }
+    }
+
+    // ------------------------------------------------------------------ timers
+
     /// Earliest pending timer (RTO, delayed ACK, persist), if any.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
-        todo!()
+        let mut t = self.rtx_deadline;
+        for d in [self.delack_deadline, self.tw_deadline].into_iter().flatten() {
+            t = Some(t.map_or(d, |x| x.min(d)));
+        }
+        t
     }
 
     /// Process timers due at or before `now`.
     pub fn handle_timeout(&mut self, now: Time) {
-        let _ = now;
-        todo!()
+        if self.tw_deadline.is_some_and(|d| d <= now) {
+            self.tw_deadline = None;
+            self.enter_closed();
+            return;
+        }
+        if self.delack_deadline.is_some_and(|d| d <= now) {
+            self.delack_deadline = None;
+            self.imm_acks = self.imm_acks.max(1);
+        }
+        if self.rtx_deadline.is_some_and(|d| d <= now) {
+            self.rtx_deadline = None;
+            self.on_rtx_timer(now);
+        }
+    }
+
+    fn on_rtx_timer(&mut self, now: Time) {
+        match self.state {
+            TcpState::SynSent | TcpState::SynReceived => {
+                self.stats.timeouts += 1;
+                self.stats.syn_retrans += 1;
+                self.push_event(TcpEvent::Timeout { rto: self.rtt.rto() });
+                self.rtt.back_off();
+                self.syn_retx += 1;
+                self.syn_pending = true;
+                return;
+            }
+            TcpState::Closed | TcpState::TimeWait | TcpState::FinWait2 => return,
+            _ => {}
+        }
+        if self.una >= self.nxt {
+            if self.nxt < self.seq_end() {
+                // Persist timer: probe the peer's window.
+                self.probe_pending = true;
+                self.rtt.back_off();
+                self.arm_rto(now);
+            }
+            return;
+        }
+        // Retransmission timeout (RFC 6298 / RFC 5681).
+        let rto = self.rtt.rto();
+        self.stats.timeouts += 1;
+        self.push_event(TcpEvent::Timeout { rto });
+        let flight = self.nxt - self.una;
+        if self.cfg.cc != CcAlgo::Misbehaving {
+            if self.consecutive_rtos == 0 {
+                self.ssthresh = self.cc_ssthresh(flight);
+            }
+            self.cwnd = self.mss;
+            self.stats.cwnd_reductions += 1;
+        }
+        self.cubic.reset_epoch();
+        self.consecutive_rtos += 1;
+        self.rec = Recovery::None;
+        self.dupacks = 0;
+        self.pending_rtx = None;
+        self.recover = Some(self.nxt);
+        self.rto_lost_to = self.nxt;
+        self.rtx_ptr = self.una;
+        self.rtt_timing = None;
+        self.ca_acc = 0;
+        self.burst = 0;
+        self.rtt.back_off();
+        self.arm_rto(now);
     }
 
     pub fn poll_event(&mut self) -> Option<TcpEvent> {
-        todo!()
+        self.events.pop_front()
     }
 
     /// In-order payload delivered since the last call (only with `carry_payload`).
     pub fn read(&mut self) -> Option<Bytes> {
-        todo!()
+        match self.read_q.len() {
+            0 => None,
+            1 => self.read_q.pop_front(),
+            _ => {
+                let n: usize = self.read_q.iter().map(|b| b.len()).sum();
+                let mut out = BytesMut::with_capacity(n);
+                for b in self.read_q.drain(..) {
+                    out.extend_from_slice(&b);
+                }
+                Some(out.freeze())
+            }
+        }
     }
 
     pub fn stats(&self) -> &TcpStats {
-        todo!()
+        &self.stats
     }
 
     pub fn trace(&self) -> TcpTrace {
-        todo!()
+        TcpTrace {
+            cwnd_bytes: self.cwnd,
+            ssthresh_bytes: self.ssthresh,
+            srtt: self.rtt.srtt().unwrap_or(Dur::ZERO),
+            rto: self.rtt.rto(),
+            in_flight_bytes: self.flight(),
+            rwnd_seen_bytes: self.rwnd,
+        }
     }
 
     pub fn state(&self) -> TcpState {
-        todo!()
+        self.state
     }
 
     pub fn local(&self) -> SocketAddr {
-        todo!()
+        self.local
     }
 
     pub fn remote(&self) -> SocketAddr {
-        todo!()
+        self.remote
     }
+
+    /// Oldest unacknowledged sequence number (SND.UNA).
+    pub fn snd_una(&self) -> SeqNum {
+        self.snd_seq(self.una)
+    }
+
+    /// Next sequence number to be sent for new data (highest sent + 1, SND.MAX).
+    pub fn snd_nxt(&self) -> SeqNum {
+        self.snd_seq(self.nxt)
+    }
+
+    /// Negotiated effective MSS (payload bytes).
+    pub fn mss(&self) -> u32 {
+        self.mss as u32
+    }
+
+    /// Negotiated options: (window scaling, SACK, timestamps, ECN).
+    pub fn negotiated(&self) -> Negotiated {
+        Negotiated {
+            mss: self.mss as u32,
+            wscale: self.ws_negotiated.then_some((self.snd_shift, self.rcv_shift)),
+            sack: self.sack_ok,
+            timestamps: self.ts_ok,
+            ecn: self.ecn_ok,
+        }
+    }
+}
+
+/// What the handshake negotiated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Negotiated {
+    pub mss: u32,
+    /// (peer's shift applied to windows we receive, our shift applied to windows we send).
+    pub wscale: Option<(u8, u8)>,
+    pub sack: bool,
+    pub timestamps: bool,
+    pub ecn: bool,
 }

@@ -12,8 +12,14 @@
 //!
 //! Congestion control and loss recovery are selected by [`TcpConfig`].
 
+mod cc;
 mod config;
 mod conn;
+mod recv;
+mod rtt;
+mod scoreboard;
+mod sendbuf;
 
 pub use config::*;
 pub use conn::*;
+pub use sendbuf::{pattern_byte, pattern_bytes};

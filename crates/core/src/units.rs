@@ -1,0 +1,156 @@
+//! Values with units, as written in scenario and policy files: rates (`"10Mbit/s"`, `"500KB/s"`),
+//! durations (`"20ms"`, `"1.5s"`), sizes (`"64KB"`, `"4MiB"`, `"100pkt"`).
+//!
+//! Decimal prefixes are powers of 1000 and binary ones (Ki, Mi, Gi) powers of 1024; `B` is a byte
+//! and `bit` a bit (`b` alone is accepted as bit in rates, as in `kbps`). Errors say what was expected.
+
+use crate::time::Dur;
+use core::fmt;
+
+/// A bit rate in bits per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rate(pub u64);
+
+/// A size: either bytes or packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Size {
+    Bytes(u64),
+    Packets(u64),
+}
+
+fn split_num(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '-' || *c == '+'))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    let (n, u) = s.split_at(end);
+    let v: f64 = n.parse().ok()?;
+    Some((v, u.trim()))
+}
+
+fn prefix(u: &str) -> Option<(f64, &str)> {
+    for (p, m) in
+        [("Ki", 1024.0), ("Mi", 1048576.0), ("Gi", 1073741824.0), ("k", 1e3), ("K", 1e3), ("M", 1e6), ("G", 1e9)]
+    {
+        if let Some(rest) = u.strip_prefix(p) {
+            return Some((m, rest));
+        }
+    }
+    Some((1.0, u))
+}
+
+/// Parse a rate such as `10Mbit/s`, `10Mbps`, `500KB/s`, `1.5Gbit/s`, `64kbps`.
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    const EXP: &str = "a rate with a unit, like \"10Mbit/s\", \"10Mbps\" or \"500KB/s\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("expected {EXP}, got {s:?}"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("expected a non-negative {EXP}, got {s:?}"));
+    }
+    let (m, rest) = prefix(u).unwrap();
+    let bits = match rest {
+        "bit/s" | "bps" | "b/s" => 1.0,
+        "B/s" | "Bps" => 8.0,
+        _ => return Err(format!("expected {EXP}, got {s:?} (unknown unit {u:?})")),
+    };
+    Ok(Rate((v * m * bits).round() as u64))
+}
+
+/// Parse a duration such as `20ms`, `1.5s`, `250us`, `100ns`, `2min`.
+pub fn parse_duration(s: &str) -> Result<Dur, String> {
+    const EXP: &str = "a duration with a unit, like \"20ms\", \"1.5s\" or \"250us\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("expected {EXP}, got {s:?}"))?;
+    if !v.is_finite() {
+        return Err(format!("expected {EXP}, got {s:?}"));
+    }
+    if v < 0.0 {
+        return Err(format!("expected a non-negative duration, got {s:?}"));
+    }
+    let ns = match u {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "min" => 60e9,
+        _ => return Err(format!("expected {EXP}, got {s:?} (unknown unit {u:?})")),
+    };
+    Ok(Dur((v * ns).round() as u64))
+}
+
+/// Parse a size such as `64KB`, `4MiB`, `1500B`, `100pkt`, `100 packets`.
+pub fn parse_size(s: &str) -> Result<Size, String> {
+    const EXP: &str = "a size with a unit, like \"64KB\", \"4MiB\", \"1500B\" or \"100pkt\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("expected {EXP}, got {s:?}"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("expected a non-negative {EXP}, got {s:?}"));
+    }
+    match u {
+        "pkt" | "pkts" | "packet" | "packets" | "p" => {
+            if v.fract() != 0.0 {
+                return Err(format!("expected a whole number of packets, got {s:?}"));
+            }
+            return Ok(Size::Packets(v as u64));
+        }
+        _ => {}
+    }
+    let (m, rest) = prefix(u).unwrap();
+    match rest {
+        "B" | "bytes" | "byte" => Ok(Size::Bytes((v * m).round() as u64)),
+        _ => Err(format!("expected {EXP}, got {s:?} (unknown unit {u:?})")),
+    }
+}
+
+/// Parse a byte count (a size that must be in bytes).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    match parse_size(s)? {
+        Size::Bytes(b) => Ok(b),
+        Size::Packets(_) => Err(format!("expected a size in bytes like \"64KB\" or \"4MiB\", got {s:?}")),
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0 as f64;
+        if v >= 1e9 {
+            write!(f, "{}Gbit/s", v / 1e9)
+        } else if v >= 1e6 {
+            write!(f, "{}Mbit/s", v / 1e6)
+        } else if v >= 1e3 {
+            write!(f, "{}kbit/s", v / 1e3)
+        } else {
+            write!(f, "{}bit/s", v)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("10Mbit/s").unwrap(), Rate(10_000_000));
+        assert_eq!(parse_rate("10Mbps").unwrap(), Rate(10_000_000));
+        assert_eq!(parse_rate("500KB/s").unwrap(), Rate(4_000_000));
+        assert_eq!(parse_rate("64kbps").unwrap(), Rate(64_000));
+        assert_eq!(parse_rate("1.5 Gbit/s").unwrap(), Rate(1_500_000_000));
+        assert!(parse_rate("10").is_err());
+        assert!(parse_rate("10 furlongs").is_err());
+        assert!(parse_rate("-1Mbit/s").is_err());
+    }
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("20ms").unwrap(), Dur::from_millis(20));
+        assert_eq!(parse_duration("1.5s").unwrap(), Dur::from_millis(1500));
+        assert_eq!(parse_duration("250us").unwrap(), Dur::from_micros(250));
+        assert!(parse_duration("-5ms").unwrap_err().contains("non-negative"));
+        assert!(parse_duration("5").is_err());
+    }
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("100pkt").unwrap(), Size::Packets(100));
+        assert_eq!(parse_size("4MiB").unwrap(), Size::Bytes(4 << 20));
+        assert_eq!(parse_size("64KB").unwrap(), Size::Bytes(64_000));
+        assert!(parse_size("1.5pkt").is_err());
+    }
+}

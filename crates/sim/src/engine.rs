@@ -1,0 +1,108 @@
+//! The event queue: a binary heap ordered by (time, insertion order), so events at the same
+//! instant run in the order they were scheduled. That order is the simulator's determinism.
+
+use ackshape_core::time::Time;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// What happens. Small and `Copy`: packets live in links, not in the heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ev {
+    /// A link direction finished serialising its current packet.
+    TxDone(u32),
+    /// The head of a link's delay line reaches the far end.
+    Wire(u32),
+    /// A queue discipline that was holding packets may have one ready.
+    QueueReady(u32),
+    /// A TCP connection's timer.
+    ConnTimer(u32),
+    /// A flow (or its next short transfer) starts.
+    FlowStart(u32),
+    /// A UDP source sends its next packet.
+    UdpSend(u32),
+    /// Start of the measurement window.
+    Warmup,
+    /// Periodic trace sampling.
+    Trace,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    t: Time,
+    seq: u64,
+    ev: Ev,
+}
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        self.t == o.t && self.seq == o.seq
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // Reversed: BinaryHeap is a max-heap, we want the earliest first.
+        o.t.cmp(&self.t).then(o.seq.cmp(&self.seq))
+    }
+}
+
+/// Deterministic event queue.
+#[derive(Default)]
+pub struct EventQueue {
+    heap: BinaryHeap<Entry>,
+    seq: u64,
+    popped: u64,
+}
+
+impl EventQueue {
+    pub fn new() -> EventQueue {
+        EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0, popped: 0 }
+    }
+    #[inline]
+    pub fn push(&mut self, t: Time, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Entry { t, seq: self.seq, ev });
+    }
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Time, Ev)> {
+        let e = self.heap.pop()?;
+        self.popped += 1;
+        Some((e.t, e.ev))
+    }
+    #[inline]
+    pub fn peek_time(&self) -> Option<Time> {
+        self.heap.peek().map(|e| e.t)
+    }
+    /// Events processed so far.
+    pub fn processed(&self) -> u64 {
+        self.popped
+    }
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn time_then_insertion_order() {
+        let mut q = EventQueue::new();
+        q.push(Time(5), Ev::Trace);
+        q.push(Time(1), Ev::FlowStart(1));
+        q.push(Time(5), Ev::Warmup);
+        q.push(Time(1), Ev::FlowStart(2));
+        let v: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            v,
+            vec![(Time(1), Ev::FlowStart(1)), (Time(1), Ev::FlowStart(2)), (Time(5), Ev::Trace), (Time(5), Ev::Warmup)]
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! Running a scenario end to end and writing its results.
+
+use crate::link::Capture;
+use crate::metrics::Summary;
+use crate::scenario::Scenario;
+use crate::world::{BuildError, RunOptions, Sim};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What to run and where to write.
+#[derive(Default)]
+pub struct RunRequest {
+    pub seed: Option<u64>,
+    /// Directory for `summary.json`, `timeseries.csv`, `trace.csv` and pcaps (created).
+    pub out: Option<PathBuf>,
+    /// Link directions to capture into `OUT/NAME.pcap`.
+    pub pcap: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error("{path}: {err}")]
+    Io { path: String, err: std::io::Error },
+    #[error("--pcap needs --out DIR to write into")]
+    PcapNeedsOut,
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
+    move |err| RunError::Io { path: path.display().to_string(), err }
+}
+
+/// Run `sc` (read from `file`) and write its outputs. `progress` gets the fraction done.
+pub fn run_scenario(
+    sc: &Scenario,
+    file: &str,
+    req: &RunRequest,
+    progress: Option<&mut dyn FnMut(f64)>,
+) -> Result<Summary, RunError> {
+    let mut opts = RunOptions::default();
+    if !req.pcap.is_empty() {
+        let out = req.out.as_ref().ok_or(RunError::PcapNeedsOut)?;
+        std::fs::create_dir_all(out).map_err(io_err(out))?;
+        for name in &req.pcap {
+            let path = out.join(format!("{}.pcap", name.replace([':', '/'], "_")));
+            let cap = crate::pcap::PcapCapture::create(&path).map_err(io_err(&path))?;
+            opts.captures.push((name.clone(), Box::new(cap) as Box<dyn Capture>));
+        }
+    }
+    let mut sim = Sim::build(sc, file, req.seed, opts)?;
+    let t0 = Instant::now();
+    sim.run(progress);
+    let wall = t0.elapsed().as_secs_f64();
+    if let Some(out) = &req.out {
+        sim.finish_captures().map_err(io_err(out))?;
+    }
+    let summary = sim.summary(wall);
+    if let Some(out) = &req.out {
+        write_outputs(&sim, &summary, out)?;
+    }
+    Ok(summary)
+}
+
+/// Write `summary.json`, `timeseries.csv` and (if traced) `trace.csv` into `out`.
+pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<(), RunError> {
+    std::fs::create_dir_all(out).map_err(io_err(out))?;
+    let p = out.join("summary.json");
+    let json = serde_json::to_string_pretty(summary).expect("summary serialises");
+    std::fs::write(&p, json + "\n").map_err(io_err(&p))?;
+    let p = out.join("timeseries.csv");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&p).map_err(io_err(&p))?);
+    writeln!(w, "t_end_s,flow,goodput_bps").map_err(io_err(&p))?;
+    for (t, f, g) in sim.goodput_series() {
+        writeln!(w, "{t},{f},{g}").map_err(io_err(&p))?;
+    }
+    w.flush().map_err(io_err(&p))?;
+    if !sim.trace.is_empty() {
+        let p = out.join("trace.csv");
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&p).map_err(io_err(&p))?);
+        writeln!(w, "t_s,flow,cwnd_bytes,ssthresh_bytes,srtt_s,rto_s,in_flight_bytes,rwnd_seen_bytes")
+            .map_err(io_err(&p))?;
+        for r in &sim.trace {
+            writeln!(
+                w,
+                "{},{},{},{},{},{},{},{}",
+                r.t_s,
+                r.flow,
+                r.tr.cwnd_bytes,
+                r.tr.ssthresh_bytes,
+                r.tr.srtt.as_secs_f64(),
+                r.tr.rto.as_secs_f64(),
+                r.tr.in_flight_bytes,
+                r.tr.rwnd_seen_bytes
+            )
+            .map_err(io_err(&p))?;
+        }
+        w.flush().map_err(io_err(&p))?;
+    }
+    Ok(())
+}
+
+/// A human-readable table of a summary.
+pub fn format_table(s: &Summary) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "scenario: {}   seed: {}   simulated: {:.1} s (measured from {:.1} s)   events: {}   wall: {:.3} s",
+        s.scenario.name, s.seed, s.scenario.duration_s, s.scenario.measure_from_s, s.sim.events, s.sim.wall_time_s
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>8} {:>6} {:>5} {:>9}",
+        "flow", "name", "kind", "cc", "goodput", "throughput", "retx", "RTO", "FR", "rtt(ms)"
+    );
+    for f in &s.flows {
+        let _ = writeln!(
+            o,
+            "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>8} {:>6} {:>5} {:>9.2}",
+            f.id,
+            trunc(&f.name, 12),
+            f.kind,
+            trunc(&f.cc, 6),
+            fmt_rate(f.goodput_bps),
+            fmt_rate(f.throughput_bps),
+            f.retransmitted_packets,
+            f.timeouts,
+            f.fast_retransmits,
+            f.rtt_mean_ms
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:<18} {:>12} {:>10} {:>8} {:>7} {:>6} {:>8} {:>7}",
+        "link", "rate", "tx pkts", "drops", "lost", "util", "q avg", "q max"
+    );
+    for l in &s.links {
+        if l.tx_packets == 0 && l.drops == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "{:<18} {:>12} {:>10} {:>8} {:>7} {:>5.1}% {:>8.2} {:>7}",
+            trunc(&l.name, 18),
+            fmt_rate(l.rate_bps as f64),
+            l.tx_packets,
+            l.drops,
+            l.lost,
+            l.utilization * 100.0,
+            l.queue_avg_pkts,
+            l.queue_max_pkts
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "aggregate: {} flows, goodput {}, Jain {:.4}, CoV {:.4}",
+        s.aggregate.flows,
+        fmt_rate(s.aggregate.goodput_bps),
+        s.aggregate.jain,
+        s.aggregate.cov
+    );
+    if let Some(st) = &s.short_transfers {
+        let _ = writeln!(o, "short transfers: {} completed, mean {:.3} s, CoV {:.3}", st.count, st.mean_s, st.cov);
+    }
+    if let Some(v) = &s.verify {
+        let _ = writeln!(
+            o,
+            "payload check: {} flows, {} bytes compared, {} mismatched, {} incomplete",
+            v.flows_checked, v.bytes_checked, v.mismatched_flows, v.incomplete_flows
+        );
+    }
+    o
+}
+
+fn trunc(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).collect::<String>() + "…"
+    }
+}
+
+/// `12.3 Mbit/s` style.
+pub fn fmt_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.3} Gbit/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.3} Mbit/s", bps / 1e6)
+    } else if bps >= 1e3 {
+        format!("{:.1} kbit/s", bps / 1e3)
+    } else {
+        format!("{:.0} bit/s", bps)
+    }
+}

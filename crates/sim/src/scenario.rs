@@ -1,0 +1,718 @@
+//! Scenario files: the TOML format that drives a simulation (and, later, a live run).
+//!
+//! The format is documented with examples in `docs/scenario.md`. Every value with a physical
+//! dimension carries its unit as a string (`"10Mbit/s"`, `"20ms"`, `"100pkt"`). Unknown keys are
+//! errors, and every error names the file, the key and what was expected.
+
+use ackshape_core::impair::LossSpec;
+use ackshape_core::tcp::{CcAlgo, TcpConfig};
+use ackshape_core::time::Dur;
+use ackshape_core::units::{self, Rate, Size};
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+use std::path::Path;
+
+/// A scenario error: which file, which key, what was expected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    pub file: String,
+    /// Dotted key path (`topology.bottleneck.rate`), when known.
+    pub key: Option<String>,
+    pub msg: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.key {
+            Some(k) => write!(f, "{}: key `{}`: {}", self.file, k, self.msg),
+            None => write!(f, "{}: {}", self.file, self.msg),
+        }
+    }
+}
+impl std::error::Error for ScenarioError {}
+
+macro_rules! unit_newtype {
+    ($name:ident, $inner:ty, $parse:path) => {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name(pub $inner);
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $parse(&s).map($name).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+unit_newtype!(DurV, Dur, units::parse_duration);
+unit_newtype!(RateV, Rate, units::parse_rate);
+unit_newtype!(SizeV, Size, units::parse_size);
+
+/// A start time: fixed (`"2s"`) or uniform in an interval (`"uniform(0s, 1s)"`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StartV {
+    At(Dur),
+    Uniform(Dur, Dur),
+}
+impl<'de> Deserialize<'de> for StartV {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let t = s.trim();
+        if let Some(inner) = t.strip_prefix("uniform(").and_then(|r| r.strip_suffix(')')) {
+            let mut it = inner.split(',');
+            let (a, b) = match (it.next(), it.next(), it.next()) {
+                (Some(a), Some(b), None) => (a, b),
+                _ => {
+                    return Err(serde::de::Error::custom(format!(
+                        "expected \"uniform(FROM, TO)\" with two durations, got {s:?}"
+                    )))
+                }
+            };
+            let a = units::parse_duration(a).map_err(serde::de::Error::custom)?;
+            let b = units::parse_duration(b).map_err(serde::de::Error::custom)?;
+            if b < a {
+                return Err(serde::de::Error::custom(format!("uniform(FROM, TO) needs FROM ≤ TO, got {s:?}")));
+            }
+            return Ok(StartV::Uniform(a, b));
+        }
+        units::parse_duration(t)
+            .map(StartV::At)
+            .map_err(|e| serde::de::Error::custom(format!("{e}, or \"uniform(0s, 1s)\"")))
+    }
+}
+
+/// TCP settings; each key overrides the built-in default (see `docs/scenario.md`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    pub cc: Option<CcAlgo>,
+    pub mss: Option<u32>,
+    pub initial_window: Option<u32>,
+    pub max_burst: Option<u32>,
+    pub abc: Option<bool>,
+    /// Window-scale shift to offer; `-1` disables window scaling.
+    pub wscale: Option<i8>,
+    pub timestamps: Option<bool>,
+    pub sack: Option<bool>,
+    pub ecn: Option<bool>,
+    pub rcv_buf: Option<SizeV>,
+    pub max_window: Option<SizeV>,
+    pub delack: Option<u32>,
+    pub delack_timeout: Option<DurV>,
+    pub min_rto: Option<DurV>,
+    pub max_rto: Option<DurV>,
+    pub initial_rto: Option<DurV>,
+    pub rto_granularity: Option<DurV>,
+    pub dupthresh: Option<u32>,
+}
+
+impl TcpSpec {
+    /// `self` over `base` (keys set in `self` win).
+    pub fn over(&self, base: &TcpSpec) -> TcpSpec {
+        macro_rules! pick {
+            ($($f:ident),*) => { TcpSpec { $($f: self.$f.clone().or_else(|| base.$f.clone())),* } };
+        }
+        pick!(
+            cc,
+            mss,
+            initial_window,
+            max_burst,
+            abc,
+            wscale,
+            timestamps,
+            sack,
+            ecn,
+            rcv_buf,
+            max_window,
+            delack,
+            delack_timeout,
+            min_rto,
+            max_rto,
+            initial_rto,
+            rto_granularity,
+            dupthresh
+        )
+    }
+
+    /// Build the endpoint configuration.
+    pub fn to_config(&self) -> TcpConfig {
+        let mut c = TcpConfig::default();
+        if let Some(v) = self.cc {
+            c.cc = v;
+        }
+        if let Some(v) = self.mss {
+            c.mss = v;
+        }
+        if let Some(v) = self.initial_window {
+            c.initial_window = v;
+        }
+        if let Some(v) = self.max_burst {
+            c.max_burst = v;
+        }
+        if let Some(v) = self.abc {
+            c.abc = v;
+        }
+        if let Some(v) = self.wscale {
+            c.wscale = if v < 0 { None } else { Some(v as u8) };
+        }
+        if let Some(v) = self.timestamps {
+            c.timestamps = v;
+        }
+        if let Some(v) = self.sack {
+            c.sack = v;
+        }
+        if let Some(v) = self.ecn {
+            c.ecn = v;
+        }
+        if let Some(SizeV(s)) = self.rcv_buf {
+            c.rcv_buf = match s {
+                Size::Bytes(b) => b.min(u32::MAX as u64) as u32,
+                Size::Packets(p) => (p * c.mss as u64).min(u32::MAX as u64) as u32,
+            };
+        }
+        if let Some(SizeV(s)) = self.max_window {
+            c.max_cwnd_bytes = match s {
+                Size::Bytes(b) => b,
+                Size::Packets(p) => p * c.mss as u64,
+            };
+        }
+        if let Some(v) = self.delack {
+            c.delack.every = v;
+        }
+        if let Some(DurV(v)) = self.delack_timeout {
+            c.delack.timeout = v;
+        }
+        if let Some(DurV(v)) = self.min_rto {
+            c.rto.min = v;
+        }
+        if let Some(DurV(v)) = self.max_rto {
+            c.rto.max = v;
+        }
+        if let Some(DurV(v)) = self.initial_rto {
+            c.rto.initial = v;
+        }
+        if let Some(DurV(v)) = self.rto_granularity {
+            c.rto.granularity = v;
+        }
+        if let Some(v) = self.dupthresh {
+            c.dupthresh = v;
+        }
+        c
+    }
+
+    fn validate(&self, at: &str) -> Result<(), (String, String)> {
+        let k = |f: &str| {
+            if at.is_empty() {
+                f.to_string()
+            } else {
+                format!("{at}.{f}")
+            }
+        };
+        if let Some(m) = self.mss {
+            if !(64..=65_000).contains(&m) {
+                return Err((k("mss"), format!("expected an MSS in bytes between 64 and 65000, got {m}")));
+            }
+        }
+        if self.initial_window == Some(0) {
+            return Err((k("initial_window"), "expected at least 1 segment, got 0".into()));
+        }
+        if let Some(w) = self.wscale {
+            if w > 14 {
+                return Err((k("wscale"), format!("expected a shift 0..=14 (or -1 for none), got {w}")));
+            }
+        }
+        if self.delack == Some(0) {
+            return Err((k("delack"), "expected b ≥ 1 segments per ACK, got 0".into()));
+        }
+        if self.dupthresh == Some(0) {
+            return Err((k("dupthresh"), "expected at least 1, got 0".into()));
+        }
+        if let Some(DurV(g)) = self.rto_granularity {
+            if g == Dur::ZERO {
+                return Err((k("rto_granularity"), "expected a positive clock tick, got 0".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Overrides for the reverse direction of a link.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DirSpec {
+    pub rate: Option<RateV>,
+    pub delay: Option<DurV>,
+    pub queue: Option<SizeV>,
+    pub loss: Option<LossSpec>,
+    pub jitter: Option<DurV>,
+    pub reorder: Option<bool>,
+}
+
+/// A bidirectional link. Values apply to both directions unless `reverse` overrides them.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub rate: Option<RateV>,
+    pub delay: Option<DurV>,
+    pub queue: Option<SizeV>,
+    /// Loss model (`{ kind = "bernoulli", p = 0.01 }`, `periodic`, `gilbert-elliott`, `script`).
+    pub loss: Option<LossSpec>,
+    /// Uniform delay jitter in [0, jitter].
+    pub jitter: Option<DurV>,
+    /// Let jitter reorder packets (default false: a FIFO delay line).
+    pub reorder: Option<bool>,
+    /// Apply the loss model in both directions (default: forward only).
+    pub loss_both_ways: Option<bool>,
+    pub reverse: Option<DirSpec>,
+}
+
+impl LinkSpec {
+    /// `self` over `base`, field by field.
+    pub fn over(&self, base: &LinkSpec) -> LinkSpec {
+        LinkSpec {
+            rate: self.rate.or(base.rate),
+            delay: self.delay.or(base.delay),
+            queue: self.queue.or(base.queue),
+            loss: self.loss.clone().or_else(|| base.loss.clone()),
+            jitter: self.jitter.or(base.jitter),
+            reorder: self.reorder.or(base.reorder),
+            loss_both_ways: self.loss_both_ways.or(base.loss_both_ways),
+            reverse: self.reverse.clone().or_else(|| base.reverse.clone()),
+        }
+    }
+
+    /// The resolved parameters of each direction (forward, reverse).
+    pub fn directions(&self) -> (DirParams, DirParams) {
+        let fwd = DirParams {
+            rate: self.rate.map(|r| r.0).unwrap_or(Rate(0)),
+            delay: self.delay.map(|d| d.0).unwrap_or(Dur::ZERO),
+            queue: self.queue.map(|q| q.0).unwrap_or(Size::Packets(1000)),
+            loss: self.loss.clone().unwrap_or_default(),
+            jitter: self.jitter.map(|d| d.0).unwrap_or(Dur::ZERO),
+            reorder: self.reorder.unwrap_or(false),
+        };
+        let r = self.reverse.clone().unwrap_or_default();
+        let rev = DirParams {
+            rate: r.rate.map(|x| x.0).unwrap_or(fwd.rate),
+            delay: r.delay.map(|x| x.0).unwrap_or(fwd.delay),
+            queue: r.queue.map(|x| x.0).unwrap_or(fwd.queue),
+            loss: r.loss.clone().unwrap_or_else(|| {
+                if self.loss_both_ways.unwrap_or(false) {
+                    fwd.loss.clone()
+                } else {
+                    LossSpec::None
+                }
+            }),
+            jitter: r.jitter.map(|x| x.0).unwrap_or(fwd.jitter),
+            reorder: r.reorder.unwrap_or(fwd.reorder),
+        };
+        (fwd, rev)
+    }
+
+    fn validate(&self, at: &str) -> Result<(), (String, String)> {
+        let (f, r) = self.directions();
+        if self.rate.is_none() {
+            return Err((format!("{at}.rate"), "expected a link rate like \"10Mbit/s\" (the key is missing)".into()));
+        }
+        for (d, sub) in [(&f, ""), (&r, ".reverse")] {
+            if d.rate.0 == 0 {
+                return Err((format!("{at}{sub}.rate"), "expected a positive rate, got 0".into()));
+            }
+            if let Err(e) = d.loss.validate() {
+                return Err((format!("{at}{sub}.loss"), e));
+            }
+            if matches!(d.queue, Size::Packets(0) | Size::Bytes(0)) {
+                return Err((format!("{at}{sub}.queue"), "expected room for at least one packet, got 0".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Resolved parameters of one link direction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirParams {
+    pub rate: Rate,
+    pub delay: Dur,
+    pub queue: Size,
+    pub loss: LossSpec,
+    pub jitter: Dur,
+    pub reorder: bool,
+}
+
+/// A group of dumbbell senders sharing access-link settings (e.g. an RTT group).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    pub senders: u32,
+    #[serde(default)]
+    pub access: LinkSpec,
+}
+
+/// Dumbbell: senders `s0..` → router `left` → bottleneck → router `right` → receivers `d0..`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DumbbellSpec {
+    /// Number of sender/receiver pairs (default: the number of flows).
+    pub senders: Option<u32>,
+    pub bottleneck: LinkSpec,
+    /// Sender access links (each sender its own).
+    pub access: LinkSpec,
+    /// Receiver access links (default: same as `access`).
+    pub receiver_access: Option<LinkSpec>,
+    /// Sender groups overriding `access` for consecutive senders, in order.
+    #[serde(default)]
+    pub groups: Vec<GroupSpec>,
+}
+
+/// A node of a general graph.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeKind {
+    Host,
+    Router,
+}
+
+/// A link of a general graph between nodes `a` and `b` (forward = a→b). The remaining keys are
+/// those of [`LinkSpec`].
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GraphLinkSpec {
+    pub name: Option<String>,
+    pub a: String,
+    pub b: String,
+    pub rate: Option<RateV>,
+    pub delay: Option<DurV>,
+    pub queue: Option<SizeV>,
+    pub loss: Option<LossSpec>,
+    pub jitter: Option<DurV>,
+    pub reorder: Option<bool>,
+    pub loss_both_ways: Option<bool>,
+    pub reverse: Option<DirSpec>,
+}
+
+impl GraphLinkSpec {
+    pub fn link(&self) -> LinkSpec {
+        LinkSpec {
+            rate: self.rate,
+            delay: self.delay,
+            queue: self.queue,
+            loss: self.loss.clone(),
+            jitter: self.jitter,
+            reorder: self.reorder,
+            loss_both_ways: self.loss_both_ways,
+            reverse: self.reverse.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GraphSpec {
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<GraphLinkSpec>,
+}
+
+/// The topology, chosen by `kind = "dumbbell"` or `kind = "graph"`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TopologySpec {
+    Dumbbell(DumbbellSpec),
+    Graph(GraphSpec),
+}
+
+/// Marks an error message that carries a nested key path (see [`Scenario::parse`]).
+const NESTED: char = '\u{1}';
+
+impl<'de> Deserialize<'de> for TopologySpec {
+    // Two steps instead of `#[serde(tag)]`, which buffers the table and loses inner key paths.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut t = toml::Table::deserialize(d)?;
+        let expected = "expected \"dumbbell\" or \"graph\"";
+        let kind = match t.remove("kind") {
+            Some(toml::Value::String(k)) => k,
+            Some(v) => return Err(D::Error::custom(format!("{NESTED}kind{NESTED}{expected}, got {v}"))),
+            None => return Err(D::Error::custom(format!("{NESTED}kind{NESTED}{expected} (the key is missing)"))),
+        };
+        fn sub<T: serde::de::DeserializeOwned, E: Error>(t: toml::Table) -> Result<T, E> {
+            serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+                let path = e.path().to_string();
+                let msg = e.into_inner().to_string();
+                E::custom(format!("{NESTED}{path}{NESTED}{}", msg.trim_end()))
+            })
+        }
+        match kind.as_str() {
+            "dumbbell" => sub(t).map(TopologySpec::Dumbbell),
+            "graph" => sub(t).map(TopologySpec::Graph),
+            other => Err(D::Error::custom(format!("{NESTED}kind{NESTED}{expected}, got {other:?}"))),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowKind {
+    /// One TCP transfer, infinite or of `bytes`.
+    #[default]
+    Bulk,
+    /// Repeated TCP transfers of `bytes`, each a new connection, separated by `think` time.
+    Short,
+    /// Constant-bit-rate UDP.
+    UdpCbr,
+    /// Poisson UDP (exponential inter-packet gaps).
+    UdpPoisson,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThinkDist {
+    #[default]
+    Fixed,
+    Exponential,
+}
+
+/// One `[[flows]]` entry: `count` identical flows.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: Option<String>,
+    #[serde(default)]
+    pub kind: FlowKind,
+    pub count: Option<u32>,
+    /// Graph: source and destination host names. Dumbbell: optional sender index.
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// Dumbbell: first sender index to place the flows on (default: next free).
+    pub sender: Option<u32>,
+    pub start: Option<StartV>,
+    pub stop: Option<DurV>,
+    pub bytes: Option<SizeV>,
+    pub think: Option<DurV>,
+    #[serde(default)]
+    pub think_dist: ThinkDist,
+    pub rate: Option<RateV>,
+    pub packet_size: Option<SizeV>,
+    pub tcp: Option<TcpSpec>,
+}
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub duration: DurV,
+    /// Metrics are measured over [warmup, duration].
+    pub warmup: Option<DurV>,
+    /// Bin width of the goodput time series (default 1s).
+    pub bin: Option<DurV>,
+    /// Sampling interval of per-flow TCP traces (cwnd, srtt, …); none by default.
+    pub trace_interval: Option<DurV>,
+    /// Carry real payload bytes and check every flow's delivered stream against what was sent.
+    #[serde(default)]
+    pub verify_payload: bool,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    pub topology: TopologySpec,
+    #[serde(default)]
+    pub flows: Vec<FlowSpec>,
+    /// Paper values, tolerances and notes for experiment scenarios (free-form, read by `reproduce`).
+    pub paper: Option<toml::Table>,
+    /// Settings only the live driver reads (free-form here).
+    pub live: Option<toml::Table>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+impl Scenario {
+    /// Read and validate a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            key: None,
+            msg: format!("cannot read: {e}"),
+        })?;
+        Scenario::parse(&text, &file)
+    }
+
+    /// Parse and validate scenario text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
+        if let Err(e) = text.parse::<toml::Table>() {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let msg = e.message().trim_end().to_string();
+            let msg = match line {
+                Some(l) => format!("TOML syntax error at line {l}: {msg}"),
+                None => format!("TOML syntax error: {msg}"),
+            };
+            return Err(err(None, msg));
+        }
+        let de = toml::Deserializer::new(text);
+        let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let msg = inner.message().to_string();
+            let loc = inner
+                .span()
+                .map(|s| {
+                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                    format!(" (line {line})")
+                })
+                .unwrap_or_default();
+            // A nested path from a two-step deserialisation (see `TopologySpec`).
+            let (path, msg) = match msg.split_once(NESTED) {
+                Some((_, rest)) => {
+                    let (inner, m) = rest.split_once(NESTED).unwrap_or(("", rest));
+                    let inner = inner.trim_start_matches('.');
+                    let p = if inner.is_empty() { path } else { format!("{path}.{inner}") };
+                    (p, m.to_string())
+                }
+                None => (path, msg),
+            };
+            // Name the unknown key itself, not only its parent table.
+            let key = if let Some(rest) = msg.strip_prefix("unknown field `") {
+                let f = rest.split('`').next().unwrap_or("");
+                if path == "." || path.is_empty() {
+                    f.to_string()
+                } else if path == f || path.ends_with(&format!(".{f}")) {
+                    path
+                } else {
+                    format!("{path}.{f}")
+                }
+            } else {
+                path
+            };
+            let key = if key == "." || key.is_empty() { None } else { Some(key) };
+            err(key, format!("{msg}{loc}"))
+        })?;
+        sc.validate().map_err(|(k, m)| err(Some(k), m))?;
+        Ok(sc)
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
+        if self.duration.0 == Dur::ZERO {
+            return Err(("duration".into(), "expected a positive duration, got 0".into()));
+        }
+        if let Some(w) = self.warmup {
+            if w.0 >= self.duration.0 {
+                return Err(("warmup".into(), "expected a warm-up shorter than `duration`".into()));
+            }
+        }
+        if let Some(b) = self.bin {
+            if b.0 == Dur::ZERO {
+                return Err(("bin".into(), "expected a positive bin width, got 0".into()));
+            }
+        }
+        self.tcp.validate("tcp")?;
+        match &self.topology {
+            TopologySpec::Dumbbell(d) => {
+                d.bottleneck.validate("topology.bottleneck")?;
+                d.access.validate("topology.access")?;
+                if let Some(r) = &d.receiver_access {
+                    r.over(&d.access).validate("topology.receiver_access")?;
+                }
+                for (i, g) in d.groups.iter().enumerate() {
+                    g.access.over(&d.access).validate(&format!("topology.groups[{i}].access"))?;
+                }
+                let grouped: u32 = d.groups.iter().map(|g| g.senders).sum();
+                if let Some(n) = d.senders {
+                    if n == 0 {
+                        return Err(("topology.senders".into(), "expected at least 1 sender".into()));
+                    }
+                    if grouped > n {
+                        return Err((
+                            "topology.groups".into(),
+                            format!("groups hold {grouped} senders but topology.senders is {n}"),
+                        ));
+                    }
+                }
+            }
+            TopologySpec::Graph(g) => {
+                let mut names = std::collections::BTreeSet::new();
+                for (i, n) in g.nodes.iter().enumerate() {
+                    if !names.insert(n.name.as_str()) {
+                        return Err((format!("topology.nodes[{i}].name"), format!("duplicate node name {:?}", n.name)));
+                    }
+                }
+                for (i, l) in g.links.iter().enumerate() {
+                    for (end, v) in [("a", &l.a), ("b", &l.b)] {
+                        if !names.contains(v.as_str()) {
+                            return Err((
+                                format!("topology.links[{i}].{end}"),
+                                format!("expected a node name, {v:?} is not one"),
+                            ));
+                        }
+                    }
+                    l.link().validate(&format!("topology.links[{i}]"))?;
+                }
+            }
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let at = format!("flows[{i}]");
+            if f.count == Some(0) {
+                return Err((format!("{at}.count"), "expected at least 1 flow".into()));
+            }
+            if let Some(t) = &f.tcp {
+                t.validate(&format!("{at}.tcp"))?;
+            }
+            match f.kind {
+                FlowKind::Short => {
+                    if f.bytes.is_none() {
+                        return Err((
+                            format!("{at}.bytes"),
+                            "a short-transfer flow needs a transfer size like \"50KB\"".into(),
+                        ));
+                    }
+                }
+                FlowKind::UdpCbr | FlowKind::UdpPoisson => match f.rate {
+                    None => return Err((format!("{at}.rate"), "a UDP flow needs a rate like \"1Mbit/s\"".into())),
+                    Some(r) if r.0 .0 == 0 => {
+                        return Err((format!("{at}.rate"), "expected a positive rate, got 0".into()))
+                    }
+                    _ => {}
+                },
+                FlowKind::Bulk => {}
+            }
+            if let Some(SizeV(Size::Packets(_))) = f.bytes {
+                return Err((format!("{at}.bytes"), "expected a size in bytes like \"1MB\", not packets".into()));
+            }
+            if let TopologySpec::Graph(g) = &self.topology {
+                for (k, v) in [("from", &f.from), ("to", &f.to)] {
+                    match v {
+                        None => {
+                            return Err((
+                                format!("{at}.{k}"),
+                                "expected a host name (graph topologies name both ends)".into(),
+                            ))
+                        }
+                        Some(n) => {
+                            if !g.nodes.iter().any(|x| &x.name == n && x.kind == NodeKind::Host) {
+                                return Err((
+                                    format!("{at}.{k}"),
+                                    format!("expected the name of a host node, {n:?} is not one"),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Total number of flows.
+    pub fn flow_count(&self) -> u32 {
+        self.flows.iter().map(|f| f.count.unwrap_or(1)).sum()
+    }
+}

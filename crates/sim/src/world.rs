@@ -1,0 +1,1027 @@
+//! The simulated network: nodes, links, routes, TCP/UDP flows, and the event loop.
+
+use crate::engine::{Ev, EventQueue};
+use crate::link::{Capture, LinkDir, Offer};
+use crate::metrics::*;
+use crate::scenario::*;
+use ackshape_core::impair::{Delay, JitterSpec, Loss};
+use ackshape_core::queue::{DropTail, Limit};
+use ackshape_core::rng::{stream, Rng};
+use ackshape_core::tcp::{Connection, TcpConfig, TcpEvent, TcpStats, TcpTrace};
+use ackshape_core::time::{Dur, Time};
+use ackshape_core::units::Size;
+use ackshape_wire::{Ecn, IpHdr, Packet, UdpHdr, L4};
+use bytes::Bytes;
+use rand::{Rng as _, RngCore};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+const NONE: u32 = u32::MAX;
+const LISTEN_PORT: u16 = 5001;
+const CHUNK: usize = 64 * 1024;
+
+/// A small fast hasher for integer keys (lookups only; never iterated, so order is irrelevant).
+#[derive(Default)]
+struct FxHasher(u64);
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64)
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.write_u64(i as u64)
+    }
+}
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Address of host number `k`.
+pub fn host_addr(k: u32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::from(0x0A00_0001u32 + k))
+}
+fn host_of(a: &IpAddr) -> u32 {
+    match a {
+        IpAddr::V4(v) => u32::from(*v).wrapping_sub(0x0A00_0001),
+        IpAddr::V6(_) => NONE,
+    }
+}
+
+struct Node {
+    name: String,
+    host: u32,
+    next_port: u16,
+}
+
+struct ConnSlot {
+    conn: Connection,
+    node: u32,
+    flow: u32,
+    sender: bool,
+    timer: Option<Time>,
+    key: (u32, u16, u16, u32),
+}
+
+/// Per-flow counters at the start of the measurement window.
+#[derive(Clone, Default)]
+struct Snap {
+    delivered: u64,
+    sent_bytes: u64,
+    data_segs: u64,
+    retrans: u64,
+}
+
+struct Flow {
+    name: String,
+    kind: FlowKind,
+    src: u32,
+    dst: u32,
+    cfg: TcpConfig,
+    bytes: Option<u64>,
+    start: StartV,
+    stop: Option<Time>,
+    think: Dur,
+    think_dist: ThinkDist,
+    rate_bps: u64,
+    pkt_size: u32,
+    rng: Rng,
+    // live state
+    sender: u32,
+    receiver: u32,
+    transfer_start: Time,
+    transfer_delivered: u64,
+    written: u64,
+    udp_port: u16,
+    // verification
+    send_gen: Option<Rng>,
+    recv_gen: Option<Rng>,
+    verify_ok: bool,
+    verify_bytes: u64,
+    // metrics
+    delivered: u64,
+    bins: Vec<u64>,
+    done_stats: TcpStats,
+    udp_sent_bytes: u64,
+    udp_sent_pkts: u64,
+    completions: Vec<f64>,
+    snap: Snap,
+}
+
+/// One row of the per-flow trace.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TraceRow {
+    pub t_s: f64,
+    pub flow: u32,
+    #[serde(flatten)]
+    pub tr: TcpTrace,
+}
+
+/// Options of a run that are not in the scenario.
+#[derive(Default)]
+pub struct RunOptions {
+    /// Link names to capture, each with its sink.
+    pub captures: Vec<(String, Box<dyn Capture>)>,
+}
+
+/// A built simulation.
+pub struct Sim {
+    now: Time,
+    q: EventQueue,
+    nodes: Vec<Node>,
+    links: Vec<LinkDir>,
+    routes: Vec<Vec<u32>>,
+    hosts: Vec<u32>,
+    conns: Vec<Option<ConnSlot>>,
+    free_conns: Vec<u32>,
+    demux: FxMap<(u32, u16, u16, u32), u32>,
+    syn_flow: FxMap<(u32, u16, u32), u32>,
+    udp_sink: FxMap<(u32, u16), u32>,
+    flows: Vec<Flow>,
+    duration: Time,
+    warmup: Time,
+    bin: Dur,
+    trace_interval: Option<Dur>,
+    seed: u64,
+    verify: bool,
+    iss_rng: Rng,
+    pub trace: Vec<TraceRow>,
+    name: String,
+    file: String,
+    link_snap: Vec<(u64, u128)>,
+}
+
+/// Errors while building a simulation from a valid scenario (e.g. unreachable hosts).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    #[error("{file}: key `{key}`: {msg}")]
+    Topology { file: String, key: String, msg: String },
+}
+
+fn queue_for(size: Size) -> Box<dyn ackshape_core::queue::QueueDisc> {
+    Box::new(DropTail::new(match size {
+        Size::Packets(p) => Limit::Packets(p as usize),
+        Size::Bytes(b) => Limit::Bytes(b as usize),
+    }))
+}
+
+impl Sim {
+    /// Build from a parsed scenario. `file` names it in errors and in the summary.
+    pub fn build(sc: &Scenario, file: &str, seed: Option<u64>, opts: RunOptions) -> Result<Sim, BuildError> {
+        let seed = seed.unwrap_or(sc.seed);
+        let topo_err = |key: String, msg: String| BuildError::Topology { file: file.to_string(), key, msg };
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut hosts: Vec<u32> = Vec::new();
+        let mut links: Vec<LinkDir> = Vec::new();
+        let add_node = |nodes: &mut Vec<Node>, hosts: &mut Vec<u32>, name: String, host: bool| -> u32 {
+            let id = nodes.len() as u32;
+            let h = if host {
+                hosts.push(id);
+                hosts.len() as u32 - 1
+            } else {
+                NONE
+            };
+            nodes.push(Node { name, host: h, next_port: 32768 });
+            id
+        };
+        let add_link = |links: &mut Vec<LinkDir>, name: &str, a: u32, b: u32, spec: &LinkSpec| {
+            let (f, r) = spec.directions();
+            for (dir, p, from, to) in [(name.to_string(), f, a, b), (format!("{name}:rev"), r, b, a)] {
+                let idx = links.len() as u64;
+                let loss = Loss::new(p.loss.clone(), stream(seed, "loss", idx));
+                let jitter = if p.jitter.0 > 0 { JitterSpec::Uniform { max_ns: p.jitter.0 } } else { JitterSpec::None };
+                let delay = Delay::new(p.delay, jitter, p.reorder, stream(seed, "jitter", idx));
+                links.push(LinkDir::new(dir, from, to, p.rate.0, queue_for(p.queue), loss, delay, p.reorder));
+            }
+        };
+        // Which host each flow runs between.
+        let mut placement: Vec<(u32, u32)> = Vec::new();
+        match &sc.topology {
+            TopologySpec::Dumbbell(d) => {
+                let n = d.senders.unwrap_or_else(|| sc.flow_count().max(1));
+                let left = add_node(&mut nodes, &mut hosts, "left".into(), false);
+                let right = add_node(&mut nodes, &mut hosts, "right".into(), false);
+                add_link(&mut links, "bottleneck", left, right, &d.bottleneck);
+                let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+                let mut group_of = Vec::new();
+                for (gi, g) in d.groups.iter().enumerate() {
+                    for _ in 0..g.senders {
+                        group_of.push(gi);
+                    }
+                }
+                let mut pairs = Vec::new();
+                for i in 0..n {
+                    let s = add_node(&mut nodes, &mut hosts, format!("s{i}"), true);
+                    let acc = match group_of.get(i as usize) {
+                        Some(&g) => d.groups[g].access.over(&d.access),
+                        None => d.access.clone(),
+                    };
+                    add_link(&mut links, &format!("access-s{i}"), s, left, &acc);
+                    let r = add_node(&mut nodes, &mut hosts, format!("d{i}"), true);
+                    add_link(&mut links, &format!("access-d{i}"), right, r, &racc);
+                    pairs.push((nodes[s as usize].host, nodes[r as usize].host));
+                }
+                let mut next = 0u32;
+                for f in &sc.flows {
+                    let mut k = f.sender.unwrap_or(next);
+                    for _ in 0..f.count.unwrap_or(1) {
+                        placement.push(pairs[(k % n) as usize]);
+                        k += 1;
+                    }
+                    next = k;
+                }
+            }
+            TopologySpec::Graph(g) => {
+                let mut by_name = HashMap::new();
+                for nspec in &g.nodes {
+                    let id = add_node(&mut nodes, &mut hosts, nspec.name.clone(), nspec.kind == NodeKind::Host);
+                    by_name.insert(nspec.name.clone(), id);
+                }
+                for (i, l) in g.links.iter().enumerate() {
+                    let name = l.name.clone().unwrap_or_else(|| format!("{}-{}", l.a, l.b));
+                    if links.iter().any(|x| x.name == name) {
+                        return Err(topo_err(
+                            format!("topology.links[{i}].name"),
+                            format!("duplicate link name {name:?}"),
+                        ));
+                    }
+                    add_link(&mut links, &name, by_name[&l.a], by_name[&l.b], &l.link());
+                }
+                for f in &sc.flows {
+                    let a = nodes[by_name[f.from.as_ref().unwrap()] as usize].host;
+                    let b = nodes[by_name[f.to.as_ref().unwrap()] as usize].host;
+                    for _ in 0..f.count.unwrap_or(1) {
+                        placement.push((a, b));
+                    }
+                }
+            }
+        }
+        // Routes: for every node, shortest path (by hop count, ties by link order) to every host.
+        let mut adj: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
+        for (i, l) in links.iter().enumerate() {
+            adj[l.from as usize].push(i as u32);
+        }
+        let mut routes = vec![vec![NONE; hosts.len()]; nodes.len()];
+        for (h, &hn) in hosts.iter().enumerate() {
+            // BFS backwards from the host: a node's next hop is the link towards a node closer to h.
+            let mut dist = vec![u32::MAX; nodes.len()];
+            dist[hn as usize] = 0;
+            let mut frontier = vec![hn];
+            while !frontier.is_empty() {
+                let mut next = Vec::new();
+                for &v in &frontier {
+                    for (i, l) in links.iter().enumerate() {
+                        if l.to == v && dist[l.from as usize] == u32::MAX {
+                            dist[l.from as usize] = dist[v as usize] + 1;
+                            routes[l.from as usize][h] = i as u32;
+                            next.push(l.from);
+                        }
+                    }
+                }
+                frontier = next;
+            }
+        }
+        let _ = adj;
+        for (fi, &(a, b)) in placement.iter().enumerate() {
+            if routes[hosts[a as usize] as usize][b as usize] == NONE
+                || routes[hosts[b as usize] as usize][a as usize] == NONE
+            {
+                return Err(topo_err(
+                    format!("flows[{fi}]"),
+                    format!(
+                        "no path between {} and {} in the topology",
+                        nodes[hosts[a as usize] as usize].name, nodes[hosts[b as usize] as usize].name
+                    ),
+                ));
+            }
+        }
+        let duration = Time(sc.duration.0 .0);
+        let warmup = Time(sc.warmup.map(|w| w.0 .0).unwrap_or(0));
+        let bin = sc.bin.map(|b| b.0).unwrap_or(Dur::from_secs(1));
+        let nbins = (duration.0.div_ceil(bin.0)) as usize;
+        let mut flows = Vec::new();
+        let mut fid = 0u32;
+        let mut k = 0usize;
+        for f in &sc.flows {
+            let tcp = f.tcp.clone().unwrap_or_default().over(&sc.tcp);
+            let mut cfg = tcp.to_config();
+            cfg.carry_payload = sc.verify_payload;
+            for _ in 0..f.count.unwrap_or(1) {
+                let (src, dst) = placement[k];
+                k += 1;
+                let name = match (&f.name, f.count.unwrap_or(1)) {
+                    (Some(n), 1) => n.clone(),
+                    (Some(n), _) => format!("{n}-{fid}"),
+                    (None, _) => format!("f{fid}"),
+                };
+                flows.push(Flow {
+                    name,
+                    kind: f.kind,
+                    src,
+                    dst,
+                    cfg: cfg.clone(),
+                    bytes: f.bytes.map(|SizeV(s)| match s {
+                        Size::Bytes(b) => b,
+                        Size::Packets(p) => p * cfg.mss as u64,
+                    }),
+                    start: f.start.unwrap_or(StartV::At(Dur::ZERO)),
+                    stop: f.stop.map(|d| Time(d.0 .0)),
+                    think: f.think.map(|d| d.0).unwrap_or(Dur::ZERO),
+                    think_dist: f.think_dist,
+                    rate_bps: f.rate.map(|r| r.0 .0).unwrap_or(0),
+                    pkt_size: match f.packet_size.map(|s| s.0) {
+                        Some(Size::Bytes(b)) => b.clamp(29, 65_535) as u32,
+                        _ => 1000,
+                    },
+                    rng: stream(seed, "flow", fid as u64),
+                    sender: NONE,
+                    receiver: NONE,
+                    transfer_start: Time::ZERO,
+                    transfer_delivered: 0,
+                    written: 0,
+                    udp_port: 20000 + (fid % 40000) as u16,
+                    send_gen: None,
+                    recv_gen: None,
+                    verify_ok: true,
+                    verify_bytes: 0,
+                    delivered: 0,
+                    bins: vec![0; nbins],
+                    done_stats: TcpStats::default(),
+                    udp_sent_bytes: 0,
+                    udp_sent_pkts: 0,
+                    completions: Vec::new(),
+                    snap: Snap::default(),
+                });
+                fid += 1;
+            }
+        }
+        let mut sim = Sim {
+            now: Time::ZERO,
+            q: EventQueue::new(),
+            nodes,
+            links,
+            routes,
+            hosts,
+            conns: Vec::new(),
+            free_conns: Vec::new(),
+            demux: FxMap::default(),
+            syn_flow: FxMap::default(),
+            udp_sink: FxMap::default(),
+            flows,
+            duration,
+            warmup,
+            bin,
+            trace_interval: sc.trace_interval.map(|d| d.0),
+            seed,
+            verify: sc.verify_payload,
+            iss_rng: stream(seed, "iss", 0),
+            trace: Vec::new(),
+            name: sc.name.clone().unwrap_or_else(|| file.to_string()),
+            file: file.to_string(),
+            link_snap: Vec::new(),
+        };
+        for (name, cap) in opts.captures {
+            match sim.links.iter_mut().find(|l| l.name == name) {
+                Some(l) => l.capture = Some(cap),
+                None => {
+                    let known: Vec<&str> = sim.links.iter().map(|l| l.name.as_str()).collect();
+                    return Err(topo_err(
+                        "--pcap".into(),
+                        format!("no link named {name:?}; links are: {}", known.join(", ")),
+                    ));
+                }
+            }
+        }
+        for i in 0..sim.flows.len() {
+            let t = match sim.flows[i].start {
+                StartV::At(d) => Time(d.0),
+                StartV::Uniform(a, b) => {
+                    let x: f64 = sim.flows[i].rng.gen();
+                    Time(a.0 + ((b.0 - a.0) as f64 * x) as u64)
+                }
+            };
+            if matches!(sim.flows[i].kind, FlowKind::UdpCbr | FlowKind::UdpPoisson) {
+                let (dn, port) = (sim.hosts[sim.flows[i].dst as usize], sim.flows[i].udp_port);
+                sim.udp_sink.insert((dn, port), i as u32);
+                sim.q.push(t, Ev::UdpSend(i as u32));
+            } else {
+                sim.q.push(t, Ev::FlowStart(i as u32));
+            }
+        }
+        sim.q.push(sim.warmup, Ev::Warmup);
+        if let Some(ti) = sim.trace_interval {
+            if ti.0 > 0 {
+                sim.q.push(Time(ti.0), Ev::Trace);
+            }
+        }
+        Ok(sim)
+    }
+
+    /// Names of the link directions.
+    pub fn link_names(&self) -> Vec<String> {
+        self.links.iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// Run to the end. `progress` is called now and then with the fraction of simulated time done.
+    pub fn run(&mut self, mut progress: Option<&mut dyn FnMut(f64)>) {
+        while let Some(t) = self.q.peek_time() {
+            if t > self.duration {
+                break;
+            }
+            let (t, ev) = self.q.pop().unwrap();
+            self.now = t;
+            self.dispatch(ev);
+            if self.q.processed() & 0xFFFF == 0 {
+                if let Some(p) = progress.as_mut() {
+                    p(t.0 as f64 / self.duration.0 as f64);
+                }
+            }
+        }
+        self.now = self.duration;
+        for l in &mut self.links {
+            l.settle(self.duration);
+        }
+        if let Some(p) = progress.as_mut() {
+            p(1.0);
+        }
+    }
+
+    #[inline]
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::TxDone(l) => {
+                self.links[l as usize].txdone_pending = false;
+                let o = self.links[l as usize].start_tx(self.now);
+                self.schedule(l, o);
+            }
+            Ev::Wire(l) => self.wire(l),
+            Ev::QueueReady(l) => {
+                let link = &mut self.links[l as usize];
+                if link.ready_event == Some(self.now) {
+                    link.ready_event = None;
+                    self.kick(l);
+                }
+            }
+            Ev::ConnTimer(c) => self.conn_timer(c),
+            Ev::FlowStart(f) => self.flow_start(f),
+            Ev::UdpSend(f) => self.udp_send(f),
+            Ev::Warmup => self.snapshot(),
+            Ev::Trace => {
+                for (i, f) in self.flows.iter().enumerate() {
+                    if f.sender != NONE {
+                        if let Some(s) = &self.conns[f.sender as usize] {
+                            self.trace.push(TraceRow {
+                                t_s: self.now.as_secs_f64(),
+                                flow: i as u32,
+                                tr: s.conn.trace(),
+                            });
+                        }
+                    }
+                }
+                if let Some(ti) = self.trace_interval {
+                    self.q.push(self.now + ti, Ev::Trace);
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn kick(&mut self, l: u32) {
+        let o = self.links[l as usize].start_tx(self.now);
+        self.schedule(l, o);
+    }
+
+    #[inline]
+    fn schedule(&mut self, l: u32, o: Offer) {
+        match o {
+            Offer::Nothing => {}
+            Offer::Sent { wire_at, txdone_at } => {
+                if let Some(t) = wire_at {
+                    self.q.push(t, Ev::Wire(l));
+                }
+                if let Some(t) = txdone_at {
+                    self.q.push(t, Ev::TxDone(l));
+                }
+            }
+            Offer::TxDoneAt(t) => self.q.push(t, Ev::TxDone(l)),
+            Offer::ReadyAt(t) => {
+                let link = &mut self.links[l as usize];
+                if link.ready_event.is_none_or(|r| t < r) {
+                    link.ready_event = Some(t);
+                    self.q.push(t, Ev::QueueReady(l));
+                }
+            }
+        }
+    }
+
+    fn wire(&mut self, l: u32) {
+        if self.links[l as usize].wire_event != Some(self.now) {
+            return;
+        }
+        self.links[l as usize].wire_event = None;
+        let to = self.links[l as usize].to;
+        loop {
+            let link = &mut self.links[l as usize];
+            match link.wire.front() {
+                Some((t, _)) if *t <= self.now => {
+                    let (_, p) = link.wire.pop_front().unwrap();
+                    self.arrive(to, p);
+                }
+                _ => break,
+            }
+        }
+        let link = &mut self.links[l as usize];
+        if let Some(&(t, _)) = link.wire.front() {
+            if link.wire_event.is_none_or(|w| t < w) {
+                link.wire_event = Some(t);
+                self.q.push(t, Ev::Wire(l));
+            }
+        }
+    }
+
+    /// Send a packet from node `n` towards its destination.
+    #[inline]
+    fn forward(&mut self, n: u32, pkt: Packet) {
+        let h = host_of(&pkt.ip.dst);
+        let l = if (h as usize) < self.hosts.len() { self.routes[n as usize][h as usize] } else { NONE };
+        if l == NONE {
+            return; // no route: dropped (cannot happen for scenario flows, checked at build)
+        }
+        let o = self.links[l as usize].offer(self.now, pkt);
+        self.schedule(l, o);
+    }
+
+    #[inline]
+    fn arrive(&mut self, n: u32, pkt: Packet) {
+        let node = &self.nodes[n as usize];
+        if node.host == NONE || host_of(&pkt.ip.dst) != node.host {
+            self.forward(n, pkt);
+            return;
+        }
+        let src = host_of(&pkt.ip.src);
+        match &pkt.l4 {
+            L4::Tcp(t) => {
+                let key = (n, t.dport, t.sport, src);
+                if let Some(&c) = self.demux.get(&key) {
+                    if let Some(slot) = self.conns[c as usize].as_mut() {
+                        slot.conn.handle_packet(self.now, &pkt);
+                    }
+                    self.drive(c);
+                } else if t.dport == LISTEN_PORT {
+                    if let Some(&f) = self.syn_flow.get(&(src, t.sport, node.host)) {
+                        let iss = self.iss_rng.next_u32();
+                        let cfg = self.flows[f as usize].cfg.clone();
+                        if let Some(conn) = Connection::accept(cfg, &pkt, iss, self.now) {
+                            let c = self.add_conn(conn, n, f, false, key);
+                            self.flows[f as usize].receiver = c;
+                            self.drive(c);
+                        }
+                    }
+                }
+            }
+            L4::Udp(u) => {
+                if let Some(&f) = self.udp_sink.get(&(n, u.dport)) {
+                    let fl = &mut self.flows[f as usize];
+                    fl.delivered += pkt.payload_len as u64;
+                    let b = (self.now.0 / self.bin.0) as usize;
+                    if let Some(x) = fl.bins.get_mut(b) {
+                        *x += pkt.payload_len as u64;
+                    }
+                }
+            }
+            L4::Other { .. } => {}
+        }
+    }
+
+    fn add_conn(&mut self, conn: Connection, node: u32, flow: u32, sender: bool, key: (u32, u16, u16, u32)) -> u32 {
+        let slot = ConnSlot { conn, node, flow, sender, timer: None, key };
+        let c = match self.free_conns.pop() {
+            Some(c) => {
+                self.conns[c as usize] = Some(slot);
+                c
+            }
+            None => {
+                self.conns.push(Some(slot));
+                self.conns.len() as u32 - 1
+            }
+        };
+        self.demux.insert(key, c);
+        c
+    }
+
+    fn conn_timer(&mut self, c: u32) {
+        let now = self.now;
+        let Some(slot) = self.conns[c as usize].as_mut() else {
+            return;
+        };
+        if slot.timer != Some(now) {
+            return;
+        }
+        slot.timer = None;
+        if slot.conn.poll_timeout().is_some_and(|t| t <= now) {
+            slot.conn.handle_timeout(now);
+        }
+        self.drive(c);
+    }
+
+    /// Drain a connection's output, events and timer after it was handed input.
+    fn drive(&mut self, c: u32) {
+        let now = self.now;
+        loop {
+            let Some(slot) = self.conns[c as usize].as_mut() else {
+                return;
+            };
+            let Some(p) = slot.conn.poll_transmit(now) else {
+                break;
+            };
+            let n = slot.node;
+            self.forward(n, p);
+        }
+        let mut closed = false;
+        loop {
+            let Some(slot) = self.conns[c as usize].as_mut() else {
+                return;
+            };
+            let Some(ev) = slot.conn.poll_event() else {
+                break;
+            };
+            let (f, sender) = (slot.flow, slot.sender);
+            match ev {
+                TcpEvent::Delivered { bytes } => self.on_delivered(c, f, bytes),
+                TcpEvent::Closed => closed = true,
+                _ => {}
+            }
+            let _ = sender;
+        }
+        // Keep an unbounded sender's buffer topped up when content is generated chunk by chunk.
+        let slot = self.conns[c as usize].as_mut().unwrap();
+        if slot.sender && self.verify {
+            let f = &mut self.flows[slot.flow as usize];
+            let acked = slot.conn.stats().bytes_acked;
+            let target = f.bytes.unwrap_or(u64::MAX);
+            while f.written < target && f.written.saturating_sub(acked) < 4 * CHUNK as u64 {
+                let n = (target - f.written).min(CHUNK as u64) as usize;
+                let gen = f.send_gen.as_mut().unwrap();
+                let mut buf = vec![0u8; n];
+                gen.fill_bytes(&mut buf);
+                slot.conn.write_bytes(Bytes::from(buf));
+                f.written += n as u64;
+                if f.written == target {
+                    slot.conn.close();
+                }
+            }
+            // New data may be sendable.
+            loop {
+                let Some(slot) = self.conns[c as usize].as_mut() else {
+                    return;
+                };
+                let Some(p) = slot.conn.poll_transmit(now) else {
+                    break;
+                };
+                let n = slot.node;
+                self.forward(n, p);
+            }
+        }
+        let slot = self.conns[c as usize].as_mut().unwrap();
+        if closed {
+            let slot = self.conns[c as usize].take().unwrap();
+            self.demux.remove(&slot.key);
+            let f = &mut self.flows[slot.flow as usize];
+            if slot.sender {
+                add_stats(&mut f.done_stats, slot.conn.stats());
+                if f.sender == c {
+                    f.sender = NONE;
+                }
+            } else if f.receiver == c {
+                f.receiver = NONE;
+            }
+            self.free_conns.push(c);
+            return;
+        }
+        if let Some(t) = slot.conn.poll_timeout() {
+            let t = t.max(now);
+            if slot.timer.is_none_or(|p| t < p) {
+                slot.timer = Some(t);
+                self.q.push(t, Ev::ConnTimer(c));
+            }
+        }
+    }
+
+    fn on_delivered(&mut self, c: u32, f: u32, bytes: u64) {
+        let now = self.now;
+        let fl = &mut self.flows[f as usize];
+        fl.delivered += bytes;
+        fl.transfer_delivered += bytes;
+        let b = (now.0 / self.bin.0) as usize;
+        if let Some(x) = fl.bins.get_mut(b) {
+            *x += bytes;
+        }
+        if self.verify {
+            if let Some(slot) = self.conns[c as usize].as_mut() {
+                while let Some(data) = slot.conn.read() {
+                    let gen = fl.recv_gen.as_mut().unwrap();
+                    let mut exp = vec![0u8; data.len()];
+                    gen.fill_bytes(&mut exp);
+                    if exp[..] != data[..] {
+                        fl.verify_ok = false;
+                    }
+                    fl.verify_bytes += data.len() as u64;
+                }
+            }
+        }
+        if let Some(total) = fl.bytes {
+            if fl.transfer_delivered >= total && fl.transfer_delivered - bytes < total {
+                fl.completions.push(now.since(fl.transfer_start).as_secs_f64());
+                if fl.kind == FlowKind::Short {
+                    let think = match fl.think_dist {
+                        ThinkDist::Fixed => fl.think,
+                        ThinkDist::Exponential => {
+                            let u: f64 = fl.rng.gen::<f64>().max(1e-12);
+                            Dur::from_secs_f64(-u.ln() * fl.think.as_secs_f64())
+                        }
+                    };
+                    let next = now + think;
+                    if fl.stop.is_none_or(|s| next < s) {
+                        self.q.push(next, Ev::FlowStart(f));
+                    }
+                }
+            }
+        }
+    }
+
+    fn flow_start(&mut self, f: u32) {
+        let now = self.now;
+        if self.flows[f as usize].stop.is_some_and(|s| now >= s) {
+            return;
+        }
+        let (src, dst) = (self.flows[f as usize].src, self.flows[f as usize].dst);
+        let sn = self.hosts[src as usize];
+        let node = &mut self.nodes[sn as usize];
+        // Ephemeral port not in use by this node towards dst.
+        let mut port = node.next_port;
+        for _ in 0..40000 {
+            port = if port >= 60999 { 32768 } else { port + 1 };
+            if !self.demux.contains_key(&(sn, port, LISTEN_PORT, dst)) && !self.syn_flow.contains_key(&(src, port, dst))
+            {
+                break;
+            }
+        }
+        node.next_port = port;
+        let local = SocketAddr::new(host_addr(src), port);
+        let remote = SocketAddr::new(host_addr(dst), LISTEN_PORT);
+        let iss = self.iss_rng.next_u32();
+        let fl = &mut self.flows[f as usize];
+        let mut conn = Connection::connect(fl.cfg.clone(), local, remote, iss, now);
+        fl.transfer_start = now;
+        fl.transfer_delivered = 0;
+        fl.written = 0;
+        if self.verify {
+            let gen = stream(self.seed, "payload", ((f as u64) << 24) + fl.completions.len() as u64);
+            fl.send_gen = Some(gen.clone());
+            fl.recv_gen = Some(gen);
+        } else {
+            match fl.bytes {
+                Some(b) => {
+                    conn.write(b);
+                    conn.close();
+                }
+                None => conn.write(u64::MAX / 4),
+            }
+        }
+        // Old connection of a short flow: forget the SYN mapping.
+        self.syn_flow.retain(|_, v| *v != f);
+        self.syn_flow.insert((src, port, dst), f);
+        let c = self.add_conn(conn, sn, f, true, (sn, port, LISTEN_PORT, dst));
+        self.flows[f as usize].sender = c;
+        self.drive(c);
+    }
+
+    fn udp_send(&mut self, f: u32) {
+        let now = self.now;
+        let fl = &mut self.flows[f as usize];
+        if fl.stop.is_some_and(|s| now >= s) {
+            return;
+        }
+        let payload = fl.pkt_size.saturating_sub(28);
+        let pkt = Packet {
+            ip: IpHdr { src: host_addr(fl.src), dst: host_addr(fl.dst), ttl: 64, dscp: 0, ecn: Ecn::NotEct, id: 0 },
+            l4: L4::Udp(UdpHdr { sport: fl.udp_port, dport: fl.udp_port }),
+            payload_len: payload,
+            payload: None,
+        };
+        fl.udp_sent_bytes += payload as u64;
+        fl.udp_sent_pkts += 1;
+        let gap = fl.pkt_size as f64 * 8.0 / fl.rate_bps as f64;
+        let gap = match fl.kind {
+            FlowKind::UdpPoisson => {
+                let u: f64 = fl.rng.gen::<f64>().max(1e-12);
+                -u.ln() * gap
+            }
+            _ => gap,
+        };
+        self.q.push(now + Dur::from_secs_f64(gap), Ev::UdpSend(f));
+        let sn = self.hosts[fl.src as usize];
+        self.forward(sn, pkt);
+    }
+
+    fn flow_tcp_stats(&self, f: &Flow) -> TcpStats {
+        let mut s = f.done_stats.clone();
+        if f.sender != NONE {
+            if let Some(slot) = &self.conns[f.sender as usize] {
+                add_stats(&mut s, slot.conn.stats());
+            }
+        }
+        s
+    }
+
+    fn snapshot(&mut self) {
+        for i in 0..self.flows.len() {
+            let s = self.flow_tcp_stats(&self.flows[i]);
+            let f = &mut self.flows[i];
+            f.snap = Snap {
+                delivered: f.delivered,
+                sent_bytes: s.data_bytes_sent + f.udp_sent_bytes,
+                data_segs: s.data_segs_sent + f.udp_sent_pkts,
+                retrans: s.retrans_segs,
+            };
+        }
+        let now = self.now;
+        self.link_snap = self
+            .links
+            .iter_mut()
+            .map(|l| {
+                l.settle(now);
+                l.start_window();
+                (l.c.busy_ns, l.c.q_integral)
+            })
+            .collect();
+    }
+
+    /// Per-flow goodput time series: (bin end in s, flow id, goodput bit/s).
+    pub fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
+        let mut out = Vec::new();
+        let b = self.bin.as_secs_f64();
+        for (i, f) in self.flows.iter().enumerate() {
+            for (k, bytes) in f.bins.iter().enumerate() {
+                let end = ((k + 1) as f64 * b).min(self.duration.as_secs_f64());
+                let width = end - k as f64 * b;
+                out.push((end, i as u32, *bytes as f64 * 8.0 / width));
+            }
+        }
+        out
+    }
+
+    /// Summarise the run.
+    pub fn summary(&self, wall_time_s: f64) -> Summary {
+        let win = self.duration.since(self.warmup).as_secs_f64().max(1e-12);
+        let mut flows = Vec::new();
+        let mut short = Vec::new();
+        let mut vsum = VerifySummary { flows_checked: 0, bytes_checked: 0, mismatched_flows: 0, incomplete_flows: 0 };
+        for (i, f) in self.flows.iter().enumerate() {
+            let s = self.flow_tcp_stats(f);
+            let sent = s.data_bytes_sent + f.udp_sent_bytes - f.snap.sent_bytes;
+            let segs = s.data_segs_sent + f.udp_sent_pkts - f.snap.data_segs;
+            let retr = s.retrans_segs - f.snap.retrans;
+            let tcp = !matches!(f.kind, FlowKind::UdpCbr | FlowKind::UdpPoisson);
+            if f.kind == FlowKind::Short {
+                short.extend_from_slice(&f.completions);
+            }
+            if self.verify && tcp {
+                vsum.flows_checked += 1;
+                vsum.bytes_checked += f.verify_bytes;
+                if !f.verify_ok || f.verify_bytes != f.delivered {
+                    vsum.mismatched_flows += 1;
+                }
+                if f.kind == FlowKind::Bulk && f.bytes.is_some_and(|b| f.delivered < b) {
+                    vsum.incomplete_flows += 1;
+                }
+            }
+            let ms = |ns: u64| ns as f64 * 1e-6;
+            flows.push(FlowSummary {
+                id: i as u32,
+                name: f.name.clone(),
+                kind: format!("{:?}", f.kind).to_lowercase(),
+                src: self.nodes[self.hosts[f.src as usize] as usize].name.clone(),
+                dst: self.nodes[self.hosts[f.dst as usize] as usize].name.clone(),
+                cc: if tcp { format!("{:?}", f.cfg.cc).to_lowercase() } else { "udp".into() },
+                goodput_bps: (f.delivered - f.snap.delivered) as f64 * 8.0 / win,
+                throughput_bps: sent as f64 * 8.0 / win,
+                bytes_delivered: f.delivered,
+                retransmitted_packets: retr,
+                retransmit_ratio: if segs > 0 { retr as f64 / segs as f64 } else { 0.0 },
+                timeouts: s.timeouts,
+                fast_retransmits: s.fast_retransmits,
+                rtt_samples: s.rtt_samples,
+                rtt_mean_ms: if s.rtt_samples > 0 { ms(s.rtt_sum_ns) / s.rtt_samples as f64 } else { 0.0 },
+                rtt_min_ms: ms(s.rtt_min_ns),
+                rtt_max_ms: ms(s.rtt_max_ns),
+                transfers_completed: f.completions.len() as u64,
+            });
+        }
+        let links: Vec<LinkSummary> = self
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let (b0, q0) = self.link_snap.get(i).copied().unwrap_or((0, 0));
+                LinkSummary {
+                    name: l.name.clone(),
+                    from: self.nodes[l.from as usize].name.clone(),
+                    to: self.nodes[l.to as usize].name.clone(),
+                    rate_bps: l.rate_bps,
+                    tx_packets: l.c.tx_packets,
+                    tx_bytes: l.c.tx_bytes,
+                    drops: l.c.drops,
+                    lost: l.c.lost,
+                    utilization: ((l.c.busy_ns - b0) as f64 * 1e-9 / win).min(1.0),
+                    queue_avg_pkts: (l.c.q_integral - q0) as f64 * 1e-9 / win,
+                    queue_max_pkts: l.q_max_window as u64,
+                }
+            })
+            .collect();
+        let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
+        let aggregate = Aggregate {
+            flows: flows.len() as u32,
+            goodput_bps: g.iter().sum(),
+            throughput_bps: flows.iter().map(|f| f.throughput_bps).sum(),
+            jain: jain(&g),
+            cov: cov(&g),
+        };
+        let short_transfers = if self.flows.iter().any(|f| f.kind == FlowKind::Short) {
+            let n = short.len();
+            Some(ShortSummary {
+                count: n as u64,
+                mean_s: if n > 0 { short.iter().sum::<f64>() / n as f64 } else { 0.0 },
+                cov: cov(&short),
+            })
+        } else {
+            None
+        };
+        Summary {
+            scenario: ScenarioInfo {
+                name: self.name.clone(),
+                file: self.file.clone(),
+                duration_s: self.duration.as_secs_f64(),
+                measure_from_s: self.warmup.as_secs_f64(),
+            },
+            seed: self.seed,
+            sim: SimInfo {
+                events: self.q.processed(),
+                wall_time_s,
+                link_packets: self.links.iter().map(|l| l.c.tx_packets).sum(),
+            },
+            flows,
+            links,
+            aggregate,
+            short_transfers,
+            verify: if self.verify { Some(vsum) } else { None },
+        }
+    }
+
+    /// Flush and close every capture.
+    pub fn finish_captures(&mut self) -> std::io::Result<()> {
+        for l in &mut self.links {
+            if let Some(c) = l.capture.as_mut() {
+                c.finish()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counters of a link direction by name.
+    pub fn link_counters(&self, name: &str) -> Option<&crate::link::LinkCounters> {
+        self.links.iter().find(|l| l.name == name).map(|l| &l.c)
+    }
+}
+
+fn add_stats(a: &mut TcpStats, b: &TcpStats) {
+    a.segs_sent += b.segs_sent;
+    a.data_segs_sent += b.data_segs_sent;
+    a.data_bytes_sent += b.data_bytes_sent;
+    a.retrans_segs += b.retrans_segs;
+    a.retrans_bytes += b.retrans_bytes;
+    a.timeouts += b.timeouts;
+    a.fast_retransmits += b.fast_retransmits;
+    a.dupacks_rcvd += b.dupacks_rcvd;
+    a.acks_sent += b.acks_sent;
+    a.bytes_delivered += b.bytes_delivered;
+    a.bytes_acked += b.bytes_acked;
+    if b.rtt_samples > 0 {
+        a.rtt_min_ns = if a.rtt_samples == 0 { b.rtt_min_ns } else { a.rtt_min_ns.min(b.rtt_min_ns) };
+        a.rtt_max_ns = a.rtt_max_ns.max(b.rtt_max_ns);
+    }
+    a.rtt_samples += b.rtt_samples;
+    a.rtt_sum_ns += b.rtt_sum_ns;
+    a.ce_rcvd += b.ce_rcvd;
+    a.ece_rcvd += b.ece_rcvd;
+}
