@@ -16,45 +16,21 @@ use std::time::Duration;
 
 fn iperf3(tb: &Testbed, secs: u64) -> Result<f64, String> {
     let mut srv = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &tb.ns_receiver,
-            "iperf3",
-            "-s",
-            "-1",
-            "-p",
-            "5201",
-        ])
+        .args(["netns", "exec", &tb.ns_receiver, "iperf3", "-s", "-1", "-p", "5201"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("iperf3 server: {e}"))?;
     std::thread::sleep(Duration::from_millis(300));
     let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &tb.ns_sender,
-            "iperf3",
-            "-c",
-            &tb.receiver_addr.to_string(),
-            "-p",
-            "5201",
-        ])
+        .args(["netns", "exec", &tb.ns_sender, "iperf3", "-c", &tb.receiver_addr.to_string(), "-p", "5201"])
         .args(["-t", &secs.to_string(), "-J"])
         .output()
         .map_err(|e| format!("iperf3 client: {e}"))?;
     let _ = srv.wait();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
-        format!(
-            "iperf3 output: {e}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
-    v["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .ok_or_else(|| format!("iperf3: no result in {v}"))
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("iperf3 output: {e}: {}", String::from_utf8_lossy(&out.stderr)))?;
+    v["end"]["sum_received"]["bits_per_second"].as_f64().ok_or_else(|| format!("iperf3: no result in {v}"))
 }
 
 fn pct(v: &mut [Duration], q: f64) -> f64 {
@@ -75,14 +51,12 @@ fn ping(tb: &Testbed, n: usize) -> Vec<Duration> {
     })
     .unwrap();
     rx.recv().unwrap();
-    let v = spawn_in_netns(&tb.ns_sender, "ping", move || {
-        traffic::udp_ping(dst, n, Duration::from_millis(2))
-    })
-    .unwrap()
-    .join()
-    .unwrap()
-    .unwrap()
-    .unwrap();
+    let v = spawn_in_netns(&tb.ns_sender, "ping", move || traffic::udp_ping(dst, n, Duration::from_millis(2)))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap()
+        .unwrap();
     stop.store(true, Ordering::SeqCst);
     let _ = srv.join();
     v
@@ -100,14 +74,8 @@ fn main() {
         eprintln!("SKIPPED: gateway_bench: iperf3 missing (apt-get install iperf3)");
         return;
     }
-    let secs: u64 = std::env::var("ACKS_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
-    let rounds: usize = std::env::var("ACKS_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
+    let secs: u64 = std::env::var("ACKS_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let rounds: usize = std::env::var("ACKS_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
     let mut results = serde_json::Map::new();
 
     // 1. Kernel bridge (reference) vs gateway pass-through on the same veths, alternating rounds
@@ -137,19 +105,9 @@ fn main() {
             let c2 = ctl.clone();
             let mut cfg = GatewayConfig::new(&tb.if_gw_lan, &tb.if_gw_wan);
             cfg.realtime_priority = rt;
-            let h = spawn_in_netns(ns, "gateway", move || {
-                gateway::run_with(cfg, &c2, Box::new(PassThrough))
-            })
-            .unwrap();
-            assert!(
-                ctl.wait_running(Duration::from_secs(5)),
-                "gateway did not start"
-            );
-            let (rtt, bps) = if rt.is_some() {
-                (&mut g_rtt_rt, &mut gw_rt)
-            } else {
-                (&mut g_rtt, &mut gw)
-            };
+            let h = spawn_in_netns(ns, "gateway", move || gateway::run_with(cfg, &c2, Box::new(PassThrough))).unwrap();
+            assert!(ctl.wait_running(Duration::from_secs(5)), "gateway did not start");
+            let (rtt, bps) = if rt.is_some() { (&mut g_rtt_rt, &mut gw_rt) } else { (&mut g_rtt, &mut gw) };
             rtt.extend(ping(&tb, 300));
             bps.push(iperf3(&tb, secs).expect("iperf3 through gateway"));
             ctl.request_stop();
@@ -168,16 +126,13 @@ fn main() {
     println!("## ackshape gateway benchmark ({rounds} alternating rounds of {secs} s iperf3 runs, same veths)\n");
     println!("| path | TCP goodput (median) | ratio to bridge | UDP echo RTT p50 | p99 |");
     println!("|---|---|---|---|---|");
+    println!("| kernel bridge | {:.2} Gbit/s | 1.00 | {bp50:.0} µs | {bp99:.0} µs |", b / 1e9);
+    println!("| ackshape gateway pass-through | {:.2} Gbit/s | {:.2} | {gp50:.0} µs | {gp99:.0} µs |", g / 1e9, g / b);
     println!(
-        "| kernel bridge | {:.2} Gbit/s | 1.00 | {bp50:.0} µs | {bp99:.0} µs |",
-        b / 1e9
+        "| ackshape gateway pass-through, SCHED_FIFO | {:.2} Gbit/s | {:.2} | {rp50:.0} µs | {rp99:.0} µs |",
+        grt / 1e9,
+        grt / b
     );
-    println!(
-        "| ackshape gateway pass-through | {:.2} Gbit/s | {:.2} | {gp50:.0} µs | {gp99:.0} µs |",
-        g / 1e9,
-        g / b
-    );
-    println!("| ackshape gateway pass-through, SCHED_FIFO | {:.2} Gbit/s | {:.2} | {rp50:.0} µs | {rp99:.0} µs |", grt / 1e9, grt / b);
     println!("\nper-round goodput (Gbit/s): bridge {bridge:.2?}, gateway {gw:.2?}, gateway SCHED_FIFO {gw_rt:.2?}");
     println!(
         "added RTT at light load (two crossings of the gateway): p50 {:.0} µs, p99 {:.0} µs (SCHED_FIFO: p50 {:.0} µs, p99 {:.0} µs)",
@@ -188,10 +143,7 @@ fn main() {
     );
     if let Some(g) = last {
         let (l, w) = (g.port("lan").unwrap(), g.port("wan").unwrap());
-        println!(
-            "gateway (last run) kernel drops: lan {} wan {}",
-            l.kernel_drops, w.kernel_drops
-        );
+        println!("gateway (last run) kernel drops: lan {} wan {}", l.kernel_drops, w.kernel_drops);
     }
     results.insert("bridge_bps".into(), b.into());
     results.insert("gateway_bps".into(), g.into());
@@ -200,19 +152,13 @@ fn main() {
     results.insert("gateway_fifo_ratio".into(), (grt / b).into());
     results.insert("bridge_rtt_us".into(), serde_json::json!([bp50, bp99]));
     results.insert("gateway_rtt_us".into(), serde_json::json!([gp50, gp99]));
-    results.insert(
-        "gateway_fifo_rtt_us".into(),
-        serde_json::json!([rp50, rp99]),
-    );
+    results.insert("gateway_fifo_rtt_us".into(), serde_json::json!([rp50, rp99]));
 
     // 2. Held-frame timing: a 1 ms delay line at light load, normal and SCHED_FIFO scheduling.
     for rt in [None, Some(50)] {
         let mut spec = RigSpec::new("acks-bh");
         spec.topology.wanem = true;
-        let l = LinkSpec {
-            delay_ns: 1_000_000,
-            ..Default::default()
-        };
+        let l = LinkSpec { delay_ns: 1_000_000, ..Default::default() };
         spec.wanem = (l.clone(), l);
         spec.wanem_realtime_priority = rt;
         let mut rig = Rig::start(spec).expect("wanem rig");
@@ -224,10 +170,7 @@ fn main() {
             "held-frame timing error ({label} scheduling, {} frames): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
             t.samples, t.p50_us, t.p99_us, t.max_us
         );
-        results.insert(
-            format!("hold_timing_{label}"),
-            serde_json::to_value(&t).unwrap(),
-        );
+        results.insert(format!("hold_timing_{label}"), serde_json::to_value(&t).unwrap());
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average during the run: {}", load.trim());

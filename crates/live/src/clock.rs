@@ -20,9 +20,7 @@ impl Default for Clock {
 impl Clock {
     /// A clock whose origin is now.
     pub fn new() -> Clock {
-        Clock {
-            origin: Instant::now(),
-        }
+        Clock { origin: Instant::now() }
     }
     /// A clock with an explicit origin (to share one timeline between threads).
     pub fn with_origin(origin: Instant) -> Clock {
@@ -74,10 +72,7 @@ pub struct TimerQueue<T> {
 
 impl<T> Default for TimerQueue<T> {
     fn default() -> Self {
-        TimerQueue {
-            heap: BinaryHeap::new(),
-            seq: 0,
-        }
+        TimerQueue { heap: BinaryHeap::new(), seq: 0 }
     }
 }
 
@@ -87,11 +82,7 @@ impl<T> TimerQueue<T> {
     }
     pub fn push(&mut self, at: Time, item: T) {
         self.seq += 1;
-        self.heap.push(Entry {
-            at,
-            seq: self.seq,
-            item,
-        });
+        self.heap.push(Entry { at, seq: self.seq, item });
     }
     /// Earliest deadline.
     pub fn next_deadline(&self) -> Option<Time> {

@@ -123,10 +123,7 @@ impl State {
         };
         Snapshot {
             uptime_s: self.clock.now().as_secs_f64(),
-            ports: vec![
-                (names[0].to_string(), self.ports[0].clone()),
-                (names[1].to_string(), self.ports[1].clone()),
-            ],
+            ports: vec![(names[0].to_string(), self.ports[0].clone()), (names[1].to_string(), self.ports[1].clone())],
             flow_table: self.flows.stats(),
             top_flows: self.flows.top(cfg.top_flows),
             held_now: self.held.len(),
@@ -198,7 +195,7 @@ fn handle(
             ps.non_ip += 1;
             cfg.policy.non_ip
         }
-        FrameClass::Malformed(_) => {
+        FrameClass::Malformed(..) => {
             ps.malformed += 1;
             cfg.policy.malformed
         }
@@ -277,12 +274,7 @@ pub fn run_engine(
                 .create(true)
                 .append(true)
                 .open(p)
-                .map_err(|e| {
-                    std::io::Error::new(
-                        e.kind(),
-                        format!("opening stats file {}: {e}", p.display()),
-                    )
-                })?,
+                .map_err(|e| std::io::Error::new(e.kind(), format!("opening stats file {}: {e}", p.display())))?,
         )),
         None => None,
     };
@@ -309,9 +301,7 @@ pub fn run_engine(
                     Err(e) => {
                         st.reload_errors += 1;
                         tracing::error!("policy reload rejected, keeping the running policy: {e}");
-                        eprintln!(
-                            "ackshape: policy reload rejected, keeping the running policy: {e}"
-                        );
+                        eprintln!("ackshape: policy reload rejected, keeping the running policy: {e}");
                     }
                 }
             }
@@ -323,11 +313,8 @@ pub fn run_engine(
         }
         let mut busy = false;
         for side in 0..2 {
-            let (rx, tx, dir): (&mut dyn Port, &mut dyn Port, Dir) = if side == 0 {
-                (&mut *a, &mut *b, Dir::AToB)
-            } else {
-                (&mut *b, &mut *a, Dir::BToA)
-            };
+            let (rx, tx, dir): (&mut dyn Port, &mut dyn Port, Dir) =
+                if side == 0 { (&mut *a, &mut *b, Dir::AToB) } else { (&mut *b, &mut *a, Dir::BToA) };
             let now = st.clock.now();
             let n = match rx.recv_batch(now, &mut batch) {
                 Ok(n) => n,
@@ -370,8 +357,7 @@ pub fn run_engine(
         if let Some(t) = pipeline.poll_timeout() {
             deadline = deadline.min(t);
         }
-        let mut wait =
-            Duration::from_nanos(deadline.0.saturating_sub(now.0)).min(Duration::from_millis(100));
+        let mut wait = Duration::from_nanos(deadline.0.saturating_sub(now.0)).min(Duration::from_millis(100));
         if !all_pollable {
             wait = wait.min(Duration::from_millis(1));
         }

@@ -62,16 +62,9 @@ pub enum GatewayError {
          or frames above the MTU; run: {fix}",
         features.join(", ")
     )]
-    Offloads {
-        port: String,
-        features: Vec<String>,
-        fix: String,
-    },
+    Offloads { port: String, features: Vec<String>, fix: String },
     #[error("checking offloads of {port}: {source}")]
-    OffloadCheck {
-        port: String,
-        source: std::io::Error,
-    },
+    OffloadCheck { port: String, source: std::io::Error },
     #[error(transparent)]
     Policy(#[from] PolicyError),
     #[error("{0}")]
@@ -82,18 +75,12 @@ pub enum GatewayError {
 
 /// Refuse ports whose offloads would give partial checksums or over-MTU frames.
 pub fn check_port(ifname: &str) -> Result<(), GatewayError> {
-    let bad = offending_offloads(ifname).map_err(|source| GatewayError::OffloadCheck {
-        port: ifname.into(),
-        source,
-    })?;
+    let bad =
+        offending_offloads(ifname).map_err(|source| GatewayError::OffloadCheck { port: ifname.into(), source })?;
     if bad.is_empty() {
         Ok(())
     } else {
-        Err(GatewayError::Offloads {
-            port: ifname.into(),
-            features: bad,
-            fix: offload_fix(ifname),
-        })
+        Err(GatewayError::Offloads { port: ifname.into(), features: bad, fix: offload_fix(ifname) })
     }
 }
 
@@ -149,22 +136,12 @@ pub fn run(cfg: GatewayConfig) -> Result<Snapshot, GatewayError> {
 }
 
 /// Run the gateway with an explicit control handle and pipeline (tests, embedding, shapers).
-pub fn run_with(
-    cfg: GatewayConfig,
-    ctl: &Control,
-    pipeline: Box<dyn Pipeline>,
-) -> Result<Snapshot, GatewayError> {
+pub fn run_with(cfg: GatewayConfig, ctl: &Control, pipeline: Box<dyn Pipeline>) -> Result<Snapshot, GatewayError> {
     let policy = match &cfg.policy {
         Some(p) => Policy::load(p)?,
         None => Policy::default(),
     };
-    let (a, b, mtu) = open_ports(
-        &cfg.lan,
-        &cfg.wan,
-        ["lan", "wan"],
-        cfg.allow_offloads,
-        cfg.pcap_dir.as_ref(),
-    )?;
+    let (a, b, mtu) = open_ports(&cfg.lan, &cfg.wan, ["lan", "wan"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
     run_ports(a, b, mtu, policy, &cfg, ctl, pipeline)
 }
 
@@ -179,11 +156,7 @@ pub fn run_ports(
     mut pipeline: Box<dyn Pipeline>,
 ) -> Result<Snapshot, GatewayError> {
     let prom = match cfg.prometheus {
-        Some(addr) => Some(serve_prometheus(
-            addr,
-            ctl.snapshot.clone(),
-            ctl.stop.clone(),
-        )?),
+        Some(addr) => Some(serve_prometheus(addr, ctl.snapshot.clone(), ctl.stop.clone())?),
         None => None,
     };
     let ecfg = EngineConfig {
@@ -252,19 +225,10 @@ mod tests {
         let snap = h.join().unwrap().unwrap();
         let lanst = snap.port("lan").unwrap();
         assert_eq!(lanst.rx_packets, 1201);
-        assert_eq!(
-            snap.port("wan").unwrap().tx_packets,
-            1201,
-            "all forwarded untouched by default"
-        );
+        assert_eq!(snap.port("wan").unwrap().tx_packets, 1201, "all forwarded untouched by default");
         let expected_malformed = corpus
             .iter()
-            .filter(|f| {
-                matches!(
-                    crate::classify::classify(f),
-                    crate::classify::FrameClass::Malformed(_)
-                )
-            })
+            .filter(|f| matches!(crate::classify::classify(f), crate::classify::FrameClass::Malformed(..)))
             .count();
         assert_eq!(lanst.malformed as usize, expected_malformed);
         assert_eq!(snap.policy_reload_errors, 1);

@@ -55,13 +55,7 @@ pub trait Pipeline: Send {
 pub struct PassThrough;
 
 impl Pipeline for PassThrough {
-    fn on_frame(
-        &mut self,
-        _now: Time,
-        _dir: Dir,
-        _frame: &mut [u8],
-        _class: &FrameClass,
-    ) -> Verdict {
+    fn on_frame(&mut self, _now: Time, _dir: Dir, _frame: &mut [u8], _class: &FrameClass) -> Verdict {
         Verdict::Forward
     }
 }

@@ -30,11 +30,7 @@ pub struct FlowTablePolicy {
 
 impl Default for FlowTablePolicy {
     fn default() -> Self {
-        FlowTablePolicy {
-            max_flows: 65_536,
-            idle_timeout_s: 120.0,
-            embryonic_timeout_s: 10.0,
-        }
+        FlowTablePolicy { max_flows: 65_536, idle_timeout_s: 120.0, embryonic_timeout_s: 10.0 }
     }
 }
 
@@ -57,10 +53,7 @@ pub struct Policy {
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
     #[error("reading policy {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("policy {path}: {msg}")]
     Invalid { path: String, msg: String },
 }
@@ -68,36 +61,24 @@ pub enum PolicyError {
 impl Policy {
     /// Parse and validate a policy from TOML text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
-        let p: Policy = toml::from_str(text).map_err(|e| PolicyError::Invalid {
-            path: origin.into(),
-            msg: e.to_string(),
-        })?;
-        p.validate().map_err(|msg| PolicyError::Invalid {
-            path: origin.into(),
-            msg,
-        })?;
+        let p: Policy =
+            toml::from_str(text).map_err(|e| PolicyError::Invalid { path: origin.into(), msg: e.to_string() })?;
+        p.validate().map_err(|msg| PolicyError::Invalid { path: origin.into(), msg })?;
         Ok(p)
     }
     /// Load a policy file.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
         Policy::from_toml(&text, &path.display().to_string())
     }
     pub fn validate(&self) -> Result<(), String> {
         let f = &self.flows;
         if f.max_flows == 0 || f.max_flows > 50_000_000 {
-            return Err(format!(
-                "flows.max_flows must be in 1..=50000000, got {}",
-                f.max_flows
-            ));
+            return Err(format!("flows.max_flows must be in 1..=50000000, got {}", f.max_flows));
         }
-        for (k, v) in [
-            ("flows.idle_timeout_s", f.idle_timeout_s),
-            ("flows.embryonic_timeout_s", f.embryonic_timeout_s),
-        ] {
+        for (k, v) in [("flows.idle_timeout_s", f.idle_timeout_s), ("flows.embryonic_timeout_s", f.embryonic_timeout_s)]
+        {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("{k} must be a positive number of seconds, got {v}"));
             }
@@ -112,8 +93,7 @@ mod tests {
 
     #[test]
     fn parse_ok_and_defaults() {
-        let p =
-            Policy::from_toml("non_ip = \"drop\"\n[flows]\nmax_flows = 10\n", "t.toml").unwrap();
+        let p = Policy::from_toml("non_ip = \"drop\"\n[flows]\nmax_flows = 10\n", "t.toml").unwrap();
         assert_eq!(p.non_ip, FrameAction::Drop);
         assert_eq!(p.non_tcp, FrameAction::Forward);
         assert_eq!(p.flows.max_flows, 10);
@@ -122,17 +102,11 @@ mod tests {
 
     #[test]
     fn bad_policies_name_file_and_key() {
-        let e = Policy::from_toml("non_ip = \"maybe\"", "p.toml")
-            .unwrap_err()
-            .to_string();
+        let e = Policy::from_toml("non_ip = \"maybe\"", "p.toml").unwrap_err().to_string();
         assert!(e.contains("p.toml") && e.contains("non_ip"), "{e}");
-        let e = Policy::from_toml("[flows]\nmax_flows = 0", "p.toml")
-            .unwrap_err()
-            .to_string();
+        let e = Policy::from_toml("[flows]\nmax_flows = 0", "p.toml").unwrap_err().to_string();
         assert!(e.contains("flows.max_flows"), "{e}");
-        let e = Policy::from_toml("bogus = 1", "p.toml")
-            .unwrap_err()
-            .to_string();
+        let e = Policy::from_toml("bogus = 1", "p.toml").unwrap_err().to_string();
         assert!(e.contains("bogus"), "{e}");
     }
 }

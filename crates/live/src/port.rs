@@ -28,12 +28,7 @@ pub struct RxMeta {
 
 impl RxMeta {
     pub fn new(ts: Time, len: usize) -> RxMeta {
-        RxMeta {
-            ts,
-            len,
-            orig_len: len,
-            csum_not_ready: false,
-        }
+        RxMeta { ts, len, orig_len: len, csum_not_ready: false }
     }
     pub fn truncated(&self) -> bool {
         self.orig_len > self.len
@@ -140,16 +135,9 @@ pub struct AfPacketPort {
 impl AfPacketPort {
     /// Open `ifname` in the calling thread's network namespace; `name` labels it in stats.
     pub fn open(ifname: &str, name: &str) -> io::Result<AfPacketPort> {
-        let sock = PacketSocket::open(ifname).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("opening AF_PACKET socket on {ifname}: {e}"),
-            )
-        })?;
-        Ok(AfPacketPort {
-            name: name.to_string(),
-            sock,
-        })
+        let sock = PacketSocket::open(ifname)
+            .map_err(|e| io::Error::new(e.kind(), format!("opening AF_PACKET socket on {ifname}: {e}")))?;
+        Ok(AfPacketPort { name: name.to_string(), sock })
     }
 }
 
@@ -173,8 +161,7 @@ impl Port for AfPacketPort {
             match self.sock.send(frame) {
                 Ok(_) => return Ok(()),
                 Err(e)
-                    if (e.kind() == io::ErrorKind::WouldBlock
-                        || e.raw_os_error() == Some(libc::ENOBUFS))
+                    if (e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS))
                         && tries < 100 =>
                 {
                     tries += 1;
@@ -191,9 +178,7 @@ impl Port for AfPacketPort {
         self.sock.take_kernel_stats().map(|(_, d)| d).unwrap_or(0)
     }
     fn recv_batch(&mut self, now: Time, batch: &mut FrameBatch) -> io::Result<usize> {
-        let n = self
-            .sock
-            .recv_batch(&mut batch.slots, batch.slot_len, &mut batch.infos)?;
+        let n = self.sock.recv_batch(&mut batch.slots, batch.slot_len, &mut batch.infos)?;
         for i in 0..n {
             let inf = batch.infos[i];
             batch.metas[i] = RxMeta {
@@ -223,18 +208,7 @@ impl MemPort {
     pub fn pair(a: &str, b: &str) -> (MemPort, MemPort) {
         let q1: Queue = Default::default();
         let q2: Queue = Default::default();
-        (
-            MemPort {
-                name: a.into(),
-                rx: q1.clone(),
-                tx: q2.clone(),
-            },
-            MemPort {
-                name: b.into(),
-                rx: q2,
-                tx: q1,
-            },
-        )
+        (MemPort { name: a.into(), rx: q1.clone(), tx: q2.clone() }, MemPort { name: b.into(), rx: q2, tx: q1 })
     }
     /// Frames waiting to be received on this end.
     pub fn pending(&self) -> usize {
@@ -247,27 +221,15 @@ impl Port for MemPort {
         &self.name
     }
     fn recv(&mut self, now: Time, buf: &mut [u8]) -> io::Result<Option<RxMeta>> {
-        let f = self
-            .rx
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .pop_front();
+        let f = self.rx.lock().map_err(|_| io::Error::other("poisoned"))?.pop_front();
         Ok(f.map(|f| {
             let n = f.len().min(buf.len());
             buf[..n].copy_from_slice(&f[..n]);
-            RxMeta {
-                ts: now,
-                len: n,
-                orig_len: f.len(),
-                csum_not_ready: false,
-            }
+            RxMeta { ts: now, len: n, orig_len: f.len(), csum_not_ready: false }
         }))
     }
     fn send(&mut self, _now: Time, frame: &[u8]) -> io::Result<()> {
-        self.tx
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .push_back(frame.to_vec());
+        self.tx.lock().map_err(|_| io::Error::other("poisoned"))?.push_back(frame.to_vec());
         Ok(())
     }
     fn poll_fd(&self) -> Option<RawFd> {
@@ -312,13 +274,7 @@ pub struct FaultPort<P: Port> {
 impl<P: Port> FaultPort<P> {
     pub fn new(inner: P, spec: FaultSpec) -> FaultPort<P> {
         let rng = stream(spec.seed, "fault-port", 0);
-        FaultPort {
-            inner,
-            spec,
-            rng,
-            dup: None,
-            counts: FaultCounts::default(),
-        }
+        FaultPort { inner, spec, rng, dup: None, counts: FaultCounts::default() }
     }
     pub fn into_inner(self) -> P {
         self.inner
@@ -377,12 +333,13 @@ impl<P: Port> Port for FaultPort<P> {
     }
 }
 
-/// Wraps a port and writes every frame it receives and sends to a pcap file (Ethernet link type,
-/// wall-clock timestamps taken from the port's monotonic `now` plus the wall clock at creation).
+/// Wraps a port and writes every frame it receives and sends to a pcap file (Ethernet link
+/// type, ns timestamps = wall clock at creation + the port's monotonic `now`), with the
+/// project's writer (`ackshape_wire::pcap::PcapWriter`, the simulator's too).
 pub struct PcapPort<P: Port> {
     inner: P,
-    writer: pcap_file::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>,
-    wall0: std::time::Duration,
+    writer: ackshape_wire::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>,
+    wall0_ns: u64,
     t0: Option<Time>,
     /// Write errors (the capture stops recording after the first one).
     pub errors: u64,
@@ -390,37 +347,24 @@ pub struct PcapPort<P: Port> {
 
 impl<P: Port> PcapPort<P> {
     pub fn create(inner: P, path: &Path) -> io::Result<PcapPort<P>> {
-        let f = std::fs::File::create(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("creating pcap {}: {e}", path.display()))
-        })?;
-        let header = pcap_file::pcap::PcapHeader {
-            datalink: pcap_file::DataLink::ETHERNET,
-            ts_resolution: pcap_file::TsResolution::NanoSecond,
-            snaplen: 65535,
-            ..Default::default()
-        };
-        let writer = pcap_file::pcap::PcapWriter::with_header(std::io::BufWriter::new(f), header)
-            .map_err(|e| io::Error::other(format!("pcap header: {e}")))?;
-        let wall0 = std::time::SystemTime::now()
+        let f = std::fs::File::create(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("creating pcap {}: {e}", path.display())))?;
+        let writer = ackshape_wire::pcap::PcapWriter::new(std::io::BufWriter::new(f))
+            .map_err(|e| io::Error::other(format!("pcap {}: {e}", path.display())))?;
+        let wall0_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
             .unwrap_or_default();
-        Ok(PcapPort {
-            inner,
-            writer,
-            wall0,
-            t0: None,
-            errors: 0,
-        })
+        Ok(PcapPort { inner, writer, wall0_ns, t0: None, errors: 0 })
     }
 
-    fn write(&mut self, now: Time, data: &[u8], orig_len: usize) {
+    fn write(&mut self, now: Time, data: &[u8]) {
         if self.errors > 0 {
             return;
         }
         let t0 = *self.t0.get_or_insert(now);
-        let ts = self.wall0 + std::time::Duration::from_nanos(now.0.saturating_sub(t0.0));
-        let pkt = pcap_file::pcap::PcapPacket::new(ts, orig_len as u32, data);
-        if self.writer.write_packet(&pkt).is_err() {
+        let ts = self.wall0_ns + now.0.saturating_sub(t0.0);
+        if self.writer.write_frame(ts, data).is_err() {
             self.errors += 1;
         }
     }
@@ -433,12 +377,12 @@ impl<P: Port> Port for PcapPort<P> {
     fn recv(&mut self, now: Time, buf: &mut [u8]) -> io::Result<Option<RxMeta>> {
         let m = self.inner.recv(now, buf)?;
         if let Some(m) = m {
-            self.write(now, &buf[..m.len], m.orig_len);
+            self.write(now, &buf[..m.len]);
         }
         Ok(m)
     }
     fn send(&mut self, now: Time, frame: &[u8]) -> io::Result<()> {
-        self.write(now, frame, frame.len());
+        self.write(now, frame);
         self.inner.send(now, frame)
     }
     fn poll_fd(&self) -> Option<RawFd> {
@@ -453,11 +397,7 @@ impl<P: Port> Port for PcapPort<P> {
 /// (active ones among checksum/segmentation/GRO/LRO offloads), empty if the port is clean.
 pub fn offending_offloads(ifname: &str) -> io::Result<Vec<String>> {
     let feats = sys::ethtool_features(ifname)?;
-    Ok(feats
-        .into_iter()
-        .filter(|f| f.active && is_bad_offload(&f.name))
-        .map(|f| f.name)
-        .collect())
+    Ok(feats.into_iter().filter(|f| f.active && is_bad_offload(&f.name)).map(|f| f.name).collect())
 }
 
 fn is_bad_offload(name: &str) -> bool {
@@ -487,13 +427,7 @@ mod tests {
             let (mut a, b) = MemPort::pair("a", "b");
             let mut fb = FaultPort::new(
                 b,
-                FaultSpec {
-                    seed: 7,
-                    drop_p: 0.1,
-                    duplicate_p: 0.1,
-                    corrupt_p: 0.1,
-                    truncate_p: 0.1,
-                },
+                FaultSpec { seed: 7, drop_p: 0.1, duplicate_p: 0.1, corrupt_p: 0.1, truncate_p: 0.1 },
             );
             for i in 0..1000u32 {
                 a.send(Time(0), &i.to_be_bytes().repeat(20)).unwrap();
@@ -509,10 +443,7 @@ mod tests {
         let (g2, c2) = run();
         assert_eq!(g1, g2);
         assert_eq!(c1, c2);
-        assert!(
-            c1.dropped > 50 && c1.duplicated > 50 && c1.corrupted > 50 && c1.truncated > 50,
-            "{c1:?}"
-        );
+        assert!(c1.dropped > 50 && c1.duplicated > 50 && c1.corrupted > 50 && c1.truncated > 50, "{c1:?}");
         assert_eq!(g1.len() as u64, 1000 - c1.dropped + c1.duplicated);
     }
 

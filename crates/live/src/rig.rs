@@ -84,11 +84,7 @@ impl Rig {
     /// the wanem (if the topology has one).
     pub fn start(spec: RigSpec) -> Result<Rig, RigError> {
         let tb = TestbedGuard::up(&spec.topology)?;
-        let mut rig = Rig {
-            gw: None,
-            wan: None,
-            tb,
-        };
+        let mut rig = Rig { gw: None, wan: None, tb };
         if spec.topology.middle == Middle::Gateway {
             let mut gcfg = spec.gateway;
             gcfg.lan = rig.tb.if_gw_lan.clone();
@@ -97,19 +93,13 @@ impl Rig {
             let c2 = ctl.clone();
             let pipeline = spec.pipeline;
             let mut h = Some(
-                spawn_in_netns(&rig.tb.ns_gateway, "acks-gateway", move || {
-                    gateway::run_with(gcfg, &c2, pipeline)
-                })
-                .map_err(|e| RigError::Start {
-                    what: "gateway",
-                    msg: e.to_string(),
-                })?,
+                spawn_in_netns(&rig.tb.ns_gateway, "acks-gateway", move || gateway::run_with(gcfg, &c2, pipeline))
+                    .map_err(|e| RigError::Start { what: "gateway", msg: e.to_string() })?,
             );
             wait_started(&ctl, &mut h, "gateway")?;
             rig.gw = h.map(|h| (ctl, h));
         }
-        if let (Some(ns), Some(a), Some(b)) = (&rig.tb.ns_wanem, &rig.tb.if_wan_a, &rig.tb.if_wan_b)
-        {
+        if let (Some(ns), Some(a), Some(b)) = (&rig.tb.ns_wanem, &rig.tb.if_wan_a, &rig.tb.if_wan_b) {
             let mut wcfg = WanemConfig::new(a, b);
             wcfg.a_to_b = spec.wanem.0;
             wcfg.b_to_a = spec.wanem.1;
@@ -119,12 +109,8 @@ impl Rig {
             let ctl = Control::new();
             let c2 = ctl.clone();
             let mut h = Some(
-                spawn_in_netns(ns, "acks-wanem", move || wanem::run_with(wcfg, &c2)).map_err(
-                    |e| RigError::Start {
-                        what: "wanem",
-                        msg: e.to_string(),
-                    },
-                )?,
+                spawn_in_netns(ns, "acks-wanem", move || wanem::run_with(wcfg, &c2))
+                    .map_err(|e| RigError::Start { what: "wanem", msg: e.to_string() })?,
             );
             wait_started(&ctl, &mut h, "wanem")?;
             rig.wan = h.map(|h| (ctl, h));

@@ -57,20 +57,8 @@ impl FlowKey {
             L4::Other { proto } => (0, 0, *proto),
         };
         match dir {
-            Dir::AToB => FlowKey {
-                a_addr: pkt.ip.src,
-                a_port: sp,
-                b_addr: pkt.ip.dst,
-                b_port: dp,
-                proto,
-            },
-            Dir::BToA => FlowKey {
-                a_addr: pkt.ip.dst,
-                a_port: dp,
-                b_addr: pkt.ip.src,
-                b_port: sp,
-                proto,
-            },
+            Dir::AToB => FlowKey { a_addr: pkt.ip.src, a_port: sp, b_addr: pkt.ip.dst, b_port: dp, proto },
+            Dir::BToA => FlowKey { a_addr: pkt.ip.dst, a_port: dp, b_addr: pkt.ip.src, b_port: sp, proto },
         }
     }
 }
@@ -119,30 +107,16 @@ pub struct FlowTable {
 
 impl FlowTable {
     pub fn new(cfg: FlowTablePolicy) -> FlowTable {
-        let stats = FlowTableStats {
-            max_flows: cfg.max_flows,
-            ..Default::default()
-        };
+        let stats = FlowTableStats { max_flows: cfg.max_flows, ..Default::default() };
         // Reserve lazily: capacity grows to the cap at most.
-        FlowTable {
-            map: HashMap::new(),
-            cfg,
-            stats,
-            last_sweep: Time::ZERO,
-        }
+        FlowTable { map: HashMap::new(), cfg, stats, last_sweep: Time::ZERO }
     }
     pub fn set_policy(&mut self, cfg: FlowTablePolicy) {
         self.stats.max_flows = cfg.max_flows;
         self.cfg = cfg;
     }
     /// Account one packet; returns the flow's entry if tracked.
-    pub fn touch(
-        &mut self,
-        now: Time,
-        dir: Dir,
-        pkt: &Packet,
-        frame_len: usize,
-    ) -> Option<&mut FlowStats> {
+    pub fn touch(&mut self, now: Time, dir: Dir, pkt: &Packet, frame_len: usize) -> Option<&mut FlowStats> {
         let key = FlowKey::of(pkt, dir);
         if !self.map.contains_key(&key) {
             if self.map.len() >= self.cfg.max_flows {
@@ -153,13 +127,7 @@ impl FlowTable {
                 return None;
             }
             self.stats.inserted += 1;
-            self.map.insert(
-                key,
-                FlowStats {
-                    first_seen: now,
-                    ..Default::default()
-                },
-            );
+            self.map.insert(key, FlowStats { first_seen: now, ..Default::default() });
         }
         let e = self.map.get_mut(&key)?;
         let i = dir.index();
@@ -167,11 +135,7 @@ impl FlowTable {
         e.bytes[i] += frame_len as u64;
         e.last_seen = now;
         let syn_only = match &pkt.l4 {
-            L4::Tcp(t) => {
-                t.flags.contains(TcpFlags::SYN)
-                    && !t.flags.contains(TcpFlags::ACK)
-                    && pkt.payload_len == 0
-            }
+            L4::Tcp(t) => t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) && pkt.payload_len == 0,
             _ => false,
         };
         if !syn_only {
@@ -182,11 +146,7 @@ impl FlowTable {
     /// Evict idle flows. Runs at most once a second, or every 50 ms when `table_full` (a full
     /// table under a SYN flood must not scan on every packet).
     pub fn sweep(&mut self, now: Time, table_full: bool) {
-        let min = if table_full {
-            Dur::from_millis(50)
-        } else {
-            Dur::from_secs(1)
-        };
+        let min = if table_full { Dur::from_millis(50) } else { Dur::from_secs(1) };
         if now.since(self.last_sweep) < min && self.last_sweep != Time::ZERO {
             return;
         }
@@ -226,11 +186,7 @@ impl FlowTable {
         self.map.get(k)
     }
     pub fn stats(&self) -> FlowTableStats {
-        FlowTableStats {
-            flows: self.map.len(),
-            approx_bytes: self.approx_bytes(),
-            ..self.stats.clone()
-        }
+        FlowTableStats { flows: self.map.len(), approx_bytes: self.approx_bytes(), ..self.stats.clone() }
     }
     /// The `n` flows with the most bytes.
     pub fn top(&self, n: usize) -> Vec<(FlowKey, FlowStats)> {
@@ -300,50 +256,32 @@ impl Snapshot {
         }
         let ft = &self.flow_table;
         s += &format!("# TYPE ackshape_flows gauge\nackshape_flows {}\n", ft.flows);
-        s += &format!(
-            "# TYPE ackshape_flows_max gauge\nackshape_flows_max {}\n",
-            ft.max_flows
-        );
+        s += &format!("# TYPE ackshape_flows_max gauge\nackshape_flows_max {}\n", ft.max_flows);
         s += &format!("# TYPE ackshape_flows_evicted_total counter\nackshape_flows_evicted_total{{reason=\"idle\"}} {}\nackshape_flows_evicted_total{{reason=\"embryonic\"}} {}\n", ft.evicted_idle, ft.evicted_embryonic);
-        s += &format!("# TYPE ackshape_untracked_packets_total counter\nackshape_untracked_packets_total {}\n", ft.untracked_packets);
         s += &format!(
-            "# TYPE ackshape_held gauge\nackshape_held {}\n",
-            self.held_now
+            "# TYPE ackshape_untracked_packets_total counter\nackshape_untracked_packets_total {}\n",
+            ft.untracked_packets
         );
+        s += &format!("# TYPE ackshape_held gauge\nackshape_held {}\n", self.held_now);
         s += &format!(
             "# TYPE ackshape_hold_error_us gauge\nackshape_hold_error_us{{quantile=\"0.5\"}} {}\nackshape_hold_error_us{{quantile=\"0.99\"}} {}\n",
             self.hold_timing.p50_us, self.hold_timing.p99_us
         );
         s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
         for (k, f) in self.top_flows.iter().take(32) {
-            let l = format!(
-                "a=\"{}:{}\",b=\"{}:{}\",proto=\"{}\"",
-                k.a_addr, k.a_port, k.b_addr, k.b_port, k.proto
-            );
-            s += &format!(
-                "ackshape_flow_bytes_total{{{l},dir=\"a_to_b\"}} {}\n",
-                f.bytes[0]
-            );
-            s += &format!(
-                "ackshape_flow_bytes_total{{{l},dir=\"b_to_a\"}} {}\n",
-                f.bytes[1]
-            );
+            let l = format!("a=\"{}:{}\",b=\"{}:{}\",proto=\"{}\"", k.a_addr, k.a_port, k.b_addr, k.b_port, k.proto);
+            s += &format!("ackshape_flow_bytes_total{{{l},dir=\"a_to_b\"}} {}\n", f.bytes[0]);
+            s += &format!("ackshape_flow_bytes_total{{{l},dir=\"b_to_a\"}} {}\n", f.bytes[1]);
         }
         s
     }
 
     /// One JSON line.
     pub fn json_line(&self) -> String {
-        let ports: serde_json::Map<String, serde_json::Value> = self
-            .ports
-            .iter()
-            .map(|(n, p)| (n.clone(), serde_json::to_value(p).unwrap_or_default()))
-            .collect();
-        let flows: Vec<serde_json::Value> = self
-            .top_flows
-            .iter()
-            .map(|(k, f)| serde_json::json!({"key": k, "stats": f}))
-            .collect();
+        let ports: serde_json::Map<String, serde_json::Value> =
+            self.ports.iter().map(|(n, p)| (n.clone(), serde_json::to_value(p).unwrap_or_default())).collect();
+        let flows: Vec<serde_json::Value> =
+            self.top_flows.iter().map(|(k, f)| serde_json::json!({"key": k, "stats": f})).collect();
         serde_json::json!({
             "uptime_s": self.uptime_s,
             "ports": ports,
@@ -409,22 +347,9 @@ mod tests {
 
     #[test]
     fn flow_table_cap_and_eviction() {
-        let cfg = FlowTablePolicy {
-            max_flows: 100,
-            idle_timeout_s: 10.0,
-            embryonic_timeout_s: 1.0,
-        };
+        let cfg = FlowTablePolicy { max_flows: 100, idle_timeout_s: 10.0, embryonic_timeout_s: 1.0 };
         let mut t = FlowTable::new(cfg);
-        let est = classify(&crate::testing::tcp_frame(
-            [1, 1, 1, 1],
-            [2, 2, 2, 2],
-            5,
-            6,
-            7,
-            0x10,
-            &[],
-            b"x",
-        ));
+        let est = classify(&crate::testing::tcp_frame([1, 1, 1, 1], [2, 2, 2, 2], 5, 6, 7, 0x10, &[], b"x"));
         let est = est.packet().unwrap().clone();
         assert!(t.touch(Time(0), Dir::AToB, &est, 60).is_some());
         for i in 0..3000u32 {
@@ -440,34 +365,20 @@ mod tests {
         assert!(t.get(&k).is_some());
         t.sweep(Time(20_000_000_000), true);
         assert_eq!(t.len(), 0);
-        assert!(
-            t.approx_bytes() <= 100 * FLOW_ENTRY_BYTES,
-            "{}",
-            t.approx_bytes()
-        );
+        assert!(t.approx_bytes() <= 100 * FLOW_ENTRY_BYTES, "{}", t.approx_bytes());
     }
 
     #[test]
     fn prometheus_endpoint_serves_text() {
         let snap: SharedSnapshot = Default::default();
-        snap.lock().unwrap().ports.push((
-            "lan".into(),
-            PortStats {
-                rx_packets: 42,
-                ..Default::default()
-            },
-        ));
+        snap.lock().unwrap().ports.push(("lan".into(), PortStats { rx_packets: 42, ..Default::default() }));
         let stop = Arc::new(AtomicBool::new(false));
-        let (addr, h) =
-            serve_prometheus("127.0.0.1:0".parse().unwrap(), snap, stop.clone()).unwrap();
+        let (addr, h) = serve_prometheus("127.0.0.1:0".parse().unwrap(), snap, stop.clone()).unwrap();
         let mut c = std::net::TcpStream::connect(addr).unwrap();
         c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
         let mut s = String::new();
         c.read_to_string(&mut s).unwrap();
-        assert!(
-            s.contains("ackshape_port_rx_packets_total{port=\"lan\"} 42"),
-            "{s}"
-        );
+        assert!(s.contains("ackshape_port_rx_packets_total{port=\"lan\"} 42"), "{s}");
         stop.store(true, Ordering::Relaxed);
         h.join().unwrap();
         assert!(serve_prometheus("0.0.0.0:0".parse().unwrap(), Default::default(), stop).is_err());

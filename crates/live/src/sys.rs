@@ -67,15 +67,9 @@ union IfReqUnion {
 fn ifreq(ifname: &str) -> io::Result<IfReq> {
     let b = ifname.as_bytes();
     if b.is_empty() || b.len() >= libc::IFNAMSIZ || b.contains(&0) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("bad interface name {ifname:?}"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bad interface name {ifname:?}")));
     }
-    let mut r = IfReq {
-        name: [0; libc::IFNAMSIZ],
-        data: IfReqUnion { _pad: [0; 24] },
-    };
+    let mut r = IfReq { name: [0; libc::IFNAMSIZ], data: IfReqUnion { _pad: [0; 24] } };
     for (d, s) in r.name.iter_mut().zip(b) {
         *d = *s as libc::c_char;
     }
@@ -90,12 +84,7 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-fn setsockopt_int(
-    fd: RawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
+fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
     // SAFETY: valid fd, pointer to a live c_int of the stated size.
     let r = unsafe {
         libc::setsockopt(
@@ -111,15 +100,11 @@ fn setsockopt_int(
 
 /// Interface index of `ifname` in the calling thread's network namespace.
 pub fn if_index(ifname: &str) -> io::Result<u32> {
-    let c = CString::new(ifname)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))?;
+    let c = CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))?;
     // SAFETY: c is a valid NUL-terminated string.
     let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if idx == 0 {
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("no interface named {ifname:?} in this network namespace"),
-        ))
+        Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface named {ifname:?} in this network namespace")))
     } else {
         Ok(idx)
     }
@@ -171,9 +156,7 @@ pub fn ethtool_features(ifname: &str) -> io::Result<Vec<Feature>> {
     ethtool_ioctl(fd, ifname, &mut info)?;
     let n = info[4] as usize;
     if n == 0 || n > 4096 {
-        return Err(io::Error::other(format!(
-            "ethtool reported {n} features for {ifname}"
-        )));
+        return Err(io::Error::other(format!("ethtool reported {n} features for {ifname}")));
     }
     // ethtool_gstrings: cmd, string_set, len, u8 data[len * 32]
     let mut strings = vec![0u32; 3 + n * ETH_GSTRING_LEN / 4];
@@ -197,11 +180,7 @@ pub fn ethtool_features(ifname: &str) -> io::Result<Vec<Feature>> {
         let (blk, bit) = (i / 32, 1u32 << (i % 32));
         let available = feats[2 + 4 * blk] & bit != 0;
         let active = feats[2 + 4 * blk + 2] & bit != 0;
-        out.push(Feature {
-            name,
-            active,
-            available,
-        });
+        out.push(Feature { name, active, available });
     }
     Ok(out)
 }
@@ -236,11 +215,7 @@ impl PacketSocket {
         // Protocol 0 at creation so nothing is queued before bind() narrows it to this interface.
         // SAFETY: plain socket(2); the fd is owned immediately.
         let raw = cvt(unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
+            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
         })?;
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         setsockopt_int(raw, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
@@ -279,10 +254,7 @@ impl PacketSocket {
 
     /// Receive one frame into `buf`. `Ok(None)` when nothing is queued (EAGAIN).
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<RecvInfo>> {
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
         let mut cbuf = [0u64; 16];
         // SAFETY: zeroed sockaddr_ll/msghdr are valid initial values.
         let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
@@ -294,13 +266,7 @@ impl PacketSocket {
         msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
         msg.msg_controllen = size_of::<[u64; 16]>() as _;
         // SAFETY: msg points at live buffers of the declared sizes for the whole call.
-        let n = unsafe {
-            libc::recvmsg(
-                self.fd.as_raw_fd(),
-                &mut msg,
-                libc::MSG_TRUNC | libc::MSG_DONTWAIT,
-            )
-        };
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_TRUNC | libc::MSG_DONTWAIT) };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::WouldBlock {
@@ -309,12 +275,8 @@ impl PacketSocket {
             return Err(e);
         }
         let orig_len = n as usize;
-        let mut info = RecvInfo {
-            copied: orig_len.min(buf.len()),
-            orig_len,
-            pkttype: addr.sll_pkttype,
-            ..Default::default()
-        };
+        let mut info =
+            RecvInfo { copied: orig_len.min(buf.len()), orig_len, pkttype: addr.sll_pkttype, ..Default::default() };
         // Walk the control messages (kernel-written, bounded by msg_controllen).
         // SAFETY: CMSG_* macros walk within msg_control/msg_controllen set by the kernel.
         unsafe {
@@ -322,11 +284,9 @@ impl PacketSocket {
             while !c.is_null() {
                 if (*c).cmsg_level == SOL_PACKET
                     && (*c).cmsg_type == PACKET_AUXDATA
-                    && (*c).cmsg_len as usize
-                        >= libc::CMSG_LEN(size_of::<TpacketAuxdata>() as u32) as usize
+                    && (*c).cmsg_len as usize >= libc::CMSG_LEN(size_of::<TpacketAuxdata>() as u32) as usize
                 {
-                    let aux: TpacketAuxdata =
-                        std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const TpacketAuxdata);
+                    let aux: TpacketAuxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const TpacketAuxdata);
                     info.status = aux.tp_status;
                     if aux.tp_status & TP_STATUS_VLAN_VALID != 0 {
                         info.vlan_tci = Some(aux.tp_vlan_tci);
@@ -340,12 +300,7 @@ impl PacketSocket {
 
     /// Receive up to `infos.len()` frames with one `recvmmsg`, frame `i` into
     /// `slots[i * slot_len..(i + 1) * slot_len]`. Returns how many were received (0 on EAGAIN).
-    pub fn recv_batch(
-        &self,
-        slots: &mut [u8],
-        slot_len: usize,
-        infos: &mut [RecvInfo],
-    ) -> io::Result<usize> {
+    pub fn recv_batch(&self, slots: &mut [u8], slot_len: usize, infos: &mut [RecvInfo]) -> io::Result<usize> {
         let n = infos.len().min(slots.len() / slot_len.max(1)).min(256);
         if n == 0 {
             return Ok(0);
@@ -353,17 +308,12 @@ impl PacketSocket {
         let mut iovs: Vec<libc::iovec> = slots
             .chunks_mut(slot_len)
             .take(n)
-            .map(|c| libc::iovec {
-                iov_base: c.as_mut_ptr() as *mut libc::c_void,
-                iov_len: c.len(),
-            })
+            .map(|c| libc::iovec { iov_base: c.as_mut_ptr() as *mut libc::c_void, iov_len: c.len() })
             .collect();
         let mut ctrl = vec![[0u64; 8]; n];
         // SAFETY: zeroed sockaddr_ll/mmsghdr are valid initial values.
         let mut addrs: Vec<libc::sockaddr_ll> = vec![unsafe { zeroed() }; n];
-        let mut msgs: Vec<libc::mmsghdr> = (0..n)
-            .map(|_| unsafe { zeroed::<libc::mmsghdr>() })
-            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { zeroed::<libc::mmsghdr>() }).collect();
         for i in 0..n {
             let h = &mut msgs[i].msg_hdr;
             h.msg_name = &mut addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
@@ -406,11 +356,9 @@ impl PacketSocket {
                 while !c.is_null() {
                     if (*c).cmsg_level == SOL_PACKET
                         && (*c).cmsg_type == PACKET_AUXDATA
-                        && (*c).cmsg_len as usize
-                            >= libc::CMSG_LEN(size_of::<TpacketAuxdata>() as u32) as usize
+                        && (*c).cmsg_len as usize >= libc::CMSG_LEN(size_of::<TpacketAuxdata>() as u32) as usize
                     {
-                        let aux: TpacketAuxdata =
-                            std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const TpacketAuxdata);
+                        let aux: TpacketAuxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const TpacketAuxdata);
                         info.status = aux.tp_status;
                         if aux.tp_status & TP_STATUS_VLAN_VALID != 0 {
                             info.vlan_tci = Some(aux.tp_vlan_tci);
@@ -428,12 +376,7 @@ impl PacketSocket {
     pub fn send(&self, frame: &[u8]) -> io::Result<usize> {
         // SAFETY: frame is a live slice; the socket is bound so no address is needed.
         let n = unsafe {
-            libc::send(
-                self.fd.as_raw_fd(),
-                frame.as_ptr() as *const libc::c_void,
-                frame.len(),
-                libc::MSG_DONTWAIT,
-            )
+            libc::send(self.fd.as_raw_fd(), frame.as_ptr() as *const libc::c_void, frame.len(), libc::MSG_DONTWAIT)
         };
         if n < 0 {
             Err(io::Error::last_os_error())
@@ -444,10 +387,7 @@ impl PacketSocket {
 
     /// Frames received and frames dropped by the kernel (socket buffer full) since the last call.
     pub fn take_kernel_stats(&self) -> io::Result<(u64, u64)> {
-        let mut st = TpacketStats {
-            tp_packets: 0,
-            tp_drops: 0,
-        };
+        let mut st = TpacketStats { tp_packets: 0, tp_drops: 0 };
         let mut len = size_of::<TpacketStats>() as libc::socklen_t;
         // SAFETY: st is a live struct of the stated size.
         cvt(unsafe {
@@ -465,35 +405,16 @@ impl PacketSocket {
 
 /// Wait until one of `fds` is readable or `timeout` passes (`None` = forever). Returns the
 /// readiness of each fd. EINTR is reported as "nothing ready" so callers re-check their flags.
-pub fn poll_readable(
-    fds: &[RawFd],
-    timeout: Option<Duration>,
-    ready: &mut [bool],
-) -> io::Result<usize> {
-    let mut p: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>, ready: &mut [bool]) -> io::Result<usize> {
+    let mut p: Vec<libc::pollfd> =
+        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     });
-    let tsp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: p and ts live across the call; null sigmask keeps the current one.
-    let r = unsafe {
-        libc::ppoll(
-            p.as_mut_ptr(),
-            p.len() as libc::nfds_t,
-            tsp,
-            std::ptr::null(),
-        )
-    };
+    let r = unsafe { libc::ppoll(p.as_mut_ptr(), p.len() as libc::nfds_t, tsp, std::ptr::null()) };
     if r < 0 {
         let e = io::Error::last_os_error();
         if e.kind() == io::ErrorKind::Interrupted {
@@ -523,9 +444,7 @@ pub fn euid() -> u32 {
 /// Put the calling thread in SCHED_FIFO at `prio` (1..=99) so timer wake-ups are not delayed by
 /// other load. The thread still blocks in `ppoll` when idle.
 pub fn set_realtime_fifo(prio: i32) -> io::Result<()> {
-    let p = libc::sched_param {
-        sched_priority: prio.clamp(1, 99),
-    };
+    let p = libc::sched_param { sched_priority: prio.clamp(1, 99) };
     // SAFETY: p is a valid sched_param; pid 0 = the calling thread.
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }

@@ -59,10 +59,7 @@ impl Default for TopologySpec {
 
 impl TopologySpec {
     pub fn new(prefix: &str) -> TopologySpec {
-        TopologySpec {
-            prefix: prefix.into(),
-            ..Default::default()
-        }
+        TopologySpec { prefix: prefix.into(), ..Default::default() }
     }
 }
 
@@ -92,9 +89,7 @@ pub struct Testbed {
 /// A testbed operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TestbedError {
-    #[error(
-        "testbed prefix {0:?} must start with \"acks-\" and be at most 11 characters of [a-z0-9-]"
-    )]
+    #[error("testbed prefix {0:?} must start with \"acks-\" and be at most 11 characters of [a-z0-9-]")]
     BadPrefix(String),
     #[error("`{cmd}` failed: {stderr}")]
     Command { cmd: String, stderr: String },
@@ -108,8 +103,7 @@ fn check_prefix(p: &str) -> Result<(), TestbedError> {
     let ok = p.starts_with("acks-")
         && p.len() <= 11
         && p.len() > 5
-        && p.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if ok {
         Ok(())
     } else {
@@ -120,18 +114,10 @@ fn check_prefix(p: &str) -> Result<(), TestbedError> {
 /// Run a command, returning stdout; an error carries the command line and its stderr.
 pub fn sh(prog: &str, args: &[&str]) -> Result<String, TestbedError> {
     let cmd = format!("{prog} {}", args.join(" "));
-    let out = Command::new(prog)
-        .args(args)
-        .output()
-        .map_err(|source| TestbedError::Spawn {
-            cmd: cmd.clone(),
-            source,
-        })?;
+    let out =
+        Command::new(prog).args(args).output().map_err(|source| TestbedError::Spawn { cmd: cmd.clone(), source })?;
     if !out.status.success() {
-        return Err(TestbedError::Command {
-            cmd,
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
+        return Err(TestbedError::Command { cmd, stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -149,19 +135,12 @@ fn in_ns(ns: &str, prog: &str, args: &[&str]) -> Result<String, TestbedError> {
 /// Why live tests or the testbed cannot run here (None: they can).
 pub fn preflight() -> Option<String> {
     if crate::sys::euid() != 0 {
-        return Some(
-            "not root (namespaces and AF_PACKET need CAP_SYS_ADMIN/CAP_NET_ADMIN/CAP_NET_RAW)"
-                .into(),
-        );
+        return Some("not root (namespaces and AF_PACKET need CAP_SYS_ADMIN/CAP_NET_ADMIN/CAP_NET_RAW)".into());
     }
     for (prog, arg) in [("ip", "-V"), ("ethtool", "--version")] {
         match Command::new(prog).arg(arg).output() {
             Ok(o) if o.status.success() => {}
-            _ => {
-                return Some(format!(
-                    "`{prog}` is missing (apt-get install iproute2 ethtool)"
-                ))
-            }
+            _ => return Some(format!("`{prog}` is missing (apt-get install iproute2 ethtool)")),
         }
     }
     None
@@ -230,16 +209,8 @@ pub fn down(prefix: &str) -> Result<Vec<String>, TestbedError> {
 
 fn mac(prefix: &str, host: u8) -> String {
     // Locally administered, derived from the prefix so parallel testbeds differ.
-    let h = prefix
-        .bytes()
-        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
-    format!(
-        "02:{:02x}:{:02x}:{:02x}:00:{:02x}",
-        (h >> 16) as u8,
-        (h >> 8) as u8,
-        h as u8,
-        host
-    )
+    let h = prefix.bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+    format!("02:{:02x}:{:02x}:{:02x}:00:{:02x}", (h >> 16) as u8, (h >> 8) as u8, h as u8, host)
 }
 
 /// Build the topology. On failure everything built so far is removed.
@@ -275,11 +246,7 @@ fn build(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
         sender_addr: spec.sender_addr,
         receiver_addr: spec.receiver_addr,
     };
-    let mut all_ns = vec![
-        tb.ns_sender.clone(),
-        tb.ns_gateway.clone(),
-        tb.ns_receiver.clone(),
-    ];
+    let mut all_ns = vec![tb.ns_sender.clone(), tb.ns_gateway.clone(), tb.ns_receiver.clone()];
     if let Some(w) = &tb.ns_wanem {
         all_ns.push(w.clone());
     }
@@ -301,28 +268,14 @@ fn build(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
         args.extend(["netns", bns]);
         ip(&args)
     };
-    veth(
-        &tb.if_sender,
-        &tb.ns_sender,
-        Some(&smac),
-        &tb.if_gw_lan,
-        &tb.ns_gateway,
-        None,
-    )?;
+    veth(&tb.if_sender, &tb.ns_sender, Some(&smac), &tb.if_gw_lan, &tb.ns_gateway, None)?;
     match (&tb.ns_wanem, &tb.if_wan_a, &tb.if_wan_b) {
         (Some(wns), Some(wa), Some(wb)) => {
             veth(&tb.if_gw_wan, &tb.ns_gateway, None, wa, wns, None)?;
             veth(wb, wns, None, &tb.if_receiver, &tb.ns_receiver, Some(&rmac))?;
         }
         _ => {
-            veth(
-                &tb.if_gw_wan,
-                &tb.ns_gateway,
-                None,
-                &tb.if_receiver,
-                &tb.ns_receiver,
-                Some(&rmac),
-            )?;
+            veth(&tb.if_gw_wan, &tb.ns_gateway, None, &tb.if_receiver, &tb.ns_receiver, Some(&rmac))?;
         }
     }
     let mtu = spec.mtu.to_string();
@@ -338,29 +291,18 @@ fn build(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
     }
     for ns in [&tb.ns_gateway].into_iter().chain(tb.ns_wanem.as_ref()) {
         in_ns(ns, "sysctl", &["-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
-        in_ns(
-            ns,
-            "sysctl",
-            &["-qw", "net.ipv6.conf.default.disable_ipv6=1"],
-        )?;
+        in_ns(ns, "sysctl", &["-qw", "net.ipv6.conf.default.disable_ipv6=1"])?;
     }
     for (ns, ifname, middle) in &ends {
         ip(&["-n", ns, "link", "set", ifname, "mtu", &mtu])?;
-        let mut k = vec![
-            "-K", ifname, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-        ];
+        let mut k = vec!["-K", ifname, "tx", "off", "tso", "off", "gso", "off", "gro", "off"];
         if *middle {
             k.extend(["rx-gro-list", "off"]);
         }
         in_ns(ns, "ethtool", &k)?;
         if *middle {
             ip(&["-n", ns, "link", "set", ifname, "promisc", "on"])?;
-            in_ns(
-                ns,
-                "sysctl",
-                &["-qw", &format!("net.ipv6.conf.{ifname}.disable_ipv6=1")],
-            )
-            .ok();
+            in_ns(ns, "sysctl", &["-qw", &format!("net.ipv6.conf.{ifname}.disable_ipv6=1")]).ok();
         }
         ip(&["-n", ns, "link", "set", ifname, "up"])?;
     }
@@ -373,24 +315,8 @@ fn build(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
         ip(&["-n", &tb.ns_gateway, "link", "set", &br, "up"])?;
     }
     let plen = spec.prefix_len;
-    ip(&[
-        "-n",
-        &tb.ns_sender,
-        "addr",
-        "add",
-        &format!("{}/{plen}", spec.sender_addr),
-        "dev",
-        &tb.if_sender,
-    ])?;
-    ip(&[
-        "-n",
-        &tb.ns_receiver,
-        "addr",
-        "add",
-        &format!("{}/{plen}", spec.receiver_addr),
-        "dev",
-        &tb.if_receiver,
-    ])?;
+    ip(&["-n", &tb.ns_sender, "addr", "add", &format!("{}/{plen}", spec.sender_addr), "dev", &tb.if_sender])?;
+    ip(&["-n", &tb.ns_receiver, "addr", "add", &format!("{}/{plen}", spec.receiver_addr), "dev", &tb.if_receiver])?;
     ip(&[
         "-n",
         &tb.ns_sender,
@@ -463,12 +389,10 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     let ns = ns.to_string();
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            enter_netns(&ns)?;
-            Ok(f())
-        })
+    std::thread::Builder::new().name(name.into()).spawn(move || {
+        enter_netns(&ns)?;
+        Ok(f())
+    })
 }
 
 #[cfg(test)]

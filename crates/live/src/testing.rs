@@ -1,8 +1,8 @@
 //! Frame builders and a malformed-frame corpus for tests, fuzzing and the robustness test.
 //!
-//! `malformed_corpus` is a stand-in for `ackshape_wire::testing::malformed_corpus` until that
-//! lands; both produce truncated/garbled Ethernet, IPv4, IPv6 and TCP frames.
-//! Frames here are addressed to [`SINK_MAC`], a unicast MAC no test endpoint owns, so hosts
+//! [`malformed_corpus`] is `ackshape_wire::testing::malformed_corpus` (the project's corpus);
+//! [`extra_malformed_corpus`] adds this crate's own generator (garbage TCP options, bad data
+//! offsets, IPv6 extension chains, fragments, random bytes). Frames built here are addressed to [`SINK_MAC`], a unicast MAC no test endpoint owns, so hosts
 //! behind the gateway discard them.
 
 use ackshape_core::rng::stream;
@@ -51,20 +51,7 @@ pub fn tcp_frame(
     f.extend_from_slice(&SRC_MAC);
     f.extend_from_slice(&[0x08, 0x00]);
     let ip_start = f.len();
-    f.extend_from_slice(&[
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0x40,
-        0,
-        64,
-        6,
-        0,
-        0,
-    ]);
+    f.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0x40, 0, 64, 6, 0, 0]);
     f.extend_from_slice(&src);
     f.extend_from_slice(&dst);
     let c = csum_fold(csum_add(0, &f[ip_start..ip_start + 20]));
@@ -95,10 +82,15 @@ pub fn tcp_syn_frame(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, seq: u3
     tcp_frame(src, dst, sport, dport, seq, 0x02, &[2, 4, 0x05, 0xb4], &[])
 }
 
+/// The project's malformed-frame corpus (`ackshape_wire::testing::malformed_corpus`).
+pub fn malformed_corpus(seed: u64, n: usize) -> Vec<Vec<u8>> {
+    ackshape_wire::testing::malformed_corpus(seed, n)
+}
+
 /// `n` malformed or unusual frames, deterministic in `seed`: truncated Ethernet/IP/TCP, bad IHL,
 /// bad total lengths, bad TCP data offsets, garbage and oversized TCP options, unknown
 /// ethertypes, IPv6 with extension headers, IPv4/IPv6 fragments, random bytes.
-pub fn malformed_corpus(seed: u64, n: usize) -> Vec<Vec<u8>> {
+pub fn extra_malformed_corpus(seed: u64, n: usize) -> Vec<Vec<u8>> {
     let mut rng = stream(seed, "malformed-corpus", 0);
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
@@ -142,21 +134,8 @@ pub fn malformed_corpus(seed: u64, n: usize) -> Vec<Vec<u8>> {
                 f
             }
             6 => {
-                let opts: Vec<u8> = [254u8, 40]
-                    .iter()
-                    .copied()
-                    .chain((0..38).map(|_| rng.gen()))
-                    .collect();
-                let mut f = tcp_frame(
-                    [10, 99, 0, 1],
-                    [10, 99, 0, 2],
-                    1,
-                    2,
-                    3,
-                    0x10,
-                    &opts,
-                    &payload,
-                );
+                let opts: Vec<u8> = [254u8, 40].iter().copied().chain((0..38).map(|_| rng.gen())).collect();
+                let mut f = tcp_frame([10, 99, 0, 1], [10, 99, 0, 2], 1, 2, 3, 0x10, &opts, &payload);
                 f[54 + 1] = 60; // option longer than the 40-byte option space
                 f
             }
@@ -190,11 +169,7 @@ pub fn malformed_corpus(seed: u64, n: usize) -> Vec<Vec<u8>> {
                 let mut f = Vec::new();
                 f.extend_from_slice(&SINK_MAC);
                 f.extend_from_slice(&SRC_MAC);
-                f.extend_from_slice(if rng.gen() {
-                    &[0x08, 0x00]
-                } else {
-                    &[0x86, 0xdd]
-                });
+                f.extend_from_slice(if rng.gen() { &[0x08, 0x00] } else { &[0x86, 0xdd] });
                 f.extend((0..rng.gen_range(0..80)).map(|_| rng.gen::<u8>()));
                 f
             }

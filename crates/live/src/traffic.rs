@@ -40,12 +40,7 @@ pub struct SinkReport {
 impl SinkReport {
     /// Goodput in bit/s between the marks at `from_bytes` and the end.
     pub fn goodput_bps_after(&self, from_bytes: u64) -> f64 {
-        let start = self
-            .marks
-            .iter()
-            .find(|(b, _)| *b >= from_bytes)
-            .copied()
-            .unwrap_or((0, Duration::ZERO));
+        let start = self.marks.iter().find(|(b, _)| *b >= from_bytes).copied().unwrap_or((0, Duration::ZERO));
         let d = self.elapsed.saturating_sub(start.1).as_secs_f64();
         if d <= 0.0 {
             return 0.0;
@@ -56,12 +51,7 @@ impl SinkReport {
 
 /// Send `bytes` of seeded pseudo-random data to `dst`, then close. `cc` sets TCP_CONGESTION
 /// (reno, cubic, bbr) on the socket.
-pub fn tcp_source(
-    dst: SocketAddr,
-    bytes: u64,
-    seed: u64,
-    cc: Option<&str>,
-) -> io::Result<SourceReport> {
+pub fn tcp_source(dst: SocketAddr, bytes: u64, seed: u64, cc: Option<&str>) -> io::Result<SourceReport> {
     tcp_source_until(dst, Some(bytes), None, seed, cc)
 }
 
@@ -75,10 +65,7 @@ pub fn tcp_source_until(
     cc: Option<&str>,
 ) -> io::Result<SourceReport> {
     if bytes.is_none() && duration.is_none() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a flow needs bytes or a duration",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a flow needs bytes or a duration"));
     }
     let mut s = connect_with_cc(dst, cc, Duration::from_secs(10))?;
     let mut rng = stream(seed, "tcp-source", 0);
@@ -101,14 +88,7 @@ pub fn tcp_source_until(
                     h.update(&buf[off..off + k]);
                     off += k;
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    break
-                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -126,11 +106,7 @@ pub fn tcp_source_until(
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut sink = [0u8; 16];
     let _ = s.read(&mut sink);
-    Ok(SourceReport {
-        bytes: sent,
-        sha256: hex(&h.finalize()),
-        elapsed: t0.elapsed(),
-    })
+    Ok(SourceReport { bytes: sent, sha256: hex(&h.finalize()), elapsed: t0.elapsed() })
 }
 
 /// One flow of a live run, sender namespace → receiver namespace.
@@ -180,47 +156,33 @@ pub fn run_flows(
     for (i, f) in flows.iter().enumerate() {
         let dst = SocketAddr::from((tb.receiver_addr, 6000 + i as u16));
         let (tx, rx) = std::sync::mpsc::channel();
-        let sink = spawn_in_netns(
-            &tb.ns_receiver,
-            "acks-sink",
-            move || -> io::Result<SinkReport> {
-                let l = TcpListener::bind(dst)?;
-                let _ = tx.send(());
-                tcp_sink(&l, 64 * 1024)
-            },
-        )?;
+        let sink = spawn_in_netns(&tb.ns_receiver, "acks-sink", move || -> io::Result<SinkReport> {
+            let l = TcpListener::bind(dst)?;
+            let _ = tx.send(());
+            tcp_sink(&l, 64 * 1024)
+        })?;
         rx.recv_timeout(Duration::from_secs(5))
             .map_err(|_| io::Error::other(format!("sink for flow {} did not start", f.name)))?;
         let f2 = f.clone();
-        let src = spawn_in_netns(
-            &tb.ns_sender,
-            "acks-source",
-            move || -> io::Result<SourceReport> {
-                let start = origin + Duration::from_secs_f64(f2.start_s.max(0.0));
-                if let Some(d) = start.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(d);
-                }
-                tcp_source_until(
-                    dst,
-                    f2.bytes,
-                    f2.duration_s.map(Duration::from_secs_f64),
-                    seed.wrapping_add(i as u64),
-                    f2.cc.as_deref(),
-                )
-            },
-        )?;
+        let src = spawn_in_netns(&tb.ns_sender, "acks-source", move || -> io::Result<SourceReport> {
+            let start = origin + Duration::from_secs_f64(f2.start_s.max(0.0));
+            if let Some(d) = start.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+            tcp_source_until(
+                dst,
+                f2.bytes,
+                f2.duration_s.map(Duration::from_secs_f64),
+                seed.wrapping_add(i as u64),
+                f2.cc.as_deref(),
+            )
+        })?;
         handles.push((f.clone(), src, sink));
     }
     let mut out = Vec::new();
     for (f, src, sink) in handles {
-        let s = src
-            .join()
-            .map_err(|_| io::Error::other("source panicked"))?
-            .and_then(|r| r);
-        let r = sink
-            .join()
-            .map_err(|_| io::Error::other("sink panicked"))?
-            .and_then(|r| r);
+        let s = src.join().map_err(|_| io::Error::other("source panicked"))?.and_then(|r| r);
+        let r = sink.join().map_err(|_| io::Error::other("sink panicked"))?.and_then(|r| r);
         let mut rep = FlowReport {
             name: f.name.clone(),
             cc: f.cc.clone(),
@@ -234,11 +196,8 @@ pub fn run_flows(
             (Ok(s), Ok(r)) => {
                 rep.bytes = r.bytes;
                 rep.intact = s.sha256 == r.sha256 && s.bytes == r.bytes;
-                rep.goodput_bps = if r.elapsed.is_zero() {
-                    0.0
-                } else {
-                    r.bytes as f64 * 8.0 / r.elapsed.as_secs_f64()
-                };
+                rep.goodput_bps =
+                    if r.elapsed.is_zero() { 0.0 } else { r.bytes as f64 * 8.0 / r.elapsed.as_secs_f64() };
                 rep.series = series(&r, origin, bin);
             }
             (Err(e), _) | (_, Err(e)) => rep.error = Some(e.to_string()),
@@ -270,33 +229,20 @@ fn series(r: &SinkReport, origin: Instant, bin: Duration) -> Vec<(f64, f64)> {
         bins.resize(k + 1, 0);
     }
     bins[k] += r.bytes - prev;
-    bins.iter()
-        .enumerate()
-        .map(|(i, &by)| (i as f64 * b, by as f64 * 8.0 / b))
-        .collect()
+    bins.iter().enumerate().map(|(i, &by)| (i as f64 * b, by as f64 * 8.0 / b)).collect()
 }
 
 fn connect_with_cc(dst: SocketAddr, cc: Option<&str>, timeout: Duration) -> io::Result<TcpStream> {
     match cc {
         None => TcpStream::connect_timeout(&dst, timeout),
         Some(cc) => {
-            use nix::sys::socket::{
-                self, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage,
-            };
-            let fam = if dst.is_ipv4() {
-                AddressFamily::Inet
-            } else {
-                AddressFamily::Inet6
-            };
-            let fd = socket::socket(fam, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)
-                .map_err(io::Error::from)?;
+            use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage};
+            let fam = if dst.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+            let fd = socket::socket(fam, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).map_err(io::Error::from)?;
             socket::setsockopt(&fd, sockopt::TcpCongestion, &std::ffi::OsString::from(cc))
                 .map_err(|e| io::Error::other(format!("TCP_CONGESTION {cc}: {e}")))?;
-            socket::connect(
-                std::os::fd::AsRawFd::as_raw_fd(&fd),
-                &SockaddrStorage::from(dst),
-            )
-            .map_err(io::Error::from)?;
+            socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(dst))
+                .map_err(io::Error::from)?;
             Ok(TcpStream::from(fd))
         }
     }
@@ -328,13 +274,7 @@ pub fn tcp_sink(l: &TcpListener, mark_every: u64) -> io::Result<SinkReport> {
         }
     }
     let elapsed = t0.map_or(Duration::ZERO, |t| last - t);
-    Ok(SinkReport {
-        bytes,
-        sha256: hex(&h.finalize()),
-        marks,
-        elapsed,
-        first_byte_at: t0,
-    })
+    Ok(SinkReport { bytes, sha256: hex(&h.finalize()), marks, elapsed, first_byte_at: t0 })
 }
 
 /// Time `n` TCP connects to `dst` (each one SYN → SYN-ACK round trip); a listener must accept.
@@ -406,10 +346,7 @@ pub fn udp_blast(dst: SocketAddr, n: u64, size: usize, pps: u64) -> io::Result<u
         loop {
             match s.send_to(&b, dst) {
                 Ok(_) => break,
-                Err(e)
-                    if e.raw_os_error() == Some(libc::ENOBUFS)
-                        || e.kind() == io::ErrorKind::WouldBlock =>
-                {
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || e.kind() == io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_micros(50))
                 }
                 Err(e) => return Err(e),
@@ -464,17 +401,12 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = l.local_addr().unwrap();
         let h = std::thread::spawn(move || tcp_sink(&l, 1 << 20).unwrap());
-        let src =
-            tcp_source_until(a, None, Some(Duration::from_millis(200)), 1, Some("reno")).unwrap();
+        let src = tcp_source_until(a, None, Some(Duration::from_millis(200)), 1, Some("reno")).unwrap();
         let snk = h.join().unwrap();
         assert_eq!(src.sha256, snk.sha256);
         assert!(src.elapsed < Duration::from_secs(5) && src.bytes > 0);
         let s = series(&snk, snk.first_byte_at.unwrap(), Duration::from_millis(50));
         let total: f64 = s.iter().map(|(_, bps)| bps * 0.05 / 8.0).sum();
-        assert!(
-            (total - snk.bytes as f64).abs() < 1.0,
-            "{total} vs {}",
-            snk.bytes
-        );
+        assert!((total - snk.bytes as f64).abs() < 1.0, "{total} vs {}", snk.bytes);
     }
 }

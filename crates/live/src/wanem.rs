@@ -140,21 +140,14 @@ impl WanemPipeline {
     pub fn new(a_to_b: &LinkSpec, b_to_a: &LinkSpec, seed: u64) -> WanemPipeline {
         let mk = |l: &LinkSpec, i: u64| DirState {
             loss: Loss::new(l.loss.clone(), stream(seed, "wanem-loss", i)),
-            delay: Delay::new(
-                Dur(l.delay_ns),
-                l.jitter.clone(),
-                l.reorder,
-                stream(seed, "wanem-jitter", i),
-            ),
+            delay: Delay::new(Dur(l.delay_ns), l.jitter.clone(), l.reorder, stream(seed, "wanem-jitter", i)),
             rate: l.rate_bps,
             cap: l.queue_packets.max(1),
             busy_until: Time::ZERO,
             queue: VecDeque::new(),
             stats: DirStats::default(),
         };
-        WanemPipeline {
-            dirs: [mk(a_to_b, 0), mk(b_to_a, 1)],
-        }
+        WanemPipeline { dirs: [mk(a_to_b, 0), mk(b_to_a, 1)] }
     }
     pub fn stats(&self) -> [DirStats; 2] {
         [self.dirs[0].stats.clone(), self.dirs[1].stats.clone()]
@@ -211,19 +204,10 @@ pub fn run(cfg: WanemConfig) -> Result<Snapshot, GatewayError> {
 pub fn run_with(cfg: WanemConfig, ctl: &Control) -> Result<Snapshot, GatewayError> {
     for (n, l) in [("a_to_b", &cfg.a_to_b), ("b_to_a", &cfg.b_to_a)] {
         l.validate().map_err(|m| {
-            GatewayError::Io(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("wanem {n}: {m}"),
-            ))
+            GatewayError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("wanem {n}: {m}")))
         })?;
     }
-    let (a, b, mtu) = open_ports(
-        &cfg.a,
-        &cfg.b,
-        ["a", "b"],
-        cfg.allow_offloads,
-        cfg.pcap_dir.as_ref(),
-    )?;
+    let (a, b, mtu) = open_ports(&cfg.a, &cfg.b, ["a", "b"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
     run_ports(a, b, mtu, &cfg, ctl)
 }
 
@@ -236,11 +220,7 @@ pub fn run_ports(
     ctl: &Control,
 ) -> Result<Snapshot, GatewayError> {
     let prom = match cfg.prometheus {
-        Some(addr) => Some(serve_prometheus(
-            addr,
-            ctl.snapshot.clone(),
-            ctl.stop.clone(),
-        )?),
+        Some(addr) => Some(serve_prometheus(addr, ctl.snapshot.clone(), ctl.stop.clone())?),
         None => None,
     };
     let mut p = WanemPipeline::new(&cfg.a_to_b, &cfg.b_to_a, cfg.seed);
@@ -266,18 +246,12 @@ mod tests {
 
     #[test]
     fn rate_limit_and_delay_schedule() {
-        let link = LinkSpec {
-            delay_ns: 10_000_000,
-            rate_bps: Some(10_000_000),
-            queue_packets: 3,
-            ..Default::default()
-        };
+        let link =
+            LinkSpec { delay_ns: 10_000_000, rate_bps: Some(10_000_000), queue_packets: 3, ..Default::default() };
         let mut p = WanemPipeline::new(&link, &LinkSpec::default(), 1);
         let mut f = vec![0u8; 1250]; // 1 ms at 10 Mbit/s
         let c = FrameClass::NonIp { ethertype: 0 };
-        let v: Vec<Verdict> = (0..5)
-            .map(|_| p.on_frame(Time(0), Dir::AToB, &mut f, &c))
-            .collect();
+        let v: Vec<Verdict> = (0..5).map(|_| p.on_frame(Time(0), Dir::AToB, &mut f, &c)).collect();
         assert_eq!(
             v,
             vec![
@@ -289,26 +263,18 @@ mod tests {
             ]
         );
         // after the first frame has left the queue there is room again
-        assert_eq!(
-            p.on_frame(Time(1_000_000), Dir::AToB, &mut f, &c),
-            Verdict::HoldUntil(Time(14_000_000))
-        );
+        assert_eq!(p.on_frame(Time(1_000_000), Dir::AToB, &mut f, &c), Verdict::HoldUntil(Time(14_000_000)));
         assert_eq!(p.on_frame(Time(0), Dir::BToA, &mut f, &c), Verdict::Forward);
         assert_eq!(p.stats()[0].queue_drops, 2);
     }
 
     #[test]
     fn bernoulli_loss_matches_core_model() {
-        let link = LinkSpec {
-            loss: LossSpec::Bernoulli { p: 0.01 },
-            ..Default::default()
-        };
+        let link = LinkSpec { loss: LossSpec::Bernoulli { p: 0.01 }, ..Default::default() };
         let mut p = WanemPipeline::new(&link, &link, 9);
         let mut f = vec![0u8; 100];
         let c = FrameClass::NonIp { ethertype: 0 };
-        let lost = (0..100_000)
-            .filter(|_| p.on_frame(Time(0), Dir::AToB, &mut f, &c) == Verdict::Drop)
-            .count();
+        let lost = (0..100_000).filter(|_| p.on_frame(Time(0), Dir::AToB, &mut f, &c) == Verdict::Drop).count();
         let mut l = Loss::new(LossSpec::Bernoulli { p: 0.01 }, stream(9, "wanem-loss", 0));
         let lost2 = (0..100_000).filter(|_| l.drop_next()).count();
         assert_eq!(lost, lost2);

@@ -46,24 +46,16 @@ fn rig_with(prefix: &str, link: Option<(LinkSpec, LinkSpec)>, policy: Option<Pat
 
 fn stop(rig: &mut Rig) -> (Snapshot, Option<Snapshot>) {
     let (g, w) = rig.stop();
-    (
-        g.expect("gateway ran").expect("gateway result"),
-        w.map(|w| w.expect("wanem result")),
-    )
+    (g.expect("gateway ran").expect("gateway result"), w.map(|w| w.expect("wanem result")))
 }
 
 fn join_within<T>(h: JoinHandle<std::io::Result<T>>, limit: Duration, what: &str) -> T {
     let t0 = Instant::now();
     while !h.is_finished() {
-        assert!(
-            t0.elapsed() < limit,
-            "{what} did not finish within {limit:?}"
-        );
+        assert!(t0.elapsed() < limit, "{what} did not finish within {limit:?}");
         std::thread::sleep(Duration::from_millis(10));
     }
-    h.join()
-        .unwrap_or_else(|_| panic!("{what} panicked"))
-        .unwrap_or_else(|e| panic!("{what}: {e}"))
+    h.join().unwrap_or_else(|_| panic!("{what} panicked")).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
 type Running = (
@@ -81,12 +73,8 @@ fn start_transfer(tb: &Testbed, bytes: u64) -> Running {
         traffic::tcp_sink(&l, 1 << 20)
     })
     .unwrap();
-    rx.recv_timeout(Duration::from_secs(5))
-        .expect("sink did not start");
-    let src = spawn_in_netns(&tb.ns_sender, "source", move || {
-        traffic::tcp_source(dst, bytes, 3, None)
-    })
-    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).expect("sink did not start");
+    let src = spawn_in_netns(&tb.ns_sender, "source", move || traffic::tcp_source(dst, bytes, 3, None)).unwrap();
     (src, sink)
 }
 
@@ -142,10 +130,7 @@ fn latency(tb: &Testbed, n: usize) -> (Vec<Duration>, Vec<Duration>) {
 }
 
 fn transfer_mb() -> u64 {
-    std::env::var("ACKS_TRANSFER_MB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200)
+    std::env::var("ACKS_TRANSFER_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(200)
 }
 
 #[test]
@@ -153,11 +138,7 @@ fn transparency_sha256_through_gateway_and_wanem() {
     let Some(_l) = live("transparency") else {
         return;
     };
-    let mut rig = rig_with(
-        "acks-tt",
-        Some((LinkSpec::default(), LinkSpec::default())),
-        None,
-    );
+    let mut rig = rig_with("acks-tt", Some((LinkSpec::default(), LinkSpec::default())), None);
     let (mut c, mut u) = latency(&rig.tb, 20);
     let mb = transfer_mb();
     let t0 = Instant::now();
@@ -180,10 +161,7 @@ fn transparency_sha256_through_gateway_and_wanem() {
         pct(&mut u, 0.99)
     );
     let lan = g.port("lan").unwrap();
-    eprintln!(
-        "gateway lan port: {lan:?}\nwanem a port: {:?}",
-        w.port("a").unwrap()
-    );
+    eprintln!("gateway lan port: {lan:?}\nwanem a port: {:?}", w.port("a").unwrap());
     assert_eq!(lan.csum_not_ready, 0);
     assert_eq!(lan.oversize, 0);
     assert!(lan.tcp > (mb << 20) / 1500);
@@ -194,22 +172,13 @@ fn wanem_delay_50ms_each_way_gives_100ms_rtt() {
     let Some(_l) = live("wanem_delay") else {
         return;
     };
-    let link = LinkSpec {
-        delay_ns: 50_000_000,
-        ..Default::default()
-    };
+    let link = LinkSpec { delay_ns: 50_000_000, ..Default::default() };
     let rig = rig_with("acks-td", Some((link.clone(), link)), None);
     let (mut c, mut u) = latency(&rig.tb, 15);
     let (cm, um) = (median(&mut c), median(&mut u));
-    eprintln!(
-        "wanem 50 ms each way: TCP connect median {cm:?}, UDP echo median {um:?}, max {:?}",
-        u.last()
-    );
+    eprintln!("wanem 50 ms each way: TCP connect median {cm:?}, UDP echo median {um:?}, max {:?}", u.last());
     for m in [cm, um] {
-        assert!(
-            m >= Duration::from_millis(95) && m <= Duration::from_millis(105),
-            "RTT {m:?}"
-        );
+        assert!(m >= Duration::from_millis(95) && m <= Duration::from_millis(105), "RTT {m:?}");
     }
     let t = rig.wanem().unwrap().snapshot().hold_timing;
     eprintln!("wanem held-frame timing error: {t:?}");
@@ -218,34 +187,31 @@ fn wanem_delay_50ms_each_way_gives_100ms_rtt() {
 #[test]
 fn wanem_bernoulli_1pct_loss_over_100k_packets() {
     let Some(_l) = live("wanem_loss") else { return };
-    let link = LinkSpec {
-        loss: LossSpec::Bernoulli { p: 0.01 },
-        ..Default::default()
-    };
+    let link = LinkSpec { loss: LossSpec::Bernoulli { p: 0.01 }, ..Default::default() };
     let mut rig = rig_with("acks-tl", Some((link, LinkSpec::default())), None);
     let n = 100_000u64;
     let dst = SocketAddr::from((rig.tb.receiver_addr, 5004));
     let (tx, rx) = std::sync::mpsc::channel();
     let cnt = spawn_in_netns(&rig.tb.ns_receiver, "udp-count", move || {
         let s = UdpSocket::bind(dst)?;
-        let _ =
-            nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::RcvBufForce, &(16 << 20));
+        let _ = nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::RcvBufForce, &(16 << 20));
         let _ = tx.send(());
         traffic::udp_count(&s, n, Duration::from_millis(1500))
     })
     .unwrap();
     rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    let snd = spawn_in_netns(&rig.tb.ns_sender, "udp-blast", move || {
-        traffic::udp_blast(dst, n, 64, 40_000)
-    })
-    .unwrap();
+    let snd = spawn_in_netns(&rig.tb.ns_sender, "udp-blast", move || traffic::udp_blast(dst, n, 64, 40_000)).unwrap();
     let sent = join_within(snd, Duration::from_secs(30), "udp blast").unwrap();
     let got = join_within(cnt, Duration::from_secs(30), "udp count").unwrap();
     let (g, w) = stop(&mut rig);
     let w = w.unwrap();
     let loss = 1.0 - got as f64 / sent as f64;
     let kd = g.port("lan").unwrap().kernel_drops + w.port("a").unwrap().kernel_drops;
-    eprintln!("wanem 1% Bernoulli: sent {sent}, received {got}, loss {:.3}% (kernel drops in boxes: {kd}); wanem {}", loss * 100.0, w.pipeline);
+    eprintln!(
+        "wanem 1% Bernoulli: sent {sent}, received {got}, loss {:.3}% (kernel drops in boxes: {kd}); wanem {}",
+        loss * 100.0,
+        w.pipeline
+    );
     assert_eq!(sent, n);
     assert!((0.008..=0.012).contains(&loss), "loss {loss}");
 }
@@ -253,16 +219,8 @@ fn wanem_bernoulli_1pct_loss_over_100k_packets() {
 #[test]
 fn wanem_rate_limit_10mbit_tcp_goodput() {
     let Some(_l) = live("wanem_rate") else { return };
-    let link = LinkSpec {
-        rate_bps: Some(10_000_000),
-        queue_packets: 100,
-        delay_ns: 5_000_000,
-        ..Default::default()
-    };
-    let back = LinkSpec {
-        delay_ns: 5_000_000,
-        ..Default::default()
-    };
+    let link = LinkSpec { rate_bps: Some(10_000_000), queue_packets: 100, delay_ns: 5_000_000, ..Default::default() };
+    let back = LinkSpec { delay_ns: 5_000_000, ..Default::default() };
     let mut rig = rig_with("acks-tr", Some((link, back)), None);
     let (s, r) = transfer(&rig.tb, 7 << 20, Duration::from_secs(30));
     assert_eq!(s.sha256, r.sha256);
@@ -277,10 +235,7 @@ fn wanem_rate_limit_10mbit_tcp_goodput() {
         (got / expected - 1.0) * 100.0,
         w.unwrap().pipeline
     );
-    assert!(
-        (got / expected - 1.0).abs() <= 0.05,
-        "goodput {got} vs {expected}"
-    );
+    assert!((got / expected - 1.0).abs() <= 0.05, "goodput {got} vs {expected}");
 }
 
 #[test]
@@ -297,32 +252,13 @@ fn ports_with_offloads_on_are_refused_with_the_fix() {
     let _c = Cleanup(prefix);
     let ns = "acks-to-x";
     testbed::sh("ip", &["netns", "add", ns]).unwrap();
-    testbed::sh(
-        "ip",
-        &[
-            "-n",
-            ns,
-            "link",
-            "add",
-            "acks-to-a",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "acks-to-b",
-        ],
-    )
-    .unwrap();
+    testbed::sh("ip", &["-n", ns, "link", "add", "acks-to-a", "type", "veth", "peer", "name", "acks-to-b"]).unwrap();
     for i in ["acks-to-a", "acks-to-b"] {
         testbed::sh("ip", &["-n", ns, "link", "set", i, "up"]).unwrap();
     }
     let r = spawn_in_netns(ns, "gw", || {
         let ctl = Control::new();
-        gateway::run_with(
-            GatewayConfig::new("acks-to-a", "acks-to-b"),
-            &ctl,
-            Box::new(PassThrough),
-        )
+        gateway::run_with(GatewayConfig::new("acks-to-a", "acks-to-b"), &ctl, Box::new(PassThrough))
     })
     .unwrap()
     .join()
@@ -330,10 +266,7 @@ fn ports_with_offloads_on_are_refused_with_the_fix() {
     .unwrap();
     let msg = r.expect_err("offloads on must be refused").to_string();
     eprintln!("refusal message: {msg}");
-    assert!(
-        msg.contains("ethtool -K acks-to-a tx off tso off gso off gro off"),
-        "{msg}"
-    );
+    assert!(msg.contains("ethtool -K acks-to-a tx off tso off gso off gro off"), "{msg}");
     assert!(msg.contains("rx-gro-list off"), "{msg}");
     // After the fix the same ports are accepted.
     for i in ["acks-to-a", "acks-to-b"] {
@@ -344,10 +277,7 @@ fn ports_with_offloads_on_are_refused_with_the_fix() {
         testbed::sh("ip", &a).unwrap();
     }
     let ok = spawn_in_netns(ns, "chk", || {
-        (
-            gateway::check_port("acks-to-a").is_ok(),
-            gateway::check_port("acks-to-b").is_ok(),
-        )
+        (gateway::check_port("acks-to-a").is_ok(), gateway::check_port("acks-to-b").is_ok())
     })
     .unwrap()
     .join()
@@ -356,12 +286,7 @@ fn ports_with_offloads_on_are_refused_with_the_fix() {
     assert_eq!(ok, (true, true));
 }
 
-fn inject(
-    ns: &str,
-    ifname: &str,
-    frames: Vec<Vec<u8>>,
-    pps: u64,
-) -> JoinHandle<std::io::Result<std::io::Result<u64>>> {
+fn inject(ns: &str, ifname: &str, frames: Vec<Vec<u8>>, pps: u64) -> JoinHandle<std::io::Result<std::io::Result<u64>>> {
     let ifname = ifname.to_string();
     spawn_in_netns(ns, "inject", move || -> std::io::Result<u64> {
         let mut p = AfPacketPort::open(&ifname, "inject")?;
@@ -406,33 +331,21 @@ fn expected_malformed(frames: &[Vec<u8>]) -> u64 {
                 f.clone()
             }
         })
-        .filter(|f| matches!(classify::classify(f), classify::FrameClass::Malformed(_)))
+        .filter(|f| classify::classify(f).is_malformed())
         .count() as u64
 }
 
 #[test]
 fn malformed_frames_on_both_ports_during_transfer() {
     let Some(_l) = live("robustness") else { return };
-    let mut rig = rig_with(
-        "acks-tm",
-        Some((LinkSpec::default(), LinkSpec::default())),
-        None,
-    );
+    let mut rig = rig_with("acks-tm", Some((LinkSpec::default(), LinkSpec::default())), None);
     let n = 100_000;
     let lan_frames = testing::malformed_corpus(1, n);
     let wan_frames = testing::malformed_corpus(2, n);
-    let (exp_lan, exp_wan) = (
-        expected_malformed(&lan_frames),
-        expected_malformed(&wan_frames),
-    );
+    let (exp_lan, exp_wan) = (expected_malformed(&lan_frames), expected_malformed(&wan_frames));
     let tb = rig.tb.tb.clone();
     let h_lan = inject(&tb.ns_sender, &tb.if_sender, lan_frames, 25_000);
-    let h_wan = inject(
-        tb.ns_wanem.as_deref().unwrap(),
-        tb.if_wan_a.as_deref().unwrap(),
-        wan_frames,
-        25_000,
-    );
+    let h_wan = inject(tb.ns_wanem.as_deref().unwrap(), tb.if_wan_a.as_deref().unwrap(), wan_frames, 25_000);
     let (s, r) = transfer(&tb, 200 << 20, Duration::from_secs(90));
     let sl = join_within(h_lan, Duration::from_secs(60), "lan injection").unwrap();
     let sw = join_within(h_wan, Duration::from_secs(60), "wan injection").unwrap();
@@ -452,16 +365,10 @@ fn malformed_frames_on_both_ports_during_transfer() {
     assert_eq!((sl, sw), (n as u64, n as u64));
     // Never more than injected; a few may be lost before the gateway reads them (veth backlog
     // or socket buffer overflow while the machine is loaded: the latter shows in kernel_drops).
-    assert!(
-        lan.malformed <= exp_lan && wan.malformed <= exp_wan,
-        "{lan:?} {wan:?}"
-    );
+    assert!(lan.malformed <= exp_lan && wan.malformed <= exp_wan, "{lan:?} {wan:?}");
     // Frames the kernel dropped before the gateway read them (socket buffer full while the
     // machine is loaded) are reported as kernel_drops; most must reach the classifier.
-    assert!(
-        lan.malformed as f64 >= 0.5 * exp_lan as f64
-            && wan.malformed as f64 >= 0.5 * exp_wan as f64
-    );
+    assert!(lan.malformed as f64 >= 0.5 * exp_lan as f64 && wan.malformed as f64 >= 0.5 * exp_wan as f64);
 }
 
 #[test]
@@ -481,20 +388,14 @@ fn testbed_cleanup_after_panic_and_after_crash() {
     let removed = testbed::down("acks-tc").unwrap();
     assert!(removed.len() >= 4, "{removed:?}");
     assert_eq!(testbed::leftovers("acks-tc"), Vec::<String>::new());
-    assert_eq!(
-        testbed::down("acks-tc").unwrap(),
-        Vec::<String>::new(),
-        "down is idempotent"
-    );
+    assert_eq!(testbed::down("acks-tc").unwrap(), Vec::<String>::new(), "down is idempotent");
 }
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0)
 }
@@ -506,11 +407,8 @@ fn flow_table_bounded_under_200k_syns() {
     std::fs::create_dir_all(&dir).unwrap();
     let pol = dir.join("policy.toml");
     let cap = 20_000usize;
-    std::fs::write(
-        &pol,
-        format!("[flows]\nmax_flows = {cap}\nidle_timeout_s = 30\nembryonic_timeout_s = 1\n"),
-    )
-    .unwrap();
+    std::fs::write(&pol, format!("[flows]\nmax_flows = {cap}\nidle_timeout_s = 30\nembryonic_timeout_s = 1\n"))
+        .unwrap();
     let mut rig = rig_with("acks-tf", None, Some(pol));
     let rss0 = rss_kib();
     let syns: Vec<Vec<u8>> = (0..200_000u32)
@@ -557,19 +455,10 @@ fn flow_table_bounded_under_200k_syns() {
     assert_eq!(s.sha256, r.sha256, "established flow kept flowing");
     assert!(max_seen <= cap && ft.flows <= cap);
     assert!(ft.evicted_embryonic > 0, "idle SYN-only flows are evicted");
-    assert!(
-        during.flow_table.flows < cap / 2,
-        "embryonic flows gone after their timeout"
-    );
+    assert!(during.flow_table.flows < cap / 2, "embryonic flows gone after their timeout");
     assert!(ft.approx_bytes <= cap * ackshape_live::stats::FLOW_ENTRY_BYTES);
     // the transfer's flow is tracked (it was inserted before the flood and stayed active)
-    assert!(
-        g.top_flows
-            .iter()
-            .any(|(k, f)| k.b_port == 5001 && f.bytes[0] > 60 << 20),
-        "{:?}",
-        g.top_flows.first()
-    );
+    assert!(g.top_flows.iter().any(|(k, f)| k.b_port == 5001 && f.bytes[0] > 60 << 20), "{:?}", g.top_flows.first());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -582,20 +471,7 @@ fn partial_checksums_from_an_offloading_sender_are_counted() {
     let tb = rig.tb.tb.clone();
     // Misconfigure the sender: checksum offload on. The gateway's own ports are clean, so it
     // starts, and must count the partial-checksum frames it now receives.
-    testbed::sh(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &tb.ns_sender,
-            "ethtool",
-            "-K",
-            &tb.if_sender,
-            "tx",
-            "on",
-        ],
-    )
-    .unwrap();
+    testbed::sh("ip", &["netns", "exec", &tb.ns_sender, "ethtool", "-K", &tb.if_sender, "tx", "on"]).unwrap();
     let dst = SocketAddr::from((tb.receiver_addr, 5009));
     let _ = spawn_in_netns(&tb.ns_sender, "conn", move || {
         for _ in 0..3 {
@@ -614,15 +490,8 @@ fn partial_checksums_from_an_offloading_sender_are_counted() {
 #[test]
 fn run_flows_with_per_flow_congestion_control() {
     let Some(_l) = live("run_flows") else { return };
-    let link = LinkSpec {
-        rate_bps: Some(20_000_000),
-        delay_ns: 5_000_000,
-        ..Default::default()
-    };
-    let back = LinkSpec {
-        delay_ns: 5_000_000,
-        ..Default::default()
-    };
+    let link = LinkSpec { rate_bps: Some(20_000_000), delay_ns: 5_000_000, ..Default::default() };
+    let back = LinkSpec { delay_ns: 5_000_000, ..Default::default() };
     let mut rig = rig_with("acks-tw", Some((link, back)), None);
     let flows: Vec<traffic::FlowSpec> = ["reno", "cubic", "bbr"]
         .iter()
@@ -647,17 +516,10 @@ fn run_flows_with_per_flow_congestion_control() {
             r.goodput_bps / 1e6,
             r.intact,
             r.error,
-            r.series
-                .iter()
-                .map(|(t, b)| format!("{t:.2}:{:.1}", b / 1e6))
-                .collect::<Vec<_>>()
+            r.series.iter().map(|(t, b)| format!("{t:.2}:{:.1}", b / 1e6)).collect::<Vec<_>>()
         );
         assert!(r.error.is_none() && r.intact && r.bytes > 0, "{r:?}");
     }
-    eprintln!(
-        "sum of flow goodputs {:.2} Mbit/s; gateway tracked {} flows",
-        total / 1e6,
-        g.flow_table.flows
-    );
+    eprintln!("sum of flow goodputs {:.2} Mbit/s; gateway tracked {} flows", total / 1e6, g.flow_table.flows);
     assert!(g.flow_table.flows >= 3);
 }
