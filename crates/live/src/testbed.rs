@@ -290,8 +290,8 @@ fn build(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
         ends.push((wns, wb, true));
     }
     for ns in [&tb.ns_gateway].into_iter().chain(tb.ns_wanem.as_ref()) {
-        in_ns(ns, "sysctl", &["-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
-        in_ns(ns, "sysctl", &["-qw", "net.ipv6.conf.default.disable_ipv6=1"])?;
+        // Keep the middle boxes quiet (no IPv6 link-local traffic of their own). Best effort.
+        disable_ipv6(ns);
     }
     for (ns, ifname, middle) in &ends {
         ip(&["-n", ns, "link", "set", ifname, "mtu", &mtu])?;
@@ -302,7 +302,6 @@ fn build(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
         in_ns(ns, "ethtool", &k)?;
         if *middle {
             ip(&["-n", ns, "link", "set", ifname, "promisc", "on"])?;
-            in_ns(ns, "sysctl", &["-qw", &format!("net.ipv6.conf.{ifname}.disable_ipv6=1")]).ok();
         }
         ip(&["-n", ns, "link", "set", ifname, "up"])?;
     }
@@ -344,6 +343,18 @@ fn build(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
         "permanent",
     ])?;
     Ok(tb)
+}
+
+/// Write `net.ipv6.conf.{all,default}.disable_ipv6 = 1` inside `ns` (from a thread in that
+/// namespace, so no `sysctl` binary is needed). Errors are ignored.
+fn disable_ipv6(ns: &str) {
+    if let Ok(h) = spawn_in_netns(ns, "acks-sysctl", || {
+        for k in ["all", "default"] {
+            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{k}/disable_ipv6"), "1");
+        }
+    }) {
+        let _ = h.join();
+    }
 }
 
 /// Removes the testbed on drop (also when a test panics).
