@@ -153,11 +153,9 @@ fn handle(
     dir: Dir,
     meta: RxMeta,
     frame: &mut [u8],
-    tx: &mut dyn Port,
-) {
+) -> bool {
     let now = meta.ts;
     let i = dir.index();
-    let o = 1 - i;
     {
         let ps = &mut st.ports[i];
         ps.rx_packets += 1;
@@ -170,13 +168,13 @@ fn handle(
         if meta.truncated() {
             ps.truncated += 1;
             ps.drops += 1;
-            return;
+            return false;
         }
         if meta.csum_not_ready {
             ps.csum_not_ready += 1;
             if cfg.policy.csum_not_ready == FrameAction::Drop {
                 ps.drops += 1;
-                return;
+                return false;
             }
         }
     }
@@ -209,11 +207,11 @@ fn handle(
         if let Some(f) = flow.as_mut() {
             f.drops += 1;
         }
-        return;
+        return false;
     }
     match pipeline.on_frame(now, dir, frame, &class) {
-        Verdict::Forward => send_out(tx, &mut st.ports[o], now, frame),
-        Verdict::HoldUntil(t) if t <= now => send_out(tx, &mut st.ports[o], now, frame),
+        Verdict::Forward => return true,
+        Verdict::HoldUntil(t) if t <= now => return true,
         Verdict::Drop => {
             st.ports[i].drops += 1;
             if let Some(f) = flow.as_mut() {
@@ -228,6 +226,7 @@ fn handle(
             st.held.push(t, (dir, frame.to_vec()));
         }
     }
+    false
 }
 
 /// Send every held frame whose time has come; returns the time after the last send.
@@ -279,6 +278,7 @@ pub fn run_engine(
         None => None,
     };
     let mut batch = FrameBatch::new(BATCH, BUF_LEN);
+    let mut fwd: Vec<usize> = Vec::with_capacity(BATCH);
     let interval = Dur(cfg.stats_interval.as_nanos().max(1_000_000) as u64);
     let mut next_stats = st.clock.now() + interval;
     let fds: Vec<i32> = [a.poll_fd(), b.poll_fd()].into_iter().flatten().collect();
@@ -324,9 +324,20 @@ pub fn run_engine(
                 }
             };
             busy |= n > 0;
+            fwd.clear();
             for i in 0..n {
                 let (frame, meta) = batch.frame_mut(i);
-                handle(&mut st, &cfg, pipeline, dir, meta, frame, tx);
+                if handle(&mut st, &cfg, pipeline, dir, meta, frame) {
+                    fwd.push(i);
+                }
+            }
+            if !fwd.is_empty() {
+                let frames: Vec<&[u8]> = fwd.iter().map(|&i| batch.frame(i)).collect();
+                let sent = tx.send_batch(now, &frames);
+                let ps = &mut st.ports[1 - dir.index()];
+                ps.tx_packets += sent as u64;
+                ps.tx_bytes += frames[..sent].iter().map(|f| f.len() as u64).sum::<u64>();
+                ps.tx_errors += (frames.len() - sent) as u64;
             }
             release_due(&mut st, &mut *a, &mut *b);
         }

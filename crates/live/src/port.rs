@@ -50,6 +50,18 @@ pub trait Port: Send {
     fn take_kernel_drops(&mut self) -> u64 {
         0
     }
+    /// Send several frames in order (one syscall on AF_PACKET ports). Returns how many were
+    /// sent; stops at the first failure.
+    fn send_batch(&mut self, now: Time, frames: &[&[u8]]) -> usize {
+        let mut k = 0;
+        for f in frames {
+            if self.send(now, f).is_err() {
+                break;
+            }
+            k += 1;
+        }
+        k
+    }
     /// Take up to `batch.capacity()` frames (one syscall on AF_PACKET ports). Returns how many.
     fn recv_batch(&mut self, now: Time, batch: &mut FrameBatch) -> io::Result<usize> {
         batch.n = 0;
@@ -96,6 +108,11 @@ impl FrameBatch {
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
+    /// Frame `i` (read-only).
+    pub fn frame(&self, i: usize) -> &[u8] {
+        let m = &self.metas[i];
+        &self.slots[i * self.slot_len..i * self.slot_len + m.len.min(self.slot_len)]
+    }
     /// Frame `i` (its received bytes) and its metadata.
     pub fn frame_mut(&mut self, i: usize) -> (&mut [u8], RxMeta) {
         let m = self.metas[i];
@@ -122,6 +139,9 @@ impl<P: Port + ?Sized> Port for Box<P> {
     }
     fn recv_batch(&mut self, now: Time, batch: &mut FrameBatch) -> io::Result<usize> {
         (**self).recv_batch(now, batch)
+    }
+    fn send_batch(&mut self, now: Time, frames: &[&[u8]]) -> usize {
+        (**self).send_batch(now, frames)
     }
 }
 
@@ -176,6 +196,29 @@ impl Port for AfPacketPort {
     }
     fn take_kernel_drops(&mut self) -> u64 {
         self.sock.take_kernel_stats().map(|(_, d)| d).unwrap_or(0)
+    }
+    fn send_batch(&mut self, _now: Time, frames: &[&[u8]]) -> usize {
+        let mut off = 0;
+        let mut tries = 0;
+        while off < frames.len() {
+            match self.sock.send_batch(&frames[off..]) {
+                Ok(k) if k > 0 => off += k,
+                Ok(_) => break,
+                Err(e)
+                    if (e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS))
+                        && tries < 100 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+                Err(_) => {
+                    // Skip the frame the kernel refused and carry on with the rest.
+                    off += 1;
+                    return off - 1 + self.send_batch(_now, &frames[off..]);
+                }
+            }
+        }
+        off
     }
     fn recv_batch(&mut self, now: Time, batch: &mut FrameBatch) -> io::Result<usize> {
         let n = self.sock.recv_batch(&mut batch.slots, batch.slot_len, &mut batch.infos)?;

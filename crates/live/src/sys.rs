@@ -372,6 +372,33 @@ impl PacketSocket {
         Ok(got)
     }
 
+    /// Send frames with one `sendmmsg`; returns how many the kernel took (it stops at the first
+    /// failure; an error is returned only if none was sent).
+    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
+        let n = frames.len().min(1024);
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut iovs: Vec<libc::iovec> = frames[..n]
+            .iter()
+            .map(|f| libc::iovec { iov_base: f.as_ptr() as *mut libc::c_void, iov_len: f.len() })
+            .collect();
+        // SAFETY: zeroed mmsghdr is a valid initial value.
+        let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { zeroed::<libc::mmsghdr>() }).collect();
+        for (m, iov) in msgs.iter_mut().zip(iovs.iter_mut()) {
+            m.msg_hdr.msg_iov = iov;
+            m.msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: headers point at live iovecs over live frames; the kernel only reads them.
+        let r =
+            unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
+
     /// Send one frame out of the bound interface. `WouldBlock` if the socket buffer is full.
     pub fn send(&self, frame: &[u8]) -> io::Result<usize> {
         // SAFETY: frame is a live slice; the socket is bound so no address is needed.
