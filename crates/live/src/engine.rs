@@ -181,8 +181,11 @@ fn handle(
     let class = classify(frame);
     let ps = &mut st.ports[i];
     let action = match &class {
-        FrameClass::Tcp(_) => {
+        FrameClass::Tcp(p) => {
             ps.tcp += 1;
+            if p.packet.is_pure_ack() {
+                ps.pure_acks += 1;
+            }
             FrameAction::Forward
         }
         FrameClass::NonTcp { .. } => {

@@ -12,8 +12,16 @@
 //!   using the simulator's own loss/delay models from `ackshape_core::impair`.
 //! - [`testbed`]: network namespaces (sender — gateway — wanem — receiver) wired with veth
 //!   pairs, with the offload settings the data plane needs; cleanup by name prefix (`acks-`).
-//! - [`traffic`]: built-in TCP/UDP senders and receivers for live runs and tests.
-//! - [`port`]: the packet-I/O trait with AF_PACKET and in-memory ports and pcap/fault wrappers.
+//! - [`rig`]: a testbed with the gateway and wanem running as threads inside their namespaces.
+//! - [`traffic`]: built-in TCP/UDP senders and receivers (per-flow `TCP_CONGESTION`, sha256 of
+//!   what was moved, goodput time series) for live runs and tests.
+//! - [`port`]: the packet-I/O trait with AF_PACKET and in-memory ports and pcap/fault wrappers;
+//!   [`engine`]: the two-port loop (recvmmsg/sendmmsg batches, classify with
+//!   `ackshape_wire::Packet::parse_frame`, policy, pipeline verdicts, a deadline queue for held
+//!   frames, stats) that the gateway and the wanem share.
+//!
+//! Entry points for the `ackshape` CLI: [`gateway::run`], [`wanem::run`], [`testbed::up`],
+//! [`testbed::down`], [`rig::Rig::start`] + [`traffic::run_flows`] for `run --live`.
 //!
 //! **What it is not.** Not a router (no IP forwarding, ARP or routing: frames are bridged
 //! untouched unless the pipeline rewrites them), not TPACKET_V3 or AF_XDP (yet), not a shaper by

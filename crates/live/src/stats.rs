@@ -25,6 +25,8 @@ pub struct PortStats {
     /// Frames received here and held by the pipeline.
     pub held: u64,
     pub tcp: u64,
+    /// Pure ACKs among `tcp` (no payload, no SYN/FIN/RST).
+    pub pure_acks: u64,
     pub non_tcp: u64,
     pub non_ip: u64,
     pub malformed: u64,
@@ -231,7 +233,7 @@ impl Snapshot {
     pub fn prometheus(&self) -> String {
         let mut s = String::new();
         type Metric = (&'static str, fn(&PortStats) -> u64);
-        let port_metrics: [Metric; 15] = [
+        let port_metrics: [Metric; 16] = [
             ("rx_packets", |p| p.rx_packets),
             ("rx_bytes", |p| p.rx_bytes),
             ("tx_packets", |p| p.tx_packets),
@@ -240,6 +242,7 @@ impl Snapshot {
             ("drops", |p| p.drops),
             ("held", |p| p.held),
             ("tcp", |p| p.tcp),
+            ("pure_acks", |p| p.pure_acks),
             ("non_tcp", |p| p.non_tcp),
             ("non_ip", |p| p.non_ip),
             ("malformed", |p| p.malformed),
