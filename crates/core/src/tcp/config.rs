@@ -101,6 +101,17 @@ pub struct TcpConfig {
     /// linear increase"). Off by default: Misbehaving never reduces cwnd.
     #[serde(default)]
     pub misbehaving_ecn_response: bool,
+    /// Grow cwnd only while the window is in use (RFC 7661 spirit; Linux `tcp_is_cwnd_limited`).
+    /// Off by default (RFC 5681 / ns-2: an rwnd- or application-limited flow keeps growing cwnd).
+    #[serde(default)]
+    pub cwnd_validation: bool,
+    /// TIME_WAIT duration; `None` = 2 × max(SRTT, 1 ms) (short: simulations reuse no ports).
+    #[serde(default)]
+    pub time_wait: Option<Dur>,
+    /// RFC 6675 NextSeg rule 4 (rescue retransmission) during SACK recovery. Off by default
+    /// (Linux does not implement it).
+    #[serde(default)]
+    pub rescue_retransmission: bool,
 }
 
 impl Default for TcpConfig {
@@ -123,6 +134,9 @@ impl Default for TcpConfig {
             carry_payload: false,
             limited_transmit: false,
             misbehaving_ecn_response: false,
+            cwnd_validation: false,
+            time_wait: None,
+            rescue_retransmission: false,
         }
     }
 }

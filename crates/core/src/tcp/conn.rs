@@ -87,6 +87,8 @@ pub struct TcpStats {
     pub persist_probes: u64,
     /// SYN or SYN-ACK retransmissions.
     pub syn_retrans: u64,
+    /// RFC 6675 rescue retransmissions (NextSeg rule 4).
+    pub rescue_retrans: u64,
 }
 
 /// An instantaneous snapshot for per-flow traces.
@@ -119,6 +121,7 @@ const CWND_CAP: u64 = 1 << 40;
 /// Internally every sequence number is a 64-bit *stream offset* (0 = first data byte after
 /// the SYN); wire sequence numbers are derived from it, so there is no wrap-around logic
 /// anywhere except at the conversion.
+#[derive(Clone, Debug)]
 pub struct Connection {
     cfg: TcpConfig,
     local: SocketAddr,
@@ -165,6 +168,8 @@ pub struct Connection {
     rto_lost_to: u64,
     /// A one-shot retransmission of the segment at this offset, sent regardless of cwnd.
     pending_rtx: Option<u64>,
+    /// RFC 6675 RescueRxt.
+    rescue_rxt: Option<u64>,
     sboard: Scoreboard,
     rtt: RttEstimator,
     /// Segment being timed when timestamps are off: (end offset, send time).
@@ -193,6 +198,9 @@ pub struct Connection {
     peer_fin_rcvd: bool,
     read_q: VecDeque<Bytes>,
     tw_deadline: Option<Time>,
+
+    /// A reset to send (sequence number, ACK number) in answer to a segment for a closed connection.
+    rst_pending: Option<(SeqNum, Option<SeqNum>)>,
 
     events: VecDeque<TcpEvent>,
     stats: TcpStats,
@@ -243,6 +251,7 @@ impl Connection {
             rtx_ptr: 0,
             rto_lost_to: 0,
             pending_rtx: None,
+            rescue_rxt: None,
             sboard: Scoreboard::default(),
             rtt: RttEstimator::new(cfg.rto),
             rtt_timing: None,
@@ -268,6 +277,7 @@ impl Connection {
             peer_fin_rcvd: false,
             read_q: VecDeque::new(),
             tw_deadline: None,
+            rst_pending: None,
             events: VecDeque::new(),
             stats: TcpStats::default(),
             ip_id: 0,
@@ -470,6 +480,18 @@ impl Connection {
     pub fn handle_packet(&mut self, now: Time, pkt: &Packet) {
         let Some(t) = pkt.tcp() else { return };
         if self.state == TcpState::Closed {
+            // RFC 793 reset generation for a closed connection (e.g. the peer retransmits its
+            // FIN after our short TIME_WAIT ended).
+            if !t.flags.contains(TcpFlags::RST) {
+                self.rst_pending = Some(if t.flags.contains(TcpFlags::ACK) {
+                    (t.ack, None)
+                } else {
+                    let len = pkt.payload_len
+                        + t.flags.contains(TcpFlags::SYN) as u32
+                        + t.flags.contains(TcpFlags::FIN) as u32;
+                    (SeqNum(0), Some(t.seq + len))
+                });
+            }
             return;
         }
         if t.flags.contains(TcpFlags::RST) {
@@ -518,10 +540,9 @@ impl Connection {
                     self.syn_pending = true;
                     return;
                 }
-                if !t.flags.contains(TcpFlags::ACK) || t.ack != self.snd_seq(0) {
-                    if !(t.flags.contains(TcpFlags::ACK) && self.ack_off(t.ack) > 0) {
-                        return;
-                    }
+                // The handshake completes on an ACK of our SYN (ack_off 0).
+                if !t.flags.contains(TcpFlags::ACK) || self.ack_off(t.ack) != 0 {
+                    return;
                 }
                 if self.syn_retx == 0 {
                     if let Some((_, tsecr)) = t.opts.timestamps.filter(|x| self.ts_ok && x.1 != 0) {
@@ -568,7 +589,7 @@ impl Connection {
             if t.flags.contains(TcpFlags::CWR) {
                 self.ece_pending = false;
             }
-            if pkt.ip.ecn == Ecn::Ce {
+            if pkt.ip.ecn == Ecn::Ce && pkt.payload_len > 0 {
                 self.stats.ce_rcvd += 1;
                 self.ece_pending = true;
                 self.imm_acks = self.imm_acks.max(1);
@@ -595,9 +616,16 @@ impl Connection {
             self.wl2 = ack;
             self.last_wnd_raw = t.window;
         }
+        if self.una == self.nxt {
+            // Nothing outstanding: the only timer could be the persist timer; poll_transmit
+            // re-arms it (with the current backoff) if the window still does not allow sending.
+            self.rtx_deadline = None;
+        }
         // SACK information.
         let mut newly_sacked = 0;
-        if self.sack_ok && t.opts.sack_len > 0 {
+        // Only the SACK-based senders keep a scoreboard: Tahoe/Reno/NewReno ignore SACK blocks
+        // (ns-2-style classic variants), even when SACK was negotiated.
+        if self.sack_recovery() && t.opts.sack_len > 0 {
             for b in t.opts.sack_blocks() {
                 let l = self.ack_off(b.left).max(ack as i64);
                 let r = self.ack_off(b.right).min(self.nxt as i64);
@@ -685,7 +713,7 @@ impl Connection {
                     // Reno exits on any new ACK; NewReno on a full ACK (RFC 6582 option 1).
                     self.rec = Recovery::None;
                     self.cwnd = if self.cfg.cc == CcAlgo::Misbehaving {
-                        self.cwnd.max(self.ssthresh)
+                        self.cwnd
                     } else if self.cfg.cc == CcAlgo::Reno {
                         self.ssthresh
                     } else {
@@ -741,9 +769,20 @@ impl Connection {
     }
 
     /// Congestion-window growth on an ACK of `acked` new bytes outside recovery.
-    fn grow_cwnd(&mut self, now: Time, acked: u64, _flight_before: u64) {
+    fn grow_cwnd(&mut self, now: Time, acked: u64, flight_before: u64) {
         let mss = self.mss;
         let cap = self.cwnd_cap();
+        if self.cfg.cwnd_validation {
+            // Grow only when the window was actually in use (RFC 7661 spirit, Linux-like).
+            let limited = if self.cwnd < self.ssthresh {
+                self.cwnd < 2 * flight_before
+            } else {
+                flight_before + mss >= self.cwnd
+            };
+            if !limited {
+                return;
+            }
+        }
         if self.cfg.cc == CcAlgo::Misbehaving {
             // No congestion avoidance: byte-counted slow start forever (doubles per RTT).
             self.cwnd = self.cwnd.saturating_add(acked).min(cap);
@@ -778,14 +817,19 @@ impl Connection {
         self.dupacks += 1;
         match self.rec {
             Recovery::Fast => {
-                // Window inflation (Reno / NewReno).
-                self.cwnd += self.mss;
+                // Window inflation (Reno / NewReno); Misbehaving never deflated, so no inflation.
+                if self.cfg.cc != CcAlgo::Misbehaving {
+                    self.cwnd = self.cwnd.saturating_add(self.mss);
+                }
             }
             Recovery::Sack => {}
             Recovery::None => {
-                if self.dupacks == self.cfg.dupthresh.max(1) {
-                    let guarded = matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno);
-                    if guarded || self.recover.is_none_or(|r| self.una >= r) {
+                // Never during a go-back-N (after an RTO or Tahoe's fast retransmit): the
+                // duplicate ACKs then come from resent segments the receiver already holds.
+                if self.dupacks == self.cfg.dupthresh.max(1) && self.rto_lost_to <= self.una {
+                    // Reno and Tahoe have no `recover` guard (RFC 5681); NewReno/SACK do (RFC 6582 §3.2 step 2).
+                    let unguarded = matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno);
+                    if unguarded || self.recover.is_none_or(|r| self.una >= r) {
                         self.enter_recovery(now);
                         return;
                     }
@@ -961,7 +1005,25 @@ impl Connection {
     /// Next segment to send now, if any (data, retransmission, ACK, SYN, FIN).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Packet> {
         match self.state {
-            TcpState::Closed => return None,
+            TcpState::Closed => {
+                let (seq, ack) = self.rst_pending.take()?;
+                let mut flags = TcpFlags::RST;
+                if ack.is_some() {
+                    flags.insert(TcpFlags::ACK);
+                }
+                let tcp = TcpHdr {
+                    sport: self.local.port(),
+                    dport: self.remote.port(),
+                    seq,
+                    ack: ack.unwrap_or_default(),
+                    flags,
+                    window: 0,
+                    urgent: 0,
+                    opts: TcpOptions::default(),
+                };
+                self.stats.segs_sent += 1;
+                return Some(Packet { ip: self.ip_hdr(Ecn::NotEct), l4: L4::Tcp(tcp), payload_len: 0, payload: None });
+            }
             TcpState::SynSent | TcpState::SynReceived => {
                 if self.syn_pending {
                     self.syn_pending = false;
@@ -978,6 +1040,14 @@ impl Connection {
             if self.probe_pending {
                 self.probe_pending = false;
                 self.stats.persist_probes += 1;
+                // Like Linux's tcp_write_wakeup: if the window allows part of a segment, send
+                // that much new data; if it is zero, a probe with an old sequence number.
+                let edge = self.una + self.rwnd;
+                if edge > self.nxt && self.nxt < self.sb.written {
+                    let e = self.sb.written.min(self.nxt + self.mss).min(edge);
+                    let s = self.nxt;
+                    return Some(self.emit(now, s, e));
+                }
                 let seq = self.snd_seq(self.una) - 1;
                 return Some(self.build(now, seq, TcpFlags::ACK, 0, None, false));
             }
@@ -1003,11 +1073,13 @@ impl Connection {
         // 1. One-shot retransmission (fast retransmit, NewReno partial ACK): ignores cwnd.
         if let Some(s) = self.pending_rtx.take() {
             if s >= self.una && s < self.nxt {
-                let (s, e) = self.sboard.next_hole(s, self.nxt).map(|(a, b)| (a, b.min(a + mss)))?;
-                if self.rec == Recovery::Sack && e > self.rtx_ptr {
-                    self.rtx_ptr = e;
+                if let Some((s, he)) = self.sboard.next_hole(s, self.nxt) {
+                    let e = he.min(s + mss);
+                    if self.rec == Recovery::Sack && e > self.rtx_ptr {
+                        self.rtx_ptr = e;
+                    }
+                    return Some(self.emit(now, s, e));
                 }
-                return Some(self.emit(now, s, e));
             }
         }
         if self.cfg.max_burst > 0 && self.burst >= self.cfg.max_burst {
@@ -1065,18 +1137,34 @@ impl Connection {
 
     /// RFC 6675 NextSeg rule 3: during SACK recovery with no new data to send, retransmit an
     /// un-SACKed, not-yet-retransmitted segment below the highest SACKed byte.
+    ///
+    /// Then rule 4 (rescue retransmission, if `rescue_retransmission`): once per recovery,
+    /// the segment holding the highest outstanding un-SACKed byte; HighRxt is not updated.
     fn sack_rule3(&mut self, now: Time, flight: u64, cwnd: u64) -> Option<Packet> {
         if self.rec != Recovery::Sack {
             return None;
         }
-        let hi = self.sboard.highest()?;
-        let from = self.rtx_ptr.max(self.una);
-        let (s, he) = self.sboard.next_hole(from, hi)?;
-        let e = he.min(s + self.mss);
+        if let Some(hi) = self.sboard.highest() {
+            let from = self.rtx_ptr.max(self.una);
+            if let Some((s, he)) = self.sboard.next_hole(from, hi) {
+                let e = he.min(s + self.mss);
+                if flight + (e - s) > cwnd {
+                    return None;
+                }
+                self.rtx_ptr = e;
+                return Some(self.emit(now, s, e));
+            }
+        }
+        if !self.cfg.rescue_retransmission || self.rescue_rxt.is_some_and(|r| self.una < r) {
+            return None;
+        }
+        let (hs, e) = self.sboard.last_hole(self.una, self.nxt)?;
+        let s = hs.max(e.saturating_sub(self.mss));
         if flight + (e - s) > cwnd {
             return None;
         }
-        self.rtx_ptr = e;
+        self.rescue_rxt = self.recover;
+        self.stats.rescue_retrans += 1;
         Some(self.emit(now, s, e))
     }
 
@@ -1399,4 +1487,34 @@ pub struct Negotiated {
     pub sack: bool,
     pub timestamps: bool,
     pub ecn: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_is_send_and_small_enough() {
+        fn assert_send<T: Send + Sync>() {}
+        assert_send::<Connection>();
+        assert!(std::mem::size_of::<Connection>() < 2048, "{}", std::mem::size_of::<Connection>());
+    }
+
+    #[test]
+    fn seq_conversion_wraps() {
+        let cfg = TcpConfig::default();
+        let mut c = Connection::connect(
+            cfg,
+            "10.0.0.1:1".parse().unwrap(),
+            "10.0.0.2:2".parse().unwrap(),
+            u32::MAX - 10,
+            Time::ZERO,
+        );
+        assert_eq!(c.snd_seq(0), SeqNum(u32::MAX - 9));
+        assert_eq!(c.snd_seq(20), SeqNum(10));
+        c.una = 5;
+        c.nxt = 30;
+        assert_eq!(c.ack_off(SeqNum(10)), 20);
+        assert_eq!(c.ack_off(SeqNum(u32::MAX - 9)), 0);
+    }
 }

@@ -94,6 +94,23 @@ impl Scoreboard {
         None
     }
 
+    /// Highest un-SACKed range `[s, e)` inside `[from, limit)`.
+    pub fn last_hole(&self, from: u64, limit: u64) -> Option<(u64, u64)> {
+        let mut e = limit;
+        for &(l, r) in self.blocks.iter().rev() {
+            if l >= e {
+                continue;
+            }
+            if r >= e {
+                e = l; // e was inside the block: the hole ends at its left edge
+                continue;
+            }
+            // r < e: hole [r, e)
+            return (r.max(from) < e).then_some((r.max(from), e));
+        }
+        (from < e).then_some((from, e))
+    }
+
     /// First un-SACKed range `[s, e)` with `from <= s < limit`; `e` is capped at `limit`.
     pub fn next_hole(&self, from: u64, limit: u64) -> Option<(u64, u64)> {
         let mut s = from;
@@ -137,6 +154,11 @@ mod tests {
         assert_eq!(sb.sacked_in(0, 100), 40);
         assert_eq!(sb.lost_boundary(10), Some(10));
         assert_eq!(sb.lost_boundary(9), Some(50));
+        assert_eq!(sb.last_hole(0, 100), Some((60, 100)));
+        assert_eq!(sb.last_hole(0, 60), Some((40, 50)));
+        assert_eq!(sb.last_hole(45, 60), Some((45, 50)));
+        assert_eq!(sb.last_hole(0, 15), Some((0, 10)));
+        assert_eq!(sb.last_hole(12, 15), None);
         sb.advance(35);
         assert_eq!(sb.sacked_in(0, 100), 15);
         sb.advance(70);

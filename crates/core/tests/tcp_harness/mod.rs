@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 pub type DropFn = Box<dyn FnMut(&Packet, u64) -> bool>;
+pub type PktDropFn = Box<dyn FnMut(&Packet) -> bool>;
+pub type MutateFn = Box<dyn FnMut(Time, &mut Packet)>;
+pub type StepFn = Box<dyn FnMut(Time, &Connection, Option<&Connection>)>;
 
 pub struct Path {
     pub delay: Dur,
@@ -24,9 +27,13 @@ pub struct Path {
     pub loss_p: f64,
     pub reorder_p: f64,
     pub reorder_extra: Dur,
+    /// Probability that a packet is delivered twice (the copy 1 ms later).
+    pub dup_p: f64,
     pub drop_fn: Option<DropFn>,
+    /// Drop decision for any packet (control segments included).
+    pub drop_pkt: Option<PktDropFn>,
     /// Rewrites every packet sent on this path (a middlebox).
-    pub mutate: Option<Box<dyn FnMut(Time, &mut Packet)>>,
+    pub mutate: Option<MutateFn>,
     data_idx: u64,
     rng: rng::Rng,
     pub dropped: u64,
@@ -43,12 +50,19 @@ impl Path {
             loss_p: 0.0,
             reorder_p: 0.0,
             reorder_extra: Dur::ZERO,
+            dup_p: 0.0,
             drop_fn: None,
             mutate: None,
+            drop_pkt: None,
             data_idx: 0,
             rng: rng::stream(seed, "path", 0),
             dropped: 0,
         }
+    }
+
+    /// Whether to deliver a duplicate of the last packet sent.
+    fn duplicate(&mut self) -> bool {
+        self.dup_p > 0.0 && self.rng.gen::<f64>() < self.dup_p
     }
 
     /// Arrival time of `p` sent at `now`, or None if dropped.
@@ -56,6 +70,12 @@ impl Path {
         let mut t = now;
         if let Some(m) = self.mutate.as_mut() {
             m(now, p);
+        }
+        if let Some(f) = self.drop_pkt.as_mut() {
+            if f(p) {
+                self.dropped += 1;
+                return None;
+            }
         }
         if let Some(r) = self.rate_bps {
             let start = t.max(self.busy_until);
@@ -117,7 +137,8 @@ pub struct Sim {
     /// Close each side automatically when its peer's FIN arrives.
     pub auto_close: bool,
     /// Called after every step (for traces).
-    pub on_step: Option<Box<dyn FnMut(Time, &Connection, Option<&Connection>)>>,
+    pub on_step: Option<StepFn>,
+    iss_b: u32,
 }
 
 pub fn addr(s: &str) -> SocketAddr {
@@ -126,7 +147,11 @@ pub fn addr(s: &str) -> SocketAddr {
 
 impl Sim {
     pub fn new(cfg_a: TcpConfig, cfg_b: TcpConfig, one_way: Dur) -> Sim {
-        let a = Connection::connect(cfg_a, addr("10.0.0.1:40000"), addr("10.0.0.2:80"), 1000, Time::ZERO);
+        Sim::with_iss(cfg_a, cfg_b, one_way, 1000, 5000)
+    }
+
+    pub fn with_iss(cfg_a: TcpConfig, cfg_b: TcpConfig, one_way: Dur, iss_a: u32, iss_b: u32) -> Sim {
+        let a = Connection::connect(cfg_a, addr("10.0.0.1:40000"), addr("10.0.0.2:80"), iss_a, Time::ZERO);
         Sim {
             now: Time::ZERO,
             a,
@@ -143,6 +168,7 @@ impl Sim {
             record: true,
             auto_close: false,
             on_step: None,
+            iss_b,
         }
     }
 
@@ -161,6 +187,10 @@ impl Sim {
                     self.sent.push(Sent { t: now, from_a: true, pkt: p.clone(), dropped: arr.is_none() });
                 }
                 if let Some(t) = arr {
+                    if self.ab.duplicate() {
+                        self.queue.insert((t + Dur::from_millis(1), self.qseq), (true, p.clone()));
+                        self.qseq += 1;
+                    }
                     self.queue.insert((t, self.qseq), (true, p));
                     self.qseq += 1;
                 }
@@ -173,6 +203,10 @@ impl Sim {
                         self.sent.push(Sent { t: now, from_a: false, pkt: p.clone(), dropped: arr.is_none() });
                     }
                     if let Some(t) = arr {
+                        if self.ba.duplicate() {
+                            self.queue.insert((t + Dur::from_millis(1), self.qseq), (false, p.clone()));
+                            self.qseq += 1;
+                        }
                         self.queue.insert((t, self.qseq), (false, p));
                         self.qseq += 1;
                     }
@@ -237,7 +271,7 @@ impl Sim {
                     match self.b.as_mut() {
                         Some(b) => b.handle_packet(self.now, &p),
                         None => {
-                            self.b = Connection::accept(self.cfg_b.clone(), &p, 5000, self.now);
+                            self.b = Connection::accept(self.cfg_b.clone(), &p, self.iss_b, self.now);
                         }
                     }
                 } else {
