@@ -269,6 +269,40 @@ mod tests {
     }
 
     #[test]
+    fn engine_holds_frames_for_the_delay_over_mem_ports() {
+        use crate::port::MemPort;
+        let (mut host_a, a) = MemPort::pair("host-a", "a");
+        let (b, host_b) = MemPort::pair("b", "host-b");
+        let link = LinkSpec { delay_ns: 20_000_000, ..Default::default() };
+        let cfg = WanemConfig::symmetric("a", "b", link);
+        let ctl = Control::new();
+        let c2 = ctl.clone();
+        let h = std::thread::spawn(move || run_ports(Box::new(a), Box::new(b), [None, None], &cfg, &c2));
+        assert!(ctl.wait_running(Duration::from_secs(5)));
+        let t0 = std::time::Instant::now();
+        for i in 0..10u8 {
+            host_a.send(Time(0), &[i; 60]).unwrap();
+        }
+        while host_b.pending() < 10 {
+            assert!(t0.elapsed() < Duration::from_secs(2), "frames not delivered");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let took = t0.elapsed();
+        ctl.request_stop();
+        let snap = h.join().unwrap().unwrap();
+        assert!(took >= Duration::from_millis(20), "{took:?}");
+        assert_eq!(snap.port("b").unwrap().tx_packets, 10);
+        assert_eq!(snap.port("a").unwrap().held, 10);
+        assert_eq!(snap.hold_timing.samples, 10);
+        let mut host_b = host_b;
+        let mut buf = [0u8; 100];
+        for i in 0..10u8 {
+            let m = host_b.recv(Time(0), &mut buf).unwrap().unwrap();
+            assert_eq!(&buf[..m.len], &[i; 60], "FIFO order kept");
+        }
+    }
+
+    #[test]
     fn bernoulli_loss_matches_core_model() {
         let link = LinkSpec { loss: LossSpec::Bernoulli { p: 0.01 }, ..Default::default() };
         let mut p = WanemPipeline::new(&link, &link, 9);
