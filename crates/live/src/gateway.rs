@@ -26,7 +26,8 @@ pub struct GatewayConfig {
     pub stats_json: Option<PathBuf>,
     /// Default 1 s.
     pub stats_interval: Duration,
-    /// Serve Prometheus text here; must be a loopback address (e.g. 127.0.0.1:9109).
+    /// Serve Prometheus text here; must be a loopback address (e.g. 127.0.0.1:9109). It is the
+    /// loopback of the network namespace the gateway runs in.
     pub prometheus: Option<SocketAddr>,
     /// Write `lan.pcap` and `wan.pcap` (every frame received and sent on each port) here.
     pub pcap_dir: Option<PathBuf>,

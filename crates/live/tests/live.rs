@@ -525,3 +525,51 @@ fn run_flows_with_per_flow_congestion_control() {
     eprintln!("sum of flow goodputs {:.2} Mbit/s; gateway tracked {} flows", total / 1e6, g.flow_table.flows);
     assert!(g.flow_table.flows >= 3);
 }
+
+#[test]
+fn stats_json_lines_and_prometheus_endpoint() {
+    let Some(_l) = live("stats_export") else { return };
+    let dir = std::env::temp_dir().join(format!("acks-se-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut spec = RigSpec::new("acks-ts");
+    spec.topology.wanem = false;
+    spec.gateway.stats_json = Some(dir.join("gw.jsonl"));
+    spec.gateway.stats_interval = Duration::from_millis(100);
+    spec.gateway.prometheus = Some("127.0.0.1:9109".parse().unwrap());
+    spec.gateway.pcap_dir = Some(dir.clone());
+    let mut rig = Rig::start(spec).unwrap();
+    let (s, r) = transfer(&rig.tb, 2 << 20, Duration::from_secs(20));
+    assert_eq!(s.sha256, r.sha256);
+    std::thread::sleep(Duration::from_millis(250));
+    let text = spawn_in_netns(&rig.tb.ns_gateway, "scrape", || -> std::io::Result<String> {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect("127.0.0.1:9109")?;
+        c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")?;
+        let mut s = String::new();
+        c.read_to_string(&mut s)?;
+        Ok(s)
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap()
+    .unwrap();
+    let (g, _) = stop(&mut rig);
+    assert!(text.contains("ackshape_port_rx_packets_total{port=\"lan\"}"), "{text}");
+    assert!(text.contains("ackshape_flows "), "{text}");
+    let lines = std::fs::read_to_string(dir.join("gw.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+    assert_eq!(last["ports"]["lan"]["rx_packets"].as_u64().unwrap(), g.port("lan").unwrap().rx_packets);
+    assert!(lines.lines().count() >= 3);
+    // pcap of each port, readable, with every frame the lan port received and sent
+    let f = std::fs::File::open(dir.join("lan.pcap")).unwrap();
+    let mut rd = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut n = 0u64;
+    while let Some(p) = rd.next_packet() {
+        p.unwrap();
+        n += 1;
+    }
+    let lan = g.port("lan").unwrap();
+    assert_eq!(n, lan.rx_packets + lan.tx_packets);
+    let _ = std::fs::remove_dir_all(&dir);
+}
