@@ -166,12 +166,7 @@ impl Port for AfPacketPort {
         &self.name
     }
     fn recv(&mut self, now: Time, buf: &mut [u8]) -> io::Result<Option<RxMeta>> {
-        Ok(self.sock.recv(buf)?.map(|i| RxMeta {
-            ts: now,
-            len: i.copied,
-            orig_len: i.orig_len,
-            csum_not_ready: i.status & TP_STATUS_CSUMNOTREADY != 0,
-        }))
+        Ok(self.sock.recv(buf)?.map(|i| meta_of(now, &i, buf)))
     }
     fn send(&mut self, _now: Time, frame: &[u8]) -> io::Result<()> {
         // A full socket buffer: wait briefly for room instead of dropping (the kernel drains
@@ -224,16 +219,25 @@ impl Port for AfPacketPort {
         let n = self.sock.recv_batch(&mut batch.slots, batch.slot_len, &mut batch.infos)?;
         for i in 0..n {
             let inf = batch.infos[i];
-            batch.metas[i] = RxMeta {
-                ts: now,
-                len: inf.copied,
-                orig_len: inf.orig_len,
-                csum_not_ready: inf.status & TP_STATUS_CSUMNOTREADY != 0,
-            };
+            let slot = &mut batch.slots[i * batch.slot_len..(i + 1) * batch.slot_len];
+            batch.metas[i] = meta_of(now, &inf, slot);
         }
         batch.n = n;
         Ok(n)
     }
+}
+
+/// Metadata of a received frame; puts back a VLAN tag the kernel stripped, so the frame is
+/// forwarded as it was on the wire.
+fn meta_of(now: Time, i: &sys::RecvInfo, buf: &mut [u8]) -> RxMeta {
+    let mut len = i.copied;
+    let mut orig_len = i.orig_len;
+    if let Some((tpid, tci)) = i.vlan {
+        let n = sys::reinsert_vlan(buf, len, tpid, tci);
+        orig_len += n - len;
+        len = n;
+    }
+    RxMeta { ts: now, len, orig_len, csum_not_ready: i.status & TP_STATUS_CSUMNOTREADY != 0 }
 }
 
 type Queue = Arc<Mutex<VecDeque<Vec<u8>>>>;
@@ -463,6 +467,19 @@ pub fn offload_fix(ifname: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vlan_tag_reinserted() {
+        let mut b = [0u8; 64];
+        b[..12].copy_from_slice(&[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]);
+        b[12..14].copy_from_slice(&[0x08, 0x00]);
+        b[14] = 0x45;
+        let info = sys::RecvInfo { copied: 20, orig_len: 20, vlan: Some((0x8100, 0x0123)), ..Default::default() };
+        let m = meta_of(Time(0), &info, &mut b);
+        assert_eq!((m.len, m.orig_len), (24, 24));
+        assert_eq!(&b[12..19], &[0x81, 0x00, 0x01, 0x23, 0x08, 0x00, 0x45]);
+        assert_eq!(&b[..12], &[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]);
+    }
 
     #[test]
     fn mem_pair_and_faults_are_deterministic() {

@@ -23,6 +23,8 @@ pub const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 pub const TP_STATUS_CSUM_VALID: u32 = 1 << 7;
 /// `tp_status` bit: VLAN TCI valid (the tag was stripped by the kernel).
 pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+/// `tp_status` bit: `tp_vlan_tpid` valid.
+pub const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
 const SIOCGIFMTU: libc::c_ulong = 0x8921;
@@ -196,8 +198,29 @@ pub struct RecvInfo {
     pub status: u32,
     /// `sll_pkttype` (PACKET_HOST, PACKET_OTHERHOST, ...).
     pub pkttype: u8,
-    /// VLAN TCI stripped by the kernel, if any (the frame in the buffer has no tag then).
-    pub vlan_tci: Option<u16>,
+    /// VLAN tag (TPID, TCI) stripped by the kernel, if any (the frame in the buffer has no tag
+    /// then; see [`reinsert_vlan`]).
+    pub vlan: Option<(u16, u16)>,
+}
+
+fn vlan_of(aux: &TpacketAuxdata) -> Option<(u16, u16)> {
+    if aux.tp_status & TP_STATUS_VLAN_VALID == 0 {
+        return None;
+    }
+    let tpid = if aux.tp_status & TP_STATUS_VLAN_TPID_VALID != 0 { aux.tp_vlan_tpid } else { 0x8100 };
+    Some((tpid, aux.tp_vlan_tci))
+}
+
+/// Put a VLAN tag the kernel stripped on receive back into the frame: `buf[..len]` becomes
+/// `dst src TPID TCI ethertype ...`. Returns the new length (unchanged if it does not fit).
+pub fn reinsert_vlan(buf: &mut [u8], len: usize, tpid: u16, tci: u16) -> usize {
+    if len < 12 || len + 4 > buf.len() {
+        return len;
+    }
+    buf.copy_within(12..len, 16);
+    buf[12..14].copy_from_slice(&tpid.to_be_bytes());
+    buf[14..16].copy_from_slice(&tci.to_be_bytes());
+    len + 4
 }
 
 /// An AF_PACKET SOCK_RAW socket bound to one interface, nonblocking, with
@@ -288,9 +311,7 @@ impl PacketSocket {
                 {
                     let aux: TpacketAuxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const TpacketAuxdata);
                     info.status = aux.tp_status;
-                    if aux.tp_status & TP_STATUS_VLAN_VALID != 0 {
-                        info.vlan_tci = Some(aux.tp_vlan_tci);
-                    }
+                    info.vlan = vlan_of(&aux);
                 }
                 c = libc::CMSG_NXTHDR(&msg, c);
             }
@@ -360,9 +381,7 @@ impl PacketSocket {
                     {
                         let aux: TpacketAuxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const TpacketAuxdata);
                         info.status = aux.tp_status;
-                        if aux.tp_status & TP_STATUS_VLAN_VALID != 0 {
-                            info.vlan_tci = Some(aux.tp_vlan_tci);
-                        }
+                        info.vlan = vlan_of(&aux);
                     }
                     c = libc::CMSG_NXTHDR(h, c);
                 }

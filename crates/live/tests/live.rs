@@ -573,3 +573,48 @@ fn stats_json_lines_and_prometheus_endpoint() {
     assert_eq!(n, lan.rx_packets + lan.tx_packets);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn vlan_tagged_frames_cross_unchanged() {
+    let Some(_l) = live("vlan") else { return };
+    let rig = rig_with("acks-tv", Some((LinkSpec::default(), LinkSpec::default())), None);
+    let tb = rig.tb.tb.clone();
+    let frames: Vec<Vec<u8>> = (0..50u32)
+        .map(|i| {
+            let mut f = testing::tcp_syn_frame([10, 9, 0, 1], [10, 9, 0, 2], 1000 + i as u16, 80, i);
+            let tag = [0x81, 0x00, 0x00, (i % 200) as u8 + 1];
+            f.splice(12..12, tag);
+            f
+        })
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let rif = tb.if_receiver.clone();
+    let cap = spawn_in_netns(&tb.ns_receiver, "capture", move || -> std::io::Result<Vec<Vec<u8>>> {
+        let mut p = AfPacketPort::open(&rif, "cap")?;
+        let _ = tx.send(());
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 2048];
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(1500) && got.len() < 50 {
+            match p.recv(ackshape_core::Time(0), &mut buf)? {
+                Some(m) if buf[..6] == testing::SINK_MAC => got.push(buf[..m.len].to_vec()),
+                Some(_) => {}
+                None => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        Ok(got)
+    })
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let sent = frames.clone();
+    join_within(inject(&tb.ns_sender, &tb.if_sender, frames, 10_000), Duration::from_secs(10), "inject").unwrap();
+    let got = join_within(cap, Duration::from_secs(10), "capture").unwrap();
+    assert_eq!(got.len(), sent.len());
+    assert_eq!(got, sent, "VLAN tags must survive the gateway and the wanem");
+    let snap = rig.gateway().unwrap().snapshot();
+    eprintln!(
+        "vlan: {} tagged frames crossed unchanged; gateway lan tcp {}",
+        got.len(),
+        snap.port("lan").map_or(0, |p| p.tcp)
+    );
+}
