@@ -1,3 +1,54 @@
 //! # ackshape-live
 //!
-//! The live driver of `ackshape-core` (work in progress).
+//! The live driver of `ackshape-core`: shapes real Linux TCP between two real interfaces.
+//!
+//! **What it is.**
+//! - [`gateway`]: an inline bump-in-the-wire between a LAN and a WAN interface (one AF_PACKET
+//!   raw socket per port, `PACKET_IGNORE_OUTGOING` + `PACKET_AUXDATA`, each frame sent through the
+//!   socket of the port it leaves by), classifying every frame and running a [`pipeline::Pipeline`]
+//!   (pass-through for now) with per-port and per-flow stats, a bounded flow table, JSON-lines and
+//!   Prometheus export, pcap capture, SIGHUP policy reload and clean shutdown.
+//! - [`wanem`]: a userspace WAN emulator (delay, jitter, loss, rate limit with a drop-tail queue)
+//!   using the simulator's own loss/delay models from `ackshape_core::impair`.
+//! - [`testbed`]: network namespaces (sender — gateway — wanem — receiver) wired with veth
+//!   pairs, with the offload settings the data plane needs; cleanup by name prefix (`acks-`).
+//! - [`rig`]: a testbed with the gateway and wanem running as threads inside their namespaces.
+//! - [`traffic`]: built-in TCP/UDP senders and receivers (per-flow `TCP_CONGESTION`, sha256 of
+//!   what was moved, goodput time series) for live runs and tests.
+//! - [`port`]: the packet-I/O trait with AF_PACKET and in-memory ports and pcap/fault wrappers;
+//!   [`engine`]: the two-port loop (recvmmsg/sendmmsg batches, classify with
+//!   `ackshape_wire::Packet::parse_frame`, policy, pipeline verdicts, a deadline queue for held
+//!   frames, stats) that the gateway and the wanem share.
+//!
+//! Entry points for the `ackshape` CLI: [`gateway::run`], [`wanem::run`], [`testbed::up`],
+//! [`testbed::down`], [`rig::Rig::start`] + [`traffic::run_flows`] for `run --live`.
+//!
+//! **What it is not.** Not a router (no IP forwarding, ARP or routing: frames are bridged
+//! untouched unless the pipeline rewrites them), not TPACKET_V3 or AF_XDP (yet), not a shaper by
+//! itself (the shaping mechanisms live in `ackshape-core`), and not safe to point at ports with
+//! checksum/segmentation/GRO offloads on: it refuses them at start (with the `ethtool -K` fix).
+//! Everything here needs Linux; the gateway, wanem and testbed need root (CAP_NET_RAW,
+//! CAP_NET_ADMIN, CAP_SYS_ADMIN for namespaces).
+//!
+//! All `unsafe` is in [`sys`].
+#![deny(unsafe_code)]
+
+pub mod classify;
+pub mod clock;
+pub mod engine;
+pub mod gateway;
+pub mod pipeline;
+pub mod policy;
+pub mod port;
+pub mod rig;
+pub mod stats;
+#[allow(unsafe_code)]
+pub mod sys;
+pub mod testbed;
+pub mod testing;
+pub mod traffic;
+pub mod wanem;
+
+pub use engine::Control;
+pub use gateway::{GatewayConfig, GatewayError};
+pub use wanem::{LinkSpec, WanemConfig};

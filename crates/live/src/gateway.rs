@@ -1,0 +1,243 @@
+//! The inline gateway: a bump-in-the-wire between a LAN and a WAN interface running a
+//! [`Pipeline`] (pass-through until the shaping mechanisms are plugged in).
+
+use crate::engine::{run_engine, Control, EngineConfig};
+use crate::pipeline::{PassThrough, Pipeline};
+use crate::policy::{Policy, PolicyError};
+use crate::port::{offending_offloads, offload_fix, AfPacketPort, PcapPort, Port};
+use crate::stats::{serve_prometheus, Snapshot};
+use crate::sys;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Gateway settings.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct GatewayConfig {
+    /// LAN-side interface (frames from it travel A→B).
+    pub lan: String,
+    /// WAN-side interface.
+    pub wan: String,
+    /// Policy file (TOML, see [`Policy`]); default policy if None. Re-read on SIGHUP.
+    pub policy: Option<PathBuf>,
+    /// Append a JSON line of stats every `stats_interval` to this file.
+    pub stats_json: Option<PathBuf>,
+    /// Default 1 s.
+    pub stats_interval: Duration,
+    /// Serve Prometheus text here; must be a loopback address (e.g. 127.0.0.1:9109). It is the
+    /// loopback of the network namespace the gateway runs in.
+    pub prometheus: Option<SocketAddr>,
+    /// Write `lan.pcap` and `wan.pcap` (every frame received and sent on each port) here.
+    pub pcap_dir: Option<PathBuf>,
+    /// Skip the start-up offload check (frames with partial checksums / over MTU are then only
+    /// counted). Default false.
+    pub allow_offloads: bool,
+    /// Run the data-plane thread SCHED_FIFO at this priority (1..=99) for tighter hold timing
+    /// under CPU contention. Default None.
+    pub realtime_priority: Option<i32>,
+}
+
+impl GatewayConfig {
+    pub fn new(lan: &str, wan: &str) -> GatewayConfig {
+        GatewayConfig {
+            lan: lan.into(),
+            wan: wan.into(),
+            policy: None,
+            stats_json: None,
+            stats_interval: Duration::from_secs(1),
+            prometheus: None,
+            pcap_dir: None,
+            allow_offloads: false,
+            realtime_priority: None,
+        }
+    }
+}
+
+/// Why the gateway (or wanem) could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error(
+        "interface {port} has offloads on ({}) that would hand the AF_PACKET data plane partial checksums \
+         or frames above the MTU; run: {fix}",
+        features.join(", ")
+    )]
+    Offloads { port: String, features: Vec<String>, fix: String },
+    #[error("checking offloads of {port}: {source}")]
+    OffloadCheck { port: String, source: std::io::Error },
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("lan and wan must be different interfaces (both are {0})")]
+    SamePort(String),
+}
+
+/// Refuse ports whose offloads would give partial checksums or over-MTU frames.
+pub fn check_port(ifname: &str) -> Result<(), GatewayError> {
+    let bad =
+        offending_offloads(ifname).map_err(|source| GatewayError::OffloadCheck { port: ifname.into(), source })?;
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(GatewayError::Offloads { port: ifname.into(), features: bad, fix: offload_fix(ifname) })
+    }
+}
+
+/// Two open ports and their MTUs.
+pub(crate) type OpenPorts = (Box<dyn Port>, Box<dyn Port>, [Option<u32>; 2]);
+
+/// Open (and check) the two AF_PACKET ports, wrapping them in pcap capture if asked.
+pub(crate) fn open_ports(
+    a: &str,
+    b: &str,
+    names: [&str; 2],
+    allow_offloads: bool,
+    pcap_dir: Option<&PathBuf>,
+) -> Result<OpenPorts, GatewayError> {
+    if a == b {
+        return Err(GatewayError::SamePort(a.into()));
+    }
+    if !allow_offloads {
+        check_port(a)?;
+        check_port(b)?;
+    }
+    let mtu = [sys::if_mtu(a).ok(), sys::if_mtu(b).ok()];
+    let pa = AfPacketPort::open(a, names[0])?;
+    let pb = AfPacketPort::open(b, names[1])?;
+    Ok(match pcap_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            (
+                Box::new(PcapPort::create(pa, &d.join(format!("{}.pcap", names[0])))?),
+                Box::new(PcapPort::create(pb, &d.join(format!("{}.pcap", names[1])))?),
+                mtu,
+            )
+        }
+        None => (Box::new(pa), Box::new(pb), mtu),
+    })
+}
+
+/// Register SIGINT/SIGTERM → stop and SIGHUP → reload on `ctl`'s flags.
+pub fn install_signal_handlers(ctl: &Control) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    signal_hook::flag::register(SIGINT, ctl.stop.clone())?;
+    signal_hook::flag::register(SIGTERM, ctl.stop.clone())?;
+    signal_hook::flag::register(SIGHUP, ctl.reload.clone())?;
+    Ok(())
+}
+
+/// Run the gateway until SIGINT/SIGTERM (the `ackshape gateway` entry point): installs signal
+/// handlers, checks ports, runs pass-through. Returns the final stats.
+pub fn run(cfg: GatewayConfig) -> Result<Snapshot, GatewayError> {
+    let ctl = Control::new();
+    install_signal_handlers(&ctl)?;
+    run_with(cfg, &ctl, Box::new(PassThrough))
+}
+
+/// Run the gateway with an explicit control handle and pipeline (tests, embedding, shapers).
+pub fn run_with(cfg: GatewayConfig, ctl: &Control, pipeline: Box<dyn Pipeline>) -> Result<Snapshot, GatewayError> {
+    let policy = match &cfg.policy {
+        Some(p) => Policy::load(p)?,
+        None => Policy::default(),
+    };
+    let (a, b, mtu) = open_ports(&cfg.lan, &cfg.wan, ["lan", "wan"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
+    run_ports(a, b, mtu, policy, &cfg, ctl, pipeline)
+}
+
+/// Run the gateway on already-open ports (any [`Port`], e.g. `MemPort` in tests).
+pub fn run_ports(
+    mut lan: Box<dyn Port>,
+    mut wan: Box<dyn Port>,
+    mtu: [Option<u32>; 2],
+    policy: Policy,
+    cfg: &GatewayConfig,
+    ctl: &Control,
+    mut pipeline: Box<dyn Pipeline>,
+) -> Result<Snapshot, GatewayError> {
+    let prom = match cfg.prometheus {
+        Some(addr) => Some(serve_prometheus(addr, ctl.snapshot.clone(), ctl.stop.clone())?),
+        None => None,
+    };
+    let ecfg = EngineConfig {
+        policy,
+        policy_path: cfg.policy.clone(),
+        track_flows: true,
+        stats_json: cfg.stats_json.clone(),
+        stats_interval: cfg.stats_interval,
+        mtu,
+        realtime_priority: cfg.realtime_priority,
+        ..Default::default()
+    };
+    let r = run_engine(&mut *lan, &mut *wan, &mut *pipeline, ecfg, ctl);
+    if let Some((_, h)) = prom {
+        ctl.stop.store(true, Ordering::SeqCst);
+        let _ = h.join();
+    }
+    Ok(r?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::port::MemPort;
+    use crate::testing;
+
+    #[test]
+    fn passthrough_over_mem_ports_counts_and_reloads() {
+        let dir = std::env::temp_dir().join(format!("acks-gw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pol = dir.join("policy.toml");
+        std::fs::write(&pol, "non_ip = \"forward\"\n").unwrap();
+        let (lan_host, lan) = MemPort::pair("lan-host", "lan");
+        let (wan, wan_host) = MemPort::pair("wan", "wan-host");
+        let mut cfg = GatewayConfig::new("x", "y");
+        cfg.policy = Some(pol.clone());
+        cfg.stats_json = Some(dir.join("stats.jsonl"));
+        cfg.stats_interval = Duration::from_millis(20);
+        let ctl = Control::new();
+        let c2 = ctl.clone();
+        let cfg2 = cfg.clone();
+        let h = std::thread::spawn(move || {
+            run_ports(
+                Box::new(lan),
+                Box::new(wan),
+                [Some(1500), Some(1500)],
+                Policy::load(&pol).unwrap(),
+                &cfg2,
+                &c2,
+                Box::new(PassThrough),
+            )
+        });
+        let mut lh = lan_host;
+        let corpus = testing::malformed_corpus(1, 1200);
+        for f in &corpus {
+            lh.send(ackshape_core::Time(0), f).unwrap();
+        }
+        let syn = testing::tcp_syn_frame([10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 3);
+        lh.send(ackshape_core::Time(0), &syn).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // a bad policy is rejected, the old one kept
+        std::fs::write(cfg.policy.as_ref().unwrap(), "non_ip = 3\n").unwrap();
+        ctl.request_reload();
+        std::thread::sleep(Duration::from_millis(100));
+        ctl.request_stop();
+        let snap = h.join().unwrap().unwrap();
+        let lanst = snap.port("lan").unwrap();
+        assert_eq!(lanst.rx_packets, 1201);
+        assert_eq!(snap.port("wan").unwrap().tx_packets, 1201, "all forwarded untouched by default");
+        let expected_malformed = corpus
+            .iter()
+            .filter(|f| matches!(crate::classify::classify(f), crate::classify::FrameClass::Malformed(..)))
+            .count();
+        assert_eq!(lanst.malformed as usize, expected_malformed);
+        assert_eq!(snap.policy_reload_errors, 1);
+        assert_eq!(wan_host.pending(), 1201);
+        let lines = std::fs::read_to_string(dir.join("stats.jsonl")).unwrap();
+        assert!(lines.lines().count() >= 2);
+        let v: serde_json::Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+        assert_eq!(v["ports"]["lan"]["rx_packets"], 1201);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,389 @@
+//! Counters per port and per flow, a bounded flow table, JSON-lines and Prometheus export.
+
+use crate::pipeline::Dir;
+use crate::policy::FlowTablePolicy;
+use ackshape_core::time::{Dur, Time};
+use ackshape_wire::{Packet, TcpFlags, L4};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Counters of one port (frames *received* on it, and frames *sent* out of it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PortStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Send errors on this port.
+    pub tx_errors: u64,
+    /// Frames received here and dropped (policy or pipeline).
+    pub drops: u64,
+    /// Frames received here and held by the pipeline.
+    pub held: u64,
+    pub tcp: u64,
+    /// Pure ACKs among `tcp` (no payload, no SYN/FIN/RST).
+    pub pure_acks: u64,
+    pub non_tcp: u64,
+    pub non_ip: u64,
+    pub malformed: u64,
+    /// TP_STATUS_CSUMNOTREADY frames (partial checksum: offload on the sending side).
+    pub csum_not_ready: u64,
+    /// Frames longer than the port's MTU + Ethernet header (GRO/GSO aggregates).
+    pub oversize: u64,
+    /// Frames larger than the receive buffer (cut; forwarded truncated is impossible, so dropped).
+    pub truncated: u64,
+    /// Frames the kernel dropped before we read them (socket buffer overflow).
+    pub kernel_drops: u64,
+}
+
+/// A bidirectional flow, oriented from the A (LAN) side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct FlowKey {
+    pub a_addr: IpAddr,
+    pub a_port: u16,
+    pub b_addr: IpAddr,
+    pub b_port: u16,
+    pub proto: u8,
+}
+
+impl FlowKey {
+    /// The flow a packet belongs to, given the direction it travels.
+    pub fn of(pkt: &Packet, dir: Dir) -> FlowKey {
+        let (sp, dp, proto) = match &pkt.l4 {
+            L4::Tcp(t) => (t.sport, t.dport, 6),
+            L4::Udp(u) => (u.sport, u.dport, 17),
+            L4::Other { proto } => (0, 0, *proto),
+        };
+        match dir {
+            Dir::AToB => FlowKey { a_addr: pkt.ip.src, a_port: sp, b_addr: pkt.ip.dst, b_port: dp, proto },
+            Dir::BToA => FlowKey { a_addr: pkt.ip.dst, a_port: dp, b_addr: pkt.ip.src, b_port: sp, proto },
+        }
+    }
+}
+
+/// Counters of one flow.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FlowStats {
+    /// [A→B, B→A]
+    pub packets: [u64; 2],
+    pub bytes: [u64; 2],
+    pub drops: u64,
+    pub held: u64,
+    /// Has carried payload or a packet other than SYN (no longer embryonic).
+    pub established: bool,
+    #[serde(skip)]
+    pub first_seen: Time,
+    #[serde(skip)]
+    pub last_seen: Time,
+}
+
+/// Upper bound on heap bytes per flow-table entry (key + stats + hash-map overhead), used for
+/// the documented memory bound `max_flows × FLOW_ENTRY_BYTES`.
+pub const FLOW_ENTRY_BYTES: usize = 256;
+
+/// Flow-table counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FlowTableStats {
+    pub flows: usize,
+    pub max_flows: usize,
+    pub inserted: u64,
+    pub evicted_idle: u64,
+    pub evicted_embryonic: u64,
+    /// Packets of flows not tracked because the table was full.
+    pub untracked_packets: u64,
+    /// Heap bytes of the table; bounded by `max_flows × FLOW_ENTRY_BYTES`.
+    pub approx_bytes: usize,
+}
+
+/// A flow table with a hard cap and idle eviction.
+pub struct FlowTable {
+    map: HashMap<FlowKey, FlowStats>,
+    cfg: FlowTablePolicy,
+    stats: FlowTableStats,
+    last_sweep: Time,
+}
+
+impl FlowTable {
+    pub fn new(cfg: FlowTablePolicy) -> FlowTable {
+        let stats = FlowTableStats { max_flows: cfg.max_flows, ..Default::default() };
+        // Reserve lazily: capacity grows to the cap at most.
+        FlowTable { map: HashMap::new(), cfg, stats, last_sweep: Time::ZERO }
+    }
+    pub fn set_policy(&mut self, cfg: FlowTablePolicy) {
+        self.stats.max_flows = cfg.max_flows;
+        self.cfg = cfg;
+    }
+    /// Account one packet; returns the flow's entry if tracked.
+    pub fn touch(&mut self, now: Time, dir: Dir, pkt: &Packet, frame_len: usize) -> Option<&mut FlowStats> {
+        let key = FlowKey::of(pkt, dir);
+        if !self.map.contains_key(&key) {
+            if self.map.len() >= self.cfg.max_flows {
+                self.sweep(now, true);
+            }
+            if self.map.len() >= self.cfg.max_flows {
+                self.stats.untracked_packets += 1;
+                return None;
+            }
+            self.stats.inserted += 1;
+            self.map.insert(key, FlowStats { first_seen: now, ..Default::default() });
+        }
+        let e = self.map.get_mut(&key)?;
+        let i = dir.index();
+        e.packets[i] += 1;
+        e.bytes[i] += frame_len as u64;
+        e.last_seen = now;
+        let syn_only = match &pkt.l4 {
+            L4::Tcp(t) => t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) && pkt.payload_len == 0,
+            _ => false,
+        };
+        if !syn_only {
+            e.established = true;
+        }
+        Some(e)
+    }
+    /// Evict idle flows. Runs at most once a second, or every 50 ms when `table_full` (a full
+    /// table under a SYN flood must not scan on every packet).
+    pub fn sweep(&mut self, now: Time, table_full: bool) {
+        let min = if table_full { Dur::from_millis(50) } else { Dur::from_secs(1) };
+        if now.since(self.last_sweep) < min && self.last_sweep != Time::ZERO {
+            return;
+        }
+        self.last_sweep = now;
+        let idle = Dur::from_secs_f64(self.cfg.idle_timeout_s);
+        let emb = Dur::from_secs_f64(self.cfg.embryonic_timeout_s);
+        let (mut ei, mut ee) = (0, 0);
+        self.map.retain(|_, f| {
+            let age = now.since(f.last_seen);
+            if !f.established && age >= emb {
+                ee += 1;
+                false
+            } else if age >= idle {
+                ei += 1;
+                false
+            } else {
+                true
+            }
+        });
+        self.stats.evicted_idle += ei;
+        self.stats.evicted_embryonic += ee;
+        if self.map.capacity() > 4 * self.map.len().max(1024) {
+            self.map.shrink_to(2 * self.map.len());
+        }
+    }
+    /// Heap bytes held by the table (buckets × entry size + control bytes).
+    pub fn approx_bytes(&self) -> usize {
+        self.map.capacity() * (std::mem::size_of::<(FlowKey, FlowStats)>() + 1)
+    }
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    pub fn get(&self, k: &FlowKey) -> Option<&FlowStats> {
+        self.map.get(k)
+    }
+    pub fn stats(&self) -> FlowTableStats {
+        FlowTableStats { flows: self.map.len(), approx_bytes: self.approx_bytes(), ..self.stats.clone() }
+    }
+    /// The `n` flows with the most bytes.
+    pub fn top(&self, n: usize) -> Vec<(FlowKey, FlowStats)> {
+        let mut v: Vec<_> = self.map.iter().map(|(k, s)| (*k, s.clone())).collect();
+        v.sort_by_key(|(_, s)| std::cmp::Reverse(s.bytes[0] + s.bytes[1]));
+        v.truncate(n);
+        v
+    }
+}
+
+/// Timing error of held frames: actual send time minus scheduled time.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HoldTiming {
+    pub samples: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+/// A point-in-time copy of everything the engine counts.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// Seconds since the engine started.
+    pub uptime_s: f64,
+    pub ports: Vec<(String, PortStats)>,
+    pub flow_table: FlowTableStats,
+    pub top_flows: Vec<(FlowKey, FlowStats)>,
+    pub held_now: usize,
+    pub hold_timing: HoldTiming,
+    pub policy_reloads: u64,
+    pub policy_reload_errors: u64,
+    pub pipeline: serde_json::Value,
+}
+
+impl Snapshot {
+    pub fn port(&self, name: &str) -> Option<&PortStats> {
+        self.ports.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
+
+    /// Prometheus text exposition.
+    pub fn prometheus(&self) -> String {
+        let mut s = String::new();
+        type Metric = (&'static str, fn(&PortStats) -> u64);
+        let port_metrics: [Metric; 16] = [
+            ("rx_packets", |p| p.rx_packets),
+            ("rx_bytes", |p| p.rx_bytes),
+            ("tx_packets", |p| p.tx_packets),
+            ("tx_bytes", |p| p.tx_bytes),
+            ("tx_errors", |p| p.tx_errors),
+            ("drops", |p| p.drops),
+            ("held", |p| p.held),
+            ("tcp", |p| p.tcp),
+            ("pure_acks", |p| p.pure_acks),
+            ("non_tcp", |p| p.non_tcp),
+            ("non_ip", |p| p.non_ip),
+            ("malformed", |p| p.malformed),
+            ("csum_not_ready", |p| p.csum_not_ready),
+            ("oversize", |p| p.oversize),
+            ("truncated", |p| p.truncated),
+            ("kernel_drops", |p| p.kernel_drops),
+        ];
+        for (m, f) in port_metrics {
+            s += &format!("# TYPE ackshape_port_{m}_total counter\n");
+            for (name, p) in &self.ports {
+                s += &format!("ackshape_port_{m}_total{{port=\"{name}\"}} {}\n", f(p));
+            }
+        }
+        let ft = &self.flow_table;
+        s += &format!("# TYPE ackshape_flows gauge\nackshape_flows {}\n", ft.flows);
+        s += &format!("# TYPE ackshape_flows_max gauge\nackshape_flows_max {}\n", ft.max_flows);
+        s += &format!("# TYPE ackshape_flows_evicted_total counter\nackshape_flows_evicted_total{{reason=\"idle\"}} {}\nackshape_flows_evicted_total{{reason=\"embryonic\"}} {}\n", ft.evicted_idle, ft.evicted_embryonic);
+        s += &format!(
+            "# TYPE ackshape_untracked_packets_total counter\nackshape_untracked_packets_total {}\n",
+            ft.untracked_packets
+        );
+        s += &format!("# TYPE ackshape_held gauge\nackshape_held {}\n", self.held_now);
+        s += &format!(
+            "# TYPE ackshape_hold_error_us gauge\nackshape_hold_error_us{{quantile=\"0.5\"}} {}\nackshape_hold_error_us{{quantile=\"0.99\"}} {}\n",
+            self.hold_timing.p50_us, self.hold_timing.p99_us
+        );
+        s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
+        for (k, f) in self.top_flows.iter().take(32) {
+            let l = format!("a=\"{}:{}\",b=\"{}:{}\",proto=\"{}\"", k.a_addr, k.a_port, k.b_addr, k.b_port, k.proto);
+            s += &format!("ackshape_flow_bytes_total{{{l},dir=\"a_to_b\"}} {}\n", f.bytes[0]);
+            s += &format!("ackshape_flow_bytes_total{{{l},dir=\"b_to_a\"}} {}\n", f.bytes[1]);
+        }
+        s
+    }
+
+    /// One JSON line.
+    pub fn json_line(&self) -> String {
+        let ports: serde_json::Map<String, serde_json::Value> =
+            self.ports.iter().map(|(n, p)| (n.clone(), serde_json::to_value(p).unwrap_or_default())).collect();
+        let flows: Vec<serde_json::Value> =
+            self.top_flows.iter().map(|(k, f)| serde_json::json!({"key": k, "stats": f})).collect();
+        serde_json::json!({
+            "uptime_s": self.uptime_s,
+            "ports": ports,
+            "flow_table": self.flow_table,
+            "top_flows": flows,
+            "held_now": self.held_now,
+            "hold_timing": self.hold_timing,
+            "policy_reloads": self.policy_reloads,
+            "policy_reload_errors": self.policy_reload_errors,
+            "pipeline": self.pipeline,
+        })
+        .to_string()
+    }
+}
+
+/// The latest snapshot, shared between the engine and readers (Prometheus thread, tests).
+pub type SharedSnapshot = Arc<Mutex<Snapshot>>;
+
+/// A minimal Prometheus text endpoint: answers every HTTP request with the latest snapshot.
+/// Stops when `stop` is set (checked every 100 ms).
+pub fn serve_prometheus(
+    addr: SocketAddr,
+    snap: SharedSnapshot,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<(SocketAddr, std::thread::JoinHandle<()>)> {
+    if !addr.ip().is_loopback() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("prometheus endpoint must bind to a loopback address, got {addr}"),
+        ));
+    }
+    let l = TcpListener::bind(addr)?;
+    l.set_nonblocking(true)?;
+    let bound = l.local_addr()?;
+    let h = std::thread::Builder::new().name("acks-prometheus".into()).spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            match l.accept() {
+                Ok((mut c, _)) => {
+                    let _ = c.set_nonblocking(false);
+                    let _ = c.set_read_timeout(Some(std::time::Duration::from_millis(500)));
+                    let mut req = [0u8; 2048];
+                    let _ = c.read(&mut req);
+                    let body = snap.lock().map(|s| s.prometheus()).unwrap_or_default();
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                        body.len(),
+                        body
+                    );
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        }
+    })?;
+    Ok((bound, h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::classify;
+    use crate::testing::tcp_syn_frame;
+
+    #[test]
+    fn flow_table_cap_and_eviction() {
+        let cfg = FlowTablePolicy { max_flows: 100, idle_timeout_s: 10.0, embryonic_timeout_s: 1.0 };
+        let mut t = FlowTable::new(cfg);
+        let est = classify(&crate::testing::tcp_frame([1, 1, 1, 1], [2, 2, 2, 2], 5, 6, 7, 0x10, &[], b"x"));
+        let est = est.packet().unwrap().clone();
+        assert!(t.touch(Time(0), Dir::AToB, &est, 60).is_some());
+        for i in 0..3000u32 {
+            let f = tcp_syn_frame([10, 0, (i >> 8) as u8, i as u8], [10, 1, 0, 1], 1000, 80, i);
+            let p = classify(&f).packet().unwrap().clone();
+            t.touch(Time(1_000_000 * i as u64), Dir::AToB, &p, f.len());
+            assert!(t.len() <= 100);
+        }
+        let s = t.stats();
+        assert!(s.evicted_embryonic > 0 && s.untracked_packets > 0, "{s:?}");
+        // the established flow is still there within its idle timeout
+        let k = FlowKey::of(&est, Dir::AToB);
+        assert!(t.get(&k).is_some());
+        t.sweep(Time(20_000_000_000), true);
+        assert_eq!(t.len(), 0);
+        assert!(t.approx_bytes() <= 100 * FLOW_ENTRY_BYTES, "{}", t.approx_bytes());
+    }
+
+    #[test]
+    fn prometheus_endpoint_serves_text() {
+        let snap: SharedSnapshot = Default::default();
+        snap.lock().unwrap().ports.push(("lan".into(), PortStats { rx_packets: 42, ..Default::default() }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (addr, h) = serve_prometheus("127.0.0.1:0".parse().unwrap(), snap, stop.clone()).unwrap();
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        assert!(s.contains("ackshape_port_rx_packets_total{port=\"lan\"} 42"), "{s}");
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap();
+        assert!(serve_prometheus("0.0.0.0:0".parse().unwrap(), Default::default(), stop).is_err());
+    }
+}

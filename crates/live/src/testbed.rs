@@ -1,0 +1,421 @@
+//! Network-namespace testbed: sender — gateway — wanem — receiver, wired with veth pairs.
+//!
+//! ```text
+//!  ns PREFIX-snd        ns PREFIX-gw              ns PREFIX-wan             ns PREFIX-rcv
+//!  PREFIX-s0 ───────── PREFIX-g0 | PREFIX-g1 ───── PREFIX-w0 | PREFIX-w1 ───── PREFIX-r0
+//!  10.77.0.1/24         (gateway: lan | wan)       (wanem: a | b)             10.77.0.2/24
+//! ```
+//!
+//! Sender and receiver share one subnet (the boxes in the middle are bridges, not routers);
+//! their neighbour entries are static so no ARP round trip lands in a measurement. Every veth
+//! has MTU 1500 and offloads off (`tx tso gso gro`, plus `rx-gro-list` in the middle), IPv6 is
+//! disabled in the middle namespaces so they stay quiet. All names start with the prefix, which
+//! must start with `acks-`; [`down`] removes everything with the prefix, also after a crash.
+
+use std::io;
+use std::net::Ipv4Addr;
+use std::process::Command;
+use std::thread::JoinHandle;
+
+/// What sits between sender and receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Middle {
+    /// A gateway namespace with two bare ports for an AF_PACKET gateway (default).
+    #[default]
+    Gateway,
+    /// A gateway namespace whose ports are joined by a kernel bridge (the benchmark reference).
+    Bridge,
+}
+
+/// The topology to build.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopologySpec {
+    /// Name prefix, `acks-…`, at most 11 characters (interface names are prefix + 3).
+    pub prefix: String,
+    pub middle: Middle,
+    /// Insert a wanem namespace between gateway and receiver.
+    pub wanem: bool,
+    pub sender_addr: Ipv4Addr,
+    pub receiver_addr: Ipv4Addr,
+    pub prefix_len: u8,
+    pub mtu: u32,
+}
+
+impl Default for TopologySpec {
+    fn default() -> Self {
+        TopologySpec {
+            prefix: "acks-tb".into(),
+            middle: Middle::Gateway,
+            wanem: true,
+            sender_addr: Ipv4Addr::new(10, 77, 0, 1),
+            receiver_addr: Ipv4Addr::new(10, 77, 0, 2),
+            prefix_len: 24,
+            mtu: 1500,
+        }
+    }
+}
+
+impl TopologySpec {
+    pub fn new(prefix: &str) -> TopologySpec {
+        TopologySpec { prefix: prefix.into(), ..Default::default() }
+    }
+}
+
+/// Names of what [`up`] built.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Testbed {
+    pub prefix: String,
+    pub ns_sender: String,
+    pub ns_gateway: String,
+    pub ns_wanem: Option<String>,
+    pub ns_receiver: String,
+    /// Sender's interface (in ns_sender).
+    pub if_sender: String,
+    /// Gateway LAN port (in ns_gateway).
+    pub if_gw_lan: String,
+    /// Gateway WAN port (in ns_gateway).
+    pub if_gw_wan: String,
+    /// wanem A port (toward the gateway) and B port (toward the receiver), in ns_wanem.
+    pub if_wan_a: Option<String>,
+    pub if_wan_b: Option<String>,
+    /// Receiver's interface (in ns_receiver).
+    pub if_receiver: String,
+    pub sender_addr: Ipv4Addr,
+    pub receiver_addr: Ipv4Addr,
+}
+
+/// A testbed operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TestbedError {
+    #[error("testbed prefix {0:?} must start with \"acks-\" and be at most 11 characters of [a-z0-9-]")]
+    BadPrefix(String),
+    #[error("`{cmd}` failed: {stderr}")]
+    Command { cmd: String, stderr: String },
+    #[error("running `{cmd}`: {source}")]
+    Spawn { cmd: String, source: io::Error },
+    #[error("testbed {0} already exists (run `down` first)")]
+    Exists(String),
+}
+
+fn check_prefix(p: &str) -> Result<(), TestbedError> {
+    let ok = p.starts_with("acks-")
+        && p.len() <= 11
+        && p.len() > 5
+        && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(TestbedError::BadPrefix(p.into()))
+    }
+}
+
+/// Run a command, returning stdout; an error carries the command line and its stderr.
+pub fn sh(prog: &str, args: &[&str]) -> Result<String, TestbedError> {
+    let cmd = format!("{prog} {}", args.join(" "));
+    let out =
+        Command::new(prog).args(args).output().map_err(|source| TestbedError::Spawn { cmd: cmd.clone(), source })?;
+    if !out.status.success() {
+        return Err(TestbedError::Command { cmd, stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn ip(args: &[&str]) -> Result<String, TestbedError> {
+    sh("ip", args)
+}
+
+fn in_ns(ns: &str, prog: &str, args: &[&str]) -> Result<String, TestbedError> {
+    let mut a = vec!["netns", "exec", ns, prog];
+    a.extend_from_slice(args);
+    sh("ip", &a)
+}
+
+/// Why live tests or the testbed cannot run here (None: they can).
+pub fn preflight() -> Option<String> {
+    if crate::sys::euid() != 0 {
+        return Some("not root (namespaces and AF_PACKET need CAP_SYS_ADMIN/CAP_NET_ADMIN/CAP_NET_RAW)".into());
+    }
+    for (prog, arg) in [("ip", "-V"), ("ethtool", "--version")] {
+        match Command::new(prog).arg(arg).output() {
+            Ok(o) if o.status.success() => {}
+            _ => return Some(format!("`{prog}` is missing (apt-get install iproute2 ethtool)")),
+        }
+    }
+    None
+}
+
+/// Names of the network namespaces with this prefix.
+pub fn namespaces(prefix: &str) -> Vec<String> {
+    let out = ip(&["netns", "list"]).unwrap_or_default();
+    out.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("{prefix}-")) || *n == prefix)
+        .map(String::from)
+        .collect()
+}
+
+/// Names of links in the calling thread's namespace with this prefix.
+pub fn host_links(prefix: &str) -> Vec<String> {
+    let out = ip(&["-o", "link", "show"]).unwrap_or_default();
+    out.lines()
+        .filter_map(|l| l.split(':').nth(1))
+        .map(|n| n.trim().split('@').next().unwrap_or("").to_string())
+        .filter(|n| n.starts_with(&format!("{prefix}-")))
+        .collect()
+}
+
+/// Everything with this prefix that still exists (namespaces and host-side links).
+pub fn leftovers(prefix: &str) -> Vec<String> {
+    let mut v = namespaces(prefix);
+    v.extend(host_links(prefix));
+    v
+}
+
+/// Remove every namespace and host link whose name starts with `prefix-` (veths inside a
+/// namespace go with it). Idempotent; works after a crash. Returns what was removed.
+pub fn down(prefix: &str) -> Result<Vec<String>, TestbedError> {
+    if !prefix.starts_with("acks-") {
+        return Err(TestbedError::BadPrefix(prefix.into()));
+    }
+    let mut removed = Vec::new();
+    let mut first_err = None;
+    for ns in namespaces(prefix) {
+        match ip(&["netns", "del", &ns]) {
+            Ok(_) => removed.push(ns),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    for l in host_links(prefix) {
+        match ip(&["link", "del", &l]) {
+            Ok(_) => removed.push(l),
+            Err(e) => {
+                // Deleting one end of a veth removes its peer: not an error.
+                if !leftovers(prefix).contains(&l) {
+                    continue;
+                }
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) if !leftovers(prefix).is_empty() => Err(e),
+        _ => Ok(removed),
+    }
+}
+
+fn mac(prefix: &str, host: u8) -> String {
+    // Locally administered, derived from the prefix so parallel testbeds differ.
+    let h = prefix.bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+    format!("02:{:02x}:{:02x}:{:02x}:00:{:02x}", (h >> 16) as u8, (h >> 8) as u8, h as u8, host)
+}
+
+/// Build the topology. On failure everything built so far is removed.
+pub fn up(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
+    check_prefix(&spec.prefix)?;
+    if !leftovers(&spec.prefix).is_empty() {
+        return Err(TestbedError::Exists(spec.prefix.clone()));
+    }
+    match build(spec) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            let _ = down(&spec.prefix);
+            Err(e)
+        }
+    }
+}
+
+fn build(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
+    let p = &spec.prefix;
+    let n = |s: &str| format!("{p}-{s}");
+    let tb = Testbed {
+        prefix: p.clone(),
+        ns_sender: n("snd"),
+        ns_gateway: n("gw"),
+        ns_wanem: spec.wanem.then(|| n("wan")),
+        ns_receiver: n("rcv"),
+        if_sender: n("s0"),
+        if_gw_lan: n("g0"),
+        if_gw_wan: n("g1"),
+        if_wan_a: spec.wanem.then(|| n("w0")),
+        if_wan_b: spec.wanem.then(|| n("w1")),
+        if_receiver: n("r0"),
+        sender_addr: spec.sender_addr,
+        receiver_addr: spec.receiver_addr,
+    };
+    let mut all_ns = vec![tb.ns_sender.clone(), tb.ns_gateway.clone(), tb.ns_receiver.clone()];
+    if let Some(w) = &tb.ns_wanem {
+        all_ns.push(w.clone());
+    }
+    for ns in &all_ns {
+        ip(&["netns", "add", ns])?;
+        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    }
+    let smac = mac(p, 1);
+    let rmac = mac(p, 2);
+    let veth = |a: &str, ans: &str, amac: Option<&str>, b: &str, bns: &str, bmac: Option<&str>| {
+        let mut args = vec!["link", "add", a];
+        if let Some(m) = amac {
+            args.extend(["address", m]);
+        }
+        args.extend(["netns", ans, "type", "veth", "peer", "name", b]);
+        if let Some(m) = bmac {
+            args.extend(["address", m]);
+        }
+        args.extend(["netns", bns]);
+        ip(&args)
+    };
+    veth(&tb.if_sender, &tb.ns_sender, Some(&smac), &tb.if_gw_lan, &tb.ns_gateway, None)?;
+    match (&tb.ns_wanem, &tb.if_wan_a, &tb.if_wan_b) {
+        (Some(wns), Some(wa), Some(wb)) => {
+            veth(&tb.if_gw_wan, &tb.ns_gateway, None, wa, wns, None)?;
+            veth(wb, wns, None, &tb.if_receiver, &tb.ns_receiver, Some(&rmac))?;
+        }
+        _ => {
+            veth(&tb.if_gw_wan, &tb.ns_gateway, None, &tb.if_receiver, &tb.ns_receiver, Some(&rmac))?;
+        }
+    }
+    let mtu = spec.mtu.to_string();
+    let mut ends: Vec<(&str, &str, bool)> = vec![
+        (&tb.ns_sender, &tb.if_sender, false),
+        (&tb.ns_gateway, &tb.if_gw_lan, true),
+        (&tb.ns_gateway, &tb.if_gw_wan, true),
+        (&tb.ns_receiver, &tb.if_receiver, false),
+    ];
+    if let (Some(wns), Some(wa), Some(wb)) = (&tb.ns_wanem, &tb.if_wan_a, &tb.if_wan_b) {
+        ends.push((wns, wa, true));
+        ends.push((wns, wb, true));
+    }
+    for ns in [&tb.ns_gateway].into_iter().chain(tb.ns_wanem.as_ref()) {
+        // Keep the middle boxes quiet (no IPv6 link-local traffic of their own). Best effort.
+        disable_ipv6(ns);
+    }
+    for (ns, ifname, middle) in &ends {
+        ip(&["-n", ns, "link", "set", ifname, "mtu", &mtu])?;
+        let mut k = vec!["-K", ifname, "tx", "off", "tso", "off", "gso", "off", "gro", "off"];
+        if *middle {
+            k.extend(["rx-gro-list", "off"]);
+        }
+        in_ns(ns, "ethtool", &k)?;
+        if *middle {
+            ip(&["-n", ns, "link", "set", ifname, "promisc", "on"])?;
+        }
+        ip(&["-n", ns, "link", "set", ifname, "up"])?;
+    }
+    if spec.middle == Middle::Bridge {
+        let br = format!("{p}-br");
+        ip(&["-n", &tb.ns_gateway, "link", "add", &br, "type", "bridge"])?;
+        for port in [&tb.if_gw_lan, &tb.if_gw_wan] {
+            ip(&["-n", &tb.ns_gateway, "link", "set", port, "master", &br])?;
+        }
+        ip(&["-n", &tb.ns_gateway, "link", "set", &br, "up"])?;
+    }
+    let plen = spec.prefix_len;
+    ip(&["-n", &tb.ns_sender, "addr", "add", &format!("{}/{plen}", spec.sender_addr), "dev", &tb.if_sender])?;
+    ip(&["-n", &tb.ns_receiver, "addr", "add", &format!("{}/{plen}", spec.receiver_addr), "dev", &tb.if_receiver])?;
+    ip(&[
+        "-n",
+        &tb.ns_sender,
+        "neigh",
+        "replace",
+        &spec.receiver_addr.to_string(),
+        "lladdr",
+        &rmac,
+        "dev",
+        &tb.if_sender,
+        "nud",
+        "permanent",
+    ])?;
+    ip(&[
+        "-n",
+        &tb.ns_receiver,
+        "neigh",
+        "replace",
+        &spec.sender_addr.to_string(),
+        "lladdr",
+        &smac,
+        "dev",
+        &tb.if_receiver,
+        "nud",
+        "permanent",
+    ])?;
+    Ok(tb)
+}
+
+/// Write `net.ipv6.conf.{all,default}.disable_ipv6 = 1` inside `ns` (from a thread in that
+/// namespace, so no `sysctl` binary is needed). Errors are ignored.
+fn disable_ipv6(ns: &str) {
+    if let Ok(h) = spawn_in_netns(ns, "acks-sysctl", || {
+        for k in ["all", "default"] {
+            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{k}/disable_ipv6"), "1");
+        }
+    }) {
+        let _ = h.join();
+    }
+}
+
+/// Removes the testbed on drop (also when a test panics).
+pub struct TestbedGuard {
+    pub tb: Testbed,
+}
+
+impl TestbedGuard {
+    pub fn up(spec: &TopologySpec) -> Result<TestbedGuard, TestbedError> {
+        // A previous crashed run may have left the same prefix behind.
+        let _ = down(&spec.prefix);
+        Ok(TestbedGuard { tb: up(spec)? })
+    }
+}
+
+impl std::ops::Deref for TestbedGuard {
+    type Target = Testbed;
+    fn deref(&self) -> &Testbed {
+        &self.tb
+    }
+}
+
+impl Drop for TestbedGuard {
+    fn drop(&mut self) {
+        if let Err(e) = down(&self.tb.prefix) {
+            eprintln!("testbed cleanup of {} failed: {e}", self.tb.prefix);
+        }
+    }
+}
+
+/// Enter network namespace `ns` (by name, `/run/netns/NAME`) in the calling thread.
+pub fn enter_netns(ns: &str) -> io::Result<()> {
+    let f = std::fs::File::open(format!("/run/netns/{ns}"))
+        .map_err(|e| io::Error::new(e.kind(), format!("opening netns {ns}: {e}")))?;
+    nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET)
+        .map_err(|e| io::Error::other(format!("setns into {ns}: {e}")))
+}
+
+/// Spawn a thread that runs `f` inside network namespace `ns`.
+pub fn spawn_in_netns<T, F>(ns: &str, name: &str, f: F) -> io::Result<JoinHandle<io::Result<T>>>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let ns = ns.to_string();
+    std::thread::Builder::new().name(name.into()).spawn(move || {
+        enter_netns(&ns)?;
+        Ok(f())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes() {
+        assert!(check_prefix("acks-t1").is_ok());
+        assert!(check_prefix("acks-").is_err());
+        assert!(check_prefix("foo-t1").is_err());
+        assert!(check_prefix("acks-toolongname").is_err());
+        assert!(down("eth").is_err());
+    }
+}

@@ -1,0 +1,412 @@
+//! Built-in traffic for live runs and tests (std::net, run inside namespaces with
+//! [`crate::testbed::spawn_in_netns`]): a TCP source/sink pair that hashes what it moves, TCP
+//! connect-time and UDP echo latency probes, and a paced UDP blaster/counter.
+
+use ackshape_core::rng::stream;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a TCP source sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceReport {
+    pub bytes: u64,
+    pub sha256: String,
+    pub elapsed: Duration,
+}
+
+/// What a TCP sink received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkReport {
+    pub bytes: u64,
+    pub sha256: String,
+    /// (bytes received so far, time since the first byte) every `mark_every` bytes: a goodput
+    /// time series.
+    pub marks: Vec<(u64, Duration)>,
+    /// From the first to the last byte.
+    pub elapsed: Duration,
+    /// When the first byte arrived.
+    pub first_byte_at: Option<Instant>,
+}
+
+impl SinkReport {
+    /// Goodput in bit/s between the marks at `from_bytes` and the end.
+    pub fn goodput_bps_after(&self, from_bytes: u64) -> f64 {
+        let start = self.marks.iter().find(|(b, _)| *b >= from_bytes).copied().unwrap_or((0, Duration::ZERO));
+        let d = self.elapsed.saturating_sub(start.1).as_secs_f64();
+        if d <= 0.0 {
+            return 0.0;
+        }
+        (self.bytes - start.0) as f64 * 8.0 / d
+    }
+}
+
+/// Send `bytes` of seeded pseudo-random data to `dst`, then close. `cc` sets TCP_CONGESTION
+/// (reno, cubic, bbr) on the socket.
+pub fn tcp_source(dst: SocketAddr, bytes: u64, seed: u64, cc: Option<&str>) -> io::Result<SourceReport> {
+    tcp_source_until(dst, Some(bytes), None, seed, cc)
+}
+
+/// Send seeded pseudo-random data to `dst` until `bytes` are sent or `duration` has passed
+/// (whichever comes first; at least one must be given), then close and wait for the sink.
+pub fn tcp_source_until(
+    dst: SocketAddr,
+    bytes: Option<u64>,
+    duration: Option<Duration>,
+    seed: u64,
+    cc: Option<&str>,
+) -> io::Result<SourceReport> {
+    if bytes.is_none() && duration.is_none() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a flow needs bytes or a duration"));
+    }
+    let mut s = connect_with_cc(dst, cc, Duration::from_secs(10))?;
+    let mut rng = stream(seed, "tcp-source", 0);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut h = Sha256::new();
+    let mut left = bytes.unwrap_or(u64::MAX);
+    let mut sent = 0u64;
+    let t0 = Instant::now();
+    if let Some(d) = duration {
+        s.set_write_timeout(Some(d.max(Duration::from_millis(10))))?;
+    }
+    while left > 0 && duration.is_none_or(|d| t0.elapsed() < d) {
+        let n = (buf.len() as u64).min(left) as usize;
+        rng.fill_bytes(&mut buf[..n]);
+        // write_all would lose track of a partial write on timeout: write chunk by chunk.
+        let mut off = 0;
+        while off < n {
+            match s.write(&buf[off..n]) {
+                Ok(k) => {
+                    h.update(&buf[off..off + k]);
+                    off += k;
+                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            if duration.is_some_and(|d| t0.elapsed() >= d) {
+                break;
+            }
+        }
+        sent += off as u64;
+        left -= off as u64;
+        if off < n {
+            break;
+        }
+    }
+    s.shutdown(std::net::Shutdown::Write)?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut sink = [0u8; 16];
+    let _ = s.read(&mut sink);
+    Ok(SourceReport { bytes: sent, sha256: hex(&h.finalize()), elapsed: t0.elapsed() })
+}
+
+/// One flow of a live run, sender namespace → receiver namespace.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: String,
+    /// TCP congestion control (reno, cubic, bbr); None = the namespace default.
+    #[serde(default)]
+    pub cc: Option<String>,
+    /// Start this long after the run starts (seconds).
+    #[serde(default)]
+    pub start_s: f64,
+    /// Bytes to send (or until `duration_s`).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+}
+
+/// What one flow of a live run achieved.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct FlowReport {
+    pub name: String,
+    pub cc: Option<String>,
+    pub bytes: u64,
+    /// The receiver got exactly what the sender sent (sha256).
+    pub intact: bool,
+    /// Mean goodput from first to last byte (bit/s).
+    pub goodput_bps: f64,
+    /// Goodput per bin since the run started: (bin start s, bit/s).
+    pub series: Vec<(f64, f64)>,
+    pub error: Option<String>,
+}
+
+/// Run TCP flows through a testbed: one sink per flow in the receiver namespace (ports
+/// 6000 + i), one source per flow in the sender namespace, started at its `start_s`.
+pub fn run_flows(
+    tb: &crate::testbed::Testbed,
+    flows: &[FlowSpec],
+    bin: Duration,
+    seed: u64,
+) -> io::Result<Vec<FlowReport>> {
+    use crate::testbed::spawn_in_netns;
+    let origin = Instant::now();
+    let mut handles = Vec::new();
+    for (i, f) in flows.iter().enumerate() {
+        let dst = SocketAddr::from((tb.receiver_addr, 6000 + i as u16));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = spawn_in_netns(&tb.ns_receiver, "acks-sink", move || -> io::Result<SinkReport> {
+            let l = TcpListener::bind(dst)?;
+            let _ = tx.send(());
+            tcp_sink(&l, 64 * 1024)
+        })?;
+        rx.recv_timeout(Duration::from_secs(5))
+            .map_err(|_| io::Error::other(format!("sink for flow {} did not start", f.name)))?;
+        let f2 = f.clone();
+        let src = spawn_in_netns(&tb.ns_sender, "acks-source", move || -> io::Result<SourceReport> {
+            let start = origin + Duration::from_secs_f64(f2.start_s.max(0.0));
+            if let Some(d) = start.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+            tcp_source_until(
+                dst,
+                f2.bytes,
+                f2.duration_s.map(Duration::from_secs_f64),
+                seed.wrapping_add(i as u64),
+                f2.cc.as_deref(),
+            )
+        })?;
+        handles.push((f.clone(), src, sink));
+    }
+    let mut out = Vec::new();
+    for (f, src, sink) in handles {
+        let s = src.join().map_err(|_| io::Error::other("source panicked"))?.and_then(|r| r);
+        let r = sink.join().map_err(|_| io::Error::other("sink panicked"))?.and_then(|r| r);
+        let mut rep = FlowReport {
+            name: f.name.clone(),
+            cc: f.cc.clone(),
+            bytes: 0,
+            intact: false,
+            goodput_bps: 0.0,
+            series: vec![],
+            error: None,
+        };
+        match (s, r) {
+            (Ok(s), Ok(r)) => {
+                rep.bytes = r.bytes;
+                rep.intact = s.sha256 == r.sha256 && s.bytes == r.bytes;
+                rep.goodput_bps =
+                    if r.elapsed.is_zero() { 0.0 } else { r.bytes as f64 * 8.0 / r.elapsed.as_secs_f64() };
+                rep.series = series(&r, origin, bin);
+            }
+            (Err(e), _) | (_, Err(e)) => rep.error = Some(e.to_string()),
+        }
+        out.push(rep);
+    }
+    Ok(out)
+}
+
+/// Bin a sink's byte marks into goodput per `bin` since `origin`.
+fn series(r: &SinkReport, origin: Instant, bin: Duration) -> Vec<(f64, f64)> {
+    let Some(first) = r.first_byte_at else {
+        return vec![];
+    };
+    let off = first.saturating_duration_since(origin);
+    let b = bin.as_secs_f64().max(1e-3);
+    let mut bins: Vec<u64> = Vec::new();
+    let mut prev = 0u64;
+    for &(bytes, t) in &r.marks {
+        let k = ((off + t).as_secs_f64() / b) as usize;
+        if bins.len() <= k {
+            bins.resize(k + 1, 0);
+        }
+        bins[k] += bytes - prev;
+        prev = bytes;
+    }
+    let k = ((off + r.elapsed).as_secs_f64() / b) as usize;
+    if bins.len() <= k {
+        bins.resize(k + 1, 0);
+    }
+    bins[k] += r.bytes - prev;
+    bins.iter().enumerate().map(|(i, &by)| (i as f64 * b, by as f64 * 8.0 / b)).collect()
+}
+
+fn connect_with_cc(dst: SocketAddr, cc: Option<&str>, timeout: Duration) -> io::Result<TcpStream> {
+    match cc {
+        None => TcpStream::connect_timeout(&dst, timeout),
+        Some(cc) => {
+            use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage};
+            let fam = if dst.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+            let fd = socket::socket(fam, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).map_err(io::Error::from)?;
+            socket::setsockopt(&fd, sockopt::TcpCongestion, &std::ffi::OsString::from(cc))
+                .map_err(|e| io::Error::other(format!("TCP_CONGESTION {cc}: {e}")))?;
+            socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(dst))
+                .map_err(io::Error::from)?;
+            Ok(TcpStream::from(fd))
+        }
+    }
+}
+
+/// Accept one connection on `l`, read to EOF, hash it.
+pub fn tcp_sink(l: &TcpListener, mark_every: u64) -> io::Result<SinkReport> {
+    let (mut s, _) = l.accept()?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut h = Sha256::new();
+    let mut bytes = 0u64;
+    let mut t0 = None;
+    let mut marks = Vec::new();
+    let mut next_mark = mark_every.max(1);
+    let mut last = Instant::now();
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        let now = Instant::now();
+        let t0 = *t0.get_or_insert(now);
+        last = now;
+        h.update(&buf[..n]);
+        bytes += n as u64;
+        while bytes >= next_mark {
+            marks.push((bytes, now - t0));
+            next_mark += mark_every.max(1);
+        }
+    }
+    let elapsed = t0.map_or(Duration::ZERO, |t| last - t);
+    Ok(SinkReport { bytes, sha256: hex(&h.finalize()), marks, elapsed, first_byte_at: t0 })
+}
+
+/// Time `n` TCP connects to `dst` (each one SYN → SYN-ACK round trip); a listener must accept.
+pub fn tcp_connect_times(dst: SocketAddr, n: usize) -> io::Result<Vec<Duration>> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let s = TcpStream::connect_timeout(&dst, Duration::from_secs(5))?;
+        v.push(t.elapsed());
+        drop(s);
+    }
+    Ok(v)
+}
+
+/// Accept and immediately drop connections until `stop`.
+pub fn tcp_accept_loop(l: TcpListener, stop: Arc<AtomicBool>) {
+    let _ = l.set_nonblocking(true);
+    while !stop.load(Ordering::Relaxed) {
+        match l.accept() {
+            Ok(_) => {}
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// Echo UDP datagrams back to their sender until `stop`.
+pub fn udp_echo_server(s: UdpSocket, stop: Arc<AtomicBool>) {
+    let _ = s.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut b = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok((n, from)) = s.recv_from(&mut b) {
+            let _ = s.send_to(&b[..n], from);
+        }
+    }
+}
+
+/// Ping-style round trips through a UDP echo server: `n` probes `gap` apart.
+pub fn udp_ping(dst: SocketAddr, n: usize, gap: Duration) -> io::Result<Vec<Duration>> {
+    let s = UdpSocket::bind("0.0.0.0:0")?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let mut v = Vec::with_capacity(n);
+    let mut b = [0u8; 64];
+    for i in 0..n as u64 {
+        let t = Instant::now();
+        s.send_to(&i.to_be_bytes(), dst)?;
+        loop {
+            match s.recv_from(&mut b) {
+                Ok((8, _)) if b[..8] == i.to_be_bytes() => {
+                    v.push(t.elapsed());
+                    break;
+                }
+                Ok(_) => continue,
+                Err(_) => break, // lost probe
+            }
+        }
+        std::thread::sleep(gap);
+    }
+    Ok(v)
+}
+
+/// Send `n` numbered datagrams of `size` bytes to `dst` at `pps` packets per second.
+pub fn udp_blast(dst: SocketAddr, n: u64, size: usize, pps: u64) -> io::Result<u64> {
+    let s = UdpSocket::bind("0.0.0.0:0")?;
+    let mut b = vec![0u8; size.max(8)];
+    let t0 = Instant::now();
+    let mut sent = 0;
+    for i in 0..n {
+        b[..8].copy_from_slice(&i.to_be_bytes());
+        loop {
+            match s.send_to(&b, dst) {
+                Ok(_) => break,
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_micros(50))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        sent += 1;
+        let due = t0 + Duration::from_secs_f64((i + 1) as f64 / pps as f64);
+        let now = Instant::now();
+        if due > now + Duration::from_micros(200) {
+            std::thread::sleep(due - now);
+        }
+    }
+    Ok(sent)
+}
+
+/// Count distinct numbered datagrams until nothing arrives for `idle`.
+pub fn udp_count(s: &UdpSocket, n_max: u64, idle: Duration) -> io::Result<u64> {
+    s.set_read_timeout(Some(idle))?;
+    let mut seen = vec![false; n_max as usize];
+    let mut count = 0;
+    let mut b = [0u8; 2048];
+    while let Ok(n) = s.recv(&mut b) {
+        if n >= 8 {
+            let i = u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as usize;
+            if i < seen.len() && !seen[i] {
+                seen[i] = true;
+                count += 1;
+            }
+        }
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_transfer_hashes_match() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        let h = std::thread::spawn(move || tcp_sink(&l, 100_000).unwrap());
+        let src = tcp_source(a, 1_000_003, 5, None).unwrap();
+        let snk = h.join().unwrap();
+        assert_eq!(src.sha256, snk.sha256);
+        assert_eq!(snk.bytes, 1_000_003);
+        assert_eq!(snk.marks.len(), 10);
+    }
+
+    #[test]
+    fn duration_bounded_source() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        let h = std::thread::spawn(move || tcp_sink(&l, 1 << 20).unwrap());
+        let src = tcp_source_until(a, None, Some(Duration::from_millis(200)), 1, Some("reno")).unwrap();
+        let snk = h.join().unwrap();
+        assert_eq!(src.sha256, snk.sha256);
+        assert!(src.elapsed < Duration::from_secs(5) && src.bytes > 0);
+        let s = series(&snk, snk.first_byte_at.unwrap(), Duration::from_millis(50));
+        let total: f64 = s.iter().map(|(_, bps)| bps * 0.05 / 8.0).sum();
+        assert!((total - snk.bytes as f64).abs() < 1.0, "{total} vs {}", snk.bytes);
+    }
+}

@@ -1,0 +1,316 @@
+//! A userspace WAN emulator between two interfaces: per direction a loss model, a rate limiter
+//! with a drop-tail queue, and a delay line with jitter. Loss and delay use
+//! `ackshape_core::impair` — the same code as the simulator's links.
+//!
+//! Order per frame: loss (a lost frame uses no capacity) → rate limiter queue (drop-tail when
+//! `queue_packets` frames are waiting or in transmission) → delay line (fixed delay + jitter,
+//! FIFO unless `reorder`). The rate limiter charges the Ethernet frame length as received
+//! (14-byte header + IP packet; no preamble, FCS or inter-frame gap), so the TCP goodput to
+//! expect is `rate × payload / (payload + headers + 14)`, e.g. 1448/1514 with timestamps.
+
+use crate::classify::FrameClass;
+use crate::engine::{run_engine, Control, EngineConfig};
+use crate::gateway::{install_signal_handlers, open_ports, GatewayError};
+use crate::pipeline::{Dir, Pipeline, Verdict};
+use crate::port::Port;
+use crate::stats::{serve_prometheus, Snapshot};
+use ackshape_core::impair::{Delay, JitterSpec, Loss, LossSpec};
+use ackshape_core::rng::stream;
+use ackshape_core::time::{Dur, Time};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Impairments of one direction.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Fixed one-way delay (ns).
+    pub delay_ns: u64,
+    pub jitter: JitterSpec,
+    /// Allow jitter to reorder frames (default: FIFO delay line).
+    pub reorder: bool,
+    pub loss: LossSpec,
+    /// Rate limit in bit/s (frame bytes × 8); None = unlimited.
+    pub rate_bps: Option<u64>,
+    /// Frames queued or in transmission at the rate limiter before drop-tail (default 100).
+    pub queue_packets: usize,
+}
+
+impl Default for LinkSpec {
+    fn default() -> Self {
+        LinkSpec {
+            delay_ns: 0,
+            jitter: JitterSpec::None,
+            reorder: false,
+            loss: LossSpec::None,
+            rate_bps: None,
+            queue_packets: 100,
+        }
+    }
+}
+
+impl LinkSpec {
+    pub fn validate(&self) -> Result<(), String> {
+        self.loss.validate()?;
+        if self.rate_bps == Some(0) {
+            return Err("rate_bps must be > 0 (omit it for no limit)".into());
+        }
+        if self.queue_packets == 0 {
+            return Err("queue_packets must be ≥ 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// WAN emulator settings.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct WanemConfig {
+    /// First interface (frames from it travel A→B).
+    pub a: String,
+    pub b: String,
+    pub a_to_b: LinkSpec,
+    pub b_to_a: LinkSpec,
+    /// Seed of the loss and jitter streams.
+    pub seed: u64,
+    pub stats_json: Option<PathBuf>,
+    pub stats_interval: Duration,
+    /// Loopback address for a Prometheus text endpoint.
+    pub prometheus: Option<SocketAddr>,
+    pub pcap_dir: Option<PathBuf>,
+    pub allow_offloads: bool,
+    /// Run the data-plane thread SCHED_FIFO at this priority (1..=99) for tighter hold timing
+    /// under CPU contention. Default None.
+    pub realtime_priority: Option<i32>,
+}
+
+impl WanemConfig {
+    pub fn new(a: &str, b: &str) -> WanemConfig {
+        WanemConfig {
+            a: a.into(),
+            b: b.into(),
+            a_to_b: LinkSpec::default(),
+            b_to_a: LinkSpec::default(),
+            seed: 1,
+            stats_json: None,
+            stats_interval: Duration::from_secs(1),
+            prometheus: None,
+            pcap_dir: None,
+            allow_offloads: false,
+            realtime_priority: None,
+        }
+    }
+    /// The same impairments both ways.
+    pub fn symmetric(a: &str, b: &str, link: LinkSpec) -> WanemConfig {
+        let mut c = WanemConfig::new(a, b);
+        c.a_to_b = link.clone();
+        c.b_to_a = link;
+        c
+    }
+}
+
+/// Counters of one direction.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DirStats {
+    pub frames: u64,
+    pub lost: u64,
+    pub queue_drops: u64,
+    pub forwarded: u64,
+    pub max_queue: usize,
+}
+
+struct DirState {
+    loss: Loss,
+    delay: Delay,
+    rate: Option<u64>,
+    cap: usize,
+    busy_until: Time,
+    queue: VecDeque<Time>,
+    stats: DirStats,
+}
+
+/// The wanem as a [`Pipeline`] (usable on any ports, also in-memory ones).
+pub struct WanemPipeline {
+    dirs: [DirState; 2],
+}
+
+impl WanemPipeline {
+    pub fn new(a_to_b: &LinkSpec, b_to_a: &LinkSpec, seed: u64) -> WanemPipeline {
+        let mk = |l: &LinkSpec, i: u64| DirState {
+            loss: Loss::new(l.loss.clone(), stream(seed, "wanem-loss", i)),
+            delay: Delay::new(Dur(l.delay_ns), l.jitter.clone(), l.reorder, stream(seed, "wanem-jitter", i)),
+            rate: l.rate_bps,
+            cap: l.queue_packets.max(1),
+            busy_until: Time::ZERO,
+            queue: VecDeque::new(),
+            stats: DirStats::default(),
+        };
+        WanemPipeline { dirs: [mk(a_to_b, 0), mk(b_to_a, 1)] }
+    }
+    pub fn stats(&self) -> [DirStats; 2] {
+        [self.dirs[0].stats.clone(), self.dirs[1].stats.clone()]
+    }
+}
+
+impl Pipeline for WanemPipeline {
+    fn on_frame(&mut self, now: Time, dir: Dir, frame: &mut [u8], _class: &FrameClass) -> Verdict {
+        let d = &mut self.dirs[dir.index()];
+        d.stats.frames += 1;
+        if d.loss.drop_next() {
+            d.stats.lost += 1;
+            return Verdict::Drop;
+        }
+        let done = match d.rate {
+            Some(rate) => {
+                while d.queue.front().is_some_and(|&t| t <= now) {
+                    d.queue.pop_front();
+                }
+                if d.queue.len() >= d.cap {
+                    d.stats.queue_drops += 1;
+                    return Verdict::Drop;
+                }
+                let start = d.busy_until.max(now);
+                let done = start + Dur::tx_time(frame.len(), rate);
+                d.busy_until = done;
+                d.queue.push_back(done);
+                d.stats.max_queue = d.stats.max_queue.max(d.queue.len());
+                done
+            }
+            None => now,
+        };
+        let exit = d.delay.exit_time(done);
+        d.stats.forwarded += 1;
+        if exit <= now {
+            Verdict::Forward
+        } else {
+            Verdict::HoldUntil(exit)
+        }
+    }
+    fn stats_json(&self) -> serde_json::Value {
+        serde_json::json!({"a_to_b": self.dirs[0].stats, "b_to_a": self.dirs[1].stats})
+    }
+}
+
+/// Run the WAN emulator until SIGINT/SIGTERM (the `ackshape wanem` entry point).
+pub fn run(cfg: WanemConfig) -> Result<Snapshot, GatewayError> {
+    let ctl = Control::new();
+    install_signal_handlers(&ctl)?;
+    run_with(cfg, &ctl)
+}
+
+/// Run the WAN emulator with an explicit control handle.
+pub fn run_with(cfg: WanemConfig, ctl: &Control) -> Result<Snapshot, GatewayError> {
+    for (n, l) in [("a_to_b", &cfg.a_to_b), ("b_to_a", &cfg.b_to_a)] {
+        l.validate().map_err(|m| {
+            GatewayError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("wanem {n}: {m}")))
+        })?;
+    }
+    let (a, b, mtu) = open_ports(&cfg.a, &cfg.b, ["a", "b"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
+    run_ports(a, b, mtu, &cfg, ctl)
+}
+
+/// Run the WAN emulator on already-open ports.
+pub fn run_ports(
+    mut a: Box<dyn Port>,
+    mut b: Box<dyn Port>,
+    mtu: [Option<u32>; 2],
+    cfg: &WanemConfig,
+    ctl: &Control,
+) -> Result<Snapshot, GatewayError> {
+    let prom = match cfg.prometheus {
+        Some(addr) => Some(serve_prometheus(addr, ctl.snapshot.clone(), ctl.stop.clone())?),
+        None => None,
+    };
+    let mut p = WanemPipeline::new(&cfg.a_to_b, &cfg.b_to_a, cfg.seed);
+    let ecfg = EngineConfig {
+        track_flows: false,
+        stats_json: cfg.stats_json.clone(),
+        stats_interval: cfg.stats_interval,
+        mtu,
+        realtime_priority: cfg.realtime_priority,
+        ..Default::default()
+    };
+    let r = run_engine(&mut *a, &mut *b, &mut p, ecfg, ctl);
+    if let Some((_, h)) = prom {
+        ctl.request_stop();
+        let _ = h.join();
+    }
+    Ok(r?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limit_and_delay_schedule() {
+        let link =
+            LinkSpec { delay_ns: 10_000_000, rate_bps: Some(10_000_000), queue_packets: 3, ..Default::default() };
+        let mut p = WanemPipeline::new(&link, &LinkSpec::default(), 1);
+        let mut f = vec![0u8; 1250]; // 1 ms at 10 Mbit/s
+        let c = FrameClass::NonIp { ethertype: 0 };
+        let v: Vec<Verdict> = (0..5).map(|_| p.on_frame(Time(0), Dir::AToB, &mut f, &c)).collect();
+        assert_eq!(
+            v,
+            vec![
+                Verdict::HoldUntil(Time(11_000_000)),
+                Verdict::HoldUntil(Time(12_000_000)),
+                Verdict::HoldUntil(Time(13_000_000)),
+                Verdict::Drop,
+                Verdict::Drop
+            ]
+        );
+        // after the first frame has left the queue there is room again
+        assert_eq!(p.on_frame(Time(1_000_000), Dir::AToB, &mut f, &c), Verdict::HoldUntil(Time(14_000_000)));
+        assert_eq!(p.on_frame(Time(0), Dir::BToA, &mut f, &c), Verdict::Forward);
+        assert_eq!(p.stats()[0].queue_drops, 2);
+    }
+
+    #[test]
+    fn engine_holds_frames_for_the_delay_over_mem_ports() {
+        use crate::port::MemPort;
+        let (mut host_a, a) = MemPort::pair("host-a", "a");
+        let (b, host_b) = MemPort::pair("b", "host-b");
+        let link = LinkSpec { delay_ns: 20_000_000, ..Default::default() };
+        let cfg = WanemConfig::symmetric("a", "b", link);
+        let ctl = Control::new();
+        let c2 = ctl.clone();
+        let h = std::thread::spawn(move || run_ports(Box::new(a), Box::new(b), [None, None], &cfg, &c2));
+        assert!(ctl.wait_running(Duration::from_secs(5)));
+        let t0 = std::time::Instant::now();
+        for i in 0..10u8 {
+            host_a.send(Time(0), &[i; 60]).unwrap();
+        }
+        while host_b.pending() < 10 {
+            assert!(t0.elapsed() < Duration::from_secs(2), "frames not delivered");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let took = t0.elapsed();
+        ctl.request_stop();
+        let snap = h.join().unwrap().unwrap();
+        assert!(took >= Duration::from_millis(20), "{took:?}");
+        assert_eq!(snap.port("b").unwrap().tx_packets, 10);
+        assert_eq!(snap.port("a").unwrap().held, 10);
+        assert_eq!(snap.hold_timing.samples, 10);
+        let mut host_b = host_b;
+        let mut buf = [0u8; 100];
+        for i in 0..10u8 {
+            let m = host_b.recv(Time(0), &mut buf).unwrap().unwrap();
+            assert_eq!(&buf[..m.len], &[i; 60], "FIFO order kept");
+        }
+    }
+
+    #[test]
+    fn bernoulli_loss_matches_core_model() {
+        let link = LinkSpec { loss: LossSpec::Bernoulli { p: 0.01 }, ..Default::default() };
+        let mut p = WanemPipeline::new(&link, &link, 9);
+        let mut f = vec![0u8; 100];
+        let c = FrameClass::NonIp { ethertype: 0 };
+        let lost = (0..100_000).filter(|_| p.on_frame(Time(0), Dir::AToB, &mut f, &c) == Verdict::Drop).count();
+        let mut l = Loss::new(LossSpec::Bernoulli { p: 0.01 }, stream(9, "wanem-loss", 0));
+        let lost2 = (0..100_000).filter(|_| l.drop_next()).count();
+        assert_eq!(lost, lost2);
+    }
+}
