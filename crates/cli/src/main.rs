@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod live_cmd;
+
 /// The scenario `ackshape run` uses when given none.
 const DEFAULT_SCENARIO: &str = include_str!("../../../experiments/examples/dumbbell.toml");
 
@@ -34,6 +36,15 @@ enum Cmd {
         #[command(subcommand)]
         which: ModelCmd,
     },
+    /// Live inline gateway between two interfaces (root; AF_PACKET). Stops on SIGINT/SIGTERM.
+    Gateway(live_cmd::GatewayArgs),
+    /// Live userspace WAN emulator between two interfaces: delay, jitter, loss, rate limit.
+    Wanem(live_cmd::WanemArgs),
+    /// Build or remove the network-namespace testbed of a scenario (root).
+    Testbed {
+        #[command(subcommand)]
+        cmd: live_cmd::TestbedCmd,
+    },
 }
 
 #[derive(clap::Args)]
@@ -55,6 +66,10 @@ struct RunArgs {
     /// Never show a progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Run with real Linux TCP in network namespaces (sender — gateway — wanem — receiver)
+    /// instead of the simulator (root; dumbbell scenarios with bulk flows).
+    #[arg(long)]
+    live: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -115,10 +130,20 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Model { which } => cmd_model(which),
+        Cmd::Gateway(a) => live_cmd::cmd_gateway(a),
+        Cmd::Wanem(a) => live_cmd::cmd_wanem(a),
+        Cmd::Testbed { cmd } => live_cmd::cmd_testbed(cmd),
     }
 }
 
 fn cmd_run(a: RunArgs) -> ExitCode {
+    if a.live {
+        let Some(p) = &a.scenario else {
+            eprintln!("error: run --live needs a scenario file");
+            return ExitCode::from(BAD_INPUT);
+        };
+        return live_cmd::cmd_run_live(p, a.out.clone(), a.json);
+    }
     let (sc, file) = match &a.scenario {
         Some(p) => match Scenario::load(p) {
             Ok(sc) => (sc, p.display().to_string()),

@@ -1,0 +1,427 @@
+//! The live subcommands: `gateway`, `wanem`, `testbed up|down`, `run --live`.
+
+use ackshape_core::impair::{JitterSpec, LossSpec};
+use ackshape_core::tcp::CcAlgo;
+use ackshape_core::units;
+use ackshape_live::gateway::{self, GatewayConfig};
+use ackshape_live::rig::{Rig, RigSpec};
+use ackshape_live::testbed::{self, TopologySpec};
+use ackshape_live::traffic::{self, FlowSpec};
+use ackshape_live::wanem::{self, LinkSpec as WanLink, WanemConfig};
+use ackshape_sim::metrics::{cov, jain};
+use ackshape_sim::scenario::{DirParams, FlowKind, Scenario, StartV, TopologySpec as SimTopo};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+pub const BAD_INPUT: u8 = 2;
+/// Exit code when the live path cannot run on this machine (not root, tools missing).
+pub const CANNOT_RUN: u8 = 3;
+
+fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(code)
+}
+
+#[derive(clap::Args)]
+pub struct GatewayArgs {
+    /// LAN-side interface.
+    #[arg(long)]
+    lan: String,
+    /// WAN-side interface.
+    #[arg(long)]
+    wan: String,
+    /// Policy file (TOML, see docs/policy.md); SIGHUP reloads it, a bad one is rejected and the running one kept.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Append periodic stats as JSON lines to this file.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Stats interval, e.g. 1s.
+    #[arg(long, default_value = "1s")]
+    stats_interval: String,
+    /// Serve Prometheus text metrics on this loopback address, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    prometheus: Option<SocketAddr>,
+    /// Write a pcap of each port into this directory.
+    #[arg(long, value_name = "DIR")]
+    pcap_dir: Option<PathBuf>,
+    /// Run even if the ports have checksum/segmentation offloads on (frames may be partial or oversize).
+    #[arg(long)]
+    allow_offloads: bool,
+    /// Run the data plane with SCHED_FIFO at this priority (1-99).
+    #[arg(long, value_name = "PRIO")]
+    realtime: Option<i32>,
+}
+
+fn dur(flag: &str, s: &str) -> Result<Duration, String> {
+    units::parse_duration(s).map(|d| Duration::from_nanos(d.0)).map_err(|e| format!("{flag}: {e}"))
+}
+
+pub fn cmd_gateway(a: GatewayArgs) -> ExitCode {
+    let mut cfg = GatewayConfig::new(&a.lan, &a.wan);
+    cfg.policy = a.policy;
+    cfg.stats_json = a.stats_json;
+    cfg.stats_interval = match dur("--stats-interval", &a.stats_interval) {
+        Ok(d) => d,
+        Err(e) => return fail(BAD_INPUT, e),
+    };
+    cfg.prometheus = a.prometheus;
+    cfg.pcap_dir = a.pcap_dir;
+    cfg.allow_offloads = a.allow_offloads;
+    cfg.realtime_priority = a.realtime;
+    match gateway::run(cfg) {
+        Ok(snap) => {
+            println!("{}", snap.json_line());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(BAD_INPUT, e),
+    }
+}
+
+#[derive(clap::Args)]
+pub struct WanemArgs {
+    /// Port A (toward the gateway / sender side).
+    #[arg(long = "a")]
+    a: String,
+    /// Port B (toward the receiver side).
+    #[arg(long = "b")]
+    b: String,
+    /// One-way delay, each direction, e.g. 50ms.
+    #[arg(long, default_value = "0ms")]
+    delay: String,
+    /// Uniform jitter added to the delay, in [0, JITTER].
+    #[arg(long, default_value = "0ms")]
+    jitter: String,
+    /// Bernoulli loss probability per packet, each direction.
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    /// Periodic loss: drop every K-th packet (overrides --loss).
+    #[arg(long, value_name = "K")]
+    loss_every: Option<u64>,
+    /// Gilbert-Elliott loss "P_GB,P_BG" (loss 0 in Good, 1 in Bad; overrides --loss).
+    #[arg(long, value_name = "P_GB,P_BG")]
+    loss_ge: Option<String>,
+    /// Rate limit, e.g. 10Mbit/s (frame bytes count).
+    #[arg(long)]
+    rate: Option<String>,
+    /// Rate limit for B→A only (default: --rate), for asymmetric links.
+    #[arg(long)]
+    rate_back: Option<String>,
+    /// Queue in front of the rate limiter, packets.
+    #[arg(long, default_value_t = 100)]
+    queue: usize,
+    /// Seed of the loss and jitter streams.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    #[arg(long, value_name = "ADDR")]
+    prometheus: Option<SocketAddr>,
+    #[arg(long, value_name = "DIR")]
+    pcap_dir: Option<PathBuf>,
+    #[arg(long)]
+    allow_offloads: bool,
+    #[arg(long, value_name = "PRIO")]
+    realtime: Option<i32>,
+}
+
+pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
+    let link = |rate: &Option<String>| -> Result<WanLink, String> {
+        let mut l = WanLink {
+            delay_ns: dur("--delay", &a.delay)?.as_nanos() as u64,
+            queue_packets: a.queue,
+            ..Default::default()
+        };
+        let j = dur("--jitter", &a.jitter)?.as_nanos() as u64;
+        if j > 0 {
+            l.jitter = JitterSpec::Uniform { max_ns: j };
+        }
+        l.loss = if let Some(k) = a.loss_every {
+            LossSpec::Periodic { every: k, offset: 0 }
+        } else if let Some(ge) = &a.loss_ge {
+            let v: Vec<f64> = ge.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            if v.len() != 2 {
+                return Err(format!("--loss-ge: expected \"P_GB,P_BG\", got {ge:?}"));
+            }
+            LossSpec::GilbertElliott { p_gb: v[0], p_bg: v[1], loss_good: 0.0, loss_bad: 1.0 }
+        } else if a.loss > 0.0 {
+            LossSpec::Bernoulli { p: a.loss }
+        } else {
+            LossSpec::None
+        };
+        l.loss.validate().map_err(|e| format!("loss: {e}"))?;
+        if let Some(r) = rate {
+            l.rate_bps = Some(units::parse_rate(r).map_err(|e| format!("--rate: {e}"))?.0);
+        }
+        Ok(l)
+    };
+    let fwd = match link(&a.rate) {
+        Ok(l) => l,
+        Err(e) => return fail(BAD_INPUT, e),
+    };
+    let back = match link(&a.rate_back.clone().or(a.rate.clone())) {
+        Ok(l) => l,
+        Err(e) => return fail(BAD_INPUT, e),
+    };
+    let mut cfg = WanemConfig::new(&a.a, &a.b);
+    cfg.a_to_b = fwd;
+    cfg.b_to_a = back;
+    cfg.seed = a.seed;
+    cfg.stats_json = a.stats_json;
+    cfg.prometheus = a.prometheus;
+    cfg.pcap_dir = a.pcap_dir;
+    cfg.allow_offloads = a.allow_offloads;
+    cfg.realtime_priority = a.realtime;
+    match wanem::run(cfg) {
+        Ok(snap) => {
+            println!("{}", snap.json_line());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(BAD_INPUT, e),
+    }
+}
+
+#[derive(clap::Subcommand)]
+pub enum TestbedCmd {
+    /// Build the namespaces of a scenario (its [live.testbed] table; defaults otherwise) and print them.
+    Up { scenario: PathBuf },
+    /// Remove every namespace and veth with the scenario's prefix (or --prefix), also after a crash.
+    Down {
+        scenario: Option<PathBuf>,
+        #[arg(long)]
+        prefix: Option<String>,
+    },
+}
+
+fn load(p: &PathBuf) -> Result<Scenario, ExitCode> {
+    Scenario::load(p).map_err(|e| fail(BAD_INPUT, e))
+}
+
+/// The testbed of a scenario: `[live.testbed]` (see docs/scenario.md) over the defaults.
+fn topology_of(sc: &Scenario, file: &str) -> Result<TopologySpec, ExitCode> {
+    let Some(t) = sc.live.as_ref().and_then(|l| l.get("testbed")) else {
+        return Ok(TopologySpec::default());
+    };
+    let mut base = toml::Table::try_from(TopologySpec::default()).expect("serialisable");
+    if let Some(tt) = t.as_table() {
+        for (k, v) in tt {
+            base.insert(k.clone(), v.clone());
+        }
+    }
+    toml::Value::Table(base)
+        .try_into::<TopologySpec>()
+        .map_err(|e| fail(BAD_INPUT, format!("{file}: key `live.testbed`: {}", e.message().trim_end())))
+}
+
+pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
+    if let Some(why) = testbed::preflight() {
+        return fail(CANNOT_RUN, format!("the testbed cannot run here: {why}"));
+    }
+    match c {
+        TestbedCmd::Up { scenario } => {
+            let sc = match load(&scenario) {
+                Ok(s) => s,
+                Err(e) => return e,
+            };
+            let spec = match topology_of(&sc, &scenario.display().to_string()) {
+                Ok(s) => s,
+                Err(e) => return e,
+            };
+            match testbed::up(&spec) {
+                Ok(tb) => {
+                    println!("testbed {} is up: {tb:#?}", spec.prefix);
+                    println!("remove it with: ackshape testbed down --prefix {}", spec.prefix);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(1, e),
+            }
+        }
+        TestbedCmd::Down { scenario, prefix } => {
+            let prefix = match (prefix, scenario) {
+                (Some(p), _) => p,
+                (None, Some(s)) => {
+                    let sc = match load(&s) {
+                        Ok(s) => s,
+                        Err(e) => return e,
+                    };
+                    match topology_of(&sc, &s.display().to_string()) {
+                        Ok(t) => t.prefix,
+                        Err(e) => return e,
+                    }
+                }
+                (None, None) => TopologySpec::default().prefix,
+            };
+            match testbed::down(&prefix) {
+                Ok(removed) => {
+                    println!("removed {} objects with prefix {prefix}: {}", removed.len(), removed.join(" "));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(1, e),
+            }
+        }
+    }
+}
+
+fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
+    WanLink {
+        delay_ns: (d.delay + extra_delay).0,
+        jitter: if d.jitter.0 > 0 { JitterSpec::Uniform { max_ns: d.jitter.0 } } else { JitterSpec::None },
+        reorder: d.reorder,
+        loss: d.loss.clone(),
+        rate_bps: Some(d.rate.0),
+        queue_packets: match d.queue {
+            units::Size::Packets(p) => p as usize,
+            units::Size::Bytes(b) => (b / 1500).max(1) as usize,
+        },
+    }
+}
+
+/// `ackshape run --live`: the scenario's dumbbell as sender — gateway — wanem — receiver
+/// namespaces with real Linux TCP. The wanem carries the bottleneck (rate, queue, loss, jitter)
+/// and the path's whole one-way delay.
+pub fn cmd_run_live(path: &PathBuf, out: Option<PathBuf>, json: bool) -> ExitCode {
+    let sc = match load(path) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let file = path.display().to_string();
+    let SimTopo::Dumbbell(d) = &sc.topology else {
+        return fail(BAD_INPUT, format!("{file}: key `topology.kind`: run --live supports \"dumbbell\" scenarios"));
+    };
+    if let Some(why) = testbed::preflight() {
+        return fail(CANNOT_RUN, format!("run --live cannot run here: {why}"));
+    }
+    let mut topo = match topology_of(&sc, &file) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    if sc.live.as_ref().and_then(|l| l.get("testbed")).and_then(|t| t.get("prefix")).is_none() {
+        topo.prefix = "acks-run".into();
+    }
+    let (bf, br) = d.bottleneck.directions();
+    let (af, ar) = d.access.directions();
+    let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+    let (rf, rr) = racc.directions();
+    let mut spec = RigSpec::new(&topo.prefix);
+    spec.topology = topo;
+    spec.wanem = (wan_link(&bf, af.delay + rf.delay), wan_link(&br, ar.delay + rr.delay));
+    spec.wanem_seed = sc.seed;
+    let live_cc = sc.live.as_ref().and_then(|l| l.get("cc")).and_then(|v| v.as_str()).map(str::to_string);
+    let mut flows = Vec::new();
+    let dur_s = sc.duration.0.as_secs_f64();
+    let mut k = 0u64;
+    for (i, f) in sc.flows.iter().enumerate() {
+        if f.kind != FlowKind::Bulk {
+            return fail(BAD_INPUT, format!("{file}: key `flows[{i}].kind`: run --live supports bulk TCP flows"));
+        }
+        let tcp = f.tcp.clone().unwrap_or_default().over(&sc.tcp);
+        let cc = match (&live_cc, tcp.cc.unwrap_or_default()) {
+            (Some(c), _) => c.clone(),
+            (None, CcAlgo::Cubic) => "cubic".into(),
+            (None, CcAlgo::Misbehaving) => {
+                return fail(BAD_INPUT, format!("{file}: key `flows[{i}].tcp.cc`: Linux has no misbehaving sender"))
+            }
+            (None, _) => "reno".into(),
+        };
+        for _ in 0..f.count.unwrap_or(1) {
+            let start = match f.start.unwrap_or(StartV::At(Default::default())) {
+                StartV::At(t) => t.as_secs_f64(),
+                // Deterministic spread over the interval (no random stream in the live runner).
+                StartV::Uniform(a, b) => {
+                    let n = f.count.unwrap_or(1).max(1) as f64;
+                    a.as_secs_f64() + (b.as_secs_f64() - a.as_secs_f64()) * ((k % n as u64) as f64 + 0.5) / n
+                }
+            };
+            flows.push(FlowSpec {
+                name: format!("f{k}"),
+                cc: Some(cc.clone()),
+                start_s: start,
+                bytes: f.bytes.map(|b| match b.0 {
+                    units::Size::Bytes(x) => x,
+                    units::Size::Packets(p) => p * 1448,
+                }),
+                duration_s: Some((dur_s - start).max(0.1)),
+            });
+            k += 1;
+        }
+    }
+    let t0 = Instant::now();
+    let mut rig = match Rig::start(spec) {
+        Ok(r) => r,
+        Err(e) => return fail(1, format!("starting the testbed: {e}")),
+    };
+    let bin = sc.bin.map(|b| Duration::from_nanos(b.0 .0)).unwrap_or(Duration::from_secs(1));
+    let reports = traffic::run_flows(&rig.tb, &flows, bin, sc.seed);
+    let (gw, wan) = rig.stop();
+    drop(rig);
+    let reports = match reports {
+        Ok(r) => r,
+        Err(e) => return fail(1, format!("live flows: {e}")),
+    };
+    let warm = sc.warmup.map(|w| w.0.as_secs_f64()).unwrap_or(0.0);
+    let snap = |x: Option<Result<ackshape_live::stats::Snapshot, String>>| -> serde_json::Value {
+        match x {
+            Some(Ok(s)) => serde_json::from_str(&s.json_line()).unwrap_or(serde_json::Value::Null),
+            Some(Err(e)) => serde_json::json!({ "error": e }),
+            None => serde_json::Value::Null,
+        }
+    };
+    let mut fl = Vec::new();
+    let mut good = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
+        let win: Vec<&(f64, f64)> = r.series.iter().filter(|(t, _)| *t >= warm && *t < dur_s).collect();
+        let g = if win.is_empty() { r.goodput_bps } else { win.iter().map(|(_, v)| v).sum::<f64>() / win.len() as f64 };
+        good.push(g);
+        fl.push(serde_json::json!({
+            "id": i, "name": r.name, "cc": r.cc, "goodput_bps": g, "bytes_delivered": r.bytes,
+            "intact": r.intact, "error": r.error,
+            "retransmitted_packets": serde_json::Value::Null,
+        }));
+    }
+    let summary = serde_json::json!({
+        "scenario": { "name": sc.name.clone().unwrap_or(file.clone()), "file": file, "duration_s": dur_s, "measure_from_s": warm },
+        "seed": sc.seed,
+        "mode": "live",
+        "sim": { "events": 0, "wall_time_s": t0.elapsed().as_secs_f64() },
+        "flows": fl,
+        "aggregate": { "flows": good.len(), "goodput_bps": good.iter().sum::<f64>(), "jain": jain(&good), "cov": cov(&good) },
+        "gateway": snap(gw),
+        "wanem": snap(wan),
+    });
+    if let Some(o) = &out {
+        if let Err(e) = std::fs::create_dir_all(o).and_then(|_| {
+            std::fs::write(o.join("summary.json"), serde_json::to_string_pretty(&summary).unwrap() + "\n")
+        }) {
+            return fail(1, format!("{}: {e}", o.display()));
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&summary).unwrap());
+    } else {
+        println!("live run of {} ({} flows, {:.0} s)", summary["scenario"]["name"], good.len(), dur_s);
+        println!("{:>4} {:<6} {:<6} {:>14} {:>14} {:>7}", "flow", "name", "cc", "goodput", "bytes", "intact");
+        for (i, r) in reports.iter().enumerate() {
+            println!(
+                "{:>4} {:<6} {:<6} {:>14} {:>14} {:>7}",
+                i,
+                r.name,
+                r.cc.clone().unwrap_or_default(),
+                ackshape_sim::run::fmt_rate(good[i]),
+                r.bytes,
+                r.intact
+            );
+        }
+        println!(
+            "aggregate goodput {}, Jain {:.4}, CoV {:.4}",
+            ackshape_sim::run::fmt_rate(good.iter().sum()),
+            jain(&good),
+            cov(&good)
+        );
+    }
+    if reports.iter().any(|r| !r.intact || r.error.is_some()) {
+        return fail(1, "a live flow failed or delivered corrupted data");
+    }
+    ExitCode::SUCCESS
+}
