@@ -37,9 +37,13 @@ def scenario(flows, bw):
 
 def run_ackshape(binary, flows, bw):
     path = scenario(flows, bw)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    out = subprocess.run([binary, "run", path, "--json", "--quiet"], check=True, capture_output=True, text=True).stdout
-    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # A wrapper process per run, so RUSAGE_CHILDREN sees only this ackshape (not ns-3).
+    wrapper = ("import json, resource, subprocess, sys; "
+               "o = subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True).stdout; "
+               "print(json.dumps({'out': o, 'rss_kb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))")
+    w = json.loads(subprocess.run([sys.executable, "-c", wrapper, binary, "run", path, "--json", "--quiet"],
+                                  check=True, capture_output=True, text=True).stdout)
+    out, rss_kb = w["out"], w["rss_kb"]
     os.unlink(path)
     s = json.loads(out)
     b = next(l for l in s["links"] if l["name"] == "bottleneck")
@@ -53,7 +57,7 @@ def run_ackshape(binary, flows, bw):
         utilization=b["utilization"],
         jain=s["aggregate"]["jain"],
         drops=b["drops"],
-        peak_rss_kb=max(rss_kb, before),
+        peak_rss_kb=rss_kb,
     )
 
 

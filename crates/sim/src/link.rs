@@ -152,6 +152,12 @@ impl LinkDir {
     #[inline]
     pub fn start_tx(&mut self, now: Time) -> Offer {
         if now < self.busy_until {
+            // Busy (e.g. an arrival at the same instant as a pending `TxDone` already started the
+            // next packet): make sure the queue is served when this transmission ends.
+            if self.queue.len_pkts() > 0 && !self.txdone_pending {
+                self.txdone_pending = true;
+                return Offer::TxDoneAt(self.busy_until);
+            }
             return Offer::Nothing;
         }
         self.account_queue(now);

@@ -126,3 +126,33 @@ to = "h2"
     assert_eq!(s.link("long1").unwrap().tx_packets, 0);
     assert!(s.link("short:rev").unwrap().tx_packets > 50, "ACKs come back the same way");
 }
+
+/// Regression: with equal-rate hops, packets reach the next link exactly when it becomes free;
+/// the link must keep serving its queue (it once stalled with a full queue).
+#[test]
+fn equal_rate_hops_keep_the_link_busy() {
+    let s = run(r#"
+duration = "20s"
+warmup = "5s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "100Mbit/s", delay = "20ms", queue = "100pkt" }
+access = { rate = "100Mbit/s", delay = "1ms", queue = "1000pkt" }
+[[flows]]
+count = 10
+start = "uniform(0s, 1s)"
+"#);
+    let total: f64 = s
+        .links
+        .iter()
+        .filter(|l| l.name.starts_with("access-s") && !l.name.ends_with(":rev"))
+        .map(|l| l.utilization)
+        .sum();
+    let b = s.link("bottleneck").unwrap();
+    println!(
+        "bottleneck utilization {:.4}, sum of sender access utilizations {total:.4}, aggregate goodput {:.0}",
+        b.utilization, s.aggregate.goodput_bps
+    );
+    assert!(s.aggregate.goodput_bps > 80e6, "{}", s.aggregate.goodput_bps);
+    assert!(s.flows.iter().all(|f| f.goodput_bps > 1e6), "every flow makes progress");
+}
