@@ -102,8 +102,18 @@ def main():
         ours = median_run(lambda: run_ackshape(binary, flows, bw), a.repeat)
         peer = median_run(lambda: run_ns3(a.ns3_python, flows, bw), a.ns3_repeat) if have_ns3 else None
         results.append(dict(case=name, flows=flows, bw_mbps=bw, ackshape=ours, ns3=peer))
-    # Memory per flow: RSS growth from 10 to 100 flows at 10 Mbit/s.
-    mem_per_flow_kb = (results[1]["ackshape"]["peak_rss_kb"] - results[0]["ackshape"]["peak_rss_kb"]) / 90
+    # Memory per flow: peak RSS growth from 10 to 2000 flows (10 Mbit/s, 10 s simulated).
+    def rss(flows):
+        path = scenario(flows, 10).replace(".toml", "")
+        text = open(path + ".toml").read().replace('duration = "60s"', 'duration = "10s"')
+        open(path + ".toml", "w").write(text)
+        wrapper = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, capture_output=True); "
+                   "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        out = subprocess.run([sys.executable, "-c", wrapper, binary, "run", path + ".toml", "--quiet"],
+                             check=True, capture_output=True, text=True).stdout
+        os.unlink(path + ".toml")
+        return int(out.strip())
+    mem_per_flow_kb = (rss(2000) - rss(10)) / 1990
     print(f"{'case':<22} {'':>8} {'bneck pkts/wall-s':>18} {'events/wall-s':>14} {'wall s':>8} {'goodput Mb/s':>13} {'util':>7} {'Jain':>7}")
     for r in results:
         for who in ("ackshape", "ns3"):
@@ -120,7 +130,7 @@ def main():
             r["jain_ratio"] = o["jain"] / p["jain"]
             print(f"{'':<22} {'ratio':>8} speed ×{r['speedup']:.1f}  goodput {r['goodput_ratio']:.4f}  "
                   f"utilization {r['utilization_ratio']:.4f}  Jain {r['jain_ratio']:.4f}")
-    print(f"memory per flow (RSS growth 10→100 flows / 90): {mem_per_flow_kb:.1f} KiB")
+    print(f"memory per flow (peak RSS growth 10→2000 flows / 1990): {mem_per_flow_kb:.1f} KiB")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(results=results, mem_per_flow_kb=mem_per_flow_kb), f, indent=2)

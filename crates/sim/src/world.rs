@@ -139,6 +139,8 @@ pub struct Sim {
     nodes: Vec<Node>,
     links: Vec<LinkDir>,
     routes: Vec<Vec<u32>>,
+    /// The only outgoing link of nodes that have one (their `routes` row is empty).
+    default_route: Vec<u32>,
     hosts: Vec<u32>,
     conns: Vec<Option<ConnSlot>>,
     free_conns: Vec<u32>,
@@ -299,10 +301,9 @@ impl Sim {
                 std::mem::swap(&mut frontier, &mut next);
             }
         }
+        let reach = |n: u32, h: u32| routes[n as usize][h as usize] != NONE || hosts[h as usize] == n;
         for (fi, &(a, b)) in placement.iter().enumerate() {
-            if routes[hosts[a as usize] as usize][b as usize] == NONE
-                || routes[hosts[b as usize] as usize][a as usize] == NONE
-            {
+            if !reach(hosts[a as usize], b) || !reach(hosts[b as usize], a) {
                 return Err(topo_err(
                     format!("flows[{fi}]"),
                     format!(
@@ -310,6 +311,19 @@ impl Sim {
                         nodes[hosts[a as usize] as usize].name, nodes[hosts[b as usize] as usize].name
                     ),
                 ));
+            }
+        }
+        // A node with a single outgoing link (every host of a dumbbell) needs no table: store
+        // that link as its default route and drop the row (the table is O(nodes × hosts)).
+        let mut out_links: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
+        for (i, l) in links.iter().enumerate() {
+            out_links[l.from as usize].push(i as u32);
+        }
+        let mut default_route = vec![NONE; nodes.len()];
+        for (n, out) in out_links.iter().enumerate() {
+            if out.len() == 1 {
+                default_route[n] = out[0];
+                routes[n] = Vec::new();
             }
         }
         let duration = Time(sc.duration.0 .0);
@@ -378,6 +392,7 @@ impl Sim {
             nodes,
             links,
             routes,
+            default_route,
             hosts,
             conns: Vec::new(),
             free_conns: Vec::new(),
@@ -560,7 +575,14 @@ impl Sim {
     #[inline]
     fn forward(&mut self, n: u32, pkt: Packet) {
         let h = host_of(&pkt.ip.dst);
-        let l = if (h as usize) < self.hosts.len() { self.routes[n as usize][h as usize] } else { NONE };
+        let row = &self.routes[n as usize];
+        let l = if row.is_empty() {
+            self.default_route[n as usize]
+        } else if (h as usize) < row.len() {
+            row[h as usize]
+        } else {
+            NONE
+        };
         if l == NONE {
             return; // no route: dropped (cannot happen for scenario flows, checked at build)
         }
