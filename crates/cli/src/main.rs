@@ -1,4 +1,12 @@
-//! `ackshape`: shape TCP by controlling its ACKs — simulate, model, and (live) gateway commands.
+//! `ackshape`: shape TCP by controlling its ACKs — the command-line front end.
+//!
+//! **What it is.** Argument parsing, progress bars, tables and exit codes around the library
+//! crates: `run` (simulator, or `--live`), `validate`, `model`, `gateway`, `wanem`, `testbed`.
+//! Exit codes: 0 success, 1 runtime failure, 2 bad input (file, key and expectation named),
+//! 3 the live path cannot run on this machine (not root, tools missing).
+//!
+//! **What it is not.** No decisions live here: shaping and TCP are in `ackshape-core`, the event
+//! loop in `ackshape-sim`, packet I/O in `ackshape-live`.
 
 use ackshape_core::model::{self, ModelInput};
 use ackshape_core::units;

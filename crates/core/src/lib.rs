@@ -3,13 +3,18 @@
 //! Everything in ackshape that *decides*, as sans-IO state machines: packets and `now` go in,
 //! packets, verdicts and timer deadlines come out.
 //!
-//! - [`tcp`]: TCP endpoint models (sender variants, receiver) used by the simulator.
+//! - [`tcp`]: TCP endpoint models (Tahoe, Reno, NewReno, SACK, CUBIC, a misbehaving sender;
+//!   RFC 6298 timers with a configurable clock tick; delayed ACKs, SACK, timestamps, ECN).
+//! - [`queue`]: the [`queue::QueueDisc`] seam where shaping plugs into an output, and drop-tail.
+//! - [`shape`]: gateway mechanisms; today the asymmetric-link disciplines of paper 002 (AFVQ,
+//!   ACKs-first, ACK filters, ACQ).
 //! - [`impair`]: loss and delay models shared by simulated links and the live WAN emulator.
-//! - [`model`]: analytic TCP throughput models (Mathis, Padhye).
+//! - [`model`], [`model_afvq`]: analytic throughput models (Mathis, Padhye; paper 002's two-way model).
+//! - [`units`]: values with units as written in scenario and policy files.
 //! - [`time`], [`rng`]: time passed in by drivers; seeded random streams.
 //!
-//! **What it is not.** It never touches a socket, a file or the OS clock; the `ackshape-sim` and
-//! `ackshape-live` crates are its two drivers.
+//! **What it is not.** It never touches a socket, a file or the OS clock, and it has no event loop:
+//! the `ackshape-sim` and `ackshape-live` crates are its two drivers.
 #![deny(unsafe_code)]
 
 pub mod impair;
