@@ -666,6 +666,27 @@ impl Sim {
     /// Drain a connection's output, events and timer after it was handed input.
     fn drive(&mut self, c: u32) {
         let now = self.now;
+        // Keep a verifying sender's buffer topped up: its content is generated chunk by chunk.
+        if self.verify {
+            let Some(slot) = self.conns[c as usize].as_mut() else {
+                return;
+            };
+            if slot.sender {
+                let f = &mut self.flows[slot.flow as usize];
+                let acked = slot.conn.stats().bytes_acked;
+                let target = f.bytes.unwrap_or(u64::MAX);
+                while f.written < target && f.written.saturating_sub(acked) < 4 * CHUNK as u64 {
+                    let n = (target - f.written).min(CHUNK as u64) as usize;
+                    let mut buf = vec![0u8; n];
+                    f.send_gen.as_mut().unwrap().fill_bytes(&mut buf);
+                    slot.conn.write_bytes(Bytes::from(buf));
+                    f.written += n as u64;
+                    if f.written == target {
+                        slot.conn.close();
+                    }
+                }
+            }
+        }
         loop {
             let Some(slot) = self.conns[c as usize].as_mut() else {
                 return;
@@ -684,41 +705,13 @@ impl Sim {
             let Some(ev) = slot.conn.poll_event() else {
                 break;
             };
-            let (f, sender) = (slot.flow, slot.sender);
             match ev {
-                TcpEvent::Delivered { bytes } => self.on_delivered(c, f, bytes),
+                TcpEvent::Delivered { bytes } => {
+                    let f = slot.flow;
+                    self.on_delivered(c, f, bytes)
+                }
                 TcpEvent::Closed => closed = true,
                 _ => {}
-            }
-            let _ = sender;
-        }
-        // Keep an unbounded sender's buffer topped up when content is generated chunk by chunk.
-        let slot = self.conns[c as usize].as_mut().unwrap();
-        if slot.sender && self.verify {
-            let f = &mut self.flows[slot.flow as usize];
-            let acked = slot.conn.stats().bytes_acked;
-            let target = f.bytes.unwrap_or(u64::MAX);
-            while f.written < target && f.written.saturating_sub(acked) < 4 * CHUNK as u64 {
-                let n = (target - f.written).min(CHUNK as u64) as usize;
-                let gen = f.send_gen.as_mut().unwrap();
-                let mut buf = vec![0u8; n];
-                gen.fill_bytes(&mut buf);
-                slot.conn.write_bytes(Bytes::from(buf));
-                f.written += n as u64;
-                if f.written == target {
-                    slot.conn.close();
-                }
-            }
-            // New data may be sendable.
-            loop {
-                let Some(slot) = self.conns[c as usize].as_mut() else {
-                    return;
-                };
-                let Some(p) = slot.conn.poll_transmit(now) else {
-                    break;
-                };
-                let n = slot.node;
-                self.forward(n, p);
             }
         }
         let slot = self.conns[c as usize].as_mut().unwrap();
