@@ -36,6 +36,10 @@ pub trait QueueDisc {
     fn asym_stats(&self) -> Option<&crate::shape::asym::AsymStats> {
         None
     }
+    /// Named counters of the discipline (e.g. RED's marks and drops) for reports; empty by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Limit of a drop-tail FIFO.

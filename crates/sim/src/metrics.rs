@@ -71,6 +71,9 @@ pub struct LinkSummary {
     /// Per-class counters of an asymmetric-link discipline (`qdisc`), whole run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qdisc: Option<QdiscSummary>,
+    /// Named counters of the discipline (e.g. `red_ecn_marks`), whole run.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub qdisc_counters: std::collections::BTreeMap<String, u64>,
 }
 
 /// Counters of a `qdisc` (ACK/data/non-TCP arrivals, departures, drops by reason, queue lengths at the end).

@@ -6,6 +6,7 @@
 
 use ackshape_core::impair::LossSpec;
 use ackshape_core::shape::asym::AsymDiscSpec;
+use ackshape_core::shape::red::RedConfig;
 use ackshape_core::tcp::{CcAlgo, TcpConfig};
 use ackshape_core::time::Dur;
 use ackshape_core::units::{self, Rate, Size};
@@ -47,6 +48,49 @@ macro_rules! unit_newtype {
 unit_newtype!(DurV, Dur, units::parse_duration);
 unit_newtype!(RateV, Rate, units::parse_rate);
 unit_newtype!(SizeV, Size, units::parse_size);
+
+/// A link direction's queue discipline: `kind = "red"` ([`RedConfig`]) or one of the
+/// asymmetric-link disciplines ([`AsymDiscSpec`]: `fifo`, `acks-first`, `ack-filter-classic`,
+/// `ack-filter-cake`, `acq`, `afvq`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum QdiscSpec {
+    Red(RedConfig),
+    Asym(AsymDiscSpec),
+}
+
+impl<'de> Deserialize<'de> for QdiscSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut t = toml::Table::deserialize(d)?;
+        match t.get("kind").and_then(|k| k.as_str()) {
+            Some("red") => {
+                t.remove("kind");
+                toml::Value::Table(t)
+                    .try_into()
+                    .map(QdiscSpec::Red)
+                    .map_err(|e| D::Error::custom(e.message().trim_end()))
+            }
+            Some(_) => toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
+                D::Error::custom(format!(
+                    "{} (kinds: red, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
+                    e.message().trim_end()
+                ))
+            }),
+            None => Err(D::Error::custom(
+                "expected a `kind` (red, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
+            )),
+        }
+    }
+}
+
+impl QdiscSpec {
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            QdiscSpec::Red(r) => r.validate(),
+            QdiscSpec::Asym(a) => a.validate().map_err(|e| e.to_string()),
+        }
+    }
+}
 
 /// A start time: fixed (`"2s"`) or uniform in an interval (`"uniform(0s, 1s)"`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -240,7 +284,7 @@ impl TcpSpec {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DirSpec {
-    pub qdisc: Option<AsymDiscSpec>,
+    pub qdisc: Option<QdiscSpec>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,
@@ -255,7 +299,7 @@ pub struct DirSpec {
 pub struct LinkSpec {
     /// Queue discipline (`{ kind = "afvq" }`, …; see `docs/scenario.md`); replaces the drop-tail
     /// FIFO of size `queue`. Applies to both directions unless `reverse.qdisc` is set.
-    pub qdisc: Option<AsymDiscSpec>,
+    pub qdisc: Option<QdiscSpec>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,
@@ -330,7 +374,7 @@ impl LinkSpec {
             }
             if let Some(q) = &d.qdisc {
                 if let Err(e) = q.validate() {
-                    return Err((format!("{at}{sub}.qdisc"), e.to_string()));
+                    return Err((format!("{at}{sub}.qdisc"), e));
                 }
             }
             if matches!(d.queue, Size::Packets(0) | Size::Bytes(0)) {
@@ -344,7 +388,7 @@ impl LinkSpec {
 /// Resolved parameters of one link direction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DirParams {
-    pub qdisc: Option<AsymDiscSpec>,
+    pub qdisc: Option<QdiscSpec>,
     pub rate: Rate,
     pub delay: Dur,
     pub queue: Size,
@@ -401,7 +445,7 @@ pub struct GraphLinkSpec {
     pub name: Option<String>,
     pub a: String,
     pub b: String,
-    pub qdisc: Option<AsymDiscSpec>,
+    pub qdisc: Option<QdiscSpec>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,

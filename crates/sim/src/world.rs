@@ -204,7 +204,12 @@ impl Sim {
                 let jitter = if p.jitter.0 > 0 { JitterSpec::Uniform { max_ns: p.jitter.0 } } else { JitterSpec::None };
                 let delay = Delay::new(p.delay, jitter, p.reorder, stream(seed, "jitter", idx));
                 let queue: Box<dyn ackshape_core::queue::QueueDisc> = match &p.qdisc {
-                    Some(q) => q.build(stream(seed, "qdisc", idx)),
+                    Some(QdiscSpec::Asym(q)) => q.build(stream(seed, "qdisc", idx)),
+                    Some(QdiscSpec::Red(r)) => Box::new(ackshape_core::shape::red::Red::new(
+                        r.clone(),
+                        Dur::tx_time(1500, p.rate.0),
+                        stream(seed, "qdisc", idx),
+                    )),
                     None => queue_for(p.queue),
                 };
                 links.push(LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, p.reorder));
@@ -969,6 +974,7 @@ impl Sim {
                     queue_avg_pkts: (l.c.q_integral - q0) as f64 * 1e-9 / win,
                     queue_max_pkts: l.q_max_window as u64,
                     qdisc: l.queue.asym_stats().map(|st| QdiscSummary { stats: st.clone() }),
+                    qdisc_counters: l.queue.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
                 }
             })
             .collect();
