@@ -6,6 +6,7 @@
 
 use ackshape_core::impair::LossSpec;
 use ackshape_core::shape::asym::AsymDiscSpec;
+use ackshape_core::shape::drr::DrrConfig;
 use ackshape_core::shape::red::RedConfig;
 use ackshape_core::tcp::{CcAlgo, TcpConfig};
 use ackshape_core::time::Dur;
@@ -49,12 +50,14 @@ unit_newtype!(DurV, Dur, units::parse_duration);
 unit_newtype!(RateV, Rate, units::parse_rate);
 unit_newtype!(SizeV, Size, units::parse_size);
 
-/// A link direction's queue discipline: `kind = "red"` ([`RedConfig`]) or one of the
+/// A link direction's queue discipline: `kind = "red"` ([`RedConfig`]), `kind = "drr"`
+/// ([`DrrConfig`], per-flow queuing) or one of the
 /// asymmetric-link disciplines ([`AsymDiscSpec`]: `fifo`, `acks-first`, `ack-filter-classic`,
 /// `ack-filter-cake`, `acq`, `afvq`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum QdiscSpec {
     Red(RedConfig),
+    Drr(DrrConfig),
     Asym(AsymDiscSpec),
 }
 
@@ -70,14 +73,21 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                     .map(QdiscSpec::Red)
                     .map_err(|e| D::Error::custom(e.message().trim_end()))
             }
+            Some("drr") => {
+                t.remove("kind");
+                toml::Value::Table(t)
+                    .try_into()
+                    .map(QdiscSpec::Drr)
+                    .map_err(|e| D::Error::custom(e.message().trim_end()))
+            }
             Some(_) => toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
                 D::Error::custom(format!(
-                    "{} (kinds: red, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
+                    "{} (kinds: red, drr, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
                     e.message().trim_end()
                 ))
             }),
             None => Err(D::Error::custom(
-                "expected a `kind` (red, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
+                "expected a `kind` (red, drr, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
             )),
         }
     }
@@ -87,6 +97,7 @@ impl QdiscSpec {
     pub fn validate(&self) -> Result<(), String> {
         match self {
             QdiscSpec::Red(r) => r.validate(),
+            QdiscSpec::Drr(d) => d.validate(),
             QdiscSpec::Asym(a) => a.validate().map_err(|e| e.to_string()),
         }
     }

@@ -210,6 +210,7 @@ impl Sim {
                         Dur::tx_time(1500, p.rate.0),
                         stream(seed, "qdisc", idx),
                     )),
+                    Some(QdiscSpec::Drr(d)) => Box::new(ackshape_core::shape::drr::Drr::new(d.clone())),
                     None => queue_for(p.queue),
                 };
                 links.push(LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, p.reorder));

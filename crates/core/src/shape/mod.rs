@@ -3,10 +3,12 @@
 //! - [`asym`]: queue disciplines for the output queues of a gateway on an asymmetric access
 //!   link (paper 002): FIFO, ACKs-first, two ACK filters (the paper's classic one and a
 //!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
+//! - [`drr`]: per-flow queuing with Deficit Round Robin and longest-queue drop (PFQ).
 //! - [`red`]: RED with ECN marking and the gentle variant (paper 001's baseline).
 //!
 //! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
 //! steady state; the simulator and the live gateway drive these types with `now` and packets.
 
 pub mod asym;
+pub mod drr;
 pub mod red;
