@@ -8,6 +8,7 @@ use ackshape_core::impair::LossSpec;
 use ackshape_core::shape::asym::AsymDiscSpec;
 use ackshape_core::shape::drr::DrrConfig;
 use ackshape_core::shape::red::RedConfig;
+use ackshape_core::shape::tbf::TbfConfig;
 use ackshape_core::tcp::{CcAlgo, TcpConfig};
 use ackshape_core::time::Dur;
 use ackshape_core::units::{self, Rate, Size};
@@ -51,13 +52,15 @@ unit_newtype!(RateV, Rate, units::parse_rate);
 unit_newtype!(SizeV, Size, units::parse_size);
 
 /// A link direction's queue discipline: `kind = "red"` ([`RedConfig`]), `kind = "drr"`
-/// ([`DrrConfig`], per-flow queuing) or one of the
+/// ([`DrrConfig`], per-flow queuing), `kind = "tbf"` ([`TbfConfig`], a token-bucket class rate)
+/// or one of the
 /// asymmetric-link disciplines ([`AsymDiscSpec`]: `fifo`, `acks-first`, `ack-filter-classic`,
 /// `ack-filter-cake`, `acq`, `afvq`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum QdiscSpec {
     Red(RedConfig),
     Drr(DrrConfig),
+    Tbf(TbfConfig),
     Asym(AsymDiscSpec),
 }
 
@@ -73,6 +76,28 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                     .map(QdiscSpec::Red)
                     .map_err(|e| D::Error::custom(e.message().trim_end()))
             }
+            Some("tbf") => {
+                /// `{ kind = "tbf", rate = "2Mbit/s", burst = "3000B", limit_pkts = 100 }`
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct TbfV {
+                    rate: RateV,
+                    burst: Option<SizeV>,
+                    limit_pkts: Option<usize>,
+                }
+                t.remove("kind");
+                let v: TbfV = toml::Value::Table(t).try_into().map_err(|e| D::Error::custom(e.message().trim_end()))?;
+                let burst_bytes = match v.burst.map(|b| b.0) {
+                    None => 3000,
+                    Some(Size::Bytes(b)) => b,
+                    Some(Size::Packets(p)) => p * 1500,
+                };
+                Ok(QdiscSpec::Tbf(TbfConfig {
+                    rate_bps: v.rate.0 .0,
+                    burst_bytes,
+                    limit_pkts: v.limit_pkts.unwrap_or(100),
+                }))
+            }
             Some("drr") => {
                 t.remove("kind");
                 toml::Value::Table(t)
@@ -82,12 +107,12 @@ impl<'de> Deserialize<'de> for QdiscSpec {
             }
             Some(_) => toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
                 D::Error::custom(format!(
-                    "{} (kinds: red, drr, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
+                    "{} (kinds: red, drr, tbf, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
                     e.message().trim_end()
                 ))
             }),
             None => Err(D::Error::custom(
-                "expected a `kind` (red, drr, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
+                "expected a `kind` (red, drr, tbf, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
             )),
         }
     }
@@ -98,6 +123,7 @@ impl QdiscSpec {
         match self {
             QdiscSpec::Red(r) => r.validate(),
             QdiscSpec::Drr(d) => d.validate(),
+            QdiscSpec::Tbf(t) => t.validate(),
             QdiscSpec::Asym(a) => a.validate().map_err(|e| e.to_string()),
         }
     }

@@ -5,6 +5,7 @@
 //!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
 //! - [`drr`]: per-flow queuing with Deficit Round Robin and longest-queue drop (PFQ).
 //! - [`red`]: RED with ECN marking and the gentle variant (paper 001's baseline).
+//! - [`tbf`]: token-bucket shaping of a FIFO (a class rate).
 //!
 //! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
 //! steady state; the simulator and the live gateway drive these types with `now` and packets.
@@ -12,3 +13,4 @@
 pub mod asym;
 pub mod drr;
 pub mod red;
+pub mod tbf;
