@@ -9,10 +9,11 @@ use rand::Rng as _;
 use rand_distr::{Distribution, Normal};
 
 /// How packets are lost.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum LossSpec {
     /// No loss.
+    #[default]
     None,
     /// Each packet independently with probability `p`.
     Bernoulli { p: f64 },
@@ -38,12 +39,6 @@ pub enum LossSpec {
 
 fn one() -> f64 {
     1.0
-}
-
-impl Default for LossSpec {
-    fn default() -> Self {
-        LossSpec::None
-    }
 }
 
 impl LossSpec {
@@ -100,7 +95,9 @@ impl Loss {
         match &self.spec {
             LossSpec::None => false,
             LossSpec::Bernoulli { p } => *p > 0.0 && self.rng.gen::<f64>() < *p,
-            LossSpec::Periodic { every, offset } => self.count > *offset && (self.count - offset) % every == 0,
+            LossSpec::Periodic { every, offset } => {
+                self.count > *offset && (self.count - offset).is_multiple_of(*every)
+            }
             LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
                 let flip = self.rng.gen::<f64>();
                 if self.bad {

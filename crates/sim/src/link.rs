@@ -74,6 +74,7 @@ pub struct LinkDir {
 }
 
 impl LinkDir {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: String,
         from: u32,

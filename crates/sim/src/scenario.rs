@@ -518,6 +518,7 @@ pub struct GraphSpec {
 
 /// The topology, chosen by `kind = "dumbbell"` or `kind = "graph"`.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per scenario
 pub enum TopologySpec {
     Dumbbell(DumbbellSpec),
     Graph(GraphSpec),

@@ -452,7 +452,7 @@ pub fn parse_tcp_options(opts: &[u8]) -> Result<TcpOptions, ParseError> {
             }
             5 => {
                 let n = (len - 2) / 8;
-                if (len - 2) % 8 != 0 || n == 0 || n > crate::packet::MAX_SACK_BLOCKS {
+                if !(len - 2).is_multiple_of(8) || n == 0 || n > crate::packet::MAX_SACK_BLOCKS {
                     return bad(OptionProblem::WrongLength);
                 }
                 let mut blocks = [SackBlock::default(); crate::packet::MAX_SACK_BLOCKS];

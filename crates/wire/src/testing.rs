@@ -248,7 +248,7 @@ fn with_options(v6: bool, opts: &[u8], rng: &mut Rng) -> Vec<u8> {
     let tail = f.split_off(t + 20);
     f.extend_from_slice(opts);
     f.extend_from_slice(&tail);
-    f[t + 12] = ((20 + opts.len()) / 4 << 4) as u8;
+    f[t + 12] = (((20 + opts.len()) / 4) << 4) as u8;
     set_ip_len(&mut f, v6);
     f
 }

@@ -179,7 +179,7 @@ impl<'a> TcpFrameMut<'a> {
                         return None;
                     }
                     if k == 5 {
-                        if (len - 2) % 8 != 0 {
+                        if !(len - 2).is_multiple_of(8) {
                             return None;
                         }
                         return Some((self.tcp + 20 + i, (len - 2) / 8));
