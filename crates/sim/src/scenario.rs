@@ -7,6 +7,7 @@
 use ackshape_core::impair::LossSpec;
 use ackshape_core::shape::asym::AsymDiscSpec;
 use ackshape_core::shape::drr::DrrConfig;
+use ackshape_core::shape::pfq::PfqConfig;
 use ackshape_core::shape::red::RedConfig;
 use ackshape_core::shape::tbf::TbfConfig;
 use ackshape_core::tcp::{CcAlgo, TcpConfig};
@@ -52,7 +53,8 @@ unit_newtype!(RateV, Rate, units::parse_rate);
 unit_newtype!(SizeV, Size, units::parse_size);
 
 /// A link direction's queue discipline: `kind = "red"` ([`RedConfig`]), `kind = "drr"`
-/// ([`DrrConfig`], per-flow queuing), `kind = "tbf"` ([`TbfConfig`], a token-bucket class rate)
+/// ([`DrrConfig`], per-flow queuing), `kind = "tbf"` ([`TbfConfig`], a token-bucket class rate),
+/// `kind = "pfq"` ([`PfqConfig`], per-flow token buckets at rate/n)
 /// or one of the
 /// asymmetric-link disciplines ([`AsymDiscSpec`]: `fifo`, `acks-first`, `ack-filter-classic`,
 /// `ack-filter-cake`, `acq`, `afvq`).
@@ -61,6 +63,7 @@ pub enum QdiscSpec {
     Red(RedConfig),
     Drr(DrrConfig),
     Tbf(TbfConfig),
+    Pfq(PfqConfig),
     Asym(AsymDiscSpec),
 }
 
@@ -98,6 +101,30 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                     limit_pkts: v.limit_pkts.unwrap_or(100),
                 }))
             }
+            Some("pfq") => {
+                /// `{ kind = "pfq", rate = "200KB/s", burst = "1500B", flow_limit_pkts = 100, idle_timeout = "1s" }`
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct PfqV {
+                    rate: RateV,
+                    burst: Option<SizeV>,
+                    flow_limit_pkts: Option<usize>,
+                    idle_timeout: Option<DurV>,
+                }
+                t.remove("kind");
+                let v: PfqV = toml::Value::Table(t).try_into().map_err(|e| D::Error::custom(e.message().trim_end()))?;
+                let burst_bytes = match v.burst.map(|b| b.0) {
+                    None => 1500,
+                    Some(Size::Bytes(b)) => b,
+                    Some(Size::Packets(p)) => p * 1500,
+                };
+                Ok(QdiscSpec::Pfq(PfqConfig {
+                    rate_bps: v.rate.0 .0,
+                    burst_bytes,
+                    flow_limit_pkts: v.flow_limit_pkts.unwrap_or(100),
+                    idle_timeout: v.idle_timeout.map(|d| d.0).unwrap_or(Dur::from_secs(1)),
+                }))
+            }
             Some("drr") => {
                 t.remove("kind");
                 toml::Value::Table(t)
@@ -107,12 +134,12 @@ impl<'de> Deserialize<'de> for QdiscSpec {
             }
             Some(_) => toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
                 D::Error::custom(format!(
-                    "{} (kinds: red, drr, tbf, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
+                    "{} (kinds: red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
                     e.message().trim_end()
                 ))
             }),
             None => Err(D::Error::custom(
-                "expected a `kind` (red, drr, tbf, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
+                "expected a `kind` (red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
             )),
         }
     }
@@ -124,6 +151,7 @@ impl QdiscSpec {
             QdiscSpec::Red(r) => r.validate(),
             QdiscSpec::Drr(d) => d.validate(),
             QdiscSpec::Tbf(t) => t.validate(),
+            QdiscSpec::Pfq(p) => p.validate(),
             QdiscSpec::Asym(a) => a.validate().map_err(|e| e.to_string()),
         }
     }

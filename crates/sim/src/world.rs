@@ -212,6 +212,7 @@ impl Sim {
                     )),
                     Some(QdiscSpec::Drr(d)) => Box::new(ackshape_core::shape::drr::Drr::new(d.clone())),
                     Some(QdiscSpec::Tbf(t)) => Box::new(ackshape_core::shape::tbf::Tbf::new(t.clone())),
+                    Some(QdiscSpec::Pfq(q)) => Box::new(ackshape_core::shape::pfq::Pfq::new(q.clone())),
                     None => queue_for(p.queue),
                 };
                 links.push(LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, p.reorder));

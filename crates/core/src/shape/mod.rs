@@ -4,6 +4,7 @@
 //!   link (paper 002): FIFO, ACKs-first, two ACK filters (the paper's classic one and a
 //!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
 //! - [`drr`]: per-flow queuing with Deficit Round Robin and longest-queue drop (PFQ).
+//! - [`pfq`]: per-flow token-bucket shaping at BW_c/n (paper 000's PFQ baseline).
 //! - [`red`]: RED with ECN marking and the gentle variant (paper 001's baseline).
 //! - [`tbf`]: token-bucket shaping of a FIFO (a class rate).
 //!
@@ -12,5 +13,6 @@
 
 pub mod asym;
 pub mod drr;
+pub mod pfq;
 pub mod red;
 pub mod tbf;
