@@ -101,6 +101,8 @@ struct Flow {
     transfer_delivered: u64,
     written: u64,
     udp_port: u16,
+    /// The (src host, port, dst host) of this flow's current connection in `syn_flow`.
+    syn_key: Option<(u32, u16, u32)>,
     // verification
     send_gen: Option<Rng>,
     recv_gen: Option<Rng>,
@@ -379,6 +381,7 @@ impl Sim {
                     transfer_delivered: 0,
                     written: 0,
                     udp_port: 20000 + (fid % 40000) as u16,
+                    syn_key: None,
                     send_gen: None,
                     recv_gen: None,
                     verify_ok: true,
@@ -545,6 +548,9 @@ impl Sim {
             }
             Offer::TxDoneAt(t) => self.q.push(t, Ev::TxDone(l)),
             Offer::ReadyAt(t) => {
+                // Strictly later than now: a discipline that says "ready now" but held its packet
+                // must not spin the event loop at one instant.
+                let t = t.max(self.now + Dur(1));
                 let link = &mut self.links[l as usize];
                 if link.ready_event.is_none_or(|r| t < r) {
                     link.ready_event = Some(t);
@@ -828,8 +834,10 @@ impl Sim {
                 None => conn.write(u64::MAX / 4),
             }
         }
-        // Old connection of a short flow: forget the SYN mapping.
-        self.syn_flow.retain(|_, v| *v != f);
+        // Old connection of a short flow: forget its SYN mapping.
+        if let Some(k) = self.flows[f as usize].syn_key.replace((src, port, dst)) {
+            self.syn_flow.remove(&k);
+        }
         self.syn_flow.insert((src, port, dst), f);
         let c = self.add_conn(conn, sn, f, true, (sn, port, LISTEN_PORT, dst));
         self.flows[f as usize].sender = c;
