@@ -195,7 +195,7 @@ pub enum TestbedCmd {
     },
 }
 
-fn load(p: &PathBuf) -> Result<Scenario, ExitCode> {
+fn load(p: &std::path::Path) -> Result<Scenario, ExitCode> {
     Scenario::load(p).map_err(|e| fail(BAD_INPUT, e))
 }
 
