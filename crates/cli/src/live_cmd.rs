@@ -281,7 +281,7 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
 /// `ackshape run --live`: the scenario's dumbbell as sender — gateway — wanem — receiver
 /// namespaces with real Linux TCP. The wanem carries the bottleneck (rate, queue, loss, jitter)
 /// and the path's whole one-way delay.
-pub fn cmd_run_live(path: &PathBuf, out: Option<PathBuf>, json: bool) -> ExitCode {
+pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) -> ExitCode {
     let sc = match load(path) {
         Ok(s) => s,
         Err(e) => return e,
