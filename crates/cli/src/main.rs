@@ -118,6 +118,47 @@ enum ModelCmd {
     Mathis(ModelArgs),
     /// Padhye et al. 1998, full model (timeouts, window cap).
     Padhye(ModelArgs),
+    /// Paper 002's two-way model (Eq. 1–15): download and upload throughput on an asymmetric link.
+    Afvq(AfvqArgs),
+}
+
+#[derive(clap::Args)]
+struct AfvqArgs {
+    /// Downlink rate, e.g. 2.1Mbit/s.
+    #[arg(long)]
+    down: String,
+    /// Uplink rate, e.g. 800kbit/s.
+    #[arg(long)]
+    up: String,
+    /// One-way delay of each logical link, e.g. 30ms.
+    #[arg(long, default_value = "30ms")]
+    delay: String,
+    /// Packet loss probability of each logical link.
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    /// Data packet size (bytes).
+    #[arg(long, default_value_t = 1000.0)]
+    data_bytes: f64,
+    /// ACK size (bytes).
+    #[arg(long, default_value_t = 40.0)]
+    ack_bytes: f64,
+    /// Data packets per ACK.
+    #[arg(long, default_value_t = 2.0)]
+    b: f64,
+    /// Initial retransmission timeout.
+    #[arg(long, default_value = "1s")]
+    rto: String,
+    /// Maximum window of both transfers (packets).
+    #[arg(long, default_value_t = 200.0)]
+    maxwnd: f64,
+    /// Queueing delay of ACKs in the opposite output queue (both directions), e.g. 0ms for AFVQ-like.
+    #[arg(long, default_value = "0ms")]
+    ack_delay: String,
+    /// ACKs queued ahead of data in the opposite output queue (both directions).
+    #[arg(long, default_value_t = 0.0)]
+    acks_queued: f64,
+    #[arg(long)]
+    json: bool,
 }
 
 /// Exit code for bad input (scenario, flags).
@@ -217,6 +258,7 @@ fn cmd_model(which: ModelCmd) -> ExitCode {
     let (w, a) = match which {
         ModelCmd::Mathis(a) => (Which::Mathis, a),
         ModelCmd::Padhye(a) => (Which::Padhye, a),
+        ModelCmd::Afvq(a) => return cmd_model_afvq(a),
     };
     let bad = |m: String| {
         eprintln!("error: {m}");
@@ -268,4 +310,61 @@ fn cmd_model(which: ModelCmd) -> ExitCode {
         );
     }
     ExitCode::SUCCESS
+}
+
+fn cmd_model_afvq(a: AfvqArgs) -> ExitCode {
+    use ackshape_core::model_afvq::{solve, AfvqModelInput, LinkParams};
+    let bad = |m: String| {
+        eprintln!("error: {m}");
+        ExitCode::from(BAD_INPUT)
+    };
+    let rate = |flag: &str, v: &str| units::parse_rate(v).map(|r| r.0 as f64 / 8.0).map_err(|e| format!("{flag}: {e}"));
+    let dur =
+        |flag: &str, v: &str| units::parse_duration(v).map(|d| d.as_secs_f64()).map_err(|e| format!("{flag}: {e}"));
+    let parsed = (|| -> Result<AfvqModelInput, String> {
+        let delay = dur("--delay", &a.delay)?;
+        let ack_delay = dur("--ack-delay", &a.ack_delay)?;
+        Ok(AfvqModelInput {
+            down: LinkParams { rate_bytes_per_s: rate("--down", &a.down)?, delay_s: delay, loss: a.loss },
+            up: LinkParams { rate_bytes_per_s: rate("--up", &a.up)?, delay_s: delay, loss: a.loss },
+            data_bytes: a.data_bytes,
+            ack_bytes: a.ack_bytes,
+            b: a.b,
+            t0_s: dur("--rto", &a.rto)?,
+            maxwnd_down: a.maxwnd,
+            maxwnd_up: a.maxwnd,
+            q_ack_down_s: ack_delay,
+            q_ack_up_s: ack_delay,
+            n_ack_in_down_queue: a.acks_queued,
+            n_ack_in_up_queue: a.acks_queued,
+        })
+    })();
+    let inp = match parsed {
+        Ok(i) => i,
+        Err(e) => return bad(e),
+    };
+    match solve(&inp) {
+        Ok(o) => {
+            if a.json {
+                println!("{}", serde_json::json!({"model": "afvq", "input": inp, "output": o}));
+            } else {
+                let f = |d: &ackshape_core::model_afvq::DirectionSolution| {
+                    format!(
+                        "{} ({:.1}% of the link{})",
+                        ackshape_sim::run::fmt_rate(d.throughput_bytes_per_s * 8.0),
+                        d.utilization * 100.0,
+                        if d.window_limited { ", window-limited" } else { "" }
+                    )
+                };
+                println!("download: {}", f(&o.download));
+                println!("upload:   {}", f(&o.upload));
+                println!(
+                    "aggregated utilization {:.3} (ideal 2), variance {:.4} (population) / {:.4} (sample)",
+                    o.aggregated_utilization, o.utilization_variance_population, o.utilization_variance_sample
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => bad(format!("model afvq: {e}")),
+    }
 }

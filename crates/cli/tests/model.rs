@@ -1,0 +1,60 @@
+//! `ackshape model`: the printed numbers come from the core models, bad input exits 2.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("model").args(args).output().unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn mathis_and_padhye_match_the_formulas() {
+    // Mathis with b = 2: (1/RTT)·sqrt(3/(2·2·0.01)) = 86.60 packets/s at RTT 100 ms.
+    let (c, out) = run(&["mathis", "-p", "0.01", "--rtt", "100ms", "--json"]);
+    assert_eq!(c, Some(0), "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!((v["packets_per_s"].as_f64().unwrap() - 86.60).abs() < 0.01, "{v}");
+    let (c, out) = run(&["padhye", "-p", "0.01", "--rtt", "100ms", "--rto", "1s", "--json"]);
+    assert_eq!(c, Some(0), "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let pps = v["packets_per_s"].as_f64().unwrap();
+    assert!(pps > 60.0 && pps < 80.0, "Padhye below Mathis at p = 1%: {pps}");
+}
+
+#[test]
+fn afvq_model_both_directions() {
+    let (c, out) = run(&[
+        "afvq",
+        "--down",
+        "2.1Mbit/s",
+        "--up",
+        "800kbit/s",
+        "--delay",
+        "10ms",
+        "--data-bytes",
+        "1500",
+        "--maxwnd",
+        "44",
+    ]);
+    assert_eq!(c, Some(0), "{out}");
+    assert!(out.contains("download:") && out.contains("upload:") && out.contains("aggregated utilization"), "{out}");
+    let (c, out) = run(&["afvq", "--down", "2.1Mbit/s", "--up", "800kbit/s", "--json"]);
+    assert_eq!(c, Some(0));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let agg = v["output"]["aggregated_utilization"].as_f64().unwrap();
+    assert!(agg > 1.5 && agg <= 2.0, "{agg}");
+}
+
+#[test]
+fn bad_model_input_exits_2() {
+    for args in [
+        &["mathis", "-p", "2", "--rtt", "10ms"][..],
+        &["padhye", "-p", "0.01", "--rtt", "10 parsecs"][..],
+        &["afvq", "--down", "fast", "--up", "1Mbit/s"][..],
+        &["afvq", "--down", "1Mbit/s", "--up", "1Mbit/s", "--loss", "2"][..],
+    ] {
+        let (c, out) = run(args);
+        assert_eq!(c, Some(2), "{args:?}: {out}");
+        assert!(out.contains("error:"), "{out}");
+    }
+}
