@@ -380,6 +380,36 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
             "retransmitted_packets": serde_json::Value::Null,
         }));
     }
+    // Links in the simulator's terms, from the wanem's counters: A→B is the bottleneck's data
+    // direction (it leaves by port b), B→A the reverse. Real flows run a little longer than the
+    // scenario (connection set-up, draining), so utilization is over the span in which the
+    // receivers got data (from the goodput series), not over `duration`.
+    let wan_json = snap(wan);
+    let span_s = reports
+        .iter()
+        .flat_map(|r| r.series.iter().filter(|(_, v)| *v > 0.0).map(|(t, _)| t + bin.as_secs_f64()))
+        .fold(0.0f64, f64::max)
+        .max(1e-3);
+    let mut links = Vec::new();
+    for (name, dir, port, rate) in
+        [("bottleneck", "a_to_b", "b", bf.rate.0), ("bottleneck:rev", "b_to_a", "a", br.rate.0)]
+    {
+        let p = &wan_json["pipeline"][dir];
+        let tx_bytes = wan_json["ports"][port]["tx_bytes"].as_u64().unwrap_or(0);
+        if p.is_null() {
+            continue;
+        }
+        links.push(serde_json::json!({
+            "name": name,
+            "rate_bps": rate,
+            "tx_packets": wan_json["ports"][port]["tx_packets"],
+            "tx_bytes": tx_bytes,
+            "drops": p["queue_drops"],
+            "lost": p["lost"],
+            "utilization": tx_bytes as f64 * 8.0 / (rate as f64 * span_s),
+            "queue_max_pkts": p["max_queue"],
+        }));
+    }
     let summary = serde_json::json!({
         "scenario": { "name": sc.name.clone().unwrap_or(file.clone()), "file": file, "duration_s": dur_s, "measure_from_s": warm },
         "seed": sc.seed,
@@ -387,8 +417,9 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
         "sim": { "events": 0, "wall_time_s": t0.elapsed().as_secs_f64() },
         "flows": fl,
         "aggregate": { "flows": good.len(), "goodput_bps": good.iter().sum::<f64>(), "jain": jain(&good), "cov": cov(&good) },
+        "links": links,
         "gateway": snap(gw),
-        "wanem": snap(wan),
+        "wanem": wan_json,
     });
     if let Some(o) = &out {
         if let Err(e) = std::fs::create_dir_all(o).and_then(|_| {

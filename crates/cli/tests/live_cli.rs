@@ -93,6 +93,10 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
     println!("aggregate goodput {g:.0} bit/s vs header-adjusted {line:.0} ({:.3})", g / line);
     assert!((g / line - 1.0).abs() < 0.10, "aggregate goodput {g}");
     assert!(s["wanem"]["ports"].is_object(), "wanem stats included");
+    let b = s["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").expect("bottleneck link");
+    let u = b["utilization"].as_f64().unwrap();
+    println!("bottleneck: {b}");
+    assert!(b["tx_packets"].as_u64().unwrap() > 1000 && u > 0.8 && u < 1.15, "{b}");
     assert!(ackshape_live::testbed::leftovers("acks-lc1").is_empty(), "namespaces removed after the run");
     std::fs::remove_dir_all(&d).ok();
 }
