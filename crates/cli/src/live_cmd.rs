@@ -35,6 +35,13 @@ pub struct GatewayArgs {
     /// Policy file (TOML, see docs/policy.md); SIGHUP reloads it, a bad one is rejected and the running one kept.
     #[arg(long)]
     policy: Option<PathBuf>,
+    #[command(flatten)]
+    common: BoxArgs,
+}
+
+/// Flags shared by the two boxes (gateway, wanem).
+#[derive(clap::Args)]
+pub struct BoxArgs {
     /// Append periodic stats as JSON lines to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
@@ -62,15 +69,16 @@ fn dur(flag: &str, s: &str) -> Result<Duration, String> {
 pub fn cmd_gateway(a: GatewayArgs) -> ExitCode {
     let mut cfg = GatewayConfig::new(&a.lan, &a.wan);
     cfg.policy = a.policy;
-    cfg.stats_json = a.stats_json;
-    cfg.stats_interval = match dur("--stats-interval", &a.stats_interval) {
+    let c = a.common;
+    cfg.stats_json = c.stats_json;
+    cfg.stats_interval = match dur("--stats-interval", &c.stats_interval) {
         Ok(d) => d,
         Err(e) => return fail(BAD_INPUT, e),
     };
-    cfg.prometheus = a.prometheus;
-    cfg.pcap_dir = a.pcap_dir;
-    cfg.allow_offloads = a.allow_offloads;
-    cfg.realtime_priority = a.realtime;
+    cfg.prometheus = c.prometheus;
+    cfg.pcap_dir = c.pcap_dir;
+    cfg.allow_offloads = c.allow_offloads;
+    cfg.realtime_priority = c.realtime;
     match gateway::run(cfg) {
         Ok(snap) => {
             println!("{}", snap.json_line());
@@ -115,16 +123,8 @@ pub struct WanemArgs {
     /// Seed of the loss and jitter streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    #[arg(long, value_name = "FILE")]
-    stats_json: Option<PathBuf>,
-    #[arg(long, value_name = "ADDR")]
-    prometheus: Option<SocketAddr>,
-    #[arg(long, value_name = "DIR")]
-    pcap_dir: Option<PathBuf>,
-    #[arg(long)]
-    allow_offloads: bool,
-    #[arg(long, value_name = "PRIO")]
-    realtime: Option<i32>,
+    #[command(flatten)]
+    common: BoxArgs,
 }
 
 pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
@@ -169,11 +169,16 @@ pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
     cfg.a_to_b = fwd;
     cfg.b_to_a = back;
     cfg.seed = a.seed;
-    cfg.stats_json = a.stats_json;
-    cfg.prometheus = a.prometheus;
-    cfg.pcap_dir = a.pcap_dir;
-    cfg.allow_offloads = a.allow_offloads;
-    cfg.realtime_priority = a.realtime;
+    let c = a.common;
+    cfg.stats_json = c.stats_json;
+    cfg.stats_interval = match dur("--stats-interval", &c.stats_interval) {
+        Ok(d) => d,
+        Err(e) => return fail(BAD_INPUT, e),
+    };
+    cfg.prometheus = c.prometheus;
+    cfg.pcap_dir = c.pcap_dir;
+    cfg.allow_offloads = c.allow_offloads;
+    cfg.realtime_priority = c.realtime;
     match wanem::run(cfg) {
         Ok(snap) => {
             println!("{}", snap.json_line());
