@@ -62,6 +62,21 @@ pub struct BoxArgs {
     realtime: Option<i32>,
 }
 
+/// Copy the shared box flags into a `GatewayConfig` or `WanemConfig` (same field names).
+macro_rules! apply_box_args {
+    ($cfg:expr, $c:expr) => {{
+        let c = $c;
+        dur("--stats-interval", &c.stats_interval).map(|interval| {
+            $cfg.stats_interval = interval;
+            $cfg.stats_json = c.stats_json;
+            $cfg.prometheus = c.prometheus;
+            $cfg.pcap_dir = c.pcap_dir;
+            $cfg.allow_offloads = c.allow_offloads;
+            $cfg.realtime_priority = c.realtime;
+        })
+    }};
+}
+
 fn dur(flag: &str, s: &str) -> Result<Duration, String> {
     units::parse_duration(s).map(|d| Duration::from_nanos(d.0)).map_err(|e| format!("{flag}: {e}"))
 }
@@ -69,16 +84,9 @@ fn dur(flag: &str, s: &str) -> Result<Duration, String> {
 pub fn cmd_gateway(a: GatewayArgs) -> ExitCode {
     let mut cfg = GatewayConfig::new(&a.lan, &a.wan);
     cfg.policy = a.policy;
-    let c = a.common;
-    cfg.stats_json = c.stats_json;
-    cfg.stats_interval = match dur("--stats-interval", &c.stats_interval) {
-        Ok(d) => d,
-        Err(e) => return fail(BAD_INPUT, e),
-    };
-    cfg.prometheus = c.prometheus;
-    cfg.pcap_dir = c.pcap_dir;
-    cfg.allow_offloads = c.allow_offloads;
-    cfg.realtime_priority = c.realtime;
+    if let Err(e) = apply_box_args!(cfg, a.common) {
+        return fail(BAD_INPUT, e);
+    }
     match gateway::run(cfg) {
         Ok(snap) => {
             println!("{}", snap.json_line());
@@ -169,16 +177,9 @@ pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
     cfg.a_to_b = fwd;
     cfg.b_to_a = back;
     cfg.seed = a.seed;
-    let c = a.common;
-    cfg.stats_json = c.stats_json;
-    cfg.stats_interval = match dur("--stats-interval", &c.stats_interval) {
-        Ok(d) => d,
-        Err(e) => return fail(BAD_INPUT, e),
-    };
-    cfg.prometheus = c.prometheus;
-    cfg.pcap_dir = c.pcap_dir;
-    cfg.allow_offloads = c.allow_offloads;
-    cfg.realtime_priority = c.realtime;
+    if let Err(e) = apply_box_args!(cfg, a.common) {
+        return fail(BAD_INPUT, e);
+    }
     match wanem::run(cfg) {
         Ok(snap) => {
             println!("{}", snap.json_line());
