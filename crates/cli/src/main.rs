@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 mod live_cmd;
+mod reproduce_cmd;
 
 /// The scenario `ackshape run` uses when given none.
 const DEFAULT_SCENARIO: &str = include_str!("../../../experiments/examples/dumbbell.toml");
@@ -53,6 +54,8 @@ enum Cmd {
         #[command(subcommand)]
         cmd: live_cmd::TestbedCmd,
     },
+    /// Run the papers' experiments (IDs from EXPERIMENTS.md) and check their claims; writes reports.
+    Reproduce(reproduce_cmd::ReproduceArgs),
 }
 
 #[derive(clap::Args)]
@@ -182,6 +185,7 @@ fn main() -> ExitCode {
         Cmd::Gateway(a) => live_cmd::cmd_gateway(a),
         Cmd::Wanem(a) => live_cmd::cmd_wanem(a),
         Cmd::Testbed { cmd } => live_cmd::cmd_testbed(cmd),
+        Cmd::Reproduce(a) => reproduce_cmd::cmd_reproduce(a),
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`queue`]: the [`queue::QueueDisc`] seam where shaping plugs into an output, and drop-tail.
 //! - [`shape`]: gateway mechanisms; today the asymmetric-link disciplines of paper 002 (AFVQ,
 //!   ACKs-first, ACK filters, ACQ).
+//! - [`middlebox`]: the [`middlebox::Middlebox`] seam for boxes in the path (edge gateway, tap).
 //! - [`impair`]: loss and delay models shared by simulated links and the live WAN emulator.
 //! - [`model`], [`model_afvq`]: analytic throughput models (Mathis, Padhye; paper 002's two-way model).
 //! - [`units`]: values with units as written in scenario and policy files.
@@ -18,6 +19,7 @@
 #![deny(unsafe_code)]
 
 pub mod impair;
+pub mod middlebox;
 pub mod model;
 pub mod model_afvq;
 pub mod queue;

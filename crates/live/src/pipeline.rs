@@ -4,24 +4,9 @@
 use crate::classify::FrameClass;
 use ackshape_core::time::Time;
 
-/// Direction of a frame through a two-port box.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Dir {
-    /// Received on the first port (gateway: LAN; wanem: A), leaves by the second.
-    AToB,
-    /// Received on the second port (gateway: WAN; wanem: B), leaves by the first.
-    BToA,
-}
-
-impl Dir {
-    pub fn index(self) -> usize {
-        match self {
-            Dir::AToB => 0,
-            Dir::BToA => 1,
-        }
-    }
-}
+/// Direction of a frame through a two-port box (gateway: `AToB` = LAN → WAN). The same type
+/// as the simulator's middlebox direction.
+pub use ackshape_core::middlebox::Dir;
 
 /// What to do with a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

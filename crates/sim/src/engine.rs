@@ -24,6 +24,12 @@ pub enum Ev {
     Warmup,
     /// Periodic trace sampling.
     Trace,
+    /// A middlebox's timer.
+    MbTimer(u32),
+    /// Mirror mode: the head of the copies' delay line reaches the box.
+    MbCopy(u32),
+    /// Mirror mode: the head of the injections' delay line reaches the node.
+    MbInject(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

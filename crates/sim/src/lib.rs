@@ -18,8 +18,10 @@
 pub mod engine;
 pub mod link;
 pub mod metrics;
+pub mod middlebox;
 pub mod pcap;
 pub mod plot;
+pub mod reproduce;
 pub mod run;
 pub mod scenario;
 pub mod world;

@@ -123,6 +123,9 @@ pub struct Summary {
     pub short_transfers: Option<ShortSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifySummary>,
+    /// One entry per `[[middlebox]]`: node, kind, packets seen/emitted and the box's own stats.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub middleboxes: Vec<serde_json::Value>,
 }
 
 impl Summary {

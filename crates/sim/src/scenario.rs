@@ -627,6 +627,35 @@ pub struct FlowSpec {
     pub tcp: Option<TcpSpec>,
 }
 
+/// How a middlebox is attached to its node.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum MbMode {
+    /// In the forwarding path: every packet crossing the node goes through the box.
+    #[default]
+    Inline,
+    /// Beside the node (a mirror port): the box gets copies after `delay` and its injected
+    /// packets enter the node after `delay`.
+    Mirror,
+}
+
+/// A box in the path (`[[middlebox]]`): at router `node`, packets routed out over link `wan`
+/// travel A→B (LAN→WAN, outbound), all others B→A. `kind` names the box; the remaining keys are
+/// the box's own settings.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct MiddleboxSpec {
+    pub node: String,
+    pub wan: String,
+    #[serde(default)]
+    pub mode: MbMode,
+    /// Mirror mode: one-way delay between the node and the box (default 0).
+    pub delay: Option<DurV>,
+    pub kind: String,
+    /// The box's own settings (everything else in the table).
+    #[serde(flatten)]
+    pub settings: toml::Table,
+}
+
 /// A whole scenario file.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -650,6 +679,9 @@ pub struct Scenario {
     pub topology: TopologySpec,
     #[serde(default)]
     pub flows: Vec<FlowSpec>,
+    /// Boxes in the path (edge gateways, taps) at router nodes: [`MiddleboxSpec`].
+    #[serde(default)]
+    pub middlebox: Vec<MiddleboxSpec>,
     /// Paper values, tolerances and notes for experiment scenarios (free-form, read by `reproduce`).
     pub paper: Option<toml::Table>,
     /// Settings only the live driver reads (free-form here).

@@ -3,8 +3,10 @@
 use crate::engine::{Ev, EventQueue};
 use crate::link::{Capture, LinkDir, Offer};
 use crate::metrics::*;
+use crate::middlebox::{build_middlebox, MbSlot};
 use crate::scenario::*;
 use ackshape_core::impair::{Delay, JitterSpec, Loss};
+use ackshape_core::middlebox::Dir as MbDir;
 use ackshape_core::queue::{DropTail, Limit};
 use ackshape_core::rng::{stream, Rng};
 use ackshape_core::tcp::{Connection, TcpConfig, TcpEvent, TcpStats, TcpTrace};
@@ -161,6 +163,9 @@ pub struct Sim {
     name: String,
     file: String,
     link_snap: Vec<(u64, u128)>,
+    /// Middleboxes, and for each node the index of its box (NONE: none).
+    mbs: Vec<MbSlot>,
+    node_mb: Vec<u32>,
 }
 
 /// Errors while building a simulation from a valid scenario (e.g. unreachable hosts).
@@ -397,6 +402,53 @@ impl Sim {
                 fid += 1;
             }
         }
+        // Middleboxes.
+        let mut node_mb = vec![NONE; nodes.len()];
+        let mut mbs = Vec::new();
+        for (i, m) in sc.middlebox.iter().enumerate() {
+            let Some(n) = nodes.iter().position(|x| x.name == m.node) else {
+                let known: Vec<&str> = nodes.iter().filter(|x| x.host == NONE).map(|x| x.name.as_str()).collect();
+                return Err(topo_err(
+                    format!("middlebox[{i}].node"),
+                    format!("expected a router node ({}), got {:?}", known.join(", "), m.node),
+                ));
+            };
+            if nodes[n].host != NONE {
+                return Err(topo_err(
+                    format!("middlebox[{i}].node"),
+                    format!("{:?} is a host; a middlebox sits at a router node", m.node),
+                ));
+            }
+            if node_mb[n] != NONE {
+                return Err(topo_err(
+                    format!("middlebox[{i}].node"),
+                    format!("node {:?} already has a middlebox", m.node),
+                ));
+            }
+            let Some(wl) = links.iter().position(|l| l.name == m.wan && l.from == n as u32) else {
+                let known: Vec<&str> = links.iter().filter(|l| l.from == n as u32).map(|l| l.name.as_str()).collect();
+                return Err(topo_err(
+                    format!("middlebox[{i}].wan"),
+                    format!("expected a link leaving {:?} ({}), got {:?}", m.node, known.join(", "), m.wan),
+                ));
+            };
+            let mb = build_middlebox(m, seed, i).map_err(|(k, msg)| topo_err(format!("middlebox[{i}].{k}"), msg))?;
+            node_mb[n] = mbs.len() as u32;
+            mbs.push(MbSlot {
+                node: n as u32,
+                wan_link: wl as u32,
+                mode: m.mode,
+                delay: m.delay.map(|d| d.0).unwrap_or(Dur::ZERO),
+                kind: m.kind.clone(),
+                mb,
+                timer: None,
+                copies: Default::default(),
+                injects: Default::default(),
+                out: Vec::new(),
+                packets_seen: 0,
+                packets_emitted: 0,
+            });
+        }
         let mut sim = Sim {
             now: Time::ZERO,
             q: EventQueue::new(),
@@ -422,6 +474,8 @@ impl Sim {
             name: sc.name.clone().unwrap_or_else(|| file.to_string()),
             file: file.to_string(),
             link_snap: Vec::new(),
+            mbs,
+            node_mb,
         };
         for (name, cap) in opts.captures {
             match sim.links.iter_mut().find(|l| l.name == name) {
@@ -525,6 +579,9 @@ impl Sim {
                     self.q.push(self.now + ti, Ev::Trace);
                 }
             }
+            Ev::MbTimer(m) => self.mb_timer(m),
+            Ev::MbCopy(m) => self.mb_copy(m),
+            Ev::MbInject(m) => self.mb_inject(m),
         }
     }
 
@@ -585,18 +642,24 @@ impl Sim {
         }
     }
 
-    /// Send a packet from node `n` towards its destination.
+    /// The link node `n` sends a packet for `dst` out over (NONE: no route).
     #[inline]
-    fn forward(&mut self, n: u32, pkt: Packet) {
-        let h = host_of(&pkt.ip.dst);
+    fn route(&self, n: u32, dst: &IpAddr) -> u32 {
+        let h = host_of(dst);
         let row = &self.routes[n as usize];
-        let l = if row.is_empty() {
+        if row.is_empty() {
             self.default_route[n as usize]
         } else if (h as usize) < row.len() {
             row[h as usize]
         } else {
             NONE
-        };
+        }
+    }
+
+    /// Send a packet from node `n` towards its destination.
+    #[inline]
+    fn forward(&mut self, n: u32, pkt: Packet) {
+        let l = self.route(n, &pkt.ip.dst);
         if l == NONE {
             return; // no route: dropped (cannot happen for scenario flows, checked at build)
         }
@@ -608,7 +671,12 @@ impl Sim {
     fn arrive(&mut self, n: u32, pkt: Packet) {
         let node = &self.nodes[n as usize];
         if node.host == NONE || host_of(&pkt.ip.dst) != node.host {
-            self.forward(n, pkt);
+            let m = self.node_mb.get(n as usize).copied().unwrap_or(NONE);
+            if m != NONE {
+                self.mb_packet(m, pkt);
+            } else {
+                self.forward(n, pkt);
+            }
             return;
         }
         let src = host_of(&pkt.ip.src);
@@ -906,6 +974,130 @@ impl Sim {
     }
 
     /// Per-flow goodput time series: (bin end in s, flow id, goodput bit/s).
+    /// A packet crossing the node of middlebox `m`.
+    fn mb_packet(&mut self, m: u32, pkt: Packet) {
+        let slot = &mut self.mbs[m as usize];
+        let n = slot.node;
+        let dir = if self.route(n, &pkt.ip.dst) == self.mbs[m as usize].wan_link { MbDir::AToB } else { MbDir::BToA };
+        let slot = &mut self.mbs[m as usize];
+        slot.packets_seen += 1;
+        match slot.mode {
+            crate::scenario::MbMode::Inline => {
+                let mut out = std::mem::take(&mut slot.out);
+                slot.mb.on_packet(self.now, dir, pkt, &mut out);
+                self.mb_emit(m, &mut out);
+                self.mbs[m as usize].out = out;
+                self.mb_rearm(m);
+            }
+            crate::scenario::MbMode::Mirror => {
+                if slot.delay == Dur::ZERO {
+                    let mut out = std::mem::take(&mut slot.out);
+                    slot.mb.on_packet(self.now, dir, pkt.clone(), &mut out);
+                    self.mb_emit(m, &mut out);
+                    self.mbs[m as usize].out = out;
+                    self.mb_rearm(m);
+                } else {
+                    let t = self.now + slot.delay;
+                    if slot.copies.is_empty() {
+                        self.q.push(t, Ev::MbCopy(m));
+                    }
+                    slot.copies.push_back((t, dir, pkt.clone()));
+                }
+                self.forward(n, pkt);
+            }
+        }
+    }
+
+    /// Send what a box emitted: inline boxes' packets leave the node now; a mirror box's
+    /// injections reach the node after its delay.
+    fn mb_emit(&mut self, m: u32, out: &mut ackshape_core::middlebox::Emit) {
+        let n = self.mbs[m as usize].node;
+        self.mbs[m as usize].packets_emitted += out.len() as u64;
+        let (mode, delay) = (self.mbs[m as usize].mode, self.mbs[m as usize].delay);
+        for (_, p) in out.drain(..) {
+            if mode == crate::scenario::MbMode::Mirror && delay > Dur::ZERO {
+                let slot = &mut self.mbs[m as usize];
+                let t = self.now + delay;
+                if slot.injects.is_empty() {
+                    self.q.push(t, Ev::MbInject(m));
+                }
+                slot.injects.push_back((t, p));
+            } else {
+                self.forward(n, p);
+            }
+        }
+    }
+
+    fn mb_rearm(&mut self, m: u32) {
+        let slot = &mut self.mbs[m as usize];
+        if let Some(t) = slot.mb.poll_timeout() {
+            let t = t.max(self.now);
+            if slot.timer.is_none_or(|x| t < x) {
+                slot.timer = Some(t);
+                self.q.push(t, Ev::MbTimer(m));
+            }
+        }
+    }
+
+    fn mb_timer(&mut self, m: u32) {
+        let slot = &mut self.mbs[m as usize];
+        if slot.timer != Some(self.now) {
+            return;
+        }
+        slot.timer = None;
+        if slot.mb.poll_timeout().is_some_and(|t| t <= self.now) {
+            let mut out = std::mem::take(&mut slot.out);
+            slot.mb.on_timeout(self.now, &mut out);
+            self.mb_emit(m, &mut out);
+            self.mbs[m as usize].out = out;
+        }
+        self.mb_rearm(m);
+    }
+
+    fn mb_copy(&mut self, m: u32) {
+        while let Some(&(t, _, _)) = self.mbs[m as usize].copies.front() {
+            if t > self.now {
+                self.q.push(t, Ev::MbCopy(m));
+                break;
+            }
+            let (_, dir, p) = self.mbs[m as usize].copies.pop_front().unwrap();
+            let slot = &mut self.mbs[m as usize];
+            let mut out = std::mem::take(&mut slot.out);
+            slot.mb.on_packet(self.now, dir, p, &mut out);
+            self.mb_emit(m, &mut out);
+            self.mbs[m as usize].out = out;
+        }
+        self.mb_rearm(m);
+    }
+
+    fn mb_inject(&mut self, m: u32) {
+        let n = self.mbs[m as usize].node;
+        while let Some(&(t, _)) = self.mbs[m as usize].injects.front() {
+            if t > self.now {
+                self.q.push(t, Ev::MbInject(m));
+                break;
+            }
+            let (_, p) = self.mbs[m as usize].injects.pop_front().unwrap();
+            self.forward(n, p);
+        }
+    }
+
+    /// Stats of every middlebox (node, kind, packets seen/emitted, the box's own metrics).
+    pub fn middlebox_stats(&self) -> Vec<serde_json::Value> {
+        self.mbs
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "node": self.nodes[s.node as usize].name,
+                    "kind": s.kind,
+                    "packets_seen": s.packets_seen,
+                    "packets_emitted": s.packets_emitted,
+                    "stats": s.mb.stats_json(),
+                })
+            })
+            .collect()
+    }
+
     pub fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
         let mut out = Vec::new();
         let b = self.bin.as_secs_f64();
@@ -1025,6 +1217,7 @@ impl Sim {
             aggregate,
             short_transfers,
             verify: if self.verify { Some(vsum) } else { None },
+            middleboxes: self.middlebox_stats(),
         }
     }
 

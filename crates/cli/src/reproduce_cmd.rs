@@ -1,0 +1,120 @@
+//! `ackshape reproduce`: run the papers' experiments and check their claims.
+
+use ackshape_sim::reproduce::{registry, select, write_output, Ctx};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct ReproduceArgs {
+    /// Experiment IDs (e.g. P2-F10) or paper prefixes (e.g. P2). Default: all.
+    pub ids: Vec<String>,
+    /// List the experiments and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Print the claims of every experiment as one JSON array on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Directory for the results (OUT/ID/report.md, claims.json, CSVs, SVG plots).
+    #[arg(long, default_value = "results/reproduce")]
+    pub out: PathBuf,
+    /// Fewer seeds and sweep points (what the test suite runs); the report says so.
+    #[arg(long)]
+    pub quick: bool,
+    /// Base seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Exit with status 1 if any claim does not hold.
+    #[arg(long)]
+    pub strict: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
+    let all = registry();
+    if a.list {
+        for e in &all {
+            println!("{:<10} {:<60} {}", e.id, e.title, e.file);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let chosen = match select(&all, &a.ids) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if chosen.is_empty() {
+        eprintln!("error: no experiments are registered");
+        return ExitCode::from(2);
+    }
+    let show_bar = !a.quiet && std::io::stderr().is_terminal();
+    let mut outputs = Vec::new();
+    let mut failed_claims = 0usize;
+    let mut errors = 0usize;
+    for (i, exp) in chosen.iter().enumerate() {
+        let bar = if show_bar { indicatif::ProgressBar::new(1000) } else { indicatif::ProgressBar::hidden() };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(&format!(
+                "[{}/{}] {{msg}} [{{bar:40}}] {{percent}}% ({{elapsed}}, ~{{eta}} left)",
+                i + 1,
+                chosen.len()
+            ))
+            .unwrap()
+            .progress_chars("=> "),
+        );
+        bar.set_message(exp.id.to_string());
+        let mut progress = |f: f64| bar.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+        let mut ctx = Ctx { quick: a.quick, seed: a.seed, progress: Some(&mut progress) };
+        let res = (exp.run)(exp, &mut ctx);
+        bar.finish_and_clear();
+        match res {
+            Ok(out) => {
+                let dir = a.out.join(exp.id);
+                match write_output(&out, exp, a.quick, &dir) {
+                    Ok(report) => {
+                        if !a.json {
+                            let held = out.claims.iter().filter(|c| c.holds).count();
+                            println!("{} — {}: {}/{} claims hold", exp.id, out.title, held, out.claims.len());
+                            for c in &out.claims {
+                                println!(
+                                    "  [{}] {}: measured {} (paper {}; {})",
+                                    if c.holds { "ok" } else { "NO" },
+                                    c.claim,
+                                    c.measured,
+                                    c.paper,
+                                    c.tolerance
+                                );
+                            }
+                            println!("  report: {}", report.display());
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("error: {}: {e}", dir.display());
+                        errors += 1;
+                    }
+                }
+                failed_claims += out.claims.iter().filter(|c| !c.holds).count();
+                outputs.push(out);
+            }
+            Err(e) => {
+                eprintln!("error: {} ({}): {e}", exp.id, exp.file);
+                errors += 1;
+            }
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&outputs).unwrap());
+    }
+    if errors > 0 {
+        ExitCode::FAILURE
+    } else if a.strict && failed_claims > 0 {
+        eprintln!("{failed_claims} claim(s) do not hold");
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
