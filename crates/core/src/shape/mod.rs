@@ -11,6 +11,7 @@
 //! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
 //! steady state; the simulator and the live gateway drive these types with `now` and packets.
 
+pub mod ackmech;
 pub mod asym;
 pub mod drr;
 pub mod pfq;

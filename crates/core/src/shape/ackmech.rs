@@ -1,0 +1,37 @@
+//! The seam between an edge gateway's class and the ACK-side mechanism that shapes its flows
+//! (TCR, paper 001 / 000 §2.4; PostACK, paper 000 §3, §6).
+//!
+//! The gateway classifies packets into classes and flows; for a class whose mechanism works on
+//! ACKs it hands the mechanism every data packet of the shaped direction (after the class
+//! accepted it) and every ACK travelling back to the shaped senders. The mechanism forwards ACKs
+//! (possibly rewritten) now, or holds them and releases them later from `on_timeout` or when the
+//! class dequeues data (`on_class_dequeue`, the zero-timer PostACK clock).
+
+use crate::time::Time;
+use ackshape_wire::Packet;
+
+/// A flow as the gateway sees it: (sender addr, receiver addr, sender port, receiver port), in
+/// the shaped direction (data goes sender → receiver).
+pub type FlowKey = (std::net::IpAddr, std::net::IpAddr, u16, u16);
+
+/// An ACK-side shaping mechanism for one class. See the module documentation.
+pub trait AckMechanism {
+    /// The class's rate (bits/s) changed (set at construction, and when borrowing changes it).
+    fn set_rate(&mut self, now: Time, bps: u64);
+    /// A data packet (or SYN/FIN) of `flow` in the shaped direction, accepted by the class.
+    fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet);
+    /// A packet travelling to the shaped sender of `flow` (ACK, possibly piggy-backed on data).
+    /// Push what leaves now onto `out`; keep what is held.
+    fn on_ack(&mut self, now: Time, flow: FlowKey, pkt: Packet, out: &mut Vec<Packet>);
+    /// The class's data queue sent a packet of `flow` (zero-timer release clock).
+    fn on_class_dequeue(&mut self, _now: Time, _flow: FlowKey, _out: &mut Vec<Packet>) {}
+    /// The flow ended or was evicted: release what is held for it onto `out` and forget it.
+    fn on_flow_end(&mut self, now: Time, flow: FlowKey, out: &mut Vec<Packet>);
+    /// The next time the mechanism wants `on_timeout` (None: no timer).
+    fn poll_timeout(&self) -> Option<Time>;
+    fn on_timeout(&mut self, now: Time, out: &mut Vec<Packet>);
+    /// ACKs currently held (total and per flow are in `stats_json`).
+    fn acks_held(&self) -> usize;
+    /// Mechanism metrics (window rewrites, ACKs held, per-flow ACK queue lengths, …).
+    fn stats_json(&self) -> serde_json::Value;
+}
