@@ -173,6 +173,12 @@ fn main() -> ExitCode {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Validate { scenario } => match Scenario::load(&scenario) {
             Ok(sc) => {
+                // Building checks what parsing cannot: node and link names, routes, box settings.
+                let file = scenario.display().to_string();
+                if let Err(e) = ackshape_sim::Sim::build(&sc, &file, None, Default::default()) {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(BAD_INPUT);
+                }
                 println!("{}: valid ({} flows)", scenario.display(), sc.flow_count());
                 ExitCode::SUCCESS
             }
