@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod compare_cmd;
 mod live_cmd;
 mod reproduce_cmd;
 
@@ -56,6 +57,8 @@ enum Cmd {
     },
     /// Run the papers' experiments (IDs from EXPERIMENTS.md) and check their claims; writes reports.
     Reproduce(reproduce_cmd::ReproduceArgs),
+    /// Run scenarios in the simulator and live (root) and compare goodput, CoV and buffer occupancy.
+    Compare(compare_cmd::CompareArgs),
 }
 
 #[derive(clap::Args)]
@@ -192,6 +195,7 @@ fn main() -> ExitCode {
         Cmd::Wanem(a) => live_cmd::cmd_wanem(a),
         Cmd::Testbed { cmd } => live_cmd::cmd_testbed(cmd),
         Cmd::Reproduce(a) => reproduce_cmd::cmd_reproduce(a),
+        Cmd::Compare(a) => compare_cmd::cmd_compare(a),
     }
 }
 
