@@ -8,7 +8,7 @@ use ackshape_wire::Packet;
 use std::collections::VecDeque;
 
 /// The kinds `[[middlebox]] kind = …` accepts.
-pub const KINDS: &[&str] = &["pass-through"];
+pub const KINDS: &[&str] = &["pass-through", "qdisc-link"];
 
 /// Build the box a `[[middlebox]]` table describes. Errors are `(key within the table, message)`.
 pub fn build_middlebox(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox>, (String, String)> {
@@ -24,6 +24,7 @@ pub fn build_middlebox(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<
                 MbMode::Mirror => Box::new(Observe),
             })
         }
+        "qdisc-link" => qdisc_link(spec, seed, index),
         other => Err(("kind".into(), format!("expected one of {}, got {other:?}", KINDS.join(", ")))),
     }
 }
@@ -45,4 +46,54 @@ pub(crate) struct MbSlot {
     pub out: Emit,
     pub packets_seen: u64,
     pub packets_emitted: u64,
+}
+
+/// `kind = "qdisc-link"`: a rate and a queue discipline per direction
+/// (`rate`, `qdisc`, `queue`; `reverse_rate`, `reverse_qdisc`, `reverse_queue`; `overhead`).
+fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox>, (String, String)> {
+    use crate::scenario::{QdiscSpec, RateV, SizeV};
+    use ackshape_core::queue::{DropTail, Limit};
+    use ackshape_core::shape::qlink::{QdiscLink, Shaper};
+    use ackshape_core::units::Size;
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct V {
+        rate: Option<RateV>,
+        qdisc: Option<QdiscSpec>,
+        queue: Option<SizeV>,
+        reverse_rate: Option<RateV>,
+        reverse_qdisc: Option<QdiscSpec>,
+        reverse_queue: Option<SizeV>,
+        #[serde(default)]
+        overhead: usize,
+    }
+    let v: V = serde_path_to_error::deserialize(toml::Value::Table(spec.settings.clone())).map_err(|e| {
+        let path = e.path().to_string();
+        (if path == "." { "kind".into() } else { path }, e.inner().message().trim_end().to_string())
+    })?;
+    let mk = |rate: Option<RateV>, q: Option<QdiscSpec>, size: Option<SizeV>, key: &str, d: u64| {
+        let Some(rate) = rate else {
+            if q.is_some() || size.is_some() {
+                return Err((key.to_string(), "a queue needs a rate in the same direction".to_string()));
+            }
+            return Ok(None);
+        };
+        if rate.0 .0 == 0 {
+            return Err((key.to_string(), "expected a rate > 0".to_string()));
+        }
+        let queue: Box<dyn ackshape_core::queue::QueueDisc + Send> = match q {
+            Some(q) => {
+                q.validate().map_err(|m| (format!("{key}.qdisc"), m))?;
+                q.build(rate.0 .0, ackshape_core::rng::stream(seed, "mb-qdisc", index as u64 * 2 + d))
+            }
+            None => Box::new(DropTail::new(match size.map(|s| s.0).unwrap_or(Size::Packets(100)) {
+                Size::Packets(p) => Limit::Packets(p as usize),
+                Size::Bytes(b) => Limit::Bytes(b as usize),
+            })),
+        };
+        Ok(Some(Shaper::new(rate.0 .0, queue)))
+    };
+    let f = mk(v.rate, v.qdisc, v.queue, "rate", 0)?;
+    let r = mk(v.reverse_rate, v.reverse_qdisc, v.reverse_queue, "reverse_rate", 1)?;
+    Ok(Box::new(QdiscLink::new(f, r, v.overhead)))
 }

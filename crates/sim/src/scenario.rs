@@ -146,6 +146,22 @@ impl<'de> Deserialize<'de> for QdiscSpec {
 }
 
 impl QdiscSpec {
+    /// The discipline for an output of `rate_bps` (RED's idle-time estimate uses it).
+    pub fn build(
+        &self,
+        rate_bps: u64,
+        rng: ackshape_core::rng::Rng,
+    ) -> Box<dyn ackshape_core::queue::QueueDisc + Send> {
+        use ackshape_core::shape;
+        match self {
+            QdiscSpec::Asym(q) => q.build(rng),
+            QdiscSpec::Red(r) => Box::new(shape::red::Red::new(r.clone(), Dur::tx_time(1500, rate_bps), rng)),
+            QdiscSpec::Drr(d) => Box::new(shape::drr::Drr::new(d.clone())),
+            QdiscSpec::Tbf(t) => Box::new(shape::tbf::Tbf::new(t.clone())),
+            QdiscSpec::Pfq(q) => Box::new(shape::pfq::Pfq::new(q.clone())),
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         match self {
             QdiscSpec::Red(r) => r.validate(),

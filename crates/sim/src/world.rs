@@ -211,15 +211,7 @@ impl Sim {
                 let jitter = if p.jitter.0 > 0 { JitterSpec::Uniform { max_ns: p.jitter.0 } } else { JitterSpec::None };
                 let delay = Delay::new(p.delay, jitter, p.reorder, stream(seed, "jitter", idx));
                 let queue: Box<dyn ackshape_core::queue::QueueDisc> = match &p.qdisc {
-                    Some(QdiscSpec::Asym(q)) => q.build(stream(seed, "qdisc", idx)),
-                    Some(QdiscSpec::Red(r)) => Box::new(ackshape_core::shape::red::Red::new(
-                        r.clone(),
-                        Dur::tx_time(1500, p.rate.0),
-                        stream(seed, "qdisc", idx),
-                    )),
-                    Some(QdiscSpec::Drr(d)) => Box::new(ackshape_core::shape::drr::Drr::new(d.clone())),
-                    Some(QdiscSpec::Tbf(t)) => Box::new(ackshape_core::shape::tbf::Tbf::new(t.clone())),
-                    Some(QdiscSpec::Pfq(q)) => Box::new(ackshape_core::shape::pfq::Pfq::new(q.clone())),
+                    Some(q) => q.build(p.rate.0, stream(seed, "qdisc", idx)),
                     None => queue_for(p.queue),
                 };
                 links.push(LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, p.reorder));

@@ -15,5 +15,6 @@ pub mod ackmech;
 pub mod asym;
 pub mod drr;
 pub mod pfq;
+pub mod qlink;
 pub mod red;
 pub mod tbf;
