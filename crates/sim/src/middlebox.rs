@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 pub const KINDS: &[&str] = &["pass-through", "qdisc-link"];
 
 /// Build the box a `[[middlebox]]` table describes. Errors are `(key within the table, message)`.
-pub fn build_middlebox(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox>, (String, String)> {
+pub fn build_middlebox(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
     let _ = (seed, index);
     match spec.kind.as_str() {
         "pass-through" => {
@@ -36,7 +36,7 @@ pub(crate) struct MbSlot {
     pub mode: MbMode,
     pub delay: Dur,
     pub kind: String,
-    pub mb: Box<dyn Middlebox>,
+    pub mb: Box<dyn Middlebox + Send>,
     /// The pending timer event, if any.
     pub timer: Option<Time>,
     /// Mirror mode: copies on their way to the box.
@@ -50,7 +50,7 @@ pub(crate) struct MbSlot {
 
 /// `kind = "qdisc-link"`: a rate and a queue discipline per direction
 /// (`rate`, `qdisc`, `queue`; `reverse_rate`, `reverse_qdisc`, `reverse_queue`; `overhead`).
-fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox>, (String, String)> {
+fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
     use crate::scenario::{QdiscSpec, RateV, SizeV};
     use ackshape_core::queue::{DropTail, Limit};
     use ackshape_core::shape::qlink::{QdiscLink, Shaper};
