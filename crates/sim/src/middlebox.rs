@@ -11,7 +11,11 @@ use std::collections::VecDeque;
 pub const KINDS: &[&str] = &["pass-through", "qdisc-link"];
 
 /// Build the box a `[[middlebox]]` table describes. Errors are `(key within the table, message)`.
-pub fn build_middlebox(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
+pub fn build_middlebox(
+    spec: &MiddleboxSpec,
+    seed: u64,
+    index: usize,
+) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
     let _ = (seed, index);
     match spec.kind.as_str() {
         "pass-through" => {

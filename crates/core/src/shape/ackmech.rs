@@ -23,8 +23,10 @@ pub trait AckMechanism {
     /// A packet travelling to the shaped sender of `flow` (ACK, possibly piggy-backed on data).
     /// Push what leaves now onto `out`; keep what is held.
     fn on_ack(&mut self, now: Time, flow: FlowKey, pkt: Packet, out: &mut Vec<Packet>);
-    /// The class's data queue sent a packet of `flow` (zero-timer release clock).
-    fn on_class_dequeue(&mut self, _now: Time, _flow: FlowKey, _out: &mut Vec<Packet>) {}
+    /// The class's data queue sent a packet of `flow` (the zero-timer PostACK clock, 000 §6 step
+    /// 2.4). `flow_qlen` is the length, in packets, of the flow's own per-flow queue under the
+    /// class after the dequeue (`None` when the class has no per-flow queues).
+    fn on_class_dequeue(&mut self, _now: Time, _flow: FlowKey, _flow_qlen: Option<usize>, _out: &mut Vec<Packet>) {}
     /// The flow ended or was evicted: release what is held for it onto `out` and forget it.
     fn on_flow_end(&mut self, now: Time, flow: FlowKey, out: &mut Vec<Packet>);
     /// The next time the mechanism wants `on_timeout` (None: no timer).
@@ -34,4 +36,24 @@ pub trait AckMechanism {
     fn acks_held(&self) -> usize;
     /// Mechanism metrics (window rewrites, ACKs held, per-flow ACK queue lengths, …).
     fn stats_json(&self) -> serde_json::Value;
+}
+
+/// The `mechanism = { kind = …, … }` table of a policy class, and the names it accepts.
+pub const KINDS: &[&str] = &["none"];
+
+/// Build the mechanism a policy class names. `settings` is the table without `kind`.
+/// `Ok(None)` for `kind = "none"` (class-only shaping). Errors are `(key within the table,
+/// message)`, so the policy loader can name the file and the dotted key.
+///
+/// Each mechanism (TCR, PostACK) adds its arm here.
+pub fn build(kind: &str, settings: &toml::Table) -> Result<Option<Box<dyn AckMechanism + Send>>, (String, String)> {
+    match kind {
+        "none" => {
+            if let Some(k) = settings.keys().next() {
+                return Err((k.clone(), "unknown key for mechanism \"none\" (it has no settings)".into()));
+            }
+            Ok(None)
+        }
+        other => Err(("kind".into(), format!("expected one of {}, got {other:?}", KINDS.join(", ")))),
+    }
 }
