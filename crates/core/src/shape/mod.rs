@@ -6,6 +6,8 @@
 //! - [`drr`]: per-flow queuing with Deficit Round Robin and longest-queue drop (PFQ).
 //! - [`pfq`]: per-flow token-bucket shaping at BW_c/n (paper 000's PFQ baseline).
 //! - [`red`]: RED with ECN marking and the gentle variant (paper 001's baseline).
+//! - [`tap`]: third-party flow control (paper 004): a mirror-port tap that injects duplicate
+//!   ACKs (triple-ACK duplication, zero-window ACKs) with a feedback controller on the rate.
 //! - [`tbf`]: token-bucket shaping of a FIFO (a class rate).
 //!
 //! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
@@ -17,4 +19,5 @@ pub mod drr;
 pub mod pfq;
 pub mod qlink;
 pub mod red;
+pub mod tap;
 pub mod tbf;
