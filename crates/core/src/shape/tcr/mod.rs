@@ -27,8 +27,11 @@
 //!   data queue nor the ACK queue counts. The handshake (SYN → SYN-ACK) gives the first sample.
 //!   Samples are smoothed by an EWMA (gain `rtt_gain`, as TCP's SRTT; the "inaccurate D_w"
 //!   side effect of paper 000 §2.4.3 item 3).
-//! - **Window**: W = A·RTT·MSS/S (A counts class bytes, S = MSS + headers + `overhead_bytes` is
-//!   a full segment as the class counts it, so W is in sequence bytes), rounded to whole
+//! - **Window**: W = A·RTT·MSS/S + (k − 1)·MSS (A counts class bytes, S = MSS + headers +
+//!   `overhead_bytes` is a full segment as the class counts it, so W is in sequence bytes; k is
+//!   an EWMA of the segments each receiver ACK covers, ≈ 2 with delayed ACKs: an ACK covering k
+//!   segments is released over k pacing slots, so k − 1 segments of the window wait here as
+//!   ACKs; without this term delayed ACKs made flows window-limited at ~91 % of A), rounded to whole
 //!   segments (up by default, `window_rounding`), at least `min_window_segments` (1) MSS
 //!   (traps P0-11, P1-6: below one MSS, pacing alone enforces the rate). The written window
 //!   moves towards W by at most `window_step_segments` per forwarded ACK, never moves the
@@ -119,6 +122,8 @@ struct Flow {
     right: SeqNum,
     dups: u32,
     stride: u32,
+    /// EWMA of the receiver's ACK stride, in segments (≥ 1).
+    stride_segs: f64,
     template: Option<Packet>,
     rcv_valid: bool,
     rcv_nxt: SeqNum,
@@ -183,6 +188,7 @@ impl Flow {
             right: SeqNum(0),
             dups: 0,
             stride: 0,
+            stride_segs: 1.0,
             template: None,
             rcv_valid: false,
             rcv_nxt: SeqNum(0),
@@ -254,7 +260,10 @@ impl Flow {
     fn target_window(&self, cfg: &TcrConfig) -> Option<f64> {
         let rtt = self.srtt?;
         let mss = self.mss.max(1) as f64;
-        let w = self.alloc * rtt * mss / self.seg_wire(cfg.overhead_bytes);
+        // A·RTT, plus what the receiver's ACK stride makes the ACK queue hold: an ACK that
+        // covers k segments is released over k pacing slots, so k − 1 segments of the window
+        // are, on average, ACKs waiting here (delayed ACKs: k ≈ 2).
+        let w = self.alloc * rtt * mss / self.seg_wire(cfg.overhead_bytes) + (self.stride_segs - 1.0).max(0.0) * mss;
         let w = match cfg.window_rounding {
             Rounding::Up => (w / mss).ceil() * mss,
             Rounding::Nearest => (w / mss).round() * mss,
@@ -982,6 +991,8 @@ impl Tcr {
         let mut window_update = false;
         if a > f.right {
             f.stride = (a - f.right) as u32;
+            let k = (f.stride as f64 / f.mss.max(1) as f64).clamp(1.0, 8.0);
+            f.stride_segs += (k - f.stride_segs) / 8.0;
             f.right = a;
             f.dups = 0;
             f.recv_field = win;
