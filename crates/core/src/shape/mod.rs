@@ -18,3 +18,4 @@ pub mod pfq;
 pub mod qlink;
 pub mod red;
 pub mod tbf;
+pub mod tcr;
