@@ -5,6 +5,8 @@
 //!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
 //! - [`drr`]: per-flow queuing with Deficit Round Robin and longest-queue drop (PFQ).
 //! - [`pfq`]: per-flow token-bucket shaping at BW_c/n (paper 000's PFQ baseline).
+//! - [`postack`]: PostACK (paper 000 §3, §6), an [`ackmech::AckMechanism`] that holds ACKs in
+//!   per-flow ACK queues: basic, on-off (per-class timer) and zero-timer (clocked by PFQ+DRR).
 //! - [`red`]: RED with ECN marking and the gentle variant (paper 001's baseline).
 //! - [`tbf`]: token-bucket shaping of a FIFO (a class rate).
 //!
@@ -15,6 +17,7 @@ pub mod ackmech;
 pub mod asym;
 pub mod drr;
 pub mod pfq;
+pub mod postack;
 pub mod qlink;
 pub mod red;
 pub mod tbf;
