@@ -329,6 +329,9 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
             (None, CcAlgo::Misbehaving) => {
                 return fail(BAD_INPUT, format!("{file}: key `flows[{i}].tcp.cc`: Linux has no misbehaving sender"))
             }
+            (None, CcAlgo::MulTcp) => {
+                return fail(BAD_INPUT, format!("{file}: key `flows[{i}].tcp.cc`: Linux has no MulTCP"))
+            }
             (None, _) => "reno".into(),
         };
         for _ in 0..f.count.unwrap_or(1) {
