@@ -14,7 +14,10 @@
 pub mod ackmech;
 pub mod asym;
 pub mod drr;
+pub mod gateway;
 pub mod pfq;
+pub mod policy;
+pub mod qdisc_spec;
 pub mod qlink;
 pub mod red;
 pub mod tbf;
