@@ -424,7 +424,8 @@ impl Sim {
                     format!("expected a link leaving {:?} ({}), got {:?}", m.node, known.join(", "), m.wan),
                 ));
             };
-            let mb = build_middlebox(m, seed, i).map_err(|(k, msg)| topo_err(format!("middlebox[{i}].{k}"), msg))?;
+            let mb = build_middlebox(m, seed, i, std::path::Path::new(file).parent())
+                .map_err(|(k, msg)| topo_err(format!("middlebox[{i}].{k}"), msg))?;
             node_mb[n] = mbs.len() as u32;
             mbs.push(MbSlot {
                 node: n as u32,
