@@ -1278,3 +1278,25 @@ fn e2e_periodic_wan_loss_recovers_without_stalls() {
     eprintln!("pacing only {o:?} total {:.3} CoV {:.4}", o.total() / 1e6, o.cov());
     assert!(o.total() > r.total());
 }
+
+#[test]
+fn a_new_syn_on_a_finished_flow_starts_over() {
+    let mut t = tcr(TcrConfig::default(), 8_000_000);
+    handshake(&mut t, 0, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+    handshake(&mut t, 1, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+    send(&mut t, 0, at(40.0), 0, 8);
+    let mut out = Vec::new();
+    t.on_ack(at(80.0), key(0), ack(0, 6, 1000), &mut out);
+    let mut fin = data(0, 8);
+    fin.payload_len = 0;
+    fin.tcp_mut().unwrap().flags = TcpFlags::ACK | TcpFlags::FIN;
+    t.on_data(at(81.0), key(0), &fin);
+    run(&mut t, at(100.0));
+    assert!(!t.flow_info(&key(0)).unwrap().member);
+    // The same ports again, with another window scale.
+    handshake(&mut t, 0, at(200.0), ms(20.0), Some(7), Some(3), 65535);
+    let fi = t.flow_info(&key(0)).unwrap();
+    assert!(fi.member && fi.rcv_scale == Some(3) && fi.srtt_ms == Some(20.0), "{fi:?}");
+    assert_eq!(fi.alloc_bps, 4e6);
+    assert_eq!(t.acks_held(), 0);
+}
