@@ -8,7 +8,7 @@ use ackshape_wire::Packet;
 use std::collections::VecDeque;
 
 /// The kinds `[[middlebox]] kind = …` accepts.
-pub const KINDS: &[&str] = &["pass-through", "qdisc-link"];
+pub const KINDS: &[&str] = &["pass-through", "qdisc-link", "tap"];
 
 /// Build the box a `[[middlebox]]` table describes. Errors are `(key within the table, message)`.
 pub fn build_middlebox(
@@ -29,6 +29,13 @@ pub fn build_middlebox(
             })
         }
         "qdisc-link" => qdisc_link(spec, seed, index),
+        "tap" => {
+            if spec.mode != MbMode::Mirror {
+                return Err(("mode".into(), "a tap only sees copies: expected mode = \"mirror\"".into()));
+            }
+            let t = ackshape_core::shape::tap::TapSpec::from_table(spec.settings.clone())?;
+            Ok(Box::new(ackshape_core::shape::tap::Tap::new(t)))
+        }
         other => Err(("kind".into(), format!("expected one of {}, got {other:?}", KINDS.join(", ")))),
     }
 }

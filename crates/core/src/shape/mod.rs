@@ -8,6 +8,8 @@
 //! - [`postack`]: PostACK (paper 000 §3, §6), an [`ackmech::AckMechanism`] that holds ACKs in
 //!   per-flow ACK queues: basic, on-off (per-class timer) and zero-timer (clocked by PFQ+DRR).
 //! - [`red`]: RED with ECN marking and the gentle variant (paper 001's baseline).
+//! - [`tap`]: third-party flow control (paper 004): a mirror-port tap that injects duplicate
+//!   ACKs (triple-ACK duplication, zero-window ACKs) with a feedback controller on the rate.
 //! - [`tbf`]: token-bucket shaping of a FIFO (a class rate).
 //!
 //! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
@@ -20,4 +22,6 @@ pub mod pfq;
 pub mod postack;
 pub mod qlink;
 pub mod red;
+pub mod tap;
 pub mod tbf;
+pub mod tcr;
