@@ -561,6 +561,9 @@ pub struct Scenario {
     pub middlebox: Vec<MiddleboxSpec>,
     /// Paper values, tolerances and notes for experiment scenarios (free-form, read by `reproduce`).
     pub paper: Option<toml::Table>,
+    /// How `ackshape reproduce` runs an experiment file (sweeps, seeds, variants; free-form here,
+    /// read by the experiment's code).
+    pub reproduce: Option<toml::Table>,
     /// Settings only the live driver reads (free-form here).
     pub live: Option<toml::Table>,
 }
@@ -594,17 +597,37 @@ impl Scenario {
             return Err(err(None, msg));
         }
         let de = toml::Deserializer::new(text);
-        let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let sc = Scenario::deserialize_with_paths(de, Some(text), file)?;
+        sc.validate().map_err(|(k, m)| err(Some(k), m))?;
+        Ok(sc)
+    }
+
+    /// Build and validate a scenario from an already parsed TOML table (e.g. an experiment's base
+    /// scenario with sweep values set by `reproduce`); `file` names it in errors. Errors name the
+    /// key as [`parse`](Self::parse) does, without line numbers.
+    pub fn from_table(table: toml::Table, file: &str) -> Result<Scenario, ScenarioError> {
+        let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
+        let sc = Scenario::deserialize_with_paths(toml::Value::Table(table), None, file)?;
+        sc.validate().map_err(|(k, m)| err(Some(k), m))?;
+        Ok(sc)
+    }
+
+    fn deserialize_with_paths<'de, D>(de: D, text: Option<&str>, file: &str) -> Result<Scenario, ScenarioError>
+    where
+        D: serde::Deserializer<'de, Error = toml::de::Error>,
+    {
+        let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
+        serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let msg = inner.message().to_string();
-            let loc = inner
-                .span()
-                .map(|s| {
+            let loc = match (inner.span(), text) {
+                (Some(s), Some(text)) => {
                     let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
                     format!(" (line {line})")
-                })
-                .unwrap_or_default();
+                }
+                _ => String::new(),
+            };
             // A nested path from a two-step deserialisation (see `TopologySpec`).
             let (path, msg) = match msg.split_once(NESTED) {
                 Some((_, rest)) => {
@@ -630,9 +653,7 @@ impl Scenario {
             };
             let key = if key == "." || key.is_empty() { None } else { Some(key) };
             err(key, format!("{msg}{loc}"))
-        })?;
-        sc.validate().map_err(|(k, m)| err(Some(k), m))?;
-        Ok(sc)
+        })
     }
 
     fn validate(&self) -> Result<(), (String, String)> {
