@@ -253,39 +253,14 @@ fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool) -> Result<Res, 
     })
 }
 
-/// Run every point (in parallel on the available cores), reporting progress; results in order.
+/// Run every point on the runner's worker pool (`--jobs`), reporting progress; results in order.
 fn run_all(base: &Base, points: &[Point], ctx: &mut Ctx) -> Result<Vec<Res>, String> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let n = points.len();
-    let workers = std::thread::available_parallelism().map(|x| x.get()).unwrap_or(1).min(n.max(1));
-    let next = AtomicUsize::new(0);
     let (seed, quick) = (ctx.seed, ctx.quick);
-    let mut out: Vec<Option<Result<Res, String>>> = vec![None; n];
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        for _ in 0..workers {
-            let tx = tx.clone();
-            let next = &next;
-            s.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let r = run_point(base, &points[i], seed, quick);
-                if tx.send((i, r)).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut done = 0;
-        for (i, r) in rx {
-            out[i] = Some(r);
-            done += 1;
-            ctx.progress(done as f64 / n as f64);
-        }
-    });
-    out.into_iter().map(|r| r.unwrap_or(Err("worker died".into()))).collect()
+    let n = points.len().max(1) as f64;
+    let mut progress = |done: usize| ctx.progress(done as f64 / n);
+    super::run_parallel(points, super::workers(), |p| run_point(base, p, seed, quick), &mut progress)
+        .into_iter()
+        .collect()
 }
 
 fn reduction(r: &Res, base: &Res) -> f64 {
