@@ -8,7 +8,7 @@ use ackshape_wire::Packet;
 use std::collections::VecDeque;
 
 /// The kinds `[[middlebox]] kind = …` accepts.
-pub const KINDS: &[&str] = &["pass-through", "qdisc-link", "gateway"];
+pub const KINDS: &[&str] = &["pass-through", "qdisc-link", "tap", "gateway"];
 
 /// Build the box a `[[middlebox]]` table describes. Errors are `(key within the table, message)`.
 /// `base_dir` is the scenario file's folder (files a box names are relative to it).
@@ -32,6 +32,13 @@ pub fn build_middlebox(
         }
         "qdisc-link" => qdisc_link(spec, seed, index),
         "gateway" => gateway(spec, seed, index, base_dir),
+        "tap" => {
+            if spec.mode != MbMode::Mirror {
+                return Err(("mode".into(), "a tap only sees copies: expected mode = \"mirror\"".into()));
+            }
+            let t = ackshape_core::shape::tap::TapSpec::from_table(spec.settings.clone())?;
+            Ok(Box::new(ackshape_core::shape::tap::Tap::new(t)))
+        }
         other => Err(("kind".into(), format!("expected one of {}, got {other:?}", KINDS.join(", ")))),
     }
 }

@@ -983,9 +983,14 @@ impl Sim {
                 self.mb_rearm(m);
             }
             crate::scenario::MbMode::Mirror => {
+                // The original goes on first: the box only sees a copy of a packet that has
+                // already passed, so even with no delay what it injects follows the original.
+                let copy = pkt.clone();
+                self.forward(n, pkt);
+                let slot = &mut self.mbs[m as usize];
                 if slot.delay == Dur::ZERO {
                     let mut out = std::mem::take(&mut slot.out);
-                    slot.mb.on_packet(self.now, dir, pkt.clone(), &mut out);
+                    slot.mb.on_packet(self.now, dir, copy, &mut out);
                     self.mb_emit(m, &mut out);
                     self.mbs[m as usize].out = out;
                     self.mb_rearm(m);
@@ -994,9 +999,8 @@ impl Sim {
                     if slot.copies.is_empty() {
                         self.q.push(t, Ev::MbCopy(m));
                     }
-                    slot.copies.push_back((t, dir, pkt.clone()));
+                    slot.copies.push_back((t, dir, copy));
                 }
-                self.forward(n, pkt);
             }
         }
     }

@@ -4,8 +4,17 @@
 //!   link (paper 002): FIFO, ACKs-first, two ACK filters (the paper's classic one and a
 //!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
 //! - [`drr`]: per-flow queuing with Deficit Round Robin and longest-queue drop (PFQ).
+//! - [`gateway`]: the edge gateway box: classify by policy rules, track flows, link-share
+//!   among classes (HTB-like: rate, ceiling, priority, borrowing), leaf queues, and each class's
+//!   ACK mechanism ([`ackmech`]: TCR, PostACK).
+//! - [`policy`]: the gateway's shaping policy file (classes, rules) and its validation.
+//! - [`qdisc_spec`]: the `qdisc = { kind = … }` table shared by scenario and policy files.
 //! - [`pfq`]: per-flow token-bucket shaping at BW_c/n (paper 000's PFQ baseline).
+//! - [`postack`]: PostACK (paper 000 §3, §6), an [`ackmech::AckMechanism`] that holds ACKs in
+//!   per-flow ACK queues: basic, on-off (per-class timer) and zero-timer (clocked by PFQ+DRR).
 //! - [`red`]: RED with ECN marking and the gentle variant (paper 001's baseline).
+//! - [`tap`]: third-party flow control (paper 004): a mirror-port tap that injects duplicate
+//!   ACKs (triple-ACK duplication, zero-window ACKs) with a feedback controller on the rate.
 //! - [`tbf`]: token-bucket shaping of a FIFO (a class rate).
 //!
 //! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
@@ -17,7 +26,10 @@ pub mod drr;
 pub mod gateway;
 pub mod pfq;
 pub mod policy;
+pub mod postack;
 pub mod qdisc_spec;
 pub mod qlink;
 pub mod red;
+pub mod tap;
 pub mod tbf;
+pub mod tcr;
