@@ -1085,10 +1085,11 @@ impl Middlebox for Gateway {
                     if let Some(l) = &cs.leaf {
                         let c: Map<String, Value> =
                             l.counters().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
-                        q.insert(
-                            dir_name(d).into(),
-                            json!({ "queue_pkts": l.len_pkts(), "queue_bytes": l.len_bytes(), "counters": c }),
-                        );
+                        let mut e = json!({ "queue_pkts": l.len_pkts(), "queue_bytes": l.len_bytes(), "counters": c });
+                        if let Some(a) = l.q().asym_stats() {
+                            e["asym"] = serde_json::to_value(a).unwrap_or_default();
+                        }
+                        q.insert(dir_name(d).into(), e);
                     }
                     if let Some(mm) = &cs.mech {
                         mech.insert(dir_name(d).into(), mm.stats_json());
