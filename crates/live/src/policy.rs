@@ -179,4 +179,16 @@ dport = "5060-5080"
         let e = Policy::from_toml("[[rule]]\nclass = \"x\"\n", "gw.toml").unwrap_err().to_string();
         assert!(e.contains("key `rule[0].class`"), "{e}");
     }
+
+    #[test]
+    fn every_example_in_docs_policy_md_loads() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md")).unwrap();
+        let mut n = 0;
+        for block in doc.split("```toml\n").skip(1) {
+            let text = block.split("```").next().unwrap();
+            Policy::from_toml(text, "docs/policy.md").unwrap_or_else(|e| panic!("{e}\n{text}"));
+            n += 1;
+        }
+        assert!(n >= 3, "found {n} examples");
+    }
 }

@@ -353,3 +353,15 @@ policy = {{ link = {{ outbound = "800kbit/s" }}, class = [
     assert_eq!(s["down"]["directions"], serde_json::json!(["inbound"]));
     assert!(s["up"]["qdisc"]["outbound"]["asym"].is_object(), "{}", s["up"]);
 }
+
+#[test]
+fn the_gateway_example_in_docs_scenario_md_runs() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/scenario.md")).unwrap();
+    let sec = doc.split("### `kind = \"gateway\"`").nth(1).expect("gateway section");
+    let block = sec.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
+    let sc = scenario(3, "8s", "")
+        .replace("[[middlebox]]\nnode = \"left\"\nwan = \"bottleneck\"\nkind = \"gateway\"\n", block);
+    let s = run(&sc);
+    let total: f64 = s.flows.iter().map(|f| f.goodput_bps).sum();
+    assert!((total / adjusted(2e6) - 1.0).abs() < 0.03, "{total}");
+}
