@@ -67,7 +67,7 @@ struct Source {
 fn flow_pkt(f: u32, ack: bool, seq: u32) -> (Dir, Packet) {
     let lan = IpAddr::V4(Ipv4Addr::new(10, 100 + (f % 8) as u8, (f / 8) as u8, 1));
     let wan = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
-    let dport = if f % 2 == 0 { 9 } else { 6000 + (f % 16) as u16 };
+    let dport = if f.is_multiple_of(2) { 9 } else { 6000 + (f % 16) as u16 };
     let sport = 40_000 + f as u16;
     let tcp = |sport, dport, flags| TcpHdr {
         sport,
