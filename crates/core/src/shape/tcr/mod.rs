@@ -61,6 +61,7 @@
 
 pub mod alloc;
 mod config;
+pub mod workload;
 pub use config::*;
 
 use super::ackmech::{AckMechanism, FlowKey};
@@ -68,6 +69,11 @@ use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+
+/// Allocation passes triggered by flows starting or ending run at most this often; a flow
+/// that starts in between gets B/N (Eq. 2) until the pass. A pass costs O(n log n) in the
+/// class's flows, so without this a burst of n flow starts would cost O(n² log n).
+pub const MIN_PASS_GAP: Dur = Dur::from_millis(1);
 
 /// The segment being timed for an RTT sample.
 #[derive(Clone, Copy, Debug)]
@@ -356,6 +362,11 @@ pub struct Tcr {
     next_sample: Option<Time>,
     /// The sampling interval in force (recomputed at each allocation pass).
     interval: Dur,
+    /// Flows in the allocation.
+    members: usize,
+    last_pass: Option<Time>,
+    /// A pass deferred by flow starts/ends within `MIN_PASS_GAP` of the last one.
+    pass_due: Option<Time>,
     scratch: Vec<alloc::Entry>,
     scratch_idx: Vec<u32>,
     scratch_f: Vec<f64>,
@@ -379,6 +390,9 @@ impl Tcr {
             tick_period: Dur::ZERO,
             next_sample: None,
             interval: Dur::from_millis(1),
+            members: 0,
+            last_pass: None,
+            pass_due: None,
             scratch: Vec::new(),
             scratch_idx: Vec::new(),
             scratch_f: Vec::new(),
@@ -393,6 +407,11 @@ impl Tcr {
 
     pub fn stats(&self) -> &TcrStats {
         &self.stats
+    }
+
+    /// Entries in the pacing timer heap (live and superseded).
+    pub fn timer_entries(&self) -> usize {
+        self.heap.len()
     }
 
     /// Flows tracked.
@@ -466,7 +485,8 @@ impl Tcr {
         };
         self.index.insert(key, i);
         self.stats.flows_started += 1;
-        self.realloc(now);
+        self.members += 1;
+        self.membership_changed(now, Some(i));
         if self.next_sample.is_none() {
             self.next_sample = Some(now + self.interval);
         }
@@ -492,8 +512,35 @@ impl Tcr {
         Dur::from_secs_f64((n as f64 * s_max / b).max(rtt_max).max(1e-3))
     }
 
+    /// A flow joined (`newcomer`) or left the allocation: run a pass now, or at most
+    /// `MIN_PASS_GAP` after the last one (the newcomer gets B/N meanwhile).
+    fn membership_changed(&mut self, now: Time, newcomer: Option<u32>) {
+        if self.last_pass.is_none_or(|t| now >= t + MIN_PASS_GAP) {
+            self.realloc(now);
+            return;
+        }
+        if let Some(i) = newcomer {
+            let share = self.capacity() / self.members.max(1) as f64;
+            let f = self.flow_mut(i);
+            f.accumulate_alloc(now);
+            f.alloc = share;
+        }
+        let due = self.last_pass.unwrap() + MIN_PASS_GAP;
+        self.pass_due = Some(self.pass_due.map_or(due, |t| t.min(due)));
+    }
+
+    /// Runs a deferred allocation pass if it is due.
+    #[inline]
+    fn catch_up(&mut self, now: Time) {
+        if self.pass_due.is_some_and(|t| t <= now) {
+            self.realloc(now);
+        }
+    }
+
     /// Runs an allocation pass over the member flows and applies the result.
     fn realloc(&mut self, now: Time) {
+        self.last_pass = Some(now);
+        self.pass_due = None;
         let b = self.capacity();
         let mut entries = std::mem::take(&mut self.scratch);
         let mut idx = std::mem::take(&mut self.scratch_idx);
@@ -571,6 +618,7 @@ impl Tcr {
                 }
             }
         }
+        self.members = entries.len();
         self.scratch = entries;
         self.scratch_idx = idx;
         if self.cfg.pacing == Pacing::ClassTick {
@@ -839,11 +887,15 @@ impl Tcr {
         if f.finished {
             return;
         }
+        let was_member = f.member();
         f.finished = true;
         f.flush = true;
         self.flush_list.push(i);
         self.flush_at = Some(self.flush_at.map_or(now, |t| t.min(now)));
-        self.realloc(now);
+        if was_member {
+            self.members -= 1;
+            self.membership_changed(now, None);
+        }
     }
 
     /// One class tick (paper 000): every flow earns A_i·T of credit and spends it on releases.
@@ -939,6 +991,7 @@ impl Tcr {
             return None;
         };
         let (flags, a, seq, win) = (t.flags, t.ack, t.seq, t.window);
+        self.catch_up(now);
         let i = self.lookup_or_create(now, flow);
         self.stats.acks_in += 1;
         if flags.contains(TcpFlags::RST) {
@@ -1133,17 +1186,22 @@ impl AckMechanism for Tcr {
 
     fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet) {
         let Some(t) = pkt.tcp() else { return };
+        self.catch_up(now);
         let i = self.lookup_or_create(now, flow);
         let f = self.slots[i as usize].flow.as_mut().unwrap();
         if t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) && (f.finished || f.mss_known) {
             // A new connection on the same addresses and ports: start over.
             let counted = f.counted as u64;
+            let was_member = f.member();
             *f = Flow::new(flow, &self.cfg, now);
             self.held -= counted;
             let slot = &mut self.slots[i as usize];
             slot.gen = slot.gen.wrapping_add(1);
             self.stats.flows_started += 1;
-            self.realloc(now);
+            if !was_member {
+                self.members += 1;
+            }
+            self.membership_changed(now, Some(i));
         }
         let overhead = self.cfg.overhead_bytes as u64;
         let f = self.flow_mut(i);
@@ -1195,10 +1253,12 @@ impl AckMechanism for Tcr {
             f.idle = false;
             changed = true;
         }
+        if changed {
+            self.members += 1;
+            self.membership_changed(now, Some(i));
+        }
         if t.flags.contains(TcpFlags::RST) || fin {
             self.finish(i, now);
-        } else if changed {
-            self.realloc(now);
         }
     }
 
@@ -1226,6 +1286,7 @@ impl AckMechanism for Tcr {
     }
 
     fn on_flow_end(&mut self, now: Time, flow: FlowKey, out: &mut Vec<Packet>) {
+        self.catch_up(now);
         let Some(i) = self.index.remove(&flow) else { return };
         self.flush(i, out);
         self.sync_held(i);
@@ -1236,7 +1297,8 @@ impl AckMechanism for Tcr {
         self.free.push(i);
         self.stats.flows_ended += 1;
         if member {
-            self.realloc(now);
+            self.members -= 1;
+            self.membership_changed(now, None);
         }
         if self.index.is_empty() {
             self.next_sample = None;
@@ -1254,10 +1316,12 @@ impl AckMechanism for Tcr {
         take(self.heap.peek().map(|r| r.0 .0));
         take(self.next_tick);
         take(self.flush_at);
+        take(self.pass_due);
         t
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.catch_up(now);
         if self.flush_at.is_some_and(|t| t <= now) {
             let list = std::mem::take(&mut self.flush_list);
             for &i in &list {
@@ -1309,6 +1373,7 @@ impl AckMechanism for Tcr {
             m.insert("kind".into(), "tcr".into());
             m.insert("acks_held".into(), self.held.into());
             m.insert("flows".into(), self.index.len().into());
+            m.insert("timer_entries".into(), self.heap.len().into());
             let infos: Vec<FlowInfo> = self.flow_infos().take(LISTED).collect();
             m.insert("per_flow".into(), serde_json::to_value(infos).unwrap_or_default());
         }
