@@ -1127,7 +1127,7 @@ mod e2e {
                         if p.payload_len > 0 {
                             data_sent += 1;
                         }
-                        let lost = p.payload_len > 0 && s.loss_every.is_some_and(|k| data_sent % k == 0);
+                        let lost = p.payload_len > 0 && s.loss_every.is_some_and(|k| data_sent.is_multiple_of(k));
                         if !lost {
                             push(&mut evq, now + tx + s.one_way[i], Ev::ToReceiver(i, p));
                         }
