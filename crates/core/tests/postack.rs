@@ -110,9 +110,14 @@ fn factory_builds_postack_and_names_bad_keys() {
     assert_eq!(e.0, "packet_bytes");
     let e = ackmech::build("postack", &t("max_held_per_flow = 0")).err().unwrap();
     assert_eq!(e.0, "max_held_per_flow");
-    let c = PostAckConfig::from_table(&t("variant = \"zero-timer\"\nidle_timeout_ms = 250\nmax_held_per_flow = 7"))
-        .unwrap();
-    assert_eq!((c.variant, c.idle_timeout_ms, c.max_held_per_flow, c.packet_bytes), (Variant::ZeroTimer, 250, 7, 0));
+    let c = PostAckConfig::from_table(&t(
+        "variant = \"zero-timer\"\nidle_timeout_ms = 250\nmax_held_per_flow = 7\nkeep_in_pfq = 1",
+    ))
+    .unwrap();
+    assert_eq!(
+        (c.variant, c.idle_timeout_ms, c.max_held_per_flow, c.packet_bytes, c.keep_in_pfq),
+        (Variant::ZeroTimer, 250, 7, 0, 1)
+    );
 }
 
 // ---------------------------------------------------------------- on-off (Fig. 4, P0-9)
@@ -358,6 +363,8 @@ fn per_flow_bound_releases_the_oldest() {
 
 // ---------------------------------------------------------------- zero-timer (Fig. 13/14, P0-16)
 
+/// The paper's table is read on the selected queue's length (the seam reports it after the
+/// dequeue, one less): more left → hold; the flow's last packet leaves → one ACK with it.
 #[test]
 fn zero_timer_qlen_table() {
     let mut m = mech(Variant::ZeroTimer, 1_200_000);
@@ -370,35 +377,61 @@ fn zero_timer_qlen_table() {
     }
     assert_eq!(m.acks_held(), 6, "the flow has packets in the class: ACKs wait");
     let mut out = vec![];
-    // qlen after the dequeue: 5, 4, 3, 2 → hold.
-    for q in [5, 4, 3, 2] {
+    // Left after the dequeue: 5, 4, 3, 2, 1 (the paper's qlen 6 … 2 > 1) → hold.
+    for q in [5, 4, 3, 2, 1] {
         m.on_class_dequeue(ms(2), key(0), Some(q), &mut out);
-        assert!(out.is_empty(), "qlen {q} > 1 holds");
+        assert!(out.is_empty(), "{q} left: hold");
     }
-    // qlen 1: one ACK goes with the data packet.
-    m.on_class_dequeue(ms(3), key(0), Some(1), &mut out);
+    // The last one leaves (paper's qlen == 1): one ACK goes with it.
+    m.on_class_dequeue(ms(3), key(0), Some(0), &mut out);
     assert_eq!(ids(&out), vec![0]);
-    // qlen 0: its ACK (one).
+    assert_eq!(m.stats().table_holds, 5);
+    assert_eq!(m.poll_timeout(), None, "never a timer");
+    // The ACK brings one packet; it leaves → one more ACK.
+    m.on_data(ms(4), key(0), &data(0, 1 + 6 * MSS, MSS));
     m.on_class_dequeue(ms(4), key(0), Some(0), &mut out);
     assert_eq!(ids(&out), vec![0, 1]);
-    assert_eq!(m.stats().table_holds, 4);
-    assert_eq!(m.poll_timeout(), None, "never a timer");
-    // P0-16: the flow has nothing in the class now; the next ACK releases everything held and
-    // itself, so nothing is stranded at the end of a transfer.
+    // P0-16: the flow has nothing in the class now. An ACK that leaves data unacknowledged
+    // releases the oldest held ACK (restarting the clock) and waits itself.
     out.clear();
-    m.on_ack(ms(5), key(0), ack(0, 1 + 7 * MSS, 6), &mut out);
-    assert_eq!(ids(&out), vec![2, 3, 4, 5, 6]);
-    assert_eq!(m.stats().released_by_empty_hook, 4);
+    m.on_ack(ms(5), key(0), ack(0, 1 + 6 * MSS, 6), &mut out);
+    assert_eq!(ids(&out), vec![2]);
+    assert_eq!(m.acks_held(), 4);
+    // An ACK of everything sent (snd_nxt = 1 + 7·MSS): the flow is done or idle; everything held
+    // goes, then it — nothing is stranded at the end of a transfer.
+    out.clear();
+    m.on_ack(ms(5), key(0), ack(0, 1 + 7 * MSS, 7), &mut out);
+    assert_eq!(ids(&out), vec![3, 4, 5, 6, 7]);
+    assert_eq!(m.stats().released_by_empty_hook, 5);
     assert_eq!(m.acks_held(), 0);
     // With a packet of the flow in the class again, ACKs wait.
-    m.on_data(ms(6), key(0), &data(0, 1 + 6 * MSS, MSS));
+    m.on_data(ms(6), key(0), &data(0, 1 + 7 * MSS, MSS));
     out.clear();
-    m.on_ack(ms(6), key(0), ack(0, 1 + 7 * MSS, 7), &mut out);
+    m.on_ack(ms(6), key(0), ack(0, 1 + 8 * MSS, 8), &mut out);
     assert!(out.is_empty());
     // The dequeues of other flows do not release this flow's ACKs.
     m.on_data(ms(6), key(1), &data(1, 1, MSS));
     m.on_class_dequeue(ms(7), key(1), Some(0), &mut out);
     assert!(out.is_empty());
+}
+
+/// `keep_in_pfq = 1`: one packet stays queued per flow; the ACK goes when one is left.
+#[test]
+fn zero_timer_keep_one_in_pfq() {
+    let mut m = PostAck::new(PostAckConfig { variant: Variant::ZeroTimer, keep_in_pfq: 1, ..PostAckConfig::default() });
+    for j in 0..3u32 {
+        m.on_data(ms(0), key(0), &data(0, 1 + j * MSS, MSS));
+    }
+    for j in 0..3u16 {
+        m.on_ack(ms(1), key(0), ack(0, 1, j), &mut vec![]);
+    }
+    let mut out = vec![];
+    m.on_class_dequeue(ms(2), key(0), Some(2), &mut out);
+    assert!(out.is_empty());
+    m.on_class_dequeue(ms(2), key(0), Some(1), &mut out);
+    assert_eq!(ids(&out), vec![0]);
+    m.on_class_dequeue(ms(2), key(0), Some(0), &mut out);
+    assert_eq!(ids(&out), vec![0, 1]);
 }
 
 /// Without per-flow queues (`flow_qlen == None`) zero-timer counts the flow's packets in the
@@ -414,11 +447,10 @@ fn zero_timer_fifo_fallback() {
     }
     let mut out = vec![];
     m.on_class_dequeue(ms(2), key(0), None, &mut out); // 2 left → hold
+    m.on_class_dequeue(ms(2), key(0), None, &mut out); // 1 left → hold
     assert!(out.is_empty());
-    m.on_class_dequeue(ms(2), key(0), None, &mut out); // 1 left → release one
+    m.on_class_dequeue(ms(2), key(0), None, &mut out); // the last → one ACK
     assert_eq!(ids(&out), vec![0]);
-    m.on_class_dequeue(ms(2), key(0), None, &mut out); // 0 left → release one
-    assert_eq!(ids(&out), vec![0, 1]);
     assert_eq!(m.stats().dequeues_without_qlen, 3);
 }
 

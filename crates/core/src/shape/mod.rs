@@ -21,8 +21,11 @@
 pub mod ackmech;
 pub mod asym;
 pub mod drr;
+pub mod gateway;
 pub mod pfq;
+pub mod policy;
 pub mod postack;
+pub mod qdisc_spec;
 pub mod qlink;
 pub mod red;
 pub mod tap;

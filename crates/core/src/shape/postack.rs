@@ -19,9 +19,10 @@
 //!   `i.out > 1` the QueueRelocator skips the slot (`i.out −= 1`), else one held ACK is released.
 //!   So k packets entering after one released ACK make the next k − 1 slots of the flow skip.
 //! - **`zero-timer`** (Fig. 13/14, P0-A5): no timer; the class's per-flow queues (PFQ+DRR)
-//!   clock the ACKs. After each class dequeue of flow i with its per-flow queue left at `qlen`:
-//!   `qlen > 1` hold, `qlen == 1` release one ACK (with the data packet just sent),
-//!   `qlen == 0` release its ACK.
+//!   clock the ACKs. The paper's table is read on the length `qlen` of the DRR-selected flow's
+//!   queue *when it is selected*, i.e. `flow_qlen + 1` with the seam's after-the-dequeue
+//!   length: `qlen > 1` hold, `qlen == 1` (the packet leaving is the flow's last) release one
+//!   ACK together with it, `qlen == 0` release its ACK (see P0-16 below).
 //!
 //! # Choices where the paper is silent (also in `docs/policy.md`)
 //!
@@ -47,14 +48,27 @@
 //!   would send it.
 //! - **n** counts the flows of the class that sent data within `idle_timeout_ms` or have ACKs
 //!   held (on-off and basic); it is recounted at every slot and when a flow starts or ends.
-//! - **qlen table (P0-16).** `flow_qlen` is the per-flow queue length *after* the dequeue, and
-//!   the table is applied to it literally: a backlogged flow keeps about one packet waiting in
-//!   its queue, so the DRR never finds it empty while ACK-clocked data is on its way (the class
-//!   stays backlogged, the paper's design strategy 2). DRR never selects an empty queue, so the
-//!   `qlen == 0` rule alone could strand ACKs at the end of a transfer: when an ACK arrives for
-//!   a flow with nothing in the class, everything held for it is released with it.
-//!   The mechanism tracks "packets in the class" per flow as (data accepted − dequeued),
-//!   resynchronised to `flow_qlen` at each dequeue of the flow.
+//! - **qlen table (P0-16).** `flow_qlen` is the per-flow queue length *after* the dequeue; the
+//!   paper's `qlen` is the length of the selected queue, one more. So an ACK is released when a
+//!   dequeue leaves the flow's queue with at most `keep_in_pfq` packets (default 0: the paper —
+//!   a backlogged flow then has about one packet in its queue between its turns, n packets in
+//!   the class). `keep_in_pfq = 1` keeps one more packet per flow as a cushion for senders whose
+//!   turnaround (gateway → sender → gateway) exceeds a DRR round (n packet times at the class
+//!   rate), which would otherwise lose turns; it doubles the class queue.
+//!   DRR never selects an empty queue, so the `qlen == 0` rule can never run as printed, and a
+//!   flow whose queue ran empty while its ACKs are held would stall (nothing dequeues it) and
+//!   strand its last ACKs at the end of a transfer. The hook: when an ACK arrives for a flow with
+//!   nothing in the class, if it acknowledges everything the sender has sent (the flow is idle or
+//!   done) everything held is released with it; otherwise it joins the queue and one ACK's
+//!   worth of progress is released: the held duplicate ACKs ahead of the first ACK that advances
+//!   the sender's window, and that ACK (duplicates clock no data before fast retransmit or after
+//!   a timeout, so releasing one alone could leave the flow stalled until its next RTO). That
+//!   restarts the dequeue clock. (Releasing all every time would dump a whole held window into
+//!   the class whenever a flow's queue is empty for a moment, e.g. during loss recovery.)
+//!   The mechanism tracks "packets in the class" per flow as (packets accepted − dequeued),
+//!   resynchronised to `flow_qlen` at each dequeue of the flow; if the class drops a queued
+//!   packet, the count is high until the flow's next dequeue (at worst until the sender's
+//!   retransmission timeout brings one).
 //! - **`flow_qlen == None`** (the class is a FIFO, no per-flow queues): zero-timer falls back to
 //!   the mechanism's own count of the flow's packets in the class FIFO (accepted − dequeued) and
 //!   applies the same table to it; counted as `dequeues_without_qlen`. (The factory cannot reject
@@ -115,6 +129,10 @@ pub struct PostAckConfig {
     /// ACKs held per flow at most; beyond it the oldest is released at once. Default 1024.
     #[serde(default = "d_max_held")]
     pub max_held_per_flow: usize,
+    /// zero-timer: release one ACK when a dequeue leaves the flow's per-flow queue with at most
+    /// this many packets. Default 0 (the paper's table); 1 keeps a packet per flow as a cushion.
+    #[serde(default)]
+    pub keep_in_pfq: usize,
 }
 
 fn d_idle() -> u64 {
@@ -131,12 +149,13 @@ impl Default for PostAckConfig {
             packet_bytes: 0,
             idle_timeout_ms: d_idle(),
             max_held_per_flow: d_max_held(),
+            keep_in_pfq: 0,
         }
     }
 }
 
 /// The keys [`PostAckConfig`] accepts.
-pub const KEYS: &[&str] = &["variant", "packet_bytes", "idle_timeout_ms", "max_held_per_flow"];
+pub const KEYS: &[&str] = &["variant", "packet_bytes", "idle_timeout_ms", "max_held_per_flow", "keep_in_pfq"];
 
 impl PostAckConfig {
     /// Parse the `mechanism` table (without `kind`). Errors are `(key, message)`.
@@ -214,7 +233,7 @@ pub struct PostAckStats {
     pub slots: u64,
     pub qr_skips: u64,
     pub unused_slots: u64,
-    /// zero-timer: dequeues seen, those that found qlen > 1 (hold), and those reported without
+    /// zero-timer: dequeues seen, those that held (the paper's qlen > 1), and those reported without
     /// a per-flow queue length (FIFO fallback).
     pub dequeues: u64,
     pub table_holds: u64,
@@ -699,15 +718,35 @@ impl AckMechanism for PostAck {
                 self.ensure_timer(now);
             }
             Variant::ZeroTimer => {
-                if self.flows[s].in_class == 0 {
-                    // P0-16: nothing of this flow is in the class, so no dequeue will clock its
-                    // ACKs out: release what is held, then this one.
-                    let k = self.flush(s, now, out);
-                    self.stats.released_by_empty_hook += k;
-                    self.stats.forwarded_now += 1;
-                    Self::emit(&mut self.flows, s, pkt, out);
-                } else {
+                let f = &self.flows[s];
+                if f.in_class > 0 {
                     self.push_held(s, now, now, pkt, out);
+                } else {
+                    // P0-16: nothing of this flow is in the class, so no dequeue will clock its
+                    // ACKs out. If this ACK covers everything the sender sent, the flow is idle
+                    // or done: release all, in order. Otherwise release one ACK's worth of
+                    // progress (the held duplicates ahead of the first ACK that advances the
+                    // sender's window, and that one), which restarts the dequeue clock; the
+                    // new ACK waits behind what is left.
+                    let all = pkt.tcp().zip(f.snd_nxt).is_some_and(|(t, n)| t.ack >= n);
+                    if all || f.held.is_empty() {
+                        let k = self.flush(s, now, out);
+                        self.stats.released_by_empty_hook += k;
+                        self.stats.forwarded_now += 1;
+                        Self::emit(&mut self.flows, s, pkt, out);
+                    } else {
+                        self.push_held(s, now, now, pkt, out);
+                        loop {
+                            let before = self.flows[s].ack_sent;
+                            if !self.release_head(s, now, out) {
+                                break;
+                            }
+                            self.stats.released_by_empty_hook += 1;
+                            if self.flows[s].ack_sent != before {
+                                break;
+                            }
+                        }
+                    }
                 }
             }
             Variant::Basic => {
@@ -747,10 +786,11 @@ impl AckMechanism for PostAck {
             return;
         }
         self.stats.dequeues += 1;
-        if q > 1 {
+        if q > self.cfg.keep_in_pfq {
+            // The paper's qlen > 1: the flow has more queued; its ACKs wait.
             self.stats.table_holds += 1;
         } else if self.release_head(s, now, out) {
-            // q == 1: one ACK goes with the data packet just sent; q == 0: its ACK.
+            // The paper's qlen == 1: one ACK goes with the flow's last queued packet.
             self.stats.released_by_rule += 1;
         }
     }
