@@ -14,7 +14,16 @@ const BATCH: usize = 1024;
 fn configs() -> Vec<(&'static str, TcrConfig)> {
     vec![
         ("per-flow", TcrConfig::default()),
-        ("class-tick", TcrConfig { pacing: Pacing::ClassTick, allocation: Allocation::Equal, ..TcrConfig::default() }),
+        // (The ACK-only runs send no data: keep the flows counted in n.)
+        (
+            "class-tick",
+            TcrConfig {
+                pacing: Pacing::ClassTick,
+                allocation: Allocation::Equal,
+                idle_timeout_ms: 1e12,
+                ..TcrConfig::default()
+            },
+        ),
     ]
 }
 

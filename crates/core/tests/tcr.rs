@@ -1310,3 +1310,45 @@ fn a_new_syn_on_a_finished_flow_starts_over() {
     assert_eq!(fi.alloc_bps, 4e6);
     assert_eq!(t.acks_held(), 0);
 }
+
+#[test]
+fn the_lan_round_trip_is_measured_from_release_to_data_at_the_edge() {
+    // The sender is 2 ms (round trip) from the gateway: data reaching a newly advertised right
+    // edge arrives 2 ms after the ACK that advertised it. The window covers WAN + LAN.
+    let mut t = tcr(TcrConfig { window_step_segments: 0, ..TcrConfig::default() }, 8_000_000);
+    let sa = handshake(&mut t, 0, Time::ZERO, ms(40.0), None, None, 65535);
+    let edge = h(&sa).window as u32 / MSS; // segments the SYN-ACK allows
+                                           // The sender fills the window 2 ms after the SYN-ACK left (at 40 ms).
+    send(&mut t, 0, at(42.0), 0, edge);
+    let fi = t.flow_info(&key(0)).unwrap();
+    assert_eq!(fi.lan_rtt_ms, Some(2.0));
+    // W = 1e6 × (0.040 + 0.002) × 1448/1500 = 40 544 B → 28 segments.
+    assert_eq!(fi.window_target_bytes, Some(28 * 1448));
+    // A later, slower sample (a cwnd-limited sender) does not raise it.
+    let mut out = Vec::new();
+    t.on_ack(at(82.0), key(0), ack(0, 1, 65535), &mut out);
+    send(&mut t, 0, at(92.0), edge, edge + 2);
+    assert_eq!(t.flow_info(&key(0)).unwrap().lan_rtt_ms, Some(2.0));
+}
+
+#[test]
+fn an_idle_flow_under_equal_shares_releases_what_it_holds() {
+    let cfg = TcrConfig { allocation: Allocation::Equal, idle_timeout_ms: 200.0, ..TcrConfig::default() };
+    // 800 kbit/s for two flows: one segment per 30 ms each, 900 ms to drain 30 segments.
+    let mut t = tcr(cfg, 800_000);
+    handshakes(&mut t, 2, Time::ZERO, ms(40.0));
+    send(&mut t, 0, at(40.0), 0, 30);
+    let mut out = Vec::new();
+    t.on_ack(at(80.0), key(0), ack(0, 30, 65535), &mut out);
+    // Flow 0 sends nothing more; its ACK queue drains at its share, and whatever is left when
+    // it is declared idle goes at once.
+    let got = run(&mut t, at(400.0));
+    assert_eq!(t.acks_held(), 0);
+    assert!(got.len() < 20, "{} paced before the flush", got.len());
+    assert_eq!(h(&got.last().unwrap().1).ack, SeqNum(sq(30 * MSS)));
+    assert!(!t.flow_info(&key(0)).unwrap().member);
+    // While idle its ACKs are not paced.
+    out.clear();
+    t.on_ack(at(401.0), key(0), ack(0, 30, 60000), &mut out);
+    assert_eq!(out.len(), 1);
+}

@@ -108,6 +108,12 @@ struct Flow {
     timed: Option<Timed>,
     srtt: Option<f64>,
     rtt_min: f64,
+    /// LAN side: the advertised right edge being timed (release → data reaching it).
+    lan_timed: Option<(SeqNum, Time)>,
+    /// Highest right edge advertised.
+    edge_max: Option<SeqNum>,
+    /// Smallest LAN round trip seen (gateway → sender → gateway), s.
+    lan_rtt: Option<f64>,
     // --- allocation ---
     joined: bool,
     finished: bool,
@@ -176,6 +182,9 @@ impl Flow {
             timed: None,
             srtt: None,
             rtt_min: f64::INFINITY,
+            lan_timed: None,
+            edge_max: None,
+            lan_rtt: None,
             joined: true,
             finished: false,
             idle: false,
@@ -264,7 +273,7 @@ impl Flow {
     }
 
     fn target_window(&self, cfg: &TcrConfig) -> Option<f64> {
-        let rtt = self.srtt?;
+        let rtt = self.srtt? + self.lan_rtt.unwrap_or(0.0);
         let mss = self.mss.max(1) as f64;
         // A·RTT, plus what the receiver's ACK stride makes the ACK queue hold: an ACK that
         // covers k segments is released over k pacing slots, so k − 1 segments of the window
@@ -332,6 +341,8 @@ pub struct FlowInfo {
     pub member: bool,
     pub srtt_ms: Option<f64>,
     pub rtt_min_ms: Option<f64>,
+    /// Gateway → sender → gateway, smallest seen.
+    pub lan_rtt_ms: Option<f64>,
     pub mss: u32,
     /// A full segment as the class counts it, bytes.
     pub segment_bytes: u32,
@@ -447,6 +458,7 @@ impl Tcr {
             member: f.member(),
             srtt_ms: f.srtt.map(|s| s * 1e3),
             rtt_min_ms: f.rtt_min.is_finite().then_some(f.rtt_min * 1e3),
+            lan_rtt_ms: f.lan_rtt.map(|s| s * 1e3),
             mss: f.mss,
             segment_bytes: f.seg_wire(self.cfg.overhead_bytes) as u32,
             rcv_scale: f.rcv_scale,
@@ -643,7 +655,8 @@ impl Tcr {
         let g = self.cfg.rate_gain;
         let idle_after = Dur::from_secs_f64(self.cfg.idle_timeout_ms * 1e-3);
         let equal = self.cfg.allocation == Allocation::Equal;
-        for f in self.slots.iter_mut().filter_map(|s| s.flow.as_mut()) {
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let Some(f) = slot.flow.as_mut() else { continue };
             f.accumulate_alloc(now);
             if let Some(start) = f.sample_start {
                 let span = now.since(start).as_secs_f64();
@@ -666,7 +679,13 @@ impl Tcr {
                 f.alloc_int = 0.0;
             }
             if equal && f.member() && now.since(f.last_data) > idle_after {
+                // Out of n: what it holds goes now, and its ACKs pass unpaced until it sends again.
                 f.idle = true;
+                if f.has_queue() && !f.flush {
+                    f.flush = true;
+                    self.flush_list.push(i as u32);
+                    self.flush_at = Some(self.flush_at.map_or(now, |t| t.min(now)));
+                }
             }
         }
         self.realloc(now);
@@ -708,7 +727,7 @@ impl Tcr {
 
     /// The window field for a (non-duplicate) ACK with number `ack` leaving now, and its
     /// bookkeeping. `syn` marks the SYN-ACK (unscaled field).
-    fn window_field(&mut self, i: u32, ack: SeqNum, syn: bool) -> u16 {
+    fn window_field(&mut self, i: u32, now: Time, ack: SeqNum, syn: bool) -> u16 {
         let cfg = &self.cfg;
         let f = self.slots[i as usize].flow.as_mut().unwrap();
         let recv = f.recv_field;
@@ -736,8 +755,15 @@ impl Tcr {
         if field != recv {
             self.stats.window_rewrites += 1;
         }
-        f.adv_right = Some(ack + ((field as u32) << scale));
+        let edge = ack + ((field as u32) << scale);
+        f.adv_right = Some(edge);
         f.last_field = field;
+        if f.edge_max.is_none_or(|m| edge > m) {
+            f.edge_max = Some(edge);
+            if f.lan_timed.is_none() {
+                f.lan_timed = Some((edge, now));
+            }
+        }
         field
     }
 
@@ -745,7 +771,7 @@ impl Tcr {
 
     /// Releases one unit of flow `i`'s queue (an advance of the ACK number, or a duplicate
     /// once `right` has gone). Returns the class bytes it lets the sender send.
-    fn release_one(&mut self, i: u32, out: &mut Vec<Packet>) -> Option<f64> {
+    fn release_one(&mut self, i: u32, now: Time, out: &mut Vec<Packet>) -> Option<f64> {
         let release = self.cfg.release;
         let overhead = self.cfg.overhead_bytes;
         let f = self.flow_mut(i);
@@ -758,7 +784,7 @@ impl Tcr {
             f.left = new_left;
             let cost = adv as f64 * s / f.mss.max(1) as f64;
             let withhold = new_left < f.right;
-            let field = self.window_field(i, new_left, false);
+            let field = self.window_field(i, now, new_left, false);
             let f = self.flow_mut(i);
             let mut p = f.template.clone().unwrap();
             let rcv_nxt = f.rcv_nxt;
@@ -919,7 +945,7 @@ impl Tcr {
                 if !f.has_queue() || f.credit < f.next_cost(&self.cfg) {
                     break;
                 }
-                match self.release_one(i, out) {
+                match self.release_one(i, now, out) {
                     Some(c) => self.flow_mut(i).credit -= c,
                     None => break,
                 }
@@ -978,7 +1004,7 @@ impl Tcr {
         f.rcv_nxt = seq + 1;
         f.rcv_valid = true;
         f.recv_field = win;
-        let field = self.window_field(i, ack, true);
+        let field = self.window_field(i, now, ack, true);
         pkt.tcp_mut().unwrap().window = field;
         self.stats.acks_out += 1;
         out.push(pkt);
@@ -1071,7 +1097,7 @@ impl Tcr {
         }
         // Newest timestamps/ECE come from any packet; the template is a pure ACK.
         let mut tmpl = (!stale).then(|| template_of(&pkt));
-        if pacing == Pacing::None {
+        if pacing == Pacing::None || self.flow_mut(i).idle {
             let f = self.flow_mut(i);
             f.left = f.right;
             f.dups = 0;
@@ -1083,7 +1109,7 @@ impl Tcr {
                 return Some(i);
             }
             let left = self.flow_mut(i).left;
-            let field = self.window_field(i, left, false);
+            let field = self.window_field(i, now, left, false);
             let t = pkt.tcp_mut().unwrap();
             t.ack = left;
             t.window = field;
@@ -1111,7 +1137,7 @@ impl Tcr {
             let f = self.flow_mut(i);
             let left = f.left;
             let withhold = left < f.right;
-            let field = self.window_field(i, left, false);
+            let field = self.window_field(i, now, left, false);
             let t = pkt.tcp_mut().unwrap();
             t.ack = left;
             t.window = field;
@@ -1134,7 +1160,7 @@ impl Tcr {
             // Nothing queued: a window update (or the first ACK of a flow picked up
             // mid-stream) goes at once; window updates are not clocked.
             let left = f.left;
-            let field = self.window_field(i, left, false);
+            let field = self.window_field(i, now, left, false);
             let f = self.flow_mut(i);
             let mut p = f.template.clone().unwrap();
             let rcv_nxt = f.rcv_nxt;
@@ -1147,7 +1173,7 @@ impl Tcr {
             return Some(i);
         }
         if f.scheduled.is_none() && f.has_queue() && self.release_due(f, now) && pacing == Pacing::PerFlow {
-            if let Some(c) = self.release_one(i, out) {
+            if let Some(c) = self.release_one(i, now, out) {
                 self.after_release(i, now, c);
             }
         }
@@ -1224,8 +1250,19 @@ impl AckMechanism for Tcr {
                     f.timed = None;
                     self.stats.rtt_samples_discarded += 1;
                 }
-            } else if f.timed.is_none() {
-                f.timed = Some(Timed { seq_end: end, idx, t_enq: now, t_fwd: None });
+            } else {
+                if f.timed.is_none() {
+                    f.timed = Some(Timed { seq_end: end, idx, t_enq: now, t_fwd: None });
+                }
+                // New data up to an edge advertised at t: the sender had it a LAN round trip
+                // after t at the earliest (later if its cwnd held it back: keep the minimum).
+                if let Some((edge, t0)) = f.lan_timed {
+                    if end >= edge {
+                        let s = now.since(t0).as_secs_f64();
+                        f.lan_rtt = Some(f.lan_rtt.map_or(s, |m| m.min(s)));
+                        f.lan_timed = None;
+                    }
+                }
             }
             let f = self.flow_mut(i);
             if !f.snd_valid || end > f.snd_max {
@@ -1350,7 +1387,7 @@ impl AckMechanism for Tcr {
             let f = self.flow_mut(i);
             f.scheduled = None;
             if !f.finished && now >= f.next_allowed {
-                if let Some(c) = self.release_one(i, out) {
+                if let Some(c) = self.release_one(i, now, out) {
                     self.after_release(i, now, c);
                 }
             }
