@@ -110,7 +110,7 @@ impl Driver {
         self.now += Dur::from_micros(1200);
         let k = key(f, self.gen[i]);
         // Every 500 turns one flow ends and a new one takes its slot.
-        if self.steps % 500 == 0 {
+        if self.steps.is_multiple_of(500) {
             self.m.on_flow_end(self.now, k, &mut self.out);
             self.gen[i] = (self.gen[i] + 1) % 8;
             self.open(f);
