@@ -11,6 +11,9 @@
 //! - [`tap`]: third-party flow control (paper 004): a mirror-port tap that injects duplicate
 //!   ACKs (triple-ACK duplication, zero-window ACKs) with a feedback controller on the rate.
 //! - [`tbf`]: token-bucket shaping of a FIFO (a class rate).
+//! - [`tcr`]: TCP Rate Control (paper 001; paper 000 §2.4), an [`ackmech::AckMechanism`] that
+//!   allocates the class rate (max-min or equal shares), rewrites receiver windows to A·RTT and
+//!   paces ACKs at each flow's allocation.
 //!
 //! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
 //! steady state; the simulator and the live gateway drive these types with `now` and packets.
@@ -18,8 +21,11 @@
 pub mod ackmech;
 pub mod asym;
 pub mod drr;
+pub mod gateway;
 pub mod pfq;
+pub mod policy;
 pub mod postack;
+pub mod qdisc_spec;
 pub mod qlink;
 pub mod red;
 pub mod tap;

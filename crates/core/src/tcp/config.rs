@@ -118,6 +118,9 @@ pub struct TcpConfig {
     /// (Linux does not implement it).
     #[serde(default)]
     pub rescue_retransmission: bool,
+    /// Initial slow-start threshold in segments (0 = unlimited, RFC 5681's "arbitrarily high").
+    #[serde(default)]
+    pub initial_ssthresh: u64,
     /// MulTCP's N (how many Reno flows one `MulTcp` flow acts like); ignored by other algorithms.
     #[serde(default = "one")]
     pub multcp_n: f64,
@@ -151,6 +154,7 @@ impl Default for TcpConfig {
             time_wait: None,
             rescue_retransmission: false,
             multcp_n: 1.0,
+            initial_ssthresh: 0,
         }
     }
 }

@@ -259,7 +259,7 @@ impl Connection {
             una: 0,
             nxt: 0,
             cwnd: mss * cfg.initial_window.max(1) as u64,
-            ssthresh: u64::MAX,
+            ssthresh: if cfg.initial_ssthresh == 0 { u64::MAX } else { cfg.initial_ssthresh * mss },
             rwnd: 0,
             rwnd_max: 0,
             wl1: i64::MIN,
@@ -1476,7 +1476,7 @@ impl Connection {
     /// A VPS virtual flow: an established, always-backlogged sender with an unlimited receive
     /// window, SACK on, no timestamps and no RTO timer. Drive it with [`Self::virtual_ack`],
     /// [`Self::virtual_timeout`] and [`Self::poll_segment`].
-    pub(crate) fn virtual_sender(cfg: TcpConfig) -> Connection {
+    pub fn virtual_sender(cfg: TcpConfig) -> Connection {
         let addr: SocketAddr = SocketAddr::from(([0, 0, 0, 0], 0));
         let mut c = Connection::new(cfg, addr, addr, 0, TcpState::Established);
         c.drive = Drive::Virtual;
@@ -1503,7 +1503,7 @@ impl Connection {
 
     /// A virtual ACK: cumulative point `ack` and SACKed ranges (any number), in stream offsets.
     /// Counts as a duplicate ACK when `ack` equals SND.UNA. Old ACKs are ignored.
-    pub(crate) fn virtual_ack(&mut self, now: Time, ack: u64, sacks: &[(u64, u64)]) {
+    pub fn virtual_ack(&mut self, now: Time, ack: u64, sacks: &[(u64, u64)]) {
         if ack < self.una || ack > self.nxt {
             return;
         }
@@ -1527,14 +1527,14 @@ impl Connection {
 
     /// A virtual flow's timeout, propagated from an actual flow (paper 003 Fig. 13): recover,
     /// cwnd = 1, go-back-N from SND.UNA; the scoreboard is kept.
-    pub(crate) fn virtual_timeout(&mut self, now: Time) {
+    pub fn virtual_timeout(&mut self, now: Time) {
         if self.una < self.nxt {
             self.on_rtx_timer(now);
         }
     }
 
     /// The next segment a (virtual) sender may send: `(start, end, retransmission)` offsets.
-    pub(crate) fn poll_segment(&mut self, now: Time) -> Option<(u64, u64, bool)> {
+    pub fn poll_segment(&mut self, now: Time) -> Option<(u64, u64, bool)> {
         let nxt = self.nxt;
         let p = self.next_data_segment(now)?;
         let s = self.ack_off(p.tcp()?.seq).max(0) as u64;
@@ -1546,40 +1546,40 @@ impl Connection {
         self.ack_off(seq)
     }
 
-    /// SND.UNA, SND.MAX (HighData) and the data written, as stream offsets.
-    pub(crate) fn una_off(&self) -> u64 {
+    /// SND.UNA and SND.MAX (HighData) as stream offsets.
+    pub fn una_off(&self) -> u64 {
         self.una
     }
-    pub(crate) fn nxt_off(&self) -> u64 {
+    pub fn nxt_off(&self) -> u64 {
         self.nxt
     }
 
     /// Highest SACKed offset (exclusive), if any.
-    pub(crate) fn sack_highest(&self) -> Option<u64> {
+    pub fn sack_highest(&self) -> Option<u64> {
         self.sboard.highest()
     }
 
     /// Bytes SACKed above SND.UNA.
-    pub(crate) fn sacked_bytes(&self) -> u64 {
+    pub fn sacked_bytes(&self) -> u64 {
         self.sboard.sacked_in(self.una, self.nxt)
     }
 
-    pub(crate) fn cwnd_bytes(&self) -> u64 {
+    pub fn cwnd_bytes(&self) -> u64 {
         self.cwnd
     }
 
     /// RFC 6675 pipe during recovery, `nxt − una` otherwise.
-    pub(crate) fn pipe_bytes(&self) -> u64 {
+    pub fn pipe_bytes(&self) -> u64 {
         self.flight()
     }
 
     /// In fast recovery (Reno/NewReno/SACK).
-    pub(crate) fn in_fast_recovery(&self) -> bool {
+    pub fn in_fast_recovery(&self) -> bool {
         self.rec != Recovery::None
     }
 
     /// In fast recovery or in the go-back-N after an RTO.
-    pub(crate) fn in_loss_recovery(&self) -> bool {
+    pub fn in_loss_recovery(&self) -> bool {
         self.rec != Recovery::None || self.rto_lost_to > self.una
     }
 

@@ -354,6 +354,8 @@ pub struct Tcr {
     next_tick: Option<Time>,
     tick_period: Dur,
     next_sample: Option<Time>,
+    /// The sampling interval in force (recomputed at each allocation pass).
+    interval: Dur,
     scratch: Vec<alloc::Entry>,
     scratch_idx: Vec<u32>,
     scratch_f: Vec<f64>,
@@ -376,6 +378,7 @@ impl Tcr {
             next_tick: None,
             tick_period: Dur::ZERO,
             next_sample: None,
+            interval: Dur::from_millis(1),
             scratch: Vec::new(),
             scratch_idx: Vec::new(),
             scratch_f: Vec::new(),
@@ -463,16 +466,16 @@ impl Tcr {
         };
         self.index.insert(key, i);
         self.stats.flows_started += 1;
-        if self.next_sample.is_none() {
-            self.next_sample = Some(now + self.sample_interval());
-        }
         self.realloc(now);
+        if self.next_sample.is_none() {
+            self.next_sample = Some(now + self.interval);
+        }
         i
     }
 
     // ------------------------------------------------------------------ allocation
 
-    /// The rate-sampling interval in force.
+    /// The rate-sampling interval for the current flows (O(n); cached in `interval`).
     fn sample_interval(&self) -> Dur {
         if self.cfg.sample_interval_ms > 0.0 {
             return Dur::from_secs_f64(self.cfg.sample_interval_ms * 1e-3);
@@ -546,7 +549,8 @@ impl Tcr {
         }
         self.stats.allocations += 1;
         let per_flow = self.cfg.pacing == Pacing::PerFlow;
-        let max_d = self.sample_interval().as_secs_f64();
+        self.interval = self.sample_interval();
+        let max_d = self.interval.as_secs_f64();
         for (&i, e) in idx.iter().zip(&entries) {
             let gen = self.slots[i as usize].gen;
             let f = self.slots[i as usize].flow.as_mut().unwrap();
@@ -587,8 +591,7 @@ impl Tcr {
 
     /// Sampling interval expired: take rate samples, detect idle flows, reallocate.
     fn sample(&mut self, now: Time) {
-        let interval = self.sample_interval();
-        let half = interval.as_secs_f64() / 2.0;
+        let half = self.interval.as_secs_f64() / 2.0;
         let g = self.cfg.rate_gain;
         let idle_after = Dur::from_secs_f64(self.cfg.idle_timeout_ms * 1e-3);
         let equal = self.cfg.allocation == Allocation::Equal;
@@ -619,7 +622,7 @@ impl Tcr {
             }
         }
         self.realloc(now);
-        self.next_sample = if self.index.is_empty() { None } else { Some(now + self.sample_interval()) };
+        self.next_sample = if self.index.is_empty() { None } else { Some(now + self.interval) };
     }
 
     // ------------------------------------------------------------------ RTT
@@ -729,7 +732,9 @@ impl Tcr {
             let t = p.tcp_mut().unwrap();
             t.ack = f.right;
             t.seq = f.rcv_nxt;
-            t.window = f.last_field;
+            // The window of the ACK at the right edge (so it counts as a duplicate), unless the
+            // receiver has since lowered its own.
+            t.window = f.last_field.min(f.recv_field);
             out.push(p);
             self.stats.dupacks_out += 1;
             self.stats.acks_paced += 1;
@@ -742,7 +747,7 @@ impl Tcr {
 
     /// Pacing bookkeeping after a release of `cost` class bytes at `now` (per-flow pacing).
     fn after_release(&mut self, i: u32, now: Time, cost: f64) {
-        let max_d = self.sample_interval().as_secs_f64();
+        let max_d = self.interval.as_secs_f64();
         match self.cfg.pacing {
             Pacing::PerFlow => {
                 let f = self.flow_mut(i);
@@ -1129,6 +1134,17 @@ impl AckMechanism for Tcr {
     fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet) {
         let Some(t) = pkt.tcp() else { return };
         let i = self.lookup_or_create(now, flow);
+        let f = self.slots[i as usize].flow.as_mut().unwrap();
+        if t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) && (f.finished || f.mss_known) {
+            // A new connection on the same addresses and ports: start over.
+            let counted = f.counted as u64;
+            *f = Flow::new(flow, &self.cfg, now);
+            self.held -= counted;
+            let slot = &mut self.slots[i as usize];
+            slot.gen = slot.gen.wrapping_add(1);
+            self.stats.flows_started += 1;
+            self.realloc(now);
+        }
         let overhead = self.cfg.overhead_bytes as u64;
         let f = self.flow_mut(i);
         let idx = f.enq;
