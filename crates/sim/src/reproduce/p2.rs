@@ -748,6 +748,15 @@ fn mss_of(f: &ExpFile) -> f64 {
     get_path(&f.table, "tcp.mss").and_then(|v| v.as_integer()).map(|m| m as f64).unwrap_or(1460.0)
 }
 
+/// A sweep value as JSON: an integer when it is one.
+fn xnum(x: f64) -> serde_json::Value {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
+}
+
 fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
@@ -1283,7 +1292,7 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             };
             let model = model_point(&f, &cfg, li, x, &avg);
             rows.push(vec![
-                json!(x),
+                xnum(x),
                 json!(disc_label(d)),
                 json!(round4(a.uu)),
                 json!(round4(a.ud)),
@@ -1721,4 +1730,68 @@ fn run_f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     ];
     let _ = ctx;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_text(id: &'static str, edit: impl Fn(&str) -> String) -> Experiment {
+        let e = experiments().into_iter().find(|e| e.id == id).unwrap();
+        Experiment { text: Box::leak(edit(e.text).into_boxed_str()), ..e }
+    }
+
+    fn err_of(e: &Experiment) -> String {
+        (e.run)(e, &mut Ctx::new(true, 1)).err().expect("the experiment file is broken")
+    }
+
+    #[test]
+    fn every_experiment_file_is_a_valid_scenario_with_its_claims() {
+        for e in experiments() {
+            let f = ExpFile::parse(&e).unwrap_or_else(|err| panic!("{}: {err}", e.id));
+            let c = Claims::read(&f).unwrap();
+            assert!(!c.specs.is_empty(), "{}", e.id);
+            for s in &c.specs {
+                assert!(!s.claim.is_empty() && !s.paper.is_empty() && !s.tolerance.is_empty(), "{}: {s:?}", e.id);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_experiment_files_name_the_file_and_the_key() {
+        let e = with_text("P2-F10", |t| t.replace("seeds = 5", "seeds = \"five\""));
+        let m = err_of(&e);
+        assert!(m.starts_with("experiments/p2/f10.toml: key `reproduce.seeds`"), "{m}");
+        let e = with_text("P2-F10", |t| t.replace("\"acq\", \"afvq\"]", "\"acq\", \"afvq\", \"wfq\"]"));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f10.toml: key `reproduce.disciplines[5]`") && m.contains("wfq"), "{m}");
+        let e = with_text("P2-F10", |t| t.replace("id = \"afvq-variance\"", "id = \"something-else\""));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f10.toml: key `paper.claims`: no claim with id = \"afvq-variance\""), "{m}");
+        let e = with_text("P2-F9", |t| t.replace("link = \"access\"", "link = \"adsl\""));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f9.toml: key `reproduce.link`: no link named \"adsl\""), "{m}");
+        let e = with_text("P2-S2b", |t| t.replace("up_queues = [100, 200]", "up_queues = [100, 300]"));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f3.toml: key `reproduce.up_queues`: must include 200"), "{m}");
+        let e = with_text("P2-F8", |t| t.replacen("min = 0.9\n", "", 1));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f8.toml: key `paper.claims[0].min`: missing"), "{m}");
+    }
+
+    #[test]
+    fn discipline_specs_build_and_validate() {
+        for d in ["fifo", "acks-first", "ack-filter-classic", "ack-filter-cake", "acq", "afvq"] {
+            let v = disc_spec(d, 1e6, 2e7, 500, &toml::Table::new()).unwrap();
+            let spec: crate::scenario::QdiscSpec = v.clone().try_into().unwrap_or_else(|e| panic!("{d}: {e}"));
+            spec.validate().unwrap_or_else(|e| panic!("{d}: {e}"));
+        }
+        let mut extra = toml::Table::new();
+        extra.insert("s_max".into(), 7.into());
+        let v = disc_spec("afvq", 1e6, 2e7, 500, &extra).unwrap();
+        assert_eq!(v.get("s_max").and_then(|x| x.as_integer()), Some(7));
+        assert!(disc_spec("red", 1.0, 1.0, 1, &toml::Table::new()).is_err());
+        assert_eq!(expand("link.reverse.loss", 3), "topology.links[3].reverse.loss");
+        assert_eq!(expand("tcp.mss", 3), "tcp.mss");
+    }
 }
