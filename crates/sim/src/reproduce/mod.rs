@@ -357,7 +357,7 @@ pub fn registry() -> Vec<Experiment> {
     let mut v: Vec<Experiment> = Vec::new();
     // Each paper module appends its experiments here.
     v.extend(p2::experiments());
-    v.sort_by(|a, b| id_order(a.id).cmp(&id_order(b.id)));
+    v.sort_by_key(|e| id_order(e.id));
     v
 }
 
@@ -509,7 +509,7 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
             runs.push((run, claims));
         }
     }
-    runs.sort_by(|a, b| id_order(&a.0.id).cmp(&id_order(&b.0.id)));
+    runs.sort_by_key(|r| id_order(&r.0.id));
     let mut s = String::from("# Reproduced experiments\n\n");
     s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots).\n\n";
     s += "| experiment | title | claims hold | mode | wall time | command |\n|---|---|---|---|---|---|\n";

@@ -1742,7 +1742,7 @@ mod tests {
     }
 
     fn err_of(e: &Experiment) -> String {
-        (e.run)(e, &mut Ctx::new(true, 1)).err().expect("the experiment file is broken")
+        (e.run)(e, &mut Ctx::new(true, 1)).expect_err("the experiment file is broken")
     }
 
     #[test]
