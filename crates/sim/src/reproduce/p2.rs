@@ -1425,11 +1425,57 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         }
         add_row(&v.name, vg, false, false, &note)?;
     }
+    // Each variant's own sweep table (compact).
+    let mut vtables = Vec::new();
+    for (v, vg) in &vgrids {
+        let slug: String = v
+            .name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .collect::<String>()
+            .split('-')
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("-");
+        let mut rows = Vec::new();
+        for (vi, &x) in vg.values.iter().enumerate() {
+            for (di, d) in vg.discs.iter().enumerate() {
+                let a = vg.agg(vi, di, false);
+                rows.push(vec![
+                    xnum(x),
+                    json!(disc_label(d)),
+                    json!(round4(a.uu)),
+                    json!(round4(a.ud)),
+                    json!(round4(a.agg)),
+                    json!(round4(a.var_pop)),
+                    json!(round4(a.var_sample)),
+                    json!(a.n),
+                ]);
+            }
+        }
+        vtables.push(Table {
+            name: format!("variant-{slug}"),
+            columns: [
+                x_col,
+                "discipline",
+                "U_u",
+                "U_d",
+                "aggregated",
+                "variance (population)",
+                "variance (sample)",
+                "seeds",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        });
+    }
     let check_ids: Vec<String> = check_grid(&g, &claims, cfg.sweep, false, false)?.into_iter().map(|c| c.0).collect();
     let mut cols = vec!["variant".to_string()];
     cols.extend(check_ids);
     cols.push("what it tests".into());
     out.tables.push(Table { name: "sensitivity".into(), columns: cols, rows: srows });
+    out.tables.extend(vtables);
     // Per-variant AFVQ curves for the sensitivity plot.
     for (k, (name, gr)) in std::iter::once(("stated assumptions".to_string(), &g))
         .chain(vgrids.iter().map(|(v, vg)| (v.name.clone(), vg)))
