@@ -281,7 +281,8 @@ fn time_bin_variance(s: &Summary, series: &[(f64, u32, f64)], link: &str, up_src
     var(0).max(var(1))
 }
 
-fn point_of(s: &Summary, link: &str, up_src: &str) -> Result<Point, String> {
+/// `hdr`: bytes of TCP/IP header per packet (a pure ACK's size), 40 or 52 with timestamps.
+fn point_of(s: &Summary, link: &str, up_src: &str, hdr: f64) -> Result<Point, String> {
     let a = s.asym_link(link).ok_or_else(|| format!("no asymmetric-link metrics for {link:?}"))?;
     let (up, down) = (s.link(&a.up), s.link(&a.down));
     let (Some(up), Some(down)) = (up, down) else { return Err(format!("link {link:?} has no two directions")) };
@@ -290,7 +291,7 @@ fn point_of(s: &Summary, link: &str, up_src: &str) -> Result<Point, String> {
     };
     let win = (s.scenario.duration_s - s.scenario.measure_from_s).max(1e-9);
     let ack_bits = |l: &crate::metrics::LinkSummary| {
-        l.classes.as_ref().map(|c| c.ack.dequeued as f64 * 40.0 * 8.0 / win).unwrap_or(0.0)
+        l.classes.as_ref().map(|c| c.ack.dequeued as f64 * hdr * 8.0 / win).unwrap_or(0.0)
     };
     let cls = |l: &crate::metrics::LinkSummary| l.classes.clone().unwrap_or_default();
     let (cu, cd) = (cls(up), cls(down));
@@ -643,9 +644,10 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     }
     let link = cfg.link.clone();
     let src = cfg.uplink_source.clone();
+    let hdr = header_bytes(&f);
     let res = ctx.run_jobs_span(&jobs, 0.0, 1.0, move |sim, s| {
         let series = sim.goodput_series();
-        (point_of(&s, &link, &src), s, series)
+        (point_of(&s, &link, &src, hdr), s, series)
     });
     let mut pts = Vec::new();
     for r in res {
@@ -684,8 +686,8 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     // Shortfall: 1 - U = idle + ACK share + header share of the data packets.
     let c = claims.spec("shortfall-is-acks")?;
     let tol = claims.num(&c.id, "pts", c.pts)?;
-    let mss = pts[1].1.flows.first().map(|_| mss_of(&f)).unwrap_or(1460.0);
-    let hdr = 40.0 / (mss + 40.0);
+    let mss = mss_of(&f);
+    let hdr = header_bytes(&f) / (mss + header_bytes(&f));
     let mut parts = Vec::new();
     let mut ok = true;
     for (k, (name, u)) in [("up", afvq.uu), ("down", afvq.ud)].into_iter().enumerate() {
@@ -770,6 +772,16 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         "No random loss: deterministic, one seed.".into(),
     ];
     Ok(out)
+}
+
+/// TCP/IP header bytes per packet: 40, plus 12 with timestamps (on unless `tcp.timestamps = false`).
+fn header_bytes(f: &ExpFile) -> f64 {
+    let ts = get_path(&f.table, "tcp.timestamps").and_then(|v| v.as_bool()).unwrap_or(true);
+    if ts {
+        52.0
+    } else {
+        40.0
+    }
 }
 
 fn mss_of(f: &ExpFile) -> f64 {
@@ -999,8 +1011,9 @@ fn run_grid(
         }
         let res = ctx.run_sims_span(&jobs, span.0, mid);
         for (vi, pair) in res.chunks(2).enumerate() {
-            let up_only = point_of(pair[0].as_ref().map_err(|e| e.clone())?, &cfg.link, &cfg.uplink_source)?;
-            let down_only = point_of(pair[1].as_ref().map_err(|e| e.clone())?, &cfg.link, &cfg.uplink_source)?;
+            let hdr = header_bytes(f);
+            let up_only = point_of(pair[0].as_ref().map_err(|e| e.clone())?, &cfg.link, &cfg.uplink_source, hdr)?;
+            let down_only = point_of(pair[1].as_ref().map_err(|e| e.clone())?, &cfg.link, &cfg.uplink_source, hdr)?;
             let one = |x: f64| (x.round() as usize).max(1);
             // Uplink queue: its ACKs are the download's (download-only run), its data the upload's.
             let up = (one(down_only.ack_max[0]), one(up_only.data_avg[0]));
@@ -1018,9 +1031,9 @@ fn run_grid(
             }
         }
     }
-    let (link, src) = (cfg.link.clone(), cfg.uplink_source.clone());
+    let (link, src, hdr) = (cfg.link.clone(), cfg.uplink_source.clone(), header_bytes(f));
     let res = ctx.run_jobs_span(&jobs, mid, span.1, move |sim, s| {
-        point_of(&s, &link, &src).map(|mut p| {
+        point_of(&s, &link, &src, hdr).map(|mut p| {
             p.tvar = time_bin_variance(&s, &sim.goodput_series(), &link, &src);
             p
         })
@@ -1239,13 +1252,14 @@ fn model_point(f: &ExpFile, cfg: &SweepCfg, li: usize, x: f64, p: &Point) -> Opt
     }
     let loss = get_path(&f.table, &format!("topology.links[{li}].loss.p")).and_then(|v| v.as_float()).unwrap_or(0.0);
     let mss = mss_of(f);
+    let h = header_bytes(f);
     let min_rto = delay_ms("tcp.min_rto".into()).max(1.0) / 1e3;
     let lp = |rate: f64| LinkParams { rate_bytes_per_s: rate / 8.0, delay_s: tau_ms / 1e3, loss };
     let input = AfvqModelInput {
         down: lp(down),
         up: lp(up),
-        data_bytes: mss + 40.0,
-        ack_bytes: 40.0,
+        data_bytes: mss + h,
+        ack_bytes: h,
         b: 2.0,
         t0_s: min_rto,
         maxwnd_down: 200.0,
@@ -1257,7 +1271,7 @@ fn model_point(f: &ExpFile, cfg: &SweepCfg, li: usize, x: f64, p: &Point) -> Opt
     };
     let o = model_afvq::solve(&input).ok()?;
     // The model counts data packets of size D; goodput counts payload.
-    let payload = mss / (mss + 40.0);
+    let payload = mss / (mss + h);
     Some((o.upload.utilization * payload, o.download.utilization * payload))
 }
 
@@ -1283,7 +1297,8 @@ fn padhye_ceiling(f: &ExpFile, cfg: &SweepCfg, li: usize, x: f64) -> Option<f64>
     }
     let mss = mss_of(f);
     let loss = get_path(&f.table, &format!("topology.links[{li}].loss.p")).and_then(|v| v.as_float())?;
-    let rtt = 2.0 * one_way + (mss + 40.0) * 8.0 / down + 40.0 * 8.0 / up;
+    let h = header_bytes(f);
+    let rtt = 2.0 * one_way + (mss + h) * 8.0 / down + h * 8.0 / up;
     let min_rto = get_path(&f.table, "tcp.min_rto")
         .and_then(|v| v.as_str())
         .and_then(|d| ackshape_core::units::parse_duration(d).ok())
@@ -1689,12 +1704,13 @@ fn run_f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let up = rate_of(&f, &format!("topology.links[{li}].rate"))?;
     let loss = get_path(&f.table, &format!("topology.links[{li}].loss.p")).and_then(|v| v.as_float()).unwrap_or(0.0);
     let mss = mss_of(&f);
+    let h = header_bytes(&f);
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
     let base = |q: f64, n: f64, tau: f64| AfvqModelInput {
         down: LinkParams { rate_bytes_per_s: down / 8.0, delay_s: tau, loss },
         up: LinkParams { rate_bytes_per_s: up / 8.0, delay_s: tau, loss },
-        data_bytes: mss + 40.0,
-        ack_bytes: 40.0,
+        data_bytes: mss + h,
+        ack_bytes: h,
         b: 2.0,
         t0_s: 1.0,
         maxwnd_down: 200.0,
@@ -1837,7 +1853,7 @@ fn run_f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     });
     out.notes = vec![
         "Pure model checks (core::model_afvq, Eq. 14 as reconstructed in EXPERIMENTS.md P2-M8); no simulation. The paper's Fig. 11 is a sketch of f_d for q1 > q2.".into(),
-        "The model's throughput is of D-byte data packets (payload + 40-byte header).".into(),
+        "The model's throughput is of D-byte data packets (payload + TCP/IP header).".into(),
     ];
     let _ = ctx;
     Ok(out)
