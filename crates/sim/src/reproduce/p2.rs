@@ -1442,6 +1442,7 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     }
     // Each variant's own sweep table (compact).
     let mut vtables = Vec::new();
+    let mut vplots = Vec::new();
     for (v, vg) in &vgrids {
         let slug: String = v
             .name
@@ -1468,6 +1469,32 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 ]);
             }
         }
+        let curves: Vec<Curve> = vg
+            .discs
+            .iter()
+            .enumerate()
+            .map(|(di, d)| Curve {
+                name: disc_label(d).into(),
+                points: vg.values.iter().enumerate().map(|(vi, &x)| (x, vg.agg(vi, di, false).agg)).collect(),
+                markers: true,
+                color: Some(disc_color(d)),
+                ..Default::default()
+            })
+            .collect();
+        vplots.push((
+            format!("aggregated-{slug}.svg"),
+            xy_chart(
+                &XyChart {
+                    title: format!("{}: aggregated utilization, variant \"{}\"", exp.id, v.name),
+                    x_label: cfg.x_label.clone(),
+                    y_label: "aggregated utilization".into(),
+                    log_x: cfg.sweep == SweepKind::AsymmetryRatio,
+                    y_range: Some((0.0, 2.0)),
+                    hlines: vec![(2.0, "ideal".into())],
+                },
+                &curves,
+            ),
+        ));
         vtables.push(Table {
             name: format!("variant-{slug}"),
             columns: [
@@ -1653,6 +1680,7 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             &mc,
         ),
     ));
+    out.plots.extend(vplots);
     if !vgrids.is_empty() {
         out.plots.push((
             "sensitivity.svg".into(),
