@@ -28,6 +28,8 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub mod p2;
+
 /// One checked statement of a paper.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Claim {
@@ -236,6 +238,15 @@ impl ExpFile {
         })
     }
 
+    /// The whole file as `T` (other keys ignored unless `T` denies them); errors name the file
+    /// and the key.
+    pub fn section_root<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        serde_path_to_error::deserialize::<_, T>(toml::Value::Table(self.table.clone())).map_err(|e| {
+            let path = e.path().to_string();
+            format!("{}: key `{path}`: {}", self.file, e.into_inner().message().trim_end())
+        })
+    }
+
     /// The base scenario with `edits` applied (dotted paths, see [`set_path`]).
     pub fn scenario_with(&self, edits: &[(String, toml::Value)]) -> Result<Scenario, String> {
         let mut t = self.table.clone();
@@ -344,8 +355,9 @@ pub struct Experiment {
 /// Every registered experiment, in paper order.
 pub fn registry() -> Vec<Experiment> {
     let mut v: Vec<Experiment> = Vec::new();
-    // Each paper module appends its experiments here, e.g. `v.extend(p2::experiments());`.
-    v.sort_by(|a, b| a.id.cmp(b.id));
+    // Each paper module appends its experiments here.
+    v.extend(p2::experiments());
+    v.sort_by_key(|e| id_order(e.id));
     v
 }
 
@@ -497,7 +509,7 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
             runs.push((run, claims));
         }
     }
-    runs.sort_by(|a, b| id_order(&a.0.id).cmp(&id_order(&b.0.id)));
+    runs.sort_by_key(|r| id_order(&r.0.id));
     let mut s = String::from("# Reproduced experiments\n\n");
     s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots).\n\n";
     s += "| experiment | title | claims hold | mode | wall time | command |\n|---|---|---|---|---|---|\n";
