@@ -25,6 +25,8 @@ use crate::metrics::Summary;
 use crate::scenario::Scenario;
 use crate::world::{RunOptions, Sim};
 use serde::Serialize;
+
+mod p4;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -357,6 +359,7 @@ pub fn registry() -> Vec<Experiment> {
     let mut v: Vec<Experiment> = Vec::new();
     // Each paper module appends its experiments here.
     v.extend(p2::experiments());
+    v.extend(p4::experiments());
     v.sort_by_key(|e| id_order(e.id));
     v
 }
@@ -369,7 +372,13 @@ pub fn select<'a>(all: &'a [Experiment], ids: &[String]) -> Result<Vec<&'a Exper
     let mut out = Vec::new();
     for id in ids {
         let up = id.to_ascii_uppercase();
-        let hits: Vec<&Experiment> = all.iter().filter(|e| e.id == up || e.id.starts_with(&format!("{up}-"))).collect();
+        let hits: Vec<&Experiment> = all
+            .iter()
+            .filter(|e| {
+                let eu = e.id.to_ascii_uppercase();
+                eu == up || eu.starts_with(&format!("{up}-"))
+            })
+            .collect();
         if hits.is_empty() {
             let known: Vec<&str> = all.iter().map(|e| e.id).collect();
             return Err(format!("unknown experiment `{id}`; known: {}", known.join(", ")));
@@ -658,6 +667,8 @@ mod tests {
         ];
         assert_eq!(select(&all, &["p2".into()]).unwrap().len(), 2);
         assert_eq!(select(&all, &["P3-F2".into()]).unwrap()[0].id, "P3-F2");
+        let all2 = vec![Experiment { id: "P4-S4.1a", title: "", file: "", text: "", run: dummy }];
+        assert_eq!(select(&all2, &["p4-s4.1A".into()]).unwrap()[0].id, "P4-S4.1a", "IDs with lower-case letters");
         let e = select(&all, &["P9".into()]).err().unwrap();
         assert!(e.contains("unknown experiment `P9`") && e.contains("P2-F10"), "{e}");
     }
