@@ -93,6 +93,12 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
     println!("aggregate goodput {g:.0} bit/s vs header-adjusted {line:.0} ({:.3})", g / line);
     assert!((g / line - 1.0).abs() < 0.10, "aggregate goodput {g}");
     assert!(s["wanem"]["ports"].is_object(), "wanem stats included");
+    // Retransmissions per flow from the senders' TCP_INFO: every segment the wanem's queue dropped
+    // was sent again (a retransmission may carry two lost segments, hence the margin).
+    let retrans: u64 = flows.iter().map(|f| f["retransmitted_packets"].as_u64().expect("a count per flow")).sum();
+    let drops = s["wanem"]["pipeline"]["a_to_b"]["queue_drops"].as_u64().unwrap();
+    println!("retransmitted {retrans} segments; wanem queue drops {drops}");
+    assert!(retrans as f64 >= 0.8 * drops as f64, "retransmitted {retrans} < drops {drops}");
     let b = s["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").expect("bottleneck link");
     let u = b["utilization"].as_f64().unwrap();
     println!("bottleneck: {b}");
@@ -120,5 +126,105 @@ fn testbed_up_then_down_leaves_nothing() {
         "{:?}",
         ackshape_live::testbed::leftovers("acks-lc2")
     );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+fn qlink_scenario(dir: &std::path::Path, name: &str, queue: u32, prefix: &str) -> PathBuf {
+    let p = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+name = "{name}"
+duration = "8s"
+warmup = "2s"
+[tcp]
+cc = "cubic"
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "10Mbit/s", delay = "10ms", queue = "100pkt" }}
+access = {{ rate = "100Mbit/s", delay = "0ms" }}
+[[flows]]
+count = 2
+[[middlebox]]
+node = "left"
+wan = "bottleneck"
+kind = "qdisc-link"
+rate = "5Mbit/s"
+queue = "{queue}pkt"
+overhead = 14
+[live.testbed]
+prefix = "{prefix}"
+"#
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn compare_runs_a_qdisc_link_box_in_both_drivers() {
+    if skip("compare_runs_a_qdisc_link_box_in_both_drivers") {
+        return;
+    }
+    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let _c = Cleanup("acks-lc3");
+    let d = tmp("compare");
+    let big = qlink_scenario(&d, "qlink-q50", 50, "acks-lc3");
+    let small = qlink_scenario(&d, "qlink-q12", 12, "acks-lc3");
+    let out = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+        .arg("compare")
+        .args([&big, &small])
+        .args(["--json", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "compare failed");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = r["scenarios"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, q) in rows.iter().zip([50.0, 12.0]) {
+        // The box's queue is the buffer both drivers report, and TCP fills it in both.
+        for side in ["sim", "live"] {
+            let b = row[side]["buffer_max_pkts"].as_f64().unwrap();
+            assert!(b <= q && b >= q * 0.5, "{side} buffer {b} for a {q}-packet queue: {row}");
+        }
+        assert_eq!(row["goodput_within_tolerance"], true, "{row}");
+    }
+    assert_eq!(r["same_buffer_ordering"], true);
+    // The live summary carries the box like the simulator's: kind, counts and its own stats.
+    let live: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/qlink-q12/live/summary.json")).unwrap()).unwrap();
+    let sim: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/qlink-q12/sim/summary.json")).unwrap()).unwrap();
+    for s in [&live, &sim] {
+        let m = &s["middleboxes"][0];
+        assert_eq!(m["kind"], "qdisc-link", "{m}");
+        assert_eq!(m["stats"]["a_to_b"]["rate_bps"], 5_000_000, "{m}");
+        assert!(m["stats"]["a_to_b"]["sent"].as_u64().unwrap() > 1000, "{m}");
+        assert!(m["packets_seen"].as_u64().unwrap() >= m["stats"]["a_to_b"]["sent"].as_u64().unwrap());
+    }
+    // Box drops make the senders retransmit, in both drivers.
+    let retrans: u64 =
+        live["flows"].as_array().unwrap().iter().map(|f| f["retransmitted_packets"].as_u64().unwrap()).sum();
+    let dropped = live["middleboxes"][0]["stats"]["a_to_b"]["dropped"].as_u64().unwrap();
+    assert!(retrans as f64 >= 0.8 * dropped as f64 && dropped > 0, "retrans {retrans}, box drops {dropped}");
+    assert!(ackshape_live::testbed::leftovers("acks-lc3").is_empty());
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn run_live_rejects_a_box_it_cannot_place() {
+    // Bad input is reported before anything needs root.
+    let d = tmp("badbox");
+    let p = qlink_scenario(&d, "bad", 10, "acks-lc4");
+    let text = std::fs::read_to_string(&p).unwrap().replace("node = \"left\"", "node = \"right\"");
+    std::fs::write(&p, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).args(["run", "--live"]).arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml") && err.contains("middlebox[0].node") && err.contains("\"left\""), "{err}");
     std::fs::remove_dir_all(&d).ok();
 }
