@@ -351,7 +351,7 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
                 ),
             );
         }
-        match build_middlebox(m, sc.seed, i) {
+        match build_middlebox(m, sc.seed, i, path.parent()) {
             Ok(b) => boxes.push((m.node.clone(), m.kind.clone(), b)),
             Err((k, msg)) => return fail(BAD_INPUT, format!("{file}: key `middlebox[{i}].{k}`: {msg}")),
         }
@@ -395,6 +395,9 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
             (None, CcAlgo::Cubic) => "cubic".into(),
             (None, CcAlgo::Misbehaving) => {
                 return fail(BAD_INPUT, format!("{file}: key `flows[{i}].tcp.cc`: Linux has no misbehaving sender"))
+            }
+            (None, CcAlgo::MulTcp) => {
+                return fail(BAD_INPUT, format!("{file}: key `flows[{i}].tcp.cc`: Linux has no MulTCP"))
             }
             (None, _) => "reno".into(),
         };

@@ -126,6 +126,30 @@ enum ModelCmd {
     Padhye(ModelArgs),
     /// Paper 002's two-way model (Eq. 1–15): download and upload throughput on an asymmetric link.
     Afvq(AfvqArgs),
+    /// Paper 000's edge-gateway model (App. B/C, corrected): PFQ/PostACK vs TCR goodput of one
+    /// shaped flow under periodic loss.
+    Edge(EdgeArgs),
+}
+
+#[derive(clap::Args)]
+struct EdgeArgs {
+    /// Loss probability (one packet in 1/p), e.g. 0.01.
+    #[arg(long, short = 'p')]
+    loss: f64,
+    /// The flow's shaped rate, e.g. 200KB/s (with --rtt and --mss gives W_w).
+    #[arg(long)]
+    rate: Option<String>,
+    /// WAN round-trip delay D_w, e.g. 50ms.
+    #[arg(long, default_value = "50ms")]
+    rtt: String,
+    /// Packet size in bytes (on the wire; W_w counts these).
+    #[arg(long, default_value_t = 1500.0)]
+    mss: f64,
+    /// W_w directly (packets in the WAN pipe), instead of --rate.
+    #[arg(long, conflicts_with = "rate")]
+    ww: Option<f64>,
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -273,6 +297,7 @@ fn cmd_model(which: ModelCmd) -> ExitCode {
         ModelCmd::Mathis(a) => (Which::Mathis, a),
         ModelCmd::Padhye(a) => (Which::Padhye, a),
         ModelCmd::Afvq(a) => return cmd_model_afvq(a),
+        ModelCmd::Edge(a) => return cmd_model_edge(a),
     };
     let bad = |m: String| {
         eprintln!("error: {m}");
@@ -321,6 +346,58 @@ fn cmd_model(which: ModelCmd) -> ExitCode {
             a.wmax.map(|w| w.to_string()).unwrap_or_else(|| "none".into()),
             pps,
             ackshape_sim::run::fmt_rate(bps)
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn cmd_model_edge(a: EdgeArgs) -> ExitCode {
+    use ackshape_core::model_edge;
+    let bad = |m: String| {
+        eprintln!("error: {m}");
+        ExitCode::from(BAD_INPUT)
+    };
+    if !(a.loss > 0.0 && a.loss < 1.0) {
+        return bad(format!("--loss: expected a probability in (0, 1), got {}", a.loss));
+    }
+    let dw = match units::parse_duration(&a.rtt) {
+        Ok(d) if d.0 > 0 => d.as_secs_f64(),
+        Ok(_) => return bad("--rtt: expected a positive duration".into()),
+        Err(e) => return bad(format!("--rtt: {e}")),
+    };
+    if !(a.mss > 0.0) {
+        return bad(format!("--mss: expected a positive size in bytes, got {}", a.mss));
+    }
+    let ww = match (&a.rate, a.ww) {
+        (_, Some(w)) if w > 0.0 => w,
+        (_, Some(w)) => return bad(format!("--ww: expected a positive number of packets, got {w}")),
+        (Some(r), None) => match units::parse_rate(r) {
+            Ok(r) if r.0 > 0 => model_edge::ww(r.0 as f64, dw, a.mss),
+            Ok(_) => return bad("--rate: expected a rate > 0".into()),
+            Err(e) => return bad(format!("--rate: {e}")),
+        },
+        (None, None) => return bad("give the flow's share as --rate (e.g. 200KB/s) or --ww (packets)".into()),
+    };
+    let pt = model_edge::point(a.loss, ww);
+    let bps = |t: f64| model_edge::goodput_bps(t, a.mss, dw);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"model": "edge", "point": pt, "rtt_s": dw, "mss": a.mss,
+                "pfq_bps": bps(pt.pfq), "tcr_bps": bps(pt.tcr), "unit": "packets per D_w; *_bps in bit/s"})
+        );
+    } else {
+        println!(
+            "edge (paper 000 App. C): p = {}, W_w = {:.2} packets, D_w = {:.1} ms, regime {:?}\n  PFQ/PostACK: {:.3} packets/D_w = {}\n  TCR:         {:.3} packets/D_w = {} (PFQ {:+.1}%)",
+            a.loss,
+            ww,
+            dw * 1e3,
+            pt.regime,
+            pt.pfq,
+            ackshape_sim::run::fmt_rate(bps(pt.pfq)),
+            pt.tcr,
+            ackshape_sim::run::fmt_rate(bps(pt.tcr)),
+            (pt.pfq / pt.tcr - 1.0) * 100.0
         );
     }
     ExitCode::SUCCESS

@@ -58,3 +58,21 @@ fn bad_model_input_exits_2() {
         assert!(out.contains("error:"), "{out}");
     }
 }
+
+#[test]
+fn edge_model_from_rate_and_bad_input() {
+    // 200 KB/s over 50 ms with 1500-byte packets: W_w = 6.67, the regime of p = 1% is case 3.
+    let (c, out) = run(&["edge", "-p", "0.01", "--rate", "200KB/s", "--rtt", "50ms", "--json"]);
+    assert_eq!(c, Some(0), "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!((v["point"]["ww"].as_f64().unwrap() - 6.667).abs() < 0.01, "{v}");
+    assert_eq!(v["point"]["regime"], "case3", "{v}");
+    let (pfq, tcr) = (v["pfq_bps"].as_f64().unwrap(), v["tcr_bps"].as_f64().unwrap());
+    assert!(pfq > tcr && pfq <= 1.6e6, "{v}");
+    let (c, out) = run(&["edge", "-p", "0.01"]);
+    assert_eq!(c, Some(2), "{out}");
+    assert!(out.contains("--rate") && out.contains("--ww"), "{out}");
+    let (c, out) = run(&["edge", "-p", "0.01", "--rate", "200"]);
+    assert_eq!(c, Some(2), "{out}");
+    assert!(out.contains("--rate"), "{out}");
+}

@@ -10,7 +10,8 @@
 //!   ACKs-first, ACK filters, ACQ).
 //! - [`middlebox`]: the [`middlebox::Middlebox`] seam for boxes in the path (edge gateway, tap).
 //! - [`impair`]: loss and delay models shared by simulated links and the live WAN emulator.
-//! - [`model`], [`model_afvq`]: analytic throughput models (Mathis, Padhye; paper 002's two-way model).
+//! - [`model`], [`model_afvq`], [`model_edge`]: analytic throughput models (Mathis, Padhye; paper
+//!   002's two-way model; paper 000's edge-gateway model of App. B/C, corrected).
 //! - [`units`]: values with units as written in scenario and policy files.
 //! - [`time`], [`rng`]: time passed in by drivers; seeded random streams.
 //!
@@ -22,6 +23,7 @@ pub mod impair;
 pub mod middlebox;
 pub mod model;
 pub mod model_afvq;
+pub mod model_edge;
 pub mod queue;
 pub mod rng;
 pub mod shape;

@@ -91,6 +91,7 @@ mod recv;
 mod rtt;
 mod scoreboard;
 mod sendbuf;
+pub mod vps;
 
 pub use config::*;
 pub use conn::*;
