@@ -136,6 +136,18 @@ mod tests {
     }
 
     #[test]
+    fn the_example_in_docs_policy_md_loads() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md")).unwrap();
+        let start = doc.find("## Example").expect("example section");
+        let block = doc[start..].split("```toml").nth(1).unwrap().split("```").next().unwrap();
+        let p = Policy::from_toml(block, "docs/policy.md").unwrap_or_else(|e| panic!("{e}"));
+        let s = p.shaping.expect("the example shapes");
+        assert_eq!(s.classes.len(), 2);
+        assert_eq!(p.flows.max_flows, 20000);
+        assert_eq!(p.malformed, FrameAction::Drop);
+    }
+
+    #[test]
     fn shaping_sections_make_a_shaping_policy() {
         let text = r#"
 non_tcp = "drop"
