@@ -451,7 +451,12 @@ pub fn run_engine(
         }
         if ctl.reload.swap(false, Ordering::SeqCst) {
             if let Some(path) = &cfg.policy_path {
-                match Policy::load(path) {
+                match Policy::load(path).map_err(|e| e.to_string()).and_then(|p| {
+                    pipeline
+                        .reload(st.clock.now(), &p)
+                        .map(|_| p)
+                        .map_err(|e| format!("policy {}: {e}", path.display()))
+                }) {
                     Ok(p) => {
                         st.flows.set_policy(p.flows.clone());
                         cfg.policy = p;

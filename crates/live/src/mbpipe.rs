@@ -250,6 +250,12 @@ pub struct MiddleboxPipeline {
     pending_bytes: usize,
     pending_count: usize,
     last_sweep: Option<Time>,
+    /// Boxes replaced by [`MiddleboxPipeline::replace_box`] that still release what they hold,
+    /// until their deadline.
+    retiring: Vec<(Box<dyn Middlebox + Send>, Time)>,
+    reloads: u64,
+    /// Retiring boxes dropped at their deadline with a timer still pending (what they held is lost).
+    retired_holding: u64,
     packets_seen: u64,
     stats: MbPipelineStats,
     scratch: Vec<u8>,
@@ -274,6 +280,9 @@ impl MiddleboxPipeline {
             pending_bytes: 0,
             pending_count: 0,
             last_sweep: None,
+            retiring: Vec::new(),
+            reloads: 0,
+            retired_holding: 0,
             packets_seen: 0,
             stats: MbPipelineStats::default(),
             scratch: Vec::new(),
@@ -295,6 +304,24 @@ impl MiddleboxPipeline {
     /// The box.
     pub fn middlebox(&self) -> &(dyn Middlebox + Send) {
         &*self.mb
+    }
+
+    /// Run `mb` from now on. The old box gets no new packets but keeps its timers: what it holds
+    /// leaves at its own times until `grace` has passed; then it is dropped with whatever it still
+    /// holds (counted in `retired_holding` if it still had a timer). A box without a timer
+    /// pending is dropped at once. Origins, flows and counters of the pipeline carry over.
+    pub fn replace_box(&mut self, now: Time, mb: Box<dyn Middlebox + Send>, kind: &str, grace: Dur) {
+        let old = std::mem::replace(&mut self.mb, mb);
+        if old.poll_timeout().is_some() {
+            self.retiring.push((old, now + grace));
+        }
+        self.kind = kind.to_string();
+        self.reloads += 1;
+    }
+
+    /// Boxes still draining after a replacement.
+    pub fn retiring(&self) -> usize {
+        self.retiring.len()
     }
 
     fn charge(o: &Origin) -> usize {
@@ -543,13 +570,33 @@ impl Pipeline for MiddleboxPipeline {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        self.mb.poll_timeout()
+        let retiring = self.retiring.iter().filter_map(|(b, end)| b.poll_timeout().map(|t| t.min(*end)));
+        self.mb.poll_timeout().into_iter().chain(retiring).min()
     }
 
     fn on_timeout(&mut self, now: Time) {
-        let due = self.mb.poll_timeout().map(|t| t.min(now));
-        self.mb.on_timeout(now, &mut self.emit);
-        self.process_emit(due);
+        if let Some(due) = self.mb.poll_timeout().filter(|&t| t <= now) {
+            self.mb.on_timeout(now, &mut self.emit);
+            self.process_emit(Some(due));
+        }
+        if !self.retiring.is_empty() {
+            let mut retiring = std::mem::take(&mut self.retiring);
+            for (b, _) in retiring.iter_mut() {
+                if let Some(due) = b.poll_timeout().filter(|&t| t <= now) {
+                    b.on_timeout(now, &mut self.emit);
+                    self.process_emit(Some(due));
+                }
+            }
+            retiring.retain(|(b, end)| match b.poll_timeout() {
+                None => false,
+                Some(_) if *end <= now => {
+                    self.retired_holding += 1;
+                    false
+                }
+                Some(_) => true,
+            });
+            self.retiring = retiring;
+        }
         self.sweep(now, false);
     }
 
@@ -567,6 +614,9 @@ impl Pipeline for MiddleboxPipeline {
             "origins_waiting": self.pending_count,
             "origins_bytes": self.pending_bytes,
             "flows": self.flows.len(),
+            "reloads": self.reloads,
+            "retiring_boxes": self.retiring.len(),
+            "retired_holding": self.retired_holding,
         })
     }
 }
@@ -794,6 +844,42 @@ mod tests {
             assert_eq!(o.due, Some(Time(5_000_000)));
         }
         assert_eq!(p.pending().0, 5);
+    }
+
+    #[test]
+    fn a_replaced_box_drains_what_it_holds_until_its_grace_ends() {
+        let mut p =
+            MiddleboxPipeline::new(Box::new(DelayBox { delay: Dur::from_millis(10), q: VecDeque::new() }), "delay");
+        let frames: Vec<Vec<u8>> =
+            (0..4).map(|i| rich_frame(A, B, 1000, 80, 1 + 100 * i, 0x18, &[i as u8; 100])).collect();
+        feed(&mut p, Time(0), Dir::AToB, &frames[0]);
+        feed(&mut p, Time(20_000_000), Dir::AToB, &frames[1]);
+        // New box: pass-through. The old one keeps its two packets, due at 10 ms and 30 ms.
+        p.replace_box(Time(1_000_000), Box::new(PassThrough), "pass-through", Dur::from_millis(25));
+        assert_eq!(p.retiring(), 1);
+        let (_, out) = feed(&mut p, Time(2_000_000), Dir::AToB, &frames[2]);
+        assert_eq!(out.len(), 1, "new packets go to the new box");
+        assert_eq!(&out[0].frame[..], &frames[2][..]);
+        assert_eq!(p.poll_timeout(), Some(Time(10_000_000)));
+        p.on_timeout(Time(10_000_000));
+        let mut out = Vec::new();
+        p.take_output(&mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(&out[0].frame[..], &frames[0][..], "the old box's packet, as it came");
+        assert_eq!(out[0].due, Some(Time(10_000_000)));
+        // The second one is due after the grace (26 ms): dropped with the box.
+        assert_eq!(p.poll_timeout(), Some(Time(26_000_000)));
+        p.on_timeout(Time(26_000_000));
+        out.clear();
+        p.take_output(&mut out);
+        assert!(out.is_empty());
+        assert_eq!(p.retiring(), 0);
+        let j = p.stats_json();
+        assert_eq!((j["reloads"].as_u64(), j["retired_holding"].as_u64()), (Some(1), Some(1)), "{j}");
+        assert_eq!(j["kind"], "pass-through");
+        // An idle box is dropped at once.
+        p.replace_box(Time(30_000_000), Box::new(PassThrough), "pass-through", Dur::from_millis(25));
+        assert_eq!(p.retiring(), 0);
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! The gateway policy file (TOML): what the data plane does with frames it does not shape
-//! (non-IP, non-TCP, malformed), the flow table's bounds, and the shaping sections — `[link]`,
-//! `[[class]]`, `[[rule]]`, `default_class`, `borrow_interval` — in the format the simulator's
-//! `[[middlebox]] kind = "gateway"` reads ([`ackshape_core::shape::policy`]). Loading validates
-//! everything; the validated shaping policy is [`Policy::shaping`].
+//! (non-IP, non-TCP, malformed, partial checksums), and the shaping policy of
+//! `ackshape_core::shape::policy` (`[link]`, `[[class]]`, `[[rule]]`, `default_class`,
+//! `borrow_interval`, `[flows]`) that the gateway runs as a `core::shape::gateway::Gateway` box.
+//! One file, the same shaping format as a scenario's `[[middlebox]] kind = "gateway"`; errors
+//! name the file and the dotted key (`docs/policy.md`).
 
-use ackshape_core::shape::policy::{ClassSpec, LinkSpec, Policy as ShapingPolicy, PolicySpec, RuleSpec};
-use ackshape_core::units::DurV;
 use std::path::Path;
+
+/// Flow table bounds (`[flows]`): the data plane's flow table and the shaping gateway's.
+pub use ackshape_core::shape::policy::FlowTablePolicy;
+/// The validated shaping policy.
+pub use ackshape_core::shape::policy::Policy as ShapingPolicy;
 
 /// What to do with a class of frames the pipeline does not shape.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -19,12 +23,8 @@ pub enum FrameAction {
     Drop,
 }
 
-/// Flow table bounds (`[flows]`): the same type the core gateway's flow table uses.
-pub use ackshape_core::shape::policy::FlowTablePolicy;
-
 /// The gateway policy.
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Policy {
     /// Frames that are not IPv4/IPv6 (ARP, LLDP, ...).
     pub non_ip: FrameAction,
@@ -35,20 +35,27 @@ pub struct Policy {
     /// Frames the kernel flagged with a partial checksum (TP_STATUS_CSUMNOTREADY).
     pub csum_not_ready: FrameAction,
     pub flows: FlowTablePolicy,
-    /// Shaping: the access link's rate per direction (the root of the class tree).
-    pub link: LinkSpec,
-    /// Shaping: the class of packets no rule matches (none: they pass unshaped).
-    pub default_class: Option<String>,
-    /// Shaping: how often borrowing classes' effective rates are recomputed.
-    pub borrow_interval: Option<DurV>,
-    /// Shaping: `[[class]]` tables as written.
-    pub class: Vec<ClassSpec>,
-    /// Shaping: `[[rule]]` tables as written.
-    pub rule: Vec<RuleSpec>,
-    /// The validated shaping policy (classes, rules, flow table), filled by
-    /// [`Policy::from_toml`]; what [`ackshape_core::shape::gateway::Gateway::new`] takes.
-    #[serde(skip)]
-    pub shaping: ShapingPolicy,
+    /// The shaping policy, if the file has any shaping key (`link`, `class`, `rule`,
+    /// `default_class`, `borrow_interval`); None: pass-through.
+    pub shaping: Option<ShapingPolicy>,
+}
+
+/// The keys of the data plane's own frame handling; every other key is the shaping policy's.
+const FRAME_KEYS: [&str; 4] = ["non_ip", "non_tcp", "malformed", "csum_not_ready"];
+/// Keys that make a file a shaping policy (`flows` alone does not).
+const SHAPING_KEYS: [&str; 5] = ["link", "class", "rule", "default_class", "borrow_interval"];
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrameKeys {
+    #[serde(default)]
+    non_ip: FrameAction,
+    #[serde(default)]
+    non_tcp: FrameAction,
+    #[serde(default)]
+    malformed: FrameAction,
+    #[serde(default)]
+    csum_not_ready: FrameAction,
 }
 
 /// A policy that could not be loaded.
@@ -61,51 +68,38 @@ pub enum PolicyError {
 }
 
 impl Policy {
-    /// Parse and validate a policy from TOML text; `origin` names it in errors, with the dotted
-    /// key (`policy p.toml: key `class[2].ceil`: ceiling 1Mbit/s is below rate 2Mbit/s`).
+    /// Parse and validate a policy from TOML text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
         let invalid = |msg: String| PolicyError::Invalid { path: origin.into(), msg };
-        let de = toml::Deserializer::new(text);
-        let mut p: Policy = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            let msg = inner.message().trim_end().to_string();
-            let key = match msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
-                Some(f) if path == "." || path.is_empty() => f.to_string(),
-                Some(f) if !path.ends_with(f) => format!("{path}.{f}"),
-                _ => path,
-            };
-            match (key.as_str(), inner.span()) {
-                ("." | "", Some(sp)) => {
-                    invalid(format!("line {}: {msg}", text[..sp.start.min(text.len())].matches('\n').count() + 1))
-                }
-                ("." | "", None) => invalid(msg),
-                (k, _) => invalid(format!("key `{k}`: {msg}")),
-            }
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+            invalid(format!("TOML syntax error{at}: {}", e.message().trim_end()))
         })?;
-        p.validate().map_err(invalid)?;
-        let spec = PolicySpec {
-            link: p.link.clone(),
-            default_class: p.default_class.clone(),
-            borrow_interval: p.borrow_interval,
-            class: p.class.clone(),
-            rule: p.rule.clone(),
-            flows: p.flows.clone(),
-        };
-        p.shaping = ShapingPolicy::from_spec(&spec, origin).map_err(|e| match e.key {
+        let (frame, rest): (toml::Table, toml::Table) =
+            table.into_iter().partition(|(k, _)| FRAME_KEYS.contains(&k.as_str()));
+        let fk: FrameKeys = serde_path_to_error::deserialize(toml::Value::Table(frame))
+            .map_err(|e| invalid(format!("key `{}`: {}", e.path(), e.inner().message().trim_end())))?;
+        let is_shaping = rest.keys().any(|k| SHAPING_KEYS.contains(&k.as_str()));
+        // The shaping part (and [flows], and any unknown key) is validated by the core policy.
+        let sp = ShapingPolicy::from_table(&rest, origin).map_err(|e| match e.key {
             Some(k) => invalid(format!("key `{k}`: {}", e.msg)),
             None => invalid(e.msg),
         })?;
-        Ok(p)
+        Ok(Policy {
+            non_ip: fk.non_ip,
+            non_tcp: fk.non_tcp,
+            malformed: fk.malformed,
+            csum_not_ready: fk.csum_not_ready,
+            flows: sp.flows.clone(),
+            shaping: is_shaping.then_some(sp),
+        })
     }
     /// Load a policy file.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
         Policy::from_toml(&text, &path.display().to_string())
-    }
-    pub fn validate(&self) -> Result<(), String> {
-        self.flows.validate().map_err(|(k, m)| format!("key `flows.{k}`: {m}"))
     }
 }
 
@@ -130,65 +124,58 @@ mod tests {
         assert!(e.contains("flows.max_flows"), "{e}");
         let e = Policy::from_toml("bogus = 1", "p.toml").unwrap_err().to_string();
         assert!(e.contains("bogus"), "{e}");
+        let e = Policy::from_toml(
+            "non_ip = \"drop\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nceil = \"1kbit/s\"\n",
+            "p.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("p.toml") && e.contains("class[0].ceil"), "{e}");
+        let e = Policy::from_toml("non_ip = [", "p.toml").unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains("line 1"), "{e}");
     }
 
     #[test]
-    fn one_file_holds_frame_handling_and_shaping() {
+    fn every_toml_example_in_docs_policy_md_loads() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md")).unwrap();
+        let blocks: Vec<&str> = doc.split("```toml").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+        assert!(blocks.len() >= 3, "docs/policy.md has its examples");
+        let mut shaping = 0;
+        for (i, block) in blocks.iter().enumerate() {
+            let p = Policy::from_toml(block, &format!("docs/policy.md block {i}")).unwrap_or_else(|e| panic!("{e}"));
+            shaping += p.shaping.is_some() as usize;
+        }
+        assert!(shaping >= 3, "{shaping} shaping examples");
+        // The first example sets frame handling and the flow table as well.
+        let p = Policy::from_toml(blocks[0], "docs/policy.md").unwrap();
+        assert_eq!(p.flows.max_flows, 20000);
+        assert_eq!(p.malformed, FrameAction::Drop);
+        assert_eq!(p.shaping.expect("shapes").classes.len(), 4);
+    }
+
+    #[test]
+    fn shaping_sections_make_a_shaping_policy() {
         let text = r#"
-malformed = "drop"
+non_tcp = "drop"
 default_class = "bulk"
-[flows]
-max_flows = 1000
 [link]
 outbound = "10Mbit/s"
 [[class]]
 name = "bulk"
-rate = "2Mbit/s"
+rate = "8Mbit/s"
 ceil = "10Mbit/s"
-mechanism = { kind = "postack", variant = "zero-timer" }
-qdisc = { kind = "pfq-drr" }
-[[class]]
-name = "voice"
-rate = "1Mbit/s"
-priority = 0
-[[rule]]
-class = "voice"
-proto = "udp"
-dport = "5060-5080"
+mechanism = { kind = "postack" }
+[flows]
+max_flows = 1000
 "#;
-        let p = Policy::from_toml(text, "gw.toml").unwrap();
-        assert_eq!(p.malformed, FrameAction::Drop);
-        assert_eq!(p.shaping.classes.len(), 2);
-        assert_eq!(p.shaping.flows.max_flows, 1000);
-        assert_eq!(p.shaping.default_class, Some(0));
-        assert_eq!(p.shaping.link_bps[0], Some(10_000_000));
-        // Without shaping sections the shaping policy is empty.
-        assert!(Policy::from_toml("", "e").unwrap().shaping.classes.is_empty());
-    }
-
-    #[test]
-    fn shaping_errors_name_file_and_key() {
-        let e = Policy::from_toml("[[class]]\nname = \"a\"\nrate = \"2Mbit/s\"\nceil = \"1Mbit/s\"\n", "gw.toml")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "policy gw.toml: key `class[0].ceil`: ceiling 1Mbit/s is below rate 2Mbit/s");
-        let e = Policy::from_toml("[[class]]\nname = \"a\"\nrate = \"2Mbit/s\"\nspeed = 1\n", "gw.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("key `class[0].speed`"), "{e}");
-        let e = Policy::from_toml("[[rule]]\nclass = \"x\"\n", "gw.toml").unwrap_err().to_string();
-        assert!(e.contains("key `rule[0].class`"), "{e}");
-    }
-
-    #[test]
-    fn every_example_in_docs_policy_md_loads() {
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md")).unwrap();
-        let mut n = 0;
-        for block in doc.split("```toml\n").skip(1) {
-            let text = block.split("```").next().unwrap();
-            Policy::from_toml(text, "docs/policy.md").unwrap_or_else(|e| panic!("{e}\n{text}"));
-            n += 1;
-        }
-        assert!(n >= 3, "found {n} examples");
+        let p = Policy::from_toml(text, "g.toml").unwrap();
+        assert_eq!(p.non_tcp, FrameAction::Drop);
+        assert_eq!(p.flows.max_flows, 1000);
+        let s = p.shaping.expect("shaping policy");
+        assert_eq!(s.classes.len(), 1);
+        assert_eq!(s.link_bps[0], Some(10_000_000));
+        assert_eq!(s.flows.max_flows, 1000);
+        // [flows] alone is not a shaping policy.
+        assert!(Policy::from_toml("[flows]\nmax_flows = 5\n", "f.toml").unwrap().shaping.is_none());
     }
 }
