@@ -296,6 +296,9 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     let SimTopo::Dumbbell(d) = &sc.topology else {
         return fail(BAD_INPUT, format!("{file}: key `topology.kind`: run --live supports \"dumbbell\" scenarios"));
     };
+    if d.upstream.is_some() {
+        return fail(BAD_INPUT, format!("{file}: key `topology.upstream`: run --live has no upstream router yet"));
+    }
     if let Some(why) = testbed::preflight() {
         return fail(CANNOT_RUN, format!("run --live cannot run here: {why}"));
     }

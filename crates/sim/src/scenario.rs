@@ -229,6 +229,8 @@ pub struct TcpSpec {
     pub initial_rto: Option<DurV>,
     pub rto_granularity: Option<DurV>,
     pub dupthresh: Option<u32>,
+    /// `false`: no congestion avoidance (slow-start growth above ssthresh; losses still halve).
+    pub congestion_avoidance: Option<bool>,
 }
 
 impl TcpSpec {
@@ -255,7 +257,8 @@ impl TcpSpec {
             max_rto,
             initial_rto,
             rto_granularity,
-            dupthresh
+            dupthresh,
+            congestion_avoidance
         )
     }
 
@@ -321,6 +324,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.dupthresh {
             c.dupthresh = v;
+        }
+        if let Some(v) = self.congestion_avoidance {
+            c.no_congestion_avoidance = !v;
         }
         c
     }
@@ -485,6 +491,9 @@ pub struct GroupSpec {
     pub senders: u32,
     #[serde(default)]
     pub access: LinkSpec,
+    /// The receiver access links of these pairs (over the topology's `receiver_access`): where a
+    /// per-group WAN delay goes when a gateway at `left` must see it in its round trips.
+    pub receiver_access: Option<LinkSpec>,
 }
 
 /// Dumbbell: senders `s0..` → router `left` → bottleneck → router `right` → receivers `d0..`.
@@ -501,6 +510,9 @@ pub struct DumbbellSpec {
     /// Sender groups overriding `access` for consecutive senders, in order.
     #[serde(default)]
     pub groups: Vec<GroupSpec>,
+    /// A link from an upstream router `edge` to `left`: senders then attach to `edge`
+    /// (paper 001 Fig. 4: a box at `edge` is upstream of the bottleneck, not at it).
+    pub upstream: Option<LinkSpec>,
 }
 
 /// A node of a general graph.
@@ -796,8 +808,15 @@ impl Scenario {
                 if let Some(r) = &d.receiver_access {
                     r.over(&d.access).validate("topology.receiver_access")?;
                 }
+                let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
                 for (i, g) in d.groups.iter().enumerate() {
                     g.access.over(&d.access).validate(&format!("topology.groups[{i}].access"))?;
+                    if let Some(r) = &g.receiver_access {
+                        r.over(&racc).validate(&format!("topology.groups[{i}].receiver_access"))?;
+                    }
+                }
+                if let Some(u) = &d.upstream {
+                    u.validate("topology.upstream")?;
                 }
                 let grouped: u32 = d.groups.iter().map(|g| g.senders).sum();
                 if let Some(n) = d.senders {

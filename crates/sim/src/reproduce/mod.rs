@@ -12,6 +12,10 @@
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+pub mod edge;
+pub mod p0;
+pub mod p1;
+
 /// One checked statement of a paper.
 #[derive(Clone, Debug, Serialize)]
 pub struct Claim {
@@ -84,6 +88,8 @@ pub struct Experiment {
 pub fn registry() -> Vec<Experiment> {
     let mut v: Vec<Experiment> = Vec::new();
     // Each paper module appends its experiments here, e.g. `v.extend(p2::experiments());`.
+    v.extend(p0::experiments());
+    v.extend(p1::experiments());
     v.sort_by(|a, b| a.id.cmp(b.id));
     v
 }
