@@ -60,19 +60,50 @@ pub struct BoxArgs {
     /// Run the data plane with SCHED_FIFO at this priority (1-99).
     #[arg(long, value_name = "PRIO")]
     realtime: Option<i32>,
+    /// Nice value of the data-plane thread and, while it runs, of the process's scheduler
+    /// autogroup (normal class; -20 lets it preempt other load when a held frame is due).
+    #[arg(long, default_value_t = ackshape_live::engine::DEFAULT_NICE, allow_negative_numbers = true)]
+    nice: i32,
+    /// Leave the process's autogroup (its session's scheduling group) alone; --nice then only
+    /// counts against the tasks of the same session.
+    #[arg(long)]
+    no_autogroup: bool,
+    /// Busy-poll this long before a held frame is due instead of sleeping, e.g. 200us (0 = never).
+    #[arg(long, default_value = "200us")]
+    spin: String,
+    /// Pin the data-plane thread to this CPU.
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
+    /// Ask the kernel (Linux >= 6.12, EEVDF) for this time slice for the data-plane thread, so it
+    /// preempts other load when it wakes (0 = the kernel's default slice).
+    #[arg(long, value_name = "DUR", default_value = "100us")]
+    latency_slice: String,
 }
 
 /// Copy the shared box flags into a `GatewayConfig` or `WanemConfig` (same field names).
 macro_rules! apply_box_args {
     ($cfg:expr, $c:expr) => {{
         let c = $c;
-        dur("--stats-interval", &c.stats_interval).map(|interval| {
+        dur("--stats-interval", &c.stats_interval).and_then(|interval| {
+            let spin = dur("--spin", &c.spin)?;
+            let slice = Some(dur("--latency-slice", &c.latency_slice)?).filter(|d| !d.is_zero());
+            if !(-20..=19).contains(&c.nice) {
+                return Err(format!("--nice: expected -20..=19, got {}", c.nice));
+            }
+            $cfg.sched = ackshape_live::engine::SchedSpec {
+                cpu: c.cpu,
+                fair_slice: slice,
+                nice: c.nice,
+                autogroup: !c.no_autogroup,
+                spin,
+            };
             $cfg.stats_interval = interval;
             $cfg.stats_json = c.stats_json;
             $cfg.prometheus = c.prometheus;
             $cfg.pcap_dir = c.pcap_dir;
             $cfg.allow_offloads = c.allow_offloads;
             $cfg.realtime_priority = c.realtime;
+            Ok(())
         })
     }};
 }
@@ -332,6 +363,9 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
             (None, CcAlgo::Misbehaving) => {
                 return fail(BAD_INPUT, format!("{file}: key `flows[{i}].tcp.cc`: Linux has no misbehaving sender"))
             }
+            (None, CcAlgo::MulTcp) => {
+                return fail(BAD_INPUT, format!("{file}: key `flows[{i}].tcp.cc`: Linux has no MulTCP"))
+            }
             (None, _) => "reno".into(),
         };
         for _ in 0..f.count.unwrap_or(1) {
@@ -386,7 +420,7 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
         fl.push(serde_json::json!({
             "id": i, "name": r.name, "cc": r.cc, "goodput_bps": g, "bytes_delivered": r.bytes,
             "intact": r.intact, "error": r.error,
-            "retransmitted_packets": serde_json::Value::Null,
+            "retransmitted_packets": r.retransmitted_packets,
         }));
     }
     // Links in the simulator's terms, from the wanem's counters: A→B is the bottleneck's data

@@ -1,6 +1,8 @@
 //! `ackshape reproduce`: run the papers' experiments and check their claims.
 
-use ackshape_sim::reproduce::{registry, select, write_output, Ctx};
+use ackshape_sim::reproduce::{
+    claim_records, registry, select, set_workers, workers, write_index, write_output_with, Ctx, RunInfo,
+};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +14,8 @@ pub struct ReproduceArgs {
     /// List the experiments and exit.
     #[arg(long)]
     pub list: bool,
-    /// Print the claims of every experiment as one JSON array on stdout.
+    /// Print one JSON array on stdout with one object per claim: `id` (the experiment), `claim_id`,
+    /// `claim`, `paper`, `measured`, `tolerance`, `holds`, `title`, `file`, `quick`.
     #[arg(long)]
     pub json: bool,
     /// Directory for the results (OUT/ID/report.md, claims.json, CSVs, SVG plots).
@@ -30,6 +33,10 @@ pub struct ReproduceArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Worker threads for the simulations (default: the machine's available parallelism).
+    /// Results do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
 }
 
 pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
@@ -51,8 +58,11 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         eprintln!("error: no experiments are registered");
         return ExitCode::from(2);
     }
+    if let Some(j) = a.jobs {
+        set_workers(j);
+    }
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
-    let mut outputs = Vec::new();
+    let mut records = Vec::new();
     let mut failed_claims = 0usize;
     let mut errors = 0usize;
     for (i, exp) in chosen.iter().enumerate() {
@@ -69,16 +79,27 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         bar.set_message(exp.id.to_string());
         let mut progress = |f: f64| bar.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
         let mut ctx = Ctx { quick: a.quick, seed: a.seed, progress: Some(&mut progress) };
+        let t0 = std::time::Instant::now();
         let res = (exp.run)(exp, &mut ctx);
+        let wall = t0.elapsed().as_secs_f64();
         bar.finish_and_clear();
         match res {
             Ok(out) => {
                 let dir = a.out.join(exp.id);
-                match write_output(&out, exp, a.quick, &dir) {
+                let run = RunInfo::new(&out, exp, a.quick, a.seed, wall);
+                match write_output_with(&out, exp, &run, &dir) {
                     Ok(report) => {
                         if !a.json {
                             let held = out.claims.iter().filter(|c| c.holds).count();
-                            println!("{} — {}: {}/{} claims hold", exp.id, out.title, held, out.claims.len());
+                            println!(
+                                "{} — {}: {}/{} claims hold ({:.0} s, {} workers)",
+                                exp.id,
+                                run.title,
+                                held,
+                                out.claims.len(),
+                                wall,
+                                workers()
+                            );
                             for c in &out.claims {
                                 println!(
                                     "  [{}] {}: measured {} (paper {}; {})",
@@ -98,16 +119,24 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
                     }
                 }
                 failed_claims += out.claims.iter().filter(|c| !c.holds).count();
-                outputs.push(out);
+                records.extend(claim_records(&out, exp, a.quick));
             }
             Err(e) => {
-                eprintln!("error: {} ({}): {e}", exp.id, exp.file);
+                eprintln!("error: {}: {e}", exp.id);
                 errors += 1;
             }
         }
     }
+    match write_index(&a.out) {
+        Ok(p) if !a.json => println!("index: {}", p.display()),
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("error: {}: {e}", a.out.join("index.md").display());
+            errors += 1;
+        }
+    }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&outputs).unwrap());
+        println!("{}", serde_json::to_string_pretty(&records).unwrap());
     }
     if errors > 0 {
         ExitCode::FAILURE

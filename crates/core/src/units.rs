@@ -124,6 +124,61 @@ impl fmt::Display for Rate {
     }
 }
 
+/// Serde forms of the unit values, for scenario and policy files: each reads a string with its
+/// unit and says what was expected otherwise (a bare number is an error: units are explicit).
+macro_rules! unit_newtype {
+    ($(#[$m:meta])* $name:ident, $inner:ty, $parse:path, $example:literal) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name(pub $inner);
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        write!(f, "a string with a unit, like {:?}", $example)
+                    }
+                    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<$name, E> {
+                        $parse(s).map($name).map_err(E::custom)
+                    }
+                    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<$name, E> {
+                        Err(E::custom(format!("expected a string with a unit, like {:?}, got the bare number {v}", $example)))
+                    }
+                    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<$name, E> {
+                        self.visit_i64(v as i64)
+                    }
+                    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<$name, E> {
+                        Err(E::custom(format!("expected a string with a unit, like {:?}, got the bare number {v}", $example)))
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+unit_newtype!(
+    /// A duration as written in files (`"20ms"`).
+    DurV, Dur, parse_duration, "20ms"
+);
+unit_newtype!(
+    /// A rate as written in files (`"10Mbit/s"`).
+    RateV, Rate, parse_rate, "10Mbit/s"
+);
+unit_newtype!(
+    /// A size as written in files (`"64KB"`, `"100pkt"`).
+    SizeV, Size, parse_size, "100pkt"
+);
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Size::Bytes(b) => write!(f, "{b}B"),
+            Size::Packets(p) => write!(f, "{p}pkt"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! Gateway benchmark: see `crates/live/bench/gateway_bench.sh`. Reports ratios against the
 //! kernel bridge measured in the same run on the same topology.
 
-use ackshape_live::engine::Control;
+use ackshape_live::engine::{Control, SchedSpec};
 use ackshape_live::gateway::{self, GatewayConfig};
 use ackshape_live::pipeline::PassThrough;
 use ackshape_live::rig::{Rig, RigSpec};
@@ -62,22 +62,9 @@ fn ping(tb: &Testbed, n: usize) -> Vec<Duration> {
     v
 }
 
-fn main() {
-    if std::env::args().any(|a| a == "--list") {
-        return;
-    }
-    if let Some(r) = testbed::preflight() {
-        eprintln!("SKIPPED: gateway_bench: {r}");
-        return;
-    }
-    if Command::new("iperf3").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: gateway_bench: iperf3 missing (apt-get install iperf3)");
-        return;
-    }
-    let secs: u64 = std::env::var("ACKS_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let rounds: usize = std::env::var("ACKS_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
-    let mut results = serde_json::Map::new();
-
+/// Kernel bridge (reference) vs gateway pass-through on the same veths: TCP goodput and UDP
+/// echo RTT.
+fn throughput(results: &mut serde_json::Map<String, serde_json::Value>, secs: u64, rounds: usize) {
     // 1. Kernel bridge (reference) vs gateway pass-through on the same veths, alternating rounds
     //    (the machine is shared: alternating spreads other load over both).
     let mut spec = TopologySpec::new("acks-bg");
@@ -153,24 +140,99 @@ fn main() {
     results.insert("bridge_rtt_us".into(), serde_json::json!([bp50, bp99]));
     results.insert("gateway_rtt_us".into(), serde_json::json!([gp50, gp99]));
     results.insert("gateway_fifo_rtt_us".into(), serde_json::json!([rp50, rp99]));
+}
 
-    // 2. Held-frame timing: a 1 ms delay line at light load, normal and SCHED_FIFO scheduling.
-    for rt in [None, Some(50)] {
-        let mut spec = RigSpec::new("acks-bh");
-        spec.topology.wanem = true;
-        let l = LinkSpec { delay_ns: 1_000_000, ..Default::default() };
-        spec.wanem = (l.clone(), l);
-        spec.wanem_realtime_priority = rt;
-        let mut rig = Rig::start(spec).expect("wanem rig");
-        let _ = ping(&rig.tb.tb, 1000);
-        let (_, w) = rig.stop();
-        let t = w.unwrap().unwrap().hold_timing;
-        let label = if rt.is_some() { "SCHED_FIFO" } else { "normal" };
-        println!(
-            "held-frame timing error ({label} scheduling, {} frames): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
-            t.samples, t.p50_us, t.p99_us, t.max_us
-        );
-        results.insert(format!("hold_timing_{label}"), serde_json::to_value(&t).unwrap());
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if let Some(r) = testbed::preflight() {
+        eprintln!("SKIPPED: gateway_bench: {r}");
+        return;
+    }
+    if Command::new("iperf3").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: gateway_bench: iperf3 missing (apt-get install iperf3)");
+        return;
+    }
+    let secs: u64 = std::env::var("ACKS_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let rounds: usize = std::env::var("ACKS_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let mut results = serde_json::Map::new();
+    // ACKS_BENCH_PARTS: comma-separated subset of "throughput,timing" (default: all).
+    let parts = std::env::var("ACKS_BENCH_PARTS").unwrap_or_else(|_| "throughput,timing".into());
+
+    if parts.contains("throughput") {
+        throughput(&mut results, secs, rounds);
+    }
+    // 2. Held-frame timing: a 1 ms delay line at light load, under each way of waiting for a
+    //    deadline, alternating rounds so other load on the machine spreads over all of them.
+    if parts.contains("timing") {
+        let spin = |us: u64| Duration::from_micros(us);
+        let old = SchedSpec { nice: 0, fair_slice: None, autogroup: false, spin: spin(40), ..Default::default() };
+        let variants: Vec<(&str, Option<i32>, SchedSpec)> = vec![
+            ("before: nice 0, spin 40 µs (issue-5 engine)", None, old.clone()),
+            ("spin 200 µs", None, SchedSpec { spin: spin(200), ..old.clone() }),
+            (
+                "spin 200 µs, thread nice -20, EEVDF slice 0.1 ms",
+                None,
+                SchedSpec { autogroup: false, ..Default::default() },
+            ),
+            ("after (default): the same + autogroup nice -20", None, SchedSpec::default()),
+            ("SCHED_FIFO 50, spin 200 µs", Some(50), SchedSpec::default()),
+        ];
+        let probes: usize = std::env::var("ACKS_BENCH_PROBES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+        // ACKS_BENCH_HOGS=N: N busy-looping threads (normal priority) compete for the CPUs during
+        // the timing runs, a reproducible stand-in for other builds on the machine.
+        let hogs: usize = std::env::var("ACKS_BENCH_HOGS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let hog_stop = Arc::new(AtomicBool::new(false));
+        let hog_threads: Vec<_> = (0..hogs)
+            .map(|_| {
+                let st = hog_stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !st.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                    }
+                })
+            })
+            .collect();
+        let mut per: Vec<Vec<ackshape_live::stats::HoldTiming>> = vec![vec![]; variants.len()];
+        for _ in 0..rounds {
+            for (k, (_, rt, sched)) in variants.iter().enumerate() {
+                let mut spec = RigSpec::new("acks-bh");
+                spec.topology.wanem = true;
+                let l = LinkSpec { delay_ns: 1_000_000, ..Default::default() };
+                spec.wanem = (l.clone(), l);
+                spec.wanem_realtime_priority = *rt;
+                spec.wanem_sched = sched.clone();
+                let mut rig = Rig::start(spec).expect("wanem rig");
+                let _ = ping(&rig.tb.tb, probes);
+                let (_, w) = rig.stop();
+                per[k].push(w.unwrap().unwrap().hold_timing);
+            }
+        }
+        hog_stop.store(true, Ordering::SeqCst);
+        for h in hog_threads {
+            let _ = h.join();
+        }
+        println!("\n| held-frame timing error (wanem 1 ms delay line, {probes} echo probes per round, {hogs} CPU hogs) | p50 µs (median of rounds) | p99 µs (median) | p99 per round | max µs (worst) |");
+        println!("|---|---|---|---|---|");
+        for (k, (label, _, _)) in variants.iter().enumerate() {
+            let mut p50: Vec<f64> = per[k].iter().map(|t| t.p50_us).collect();
+            let mut p99: Vec<f64> = per[k].iter().map(|t| t.p99_us).collect();
+            let rounds_p99 = p99.clone();
+            let max = per[k].iter().map(|t| t.max_us).fold(0.0, f64::max);
+            let m = |v: &mut Vec<f64>| {
+                v.sort_by(|a, b| a.total_cmp(b));
+                v[v.len() / 2]
+            };
+            println!(
+                "| {label} | {:.1} | {:.1} | {} | {max:.0} |",
+                m(&mut p50),
+                m(&mut p99),
+                rounds_p99.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ")
+            );
+            results.insert(format!("hold_timing: {label}"), serde_json::to_value(&per[k]).unwrap());
+        }
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average during the run: {}", load.trim());

@@ -1,7 +1,7 @@
 //! The inline gateway: a bump-in-the-wire between a LAN and a WAN interface running a
 //! [`Pipeline`] (pass-through until the shaping mechanisms are plugged in).
 
-use crate::engine::{run_engine, Control, EngineConfig};
+use crate::engine::{run_engine, Control, EngineConfig, SchedSpec};
 use crate::pipeline::{PassThrough, Pipeline};
 use crate::policy::{Policy, PolicyError};
 use crate::port::{offending_offloads, offload_fix, AfPacketPort, PcapPort, Port};
@@ -37,6 +37,8 @@ pub struct GatewayConfig {
     /// Run the data-plane thread SCHED_FIFO at this priority (1..=99) for tighter hold timing
     /// under CPU contention. Default None.
     pub realtime_priority: Option<i32>,
+    /// CPU pinning, EEVDF slice, busy-poll window of the data-plane thread.
+    pub sched: SchedSpec,
 }
 
 impl GatewayConfig {
@@ -51,6 +53,7 @@ impl GatewayConfig {
             pcap_dir: None,
             allow_offloads: false,
             realtime_priority: None,
+            sched: SchedSpec::default(),
         }
     }
 }
@@ -168,6 +171,7 @@ pub fn run_ports(
         stats_interval: cfg.stats_interval,
         mtu,
         realtime_priority: cfg.realtime_priority,
+        sched: cfg.sched.clone(),
         ..Default::default()
     };
     let r = run_engine(&mut *lan, &mut *wan, &mut *pipeline, ecfg, ctl);

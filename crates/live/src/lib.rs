@@ -37,6 +37,7 @@ pub mod classify;
 pub mod clock;
 pub mod engine;
 pub mod gateway;
+pub mod mbpipe;
 pub mod pipeline;
 pub mod policy;
 pub mod port;

@@ -1,8 +1,10 @@
 //! The shaping pipeline the engine runs on every frame: a sans-IO trait (frames and `now` in,
-//! verdicts and deadlines out), the pass-through implementation, and the gateway's policy.
+//! verdicts, frames and deadlines out) and the pass-through implementation. Any core
+//! `Middlebox` runs as one through [`crate::mbpipe::MiddleboxPipeline`].
 
 use crate::classify::FrameClass;
 use ackshape_core::time::Time;
+use bytes::Bytes;
 
 /// Direction of a frame through a two-port box (gateway: `AToB` = LAN → WAN). The same type
 /// as the simulator's middlebox direction.
@@ -17,6 +19,20 @@ pub enum Verdict {
     Drop,
     /// Send it out of the other port at this time (now or earlier = forward now).
     HoldUntil(Time),
+    /// The pipeline took the frame; what it sends instead (now or later, either way) comes out
+    /// of [`Pipeline::take_output`].
+    Consumed,
+}
+
+/// A frame a pipeline wants sent (see [`Verdict::Consumed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutFrame {
+    /// Direction it travels (`AToB` leaves by port B).
+    pub dir: Dir,
+    pub frame: Bytes,
+    /// The timer deadline that released it (None: sent in response to an arriving frame); the
+    /// engine records how late it left.
+    pub due: Option<Time>,
 }
 
 /// A shaping stage. The engine calls `on_frame` for every frame that policy does not drop
@@ -29,6 +45,9 @@ pub trait Pipeline: Send {
         None
     }
     fn on_timeout(&mut self, _now: Time) {}
+    /// Move the frames the pipeline wants sent now into `out` (called after every `on_frame`
+    /// that returned [`Verdict::Consumed`] and after every `on_timeout`).
+    fn take_output(&mut self, _out: &mut Vec<OutFrame>) {}
     /// Pipeline-specific stats merged into the JSON/Prometheus output.
     fn stats_json(&self) -> serde_json::Value {
         serde_json::Value::Null

@@ -2,7 +2,7 @@
 //! wanem running as threads inside their namespaces. What `ackshape run --live` and the live
 //! tests and benchmark build on.
 
-use crate::engine::Control;
+use crate::engine::{Control, SchedSpec};
 use crate::gateway::{self, GatewayConfig, GatewayError};
 use crate::pipeline::{PassThrough, Pipeline};
 use crate::stats::Snapshot;
@@ -38,6 +38,8 @@ pub struct RigSpec {
     pub wanem_seed: u64,
     /// SCHED_FIFO priority for the wanem thread (None: normal).
     pub wanem_realtime_priority: Option<i32>,
+    /// Scheduling of the wanem thread (CPU, EEVDF slice, busy-poll window).
+    pub wanem_sched: SchedSpec,
 }
 
 impl RigSpec {
@@ -49,6 +51,7 @@ impl RigSpec {
             wanem: (LinkSpec::default(), LinkSpec::default()),
             wanem_seed: 1,
             wanem_realtime_priority: None,
+            wanem_sched: SchedSpec::default(),
         }
     }
 }
@@ -105,6 +108,7 @@ impl Rig {
             wcfg.b_to_a = spec.wanem.1;
             wcfg.seed = spec.wanem_seed;
             wcfg.realtime_priority = spec.wanem_realtime_priority;
+            wcfg.sched = spec.wanem_sched;
             wcfg.stats_interval = Duration::from_millis(200);
             let ctl = Control::new();
             let c2 = ctl.clone();

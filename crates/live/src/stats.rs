@@ -190,12 +190,38 @@ impl FlowTable {
     pub fn stats(&self) -> FlowTableStats {
         FlowTableStats { flows: self.map.len(), approx_bytes: self.approx_bytes(), ..self.stats.clone() }
     }
-    /// The `n` flows with the most bytes.
+    /// The `n` flows with the most bytes (O(flows · log n) time, O(n) memory: no copy of the
+    /// table, which may hold `max_flows` entries).
     pub fn top(&self, n: usize) -> Vec<(FlowKey, FlowStats)> {
-        let mut v: Vec<_> = self.map.iter().map(|(k, s)| (*k, s.clone())).collect();
-        v.sort_by_key(|(_, s)| std::cmp::Reverse(s.bytes[0] + s.bytes[1]));
-        v.truncate(n);
-        v
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        if n == 0 {
+            return Vec::new();
+        }
+        // Min-heap of the n largest (bytes, insertion index) seen so far.
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::with_capacity(n + 1);
+        for (i, (_, s)) in self.map.iter().enumerate() {
+            heap.push(Reverse((s.bytes[0] + s.bytes[1], i)));
+            if heap.len() > n {
+                heap.pop();
+            }
+        }
+        let mut want: Vec<(u64, usize)> = heap.into_iter().map(|Reverse(x)| x).collect();
+        want.sort_by_key(|&(_, i)| i);
+        let mut out = Vec::with_capacity(want.len());
+        let mut w = want.iter().peekable();
+        for (i, (k, s)) in self.map.iter().enumerate() {
+            match w.peek() {
+                Some(&&(_, j)) if j == i => {
+                    out.push((*k, s.clone()));
+                    w.next();
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        out.sort_by_key(|(_, s)| Reverse(s.bytes[0] + s.bytes[1]));
+        out
     }
 }
 
@@ -271,6 +297,7 @@ impl Snapshot {
             self.hold_timing.p50_us, self.hold_timing.p99_us
         );
         s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
+        s += &json_metrics("ackshape_pipeline", &self.pipeline);
         for (k, f) in self.top_flows.iter().take(32) {
             let l = format!("a=\"{}:{}\",b=\"{}:{}\",proto=\"{}\"", k.a_addr, k.a_port, k.b_addr, k.b_port, k.proto);
             s += &format!("ackshape_flow_bytes_total{{{l},dir=\"a_to_b\"}} {}\n", f.bytes[0]);
@@ -298,6 +325,79 @@ impl Snapshot {
         })
         .to_string()
     }
+}
+
+fn prom_escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+fn prom_name(k: &str) -> String {
+    let n: String = k.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    n.trim_matches('_').to_string()
+}
+
+/// Prometheus text for a JSON object of any shape (a pipeline's or middlebox's stats): every
+/// numeric or boolean leaf becomes a gauge `PREFIX_<key>` labelled with the path of objects (and
+/// array indices) above it, e.g. `{"stats": {"a_to_b": {"sent": 5}}}` →
+/// `PREFIX_sent{path="stats.a_to_b"} 5`; string leaves become `PREFIX_info{path=…,value=…} 1`.
+pub fn json_metrics(prefix: &str, v: &serde_json::Value) -> String {
+    use std::collections::BTreeMap;
+    fn walk(v: &serde_json::Value, path: &mut Vec<String>, key: &str, out: &mut BTreeMap<String, Vec<String>>) {
+        let labels = |extra: &str| {
+            let p = prom_escape(&path.join("."));
+            format!("{{path=\"{p}\"{extra}}}")
+        };
+        match v {
+            serde_json::Value::Object(m) => {
+                if !key.is_empty() {
+                    path.push(key.to_string());
+                }
+                for (k, x) in m {
+                    walk(x, path, k, out);
+                }
+                if !key.is_empty() {
+                    path.pop();
+                }
+            }
+            serde_json::Value::Array(a) => {
+                path.push(key.to_string());
+                for (i, x) in a.iter().enumerate() {
+                    walk(x, path, &i.to_string(), out);
+                }
+                path.pop();
+            }
+            serde_json::Value::Number(n) => {
+                let name = prom_name(key);
+                if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+                    return;
+                }
+                if let Some(x) = n.as_f64() {
+                    out.entry(name).or_default().push(format!("{} {x}", labels("")));
+                }
+            }
+            serde_json::Value::Bool(b) => {
+                let name = prom_name(key);
+                if !name.is_empty() {
+                    out.entry(name).or_default().push(format!("{} {}", labels(""), *b as u8));
+                }
+            }
+            serde_json::Value::String(s) => {
+                let extra = format!(",key=\"{}\",value=\"{}\"", prom_escape(key), prom_escape(s));
+                out.entry("info".into()).or_default().push(format!("{} 1", labels(&extra)));
+            }
+            serde_json::Value::Null => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(v, &mut Vec::new(), "", &mut out);
+    let mut s = String::new();
+    for (name, lines) in out {
+        s += &format!("# TYPE {prefix}_{name} gauge\n");
+        for l in lines {
+            s += &format!("{prefix}_{name}{l}\n");
+        }
+    }
+    s
 }
 
 /// The latest snapshot, shared between the engine and readers (Prometheus thread, tests).
@@ -369,6 +469,47 @@ mod tests {
         t.sweep(Time(20_000_000_000), true);
         assert_eq!(t.len(), 0);
         assert!(t.approx_bytes() <= 100 * FLOW_ENTRY_BYTES, "{}", t.approx_bytes());
+    }
+
+    #[test]
+    fn top_flows_are_the_largest_in_order() {
+        let mut t = FlowTable::new(FlowTablePolicy::default());
+        for i in 0..500u32 {
+            let f = crate::testing::tcp_frame([10, 0, (i >> 8) as u8, i as u8], [10, 1, 0, 1], 1, 2, 3, 0x10, &[], b"");
+            let p = classify(&f).packet().unwrap().clone();
+            // sizes 0..500 in a scrambled order
+            let size = ((i * 7919) % 500) as usize;
+            t.touch(Time(1), Dir::AToB, &p, size);
+        }
+        let top = t.top(5);
+        let sizes: Vec<u64> = top.iter().map(|(_, s)| s.bytes[0]).collect();
+        assert_eq!(sizes, vec![499, 498, 497, 496, 495]);
+        assert_eq!(t.top(0).len(), 0);
+        assert_eq!(t.top(10_000).len(), 500);
+    }
+
+    #[test]
+    fn json_of_any_shape_becomes_prometheus_gauges() {
+        let v = serde_json::json!({
+            "kind": "qdisc-link",
+            "packets_seen": 12,
+            "stats": {"a_to_b": {"sent": 5, "qdisc": {"drops": 2}}, "b_to_a": null},
+            "classes": [{"acks_held": 3}, {"acks_held": 4}],
+            "on": true,
+        });
+        let t = json_metrics("ackshape_pipeline", &v);
+        for line in [
+            "# TYPE ackshape_pipeline_sent gauge",
+            "ackshape_pipeline_sent{path=\"stats.a_to_b\"} 5",
+            "ackshape_pipeline_drops{path=\"stats.a_to_b.qdisc\"} 2",
+            "ackshape_pipeline_packets_seen{path=\"\"} 12",
+            "ackshape_pipeline_acks_held{path=\"classes.1\"} 4",
+            "ackshape_pipeline_on{path=\"\"} 1",
+            "ackshape_pipeline_info{path=\"\",key=\"kind\",value=\"qdisc-link\"} 1",
+        ] {
+            assert!(t.lines().any(|l| l == line), "missing {line:?} in\n{t}");
+        }
+        assert_eq!(t.matches("# TYPE ackshape_pipeline_acks_held ").count(), 1);
     }
 
     #[test]

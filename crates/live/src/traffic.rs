@@ -21,6 +21,9 @@ pub struct SourceReport {
     pub bytes: u64,
     pub sha256: String,
     pub elapsed: Duration,
+    /// Segments the sender retransmitted (TCP_INFO `tcpi_total_retrans`, read after the peer
+    /// closed); None if the kernel did not say.
+    pub retransmits: Option<u64>,
 }
 
 /// What a TCP sink received.
@@ -106,7 +109,8 @@ pub fn tcp_source_until(
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut sink = [0u8; 16];
     let _ = s.read(&mut sink);
-    Ok(SourceReport { bytes: sent, sha256: hex(&h.finalize()), elapsed: t0.elapsed() })
+    let retransmits = crate::sys::tcp_info(std::os::fd::AsRawFd::as_raw_fd(&s)).ok().map(|i| i.total_retrans as u64);
+    Ok(SourceReport { bytes: sent, sha256: hex(&h.finalize()), elapsed: t0.elapsed(), retransmits })
 }
 
 /// One flow of a live run, sender namespace → receiver namespace.
@@ -139,6 +143,8 @@ pub struct FlowReport {
     pub goodput_bps: f64,
     /// Goodput per bin since the run started: (bin start s, bit/s).
     pub series: Vec<(f64, f64)>,
+    /// Segments the sender retransmitted (TCP_INFO `tcpi_total_retrans`).
+    pub retransmitted_packets: Option<u64>,
     pub error: Option<String>,
 }
 
@@ -190,6 +196,7 @@ pub fn run_flows(
             intact: false,
             goodput_bps: 0.0,
             series: vec![],
+            retransmitted_packets: None,
             error: None,
         };
         match (s, r) {
@@ -199,6 +206,7 @@ pub fn run_flows(
                 rep.goodput_bps =
                     if r.elapsed.is_zero() { 0.0 } else { r.bytes as f64 * 8.0 / r.elapsed.as_secs_f64() };
                 rep.series = series(&r, origin, bin);
+                rep.retransmitted_packets = s.retransmits;
             }
             (Err(e), _) | (_, Err(e)) => rep.error = Some(e.to_string()),
         }
@@ -394,6 +402,7 @@ mod tests {
         assert_eq!(src.sha256, snk.sha256);
         assert_eq!(snk.bytes, 1_000_003);
         assert_eq!(snk.marks.len(), 10);
+        assert!(src.retransmits.is_some(), "TCP_INFO read");
     }
 
     #[test]

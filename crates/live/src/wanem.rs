@@ -9,7 +9,7 @@
 //! expect is `rate × payload / (payload + headers + 14)`, e.g. 1448/1514 with timestamps.
 
 use crate::classify::FrameClass;
-use crate::engine::{run_engine, Control, EngineConfig};
+use crate::engine::{run_engine, Control, EngineConfig, SchedSpec};
 use crate::gateway::{install_signal_handlers, open_ports, GatewayError};
 use crate::pipeline::{Dir, Pipeline, Verdict};
 use crate::port::Port;
@@ -84,6 +84,8 @@ pub struct WanemConfig {
     /// Run the data-plane thread SCHED_FIFO at this priority (1..=99) for tighter hold timing
     /// under CPU contention. Default None.
     pub realtime_priority: Option<i32>,
+    /// CPU pinning, EEVDF slice, busy-poll window of the data-plane thread.
+    pub sched: SchedSpec,
 }
 
 impl WanemConfig {
@@ -100,6 +102,7 @@ impl WanemConfig {
             pcap_dir: None,
             allow_offloads: false,
             realtime_priority: None,
+            sched: SchedSpec::default(),
         }
     }
     /// The same impairments both ways.
@@ -230,6 +233,7 @@ pub fn run_ports(
         stats_interval: cfg.stats_interval,
         mtu,
         realtime_priority: cfg.realtime_priority,
+        sched: cfg.sched.clone(),
         ..Default::default()
     };
     let r = run_engine(&mut *a, &mut *b, &mut p, ecfg, ctl);

@@ -29,6 +29,9 @@ pub struct LinkCounters {
     pub busy_ns: u64,
     /// ∫ queue length (packets) dt, in packet·ns.
     pub q_integral: u128,
+    /// Per class (pure TCP ACK, TCP data, non-TCP), for disciplines that report per-class queue
+    /// lengths (`QueueDisc::asym_stats`): ∫ queue length dt in packet·ns. Zero for the others.
+    pub class_q_integral: [u128; 3],
 }
 
 /// What the driver must schedule after offering a packet or freeing the transmitter.
@@ -69,6 +72,13 @@ pub struct LinkDir {
     pub q_max: usize,
     /// Max queue length inside the measurement window.
     pub q_max_window: usize,
+    /// Per-class (ACK, data, non-TCP) max queue length inside the measurement window (only for
+    /// disciplines with per-class statistics, see [`LinkCounters::class_q_integral`]).
+    pub class_q_max_window: [usize; 3],
+    /// The discipline reports per-class queue lengths.
+    has_classes: bool,
+    /// The discipline's scenario `kind` when it is one of the asymmetric-link disciplines.
+    pub qdisc_kind: Option<&'static str>,
     q_last: Time,
     pub capture: Option<Box<dyn Capture>>,
 }
@@ -85,6 +95,7 @@ impl LinkDir {
         delay: Delay,
         reorder: bool,
     ) -> LinkDir {
+        let has_classes = queue.asym_stats().is_some();
         LinkDir {
             name,
             from,
@@ -102,6 +113,9 @@ impl LinkDir {
             c: LinkCounters::default(),
             q_max: 0,
             q_max_window: 0,
+            class_q_max_window: [0; 3],
+            has_classes,
+            qdisc_kind: None,
             q_last: Time::ZERO,
             capture: None,
         }
@@ -110,8 +124,29 @@ impl LinkDir {
     #[inline]
     fn account_queue(&mut self, now: Time) {
         let len = self.queue.len_pkts() as u128;
-        self.c.q_integral += len * now.since(self.q_last).0 as u128;
+        let dt = now.since(self.q_last).0 as u128;
+        self.c.q_integral += len * dt;
+        if self.has_classes {
+            let lens = self.class_lens();
+            for (acc, l) in self.c.class_q_integral.iter_mut().zip(lens) {
+                *acc += l as u128 * dt;
+            }
+        }
         self.q_last = now;
+    }
+
+    /// Queued packets per class (ACK, data, non-TCP); zeros for disciplines without classes.
+    #[inline]
+    pub fn class_lens(&self) -> [usize; 3] {
+        match self.queue.asym_stats() {
+            Some(st) => [st.ack_q_len, st.data_q_len, st.non_tcp_q_len],
+            None => [0; 3],
+        }
+    }
+
+    /// The discipline reports per-class queue lengths.
+    pub fn has_classes(&self) -> bool {
+        self.has_classes
     }
 
     /// Offer a packet to the link at `now`; says what the driver must schedule.
@@ -132,6 +167,12 @@ impl LinkDir {
                 let l = self.queue.len_pkts();
                 self.q_max = self.q_max.max(l);
                 self.q_max_window = self.q_max_window.max(l);
+                if self.has_classes {
+                    let lens = self.class_lens();
+                    for (m, l) in self.class_q_max_window.iter_mut().zip(lens) {
+                        *m = (*m).max(l);
+                    }
+                }
             }
             Enqueue::Dropped(_) => {
                 self.c.drops += 1;
@@ -215,6 +256,7 @@ impl LinkDir {
     /// When the measurement window starts, restart the window maxima.
     pub fn start_window(&mut self) {
         self.q_max_window = self.queue.len_pkts();
+        self.class_q_max_window = self.class_lens();
     }
 
     /// Close the queue integral at `now`.

@@ -76,6 +76,108 @@ pub struct LinkSummary {
     /// Named counters of the discipline (e.g. `red_ecn_marks`), whole run.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub qdisc_counters: std::collections::BTreeMap<String, u64>,
+    /// Goodput of the TCP flows whose data crosses this link direction, window (bit/s).
+    pub tcp_goodput_bps: f64,
+    /// `tcp_goodput_bps / rate_bps`: the share of the raw rate that carried TCP payload delivered
+    /// in order (paper 002's per-direction utilization, with goodput for its "TCP throughput").
+    pub goodput_utilization: f64,
+    /// Per-class queue lengths, departures and drops over the window, for the asymmetric-link
+    /// disciplines (`qdisc = { kind = "afvq" }` etc.).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<ClassesSummary>,
+}
+
+/// One traffic class of an asymmetric-link discipline, over the measurement window.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ClassQueue {
+    /// Time-average number of queued packets of this class.
+    pub queue_avg_pkts: f64,
+    /// Maximum number of queued packets of this class.
+    pub queue_max_pkts: u64,
+    pub arrived: u64,
+    /// Packets of this class sent on the link.
+    pub dequeued: u64,
+    /// Packets of this class dropped by the discipline (arriving or already queued).
+    pub dropped: u64,
+    /// Average queueing delay of this class by Little's law, `queue_avg_pkts / (dequeued / window)`
+    /// (seconds; 0 when nothing departed).
+    pub queue_delay_avg_s: f64,
+}
+
+/// Per-class view of an asymmetric-link discipline over the measurement window (see
+/// `ackshape_core::shape::asym` for the classes: a pure TCP ACK is TCP with ACK set, no payload,
+/// no SYN/FIN/RST).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ClassesSummary {
+    /// The discipline's `kind` as in the scenario (`afvq`, `fifo`, …).
+    pub kind: String,
+    pub ack: ClassQueue,
+    pub data: ClassQueue,
+    pub non_tcp: ClassQueue,
+    /// ACK drops by reason: the ACK queue (or the shared FIFO) was full on arrival …
+    pub ack_drops_queue_full: u64,
+    /// … an ACK filter removed an ACK made redundant by a newer one …
+    pub ack_drops_filtered: u64,
+    /// … AFVQ's drop-random on ACK-queue overflow (Eq. 16's size `s`).
+    pub ack_drops_random: u64,
+}
+
+/// Paper 002's metrics for one asymmetric access link (a link whose two directions differ in
+/// rate, or run an asymmetric-link discipline). *Up* is the slower direction (the forward one
+/// when both rates are equal), *down* the other.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct AsymLinkSummary {
+    /// The link's name (its forward direction).
+    pub link: String,
+    /// Direction names, e.g. `access` and `access:rev`.
+    pub up: String,
+    pub down: String,
+    pub up_rate_bps: u64,
+    pub down_rate_bps: u64,
+    /// Goodput of TCP flows whose data crosses each direction, window (bit/s).
+    pub up_goodput_bps: f64,
+    pub down_goodput_bps: f64,
+    /// U_u, U_d: goodput / raw rate of the direction.
+    pub up_utilization: f64,
+    pub down_utilization: f64,
+    /// U_u + U_d (ideal 2).
+    pub aggregated_utilization: f64,
+    /// Population variance of {U_u, U_d}: ((U_u − U_d)/2)² (at most 0.25).
+    pub utilization_variance_population: f64,
+    /// Sample variance of {U_u, U_d}: (U_u − U_d)²/2 (at most 0.5).
+    pub utilization_variance_sample: f64,
+    /// Downlink rate / uplink rate.
+    pub asymmetry_ratio: f64,
+}
+
+impl AsymLinkSummary {
+    /// Build from the two directions' rates and TCP goodputs.
+    pub fn new(link: &str, up: &LinkSummary, down: &LinkSummary) -> AsymLinkSummary {
+        let uu = up.goodput_utilization;
+        let ud = down.goodput_utilization;
+        let (p, s) = utilization_variances(uu, ud);
+        AsymLinkSummary {
+            link: link.to_string(),
+            up: up.name.clone(),
+            down: down.name.clone(),
+            up_rate_bps: up.rate_bps,
+            down_rate_bps: down.rate_bps,
+            up_goodput_bps: up.tcp_goodput_bps,
+            down_goodput_bps: down.tcp_goodput_bps,
+            up_utilization: uu,
+            down_utilization: ud,
+            aggregated_utilization: uu + ud,
+            utilization_variance_population: p,
+            utilization_variance_sample: s,
+            asymmetry_ratio: down.rate_bps as f64 / up.rate_bps.max(1) as f64,
+        }
+    }
+}
+
+/// (population, sample) variance of the two utilizations {a, b}: ((a − b)/2)² and (a − b)²/2.
+pub fn utilization_variances(a: f64, b: f64) -> (f64, f64) {
+    let d = a - b;
+    (d * d / 4.0, d * d / 2.0)
 }
 
 /// Counters of a `qdisc` (ACK/data/non-TCP arrivals, departures, drops by reason, queue lengths at the end).
@@ -128,11 +230,19 @@ pub struct Summary {
     /// One entry per `[[middlebox]]`: node, kind, packets seen/emitted and the box's own stats.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub middleboxes: Vec<serde_json::Value>,
+    /// Paper 002's metrics for each asymmetric access link (see [`AsymLinkSummary`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asym_links: Vec<AsymLinkSummary>,
 }
 
 impl Summary {
     pub fn link(&self, name: &str) -> Option<&LinkSummary> {
         self.links.iter().find(|l| l.name == name)
+    }
+
+    /// Paper 002's metrics of the asymmetric link named `name` (its forward direction's name).
+    pub fn asym_link(&self, name: &str) -> Option<&AsymLinkSummary> {
+        self.asym_links.iter().find(|l| l.link == name)
     }
 }
 
@@ -172,5 +282,12 @@ mod tests {
         assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
         assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
         assert!((cov(&[1.0, 3.0]) - 0.5).abs() < 1e-12);
+    }
+    #[test]
+    fn variance_forms() {
+        // {0.9, 0.1}: mean 0.5; population ((0.8)/2)^2 = 0.16, sample 0.8^2/2 = 0.32.
+        let (p, s) = utilization_variances(0.9, 0.1);
+        assert!((p - 0.16).abs() < 1e-12 && (s - 0.32).abs() < 1e-12);
+        assert_eq!(utilization_variances(0.5, 0.5), (0.0, 0.0));
     }
 }

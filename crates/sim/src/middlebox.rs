@@ -8,13 +8,15 @@ use ackshape_wire::Packet;
 use std::collections::VecDeque;
 
 /// The kinds `[[middlebox]] kind = …` accepts.
-pub const KINDS: &[&str] = &["pass-through", "qdisc-link"];
+pub const KINDS: &[&str] = &["pass-through", "qdisc-link", "gateway", "tap"];
 
 /// Build the box a `[[middlebox]]` table describes. Errors are `(key within the table, message)`.
+/// `base_dir` is the scenario file's folder (files a box names are relative to it).
 pub fn build_middlebox(
     spec: &MiddleboxSpec,
     seed: u64,
     index: usize,
+    base_dir: Option<&std::path::Path>,
 ) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
     let _ = (seed, index);
     match spec.kind.as_str() {
@@ -29,6 +31,14 @@ pub fn build_middlebox(
             })
         }
         "qdisc-link" => qdisc_link(spec, seed, index),
+        "gateway" => gateway(spec, seed, index, base_dir),
+        "tap" => {
+            if spec.mode != MbMode::Mirror {
+                return Err(("mode".into(), "a tap only sees copies: expected mode = \"mirror\"".into()));
+            }
+            let t = ackshape_core::shape::tap::TapSpec::from_table(spec.settings.clone())?;
+            Ok(Box::new(ackshape_core::shape::tap::Tap::new(t)))
+        }
         other => Err(("kind".into(), format!("expected one of {}, got {other:?}", KINDS.join(", ")))),
     }
 }
@@ -100,4 +110,60 @@ fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn M
     let f = mk(v.rate, v.qdisc, v.queue, "rate", 0)?;
     let r = mk(v.reverse_rate, v.reverse_qdisc, v.reverse_queue, "reverse_rate", 1)?;
     Ok(Box::new(QdiscLink::new(f, r, v.overhead)))
+}
+
+/// `kind = "gateway"`: the edge gateway with a shaping policy, inline (`policy = { … }`) or from
+/// a file (`policy_file`, relative to the scenario file); `overhead` bytes per packet.
+fn gateway(
+    spec: &MiddleboxSpec,
+    seed: u64,
+    index: usize,
+    base_dir: Option<&std::path::Path>,
+) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
+    use ackshape_core::shape::gateway::Gateway;
+    use ackshape_core::shape::policy::Policy;
+    if spec.mode == MbMode::Mirror {
+        return Err(("mode".into(), "a gateway sits inline (mode = \"inline\")".into()));
+    }
+    let mut policy = None;
+    let mut file = None;
+    let mut overhead = 0usize;
+    for (k, v) in &spec.settings {
+        match (k.as_str(), v) {
+            ("policy", toml::Value::Table(t)) => policy = Some(t),
+            ("policy", other) => return Err((k.clone(), format!("expected a table of policy keys, got {other}"))),
+            ("policy_file", toml::Value::String(s)) => file = Some(s),
+            ("policy_file", other) => return Err((k.clone(), format!("expected a file name, got {other}"))),
+            ("overhead", toml::Value::Integer(n)) if (0..=1000).contains(n) => overhead = *n as usize,
+            ("overhead", other) => return Err((k.clone(), format!("expected bytes per packet 0..=1000, got {other}"))),
+            _ => {
+                return Err((
+                    k.clone(),
+                    "unknown key for kind \"gateway\" (expected policy, policy_file, overhead)".into(),
+                ))
+            }
+        }
+    }
+    let policy = match (policy, file) {
+        (Some(_), Some(_)) => {
+            return Err(("policy_file".into(), "give either `policy` (inline) or `policy_file`, not both".into()))
+        }
+        (None, None) => {
+            return Err(("policy".into(), "expected an inline `policy = { … }` table or a `policy_file`".into()))
+        }
+        (Some(t), None) => Policy::from_table(t, "<inline>").map_err(|e| match e.key {
+            Some(k) => (format!("policy.{k}"), e.msg),
+            None => ("policy".into(), e.msg),
+        })?,
+        (None, Some(f)) => {
+            let path = match base_dir {
+                Some(b) if std::path::Path::new(f).is_relative() => b.join(f),
+                _ => std::path::PathBuf::from(f),
+            };
+            Policy::load(&path).map_err(|e| ("policy_file".to_string(), e.to_string()))?
+        }
+    };
+    use rand::RngCore;
+    let gw_seed = ackshape_core::rng::stream(seed, "gateway", index as u64).next_u64();
+    Ok(Box::new(Gateway::new(policy, overhead, gw_seed)))
 }

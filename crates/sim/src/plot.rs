@@ -1,5 +1,7 @@
-//! Minimal SVG line charts for run outputs (goodput and cwnd time series). Hand-written to keep
-//! the simulator free of plotting dependencies; the files open in any browser.
+//! Minimal SVG line charts for run outputs (goodput and cwnd time series, [`line_chart`]) and x/y
+//! plots of sweeps with several styled series, a legend and reference lines ([`xy_chart`], used
+//! by `reproduce`). Hand-written to keep the simulator free of plotting dependencies; the files
+//! open in any browser.
 
 use std::fmt::Write;
 
@@ -122,6 +124,186 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, y_scale: f64, serie
     o
 }
 
+/// A series of an [`xy_chart`]: points (NaN y values leave a gap), with a style.
+#[derive(Clone, Debug, Default)]
+pub struct Curve {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// Dashed line (e.g. a model next to simulation).
+    pub dashed: bool,
+    /// Draw a marker at each point.
+    pub markers: bool,
+    /// Index into the palette (default: the series' position), so that the same discipline keeps
+    /// its colour across plots.
+    pub color: Option<usize>,
+    /// Vertical error bars: (x, low, high) per point.
+    pub err: Vec<(f64, f64, f64)>,
+}
+
+/// Axes and decorations of an [`xy_chart`].
+#[derive(Clone, Debug, Default)]
+pub struct XyChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Logarithmic x axis (all x must be > 0).
+    pub log_x: bool,
+    /// Fixed y range; default 0 to the data's maximum, rounded up.
+    pub y_range: Option<(f64, f64)>,
+    /// Horizontal reference lines: (y, label), e.g. a paper's bound.
+    pub hlines: Vec<(f64, String)>,
+}
+
+/// Render an x/y plot of several curves with a legend.
+pub fn xy_chart(c: &XyChart, curves: &[Curve]) -> String {
+    let (w, h) = (900.0, 520.0);
+    let (l, r, t, b) = (80.0, 230.0, 40.0, 60.0);
+    let pw = w - l - r;
+    let ph = h - t - b;
+    let tx = |x: f64| if c.log_x { x.max(1e-300).log10() } else { x };
+    let finite = |v: &f64| v.is_finite();
+    let xs: Vec<f64> = curves.iter().flat_map(|s| s.points.iter().map(|p| tx(p.0))).filter(finite).collect();
+    let ys: Vec<f64> = curves
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1).chain(s.err.iter().map(|e| e.2)))
+        .chain(c.hlines.iter().map(|h| h.0))
+        .filter(finite)
+        .collect();
+    let (mut x0, mut x1) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let (y0, y1) = match c.y_range {
+        Some(r) => r,
+        None => {
+            let top = ys.iter().cloned().fold(0.0f64, f64::max);
+            let bot = ys.iter().cloned().fold(0.0f64, f64::min);
+            let top = if top <= bot { bot + 1.0 } else { top };
+            let st = nice_step(top - bot);
+            ((bot / st).floor() * st, (top / st).ceil() * st)
+        }
+    };
+    let ystep = nice_step(y1 - y0);
+    let px = |x: f64| l + (tx(x) - x0) / (x1 - x0) * pw;
+    let py = |y: f64| t + ph - (y.clamp(y0, y1) - y0) / (y1 - y0) * ph;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="24" font-size="15" text-anchor="middle">{}</text>"#,
+        l + pw / 2.0,
+        esc(&c.title)
+    );
+    let mut y = y0;
+    while y <= y1 + 1e-9 * (y1 - y0) {
+        let yy = py(y);
+        let _ = writeln!(o, r##"<line x1="{l}" y1="{yy:.1}" x2="{}" y2="{yy:.1}" stroke="#ddd"/>"##, l + pw);
+        let _ = writeln!(o, r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#, l - 6.0, yy + 4.0, fmt_tick(y));
+        y += ystep;
+    }
+    // x ticks: decades (1, 2, 5 × 10^k) on a log axis, nice steps otherwise.
+    let mut ticks = Vec::new();
+    if c.log_x {
+        let (d0, d1) = (x0.floor() as i32, x1.ceil() as i32);
+        for d in d0..=d1 {
+            for m in [1.0, 2.0, 5.0] {
+                let v = m * 10f64.powi(d);
+                if v.log10() >= x0 - 1e-9 && v.log10() <= x1 + 1e-9 {
+                    ticks.push(v);
+                }
+            }
+        }
+    } else {
+        let xs = nice_step(x1 - x0);
+        let mut x = (x0 / xs).ceil() * xs;
+        while x <= x1 + 1e-9 {
+            ticks.push(x);
+            x += xs;
+        }
+    }
+    for x in ticks {
+        let xx = px(x);
+        let _ = writeln!(o, r##"<line x1="{xx:.1}" y1="{t}" x2="{xx:.1}" y2="{}" stroke="#eee"/>"##, t + ph);
+        let _ = writeln!(o, r#"<text x="{xx:.1}" y="{}" text-anchor="middle">{}</text>"#, t + ph + 18.0, fmt_tick(x));
+    }
+    let _ = writeln!(o, r#"<rect x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#);
+    let _ =
+        writeln!(o, r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#, l + pw / 2.0, h - 15.0, esc(&c.x_label));
+    let _ = writeln!(
+        o,
+        r#"<text x="20" y="{}" text-anchor="middle" transform="rotate(-90 20 {})">{}</text>"#,
+        t + ph / 2.0,
+        t + ph / 2.0,
+        esc(&c.y_label)
+    );
+    for (y, label) in &c.hlines {
+        if *y < y0 || *y > y1 {
+            continue;
+        }
+        let yy = py(*y);
+        let _ = writeln!(
+            o,
+            r##"<line x1="{l}" y1="{yy:.1}" x2="{}" y2="{yy:.1}" stroke="#555" stroke-dasharray="2,3"/>"##,
+            l + pw
+        );
+        let _ = writeln!(o, r##"<text x="{}" y="{:.1}" fill="#555">{}</text>"##, l + 4.0, yy - 4.0, esc(label));
+    }
+    for (i, s) in curves.iter().enumerate() {
+        let col = COLORS[s.color.unwrap_or(i) % COLORS.len()];
+        let dash = if s.dashed { r#" stroke-dasharray="6,4""# } else { "" };
+        let mut d = String::new();
+        let mut pen_up = true;
+        for &(x, y) in &s.points {
+            if !x.is_finite() || !y.is_finite() || (c.log_x && x <= 0.0) {
+                pen_up = true;
+                continue;
+            }
+            let _ = write!(d, "{}{:.1},{:.1}", if pen_up { " M" } else { " L" }, px(x), py(y));
+            pen_up = false;
+        }
+        if !d.is_empty() {
+            let _ =
+                writeln!(o, r#"<path d="{}" fill="none" stroke="{col}" stroke-width="1.8"{dash}/>"#, d.trim_start());
+        }
+        if s.markers {
+            for &(x, y) in &s.points {
+                if x.is_finite() && y.is_finite() && !(c.log_x && x <= 0.0) {
+                    let _ = writeln!(o, r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{col}"/>"#, px(x), py(y));
+                }
+            }
+        }
+        for &(x, lo, hi) in &s.err {
+            if x.is_finite() && lo.is_finite() && hi.is_finite() && !(c.log_x && x <= 0.0) {
+                let _ = writeln!(
+                    o,
+                    r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{col}"/>"#,
+                    px(x),
+                    py(lo),
+                    px(x),
+                    py(hi)
+                );
+            }
+        }
+        let ly = t + 10.0 + i as f64 * 16.0;
+        let _ = writeln!(
+            o,
+            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{col}" stroke-width="2"{dash}/>"#,
+            w - r + 10.0,
+            w - r + 34.0
+        );
+        let _ = writeln!(o, r#"<text x="{}" y="{}">{}</text>"#, w - r + 40.0, ly + 4.0, esc(&s.name));
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
 fn fmt_tick(v: f64) -> String {
     if v == v.round() {
         format!("{v:.0}")
@@ -145,5 +327,32 @@ mod tests {
         assert_eq!(svg.matches("<path").count(), 2);
         assert!(svg.contains("a&lt;b"));
         assert!(svg.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn xy_chart_styles_gaps_and_log_axis() {
+        let curves = vec![
+            Curve {
+                name: "sim".into(),
+                points: vec![(1.0, 0.5), (10.0, f64::NAN), (100.0, 1.5)],
+                markers: true,
+                ..Default::default()
+            },
+            Curve {
+                name: "model".into(),
+                points: vec![(1.0, 1.0), (200.0, 1.2)],
+                dashed: true,
+                color: Some(3),
+                ..Default::default()
+            },
+        ];
+        let c = XyChart { title: "t".into(), log_x: true, hlines: vec![(0.3, "bound".into())], ..Default::default() };
+        let svg = xy_chart(&c, &curves);
+        // The NaN point splits the first curve into two sub-paths; two markers are drawn.
+        let first = svg.lines().find(|l| l.starts_with("<path")).unwrap();
+        assert_eq!(first.matches('M').count(), 2, "{first}");
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert!(svg.contains("stroke-dasharray=\"6,4\"") && svg.contains(COLORS[3]));
+        assert!(svg.contains(">bound<") && svg.contains(">100<") && svg.contains(">model<"));
     }
 }

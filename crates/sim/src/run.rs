@@ -201,6 +201,40 @@ pub fn format_table(s: &Summary) -> String {
             qmax
         );
     }
+    for a in &s.asym_links {
+        let _ = writeln!(
+            o,
+            "asymmetric link {}: up {} ({:.1}% of {}), down {} ({:.1}% of {}); aggregated utilization {:.3} (ideal 2), variance {:.4} (population; sample {:.4})",
+            a.link,
+            fmt_rate(a.up_goodput_bps),
+            a.up_utilization * 100.0,
+            fmt_rate(a.up_rate_bps as f64),
+            fmt_rate(a.down_goodput_bps),
+            a.down_utilization * 100.0,
+            fmt_rate(a.down_rate_bps as f64),
+            a.aggregated_utilization,
+            a.utilization_variance_population,
+            a.utilization_variance_sample
+        );
+    }
+    for l in &s.links {
+        if let Some(c) = &l.classes {
+            let _ = writeln!(
+                o,
+                "  {:<16} {:<10} ACK queue avg {:.2} max {} ({:.1} ms), data queue avg {:.2} max {}; ACK drops: {} random, {} filtered, {} full",
+                trunc(&l.name, 16),
+                c.kind,
+                c.ack.queue_avg_pkts,
+                c.ack.queue_max_pkts,
+                c.ack.queue_delay_avg_s * 1e3,
+                c.data.queue_avg_pkts,
+                c.data.queue_max_pkts,
+                c.ack_drops_random,
+                c.ack_drops_filtered,
+                c.ack_drops_queue_full,
+            );
+        }
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,

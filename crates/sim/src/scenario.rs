@@ -5,11 +5,6 @@
 //! errors, and every error names the file, the key and what was expected.
 
 use ackshape_core::impair::LossSpec;
-use ackshape_core::shape::asym::AsymDiscSpec;
-use ackshape_core::shape::drr::DrrConfig;
-use ackshape_core::shape::pfq::PfqConfig;
-use ackshape_core::shape::red::RedConfig;
-use ackshape_core::shape::tbf::TbfConfig;
 use ackshape_core::tcp::{CcAlgo, TcpConfig};
 use ackshape_core::time::Dur;
 use ackshape_core::units::{self, Rate, Size};
@@ -36,142 +31,8 @@ impl fmt::Display for ScenarioError {
 }
 impl std::error::Error for ScenarioError {}
 
-macro_rules! unit_newtype {
-    ($name:ident, $inner:ty, $parse:path) => {
-        #[derive(Clone, Copy, Debug, PartialEq)]
-        pub struct $name(pub $inner);
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                $parse(&s).map($name).map_err(serde::de::Error::custom)
-            }
-        }
-    };
-}
-unit_newtype!(DurV, Dur, units::parse_duration);
-unit_newtype!(RateV, Rate, units::parse_rate);
-unit_newtype!(SizeV, Size, units::parse_size);
-
-/// A link direction's queue discipline: `kind = "red"` ([`RedConfig`]), `kind = "drr"`
-/// ([`DrrConfig`], per-flow queuing), `kind = "tbf"` ([`TbfConfig`], a token-bucket class rate),
-/// `kind = "pfq"` ([`PfqConfig`], per-flow token buckets at rate/n)
-/// or one of the
-/// asymmetric-link disciplines ([`AsymDiscSpec`]: `fifo`, `acks-first`, `ack-filter-classic`,
-/// `ack-filter-cake`, `acq`, `afvq`).
-#[derive(Clone, Debug, PartialEq)]
-pub enum QdiscSpec {
-    Red(RedConfig),
-    Drr(DrrConfig),
-    Tbf(TbfConfig),
-    Pfq(PfqConfig),
-    Asym(AsymDiscSpec),
-}
-
-impl<'de> Deserialize<'de> for QdiscSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut t = toml::Table::deserialize(d)?;
-        match t.get("kind").and_then(|k| k.as_str()) {
-            Some("red") => {
-                t.remove("kind");
-                toml::Value::Table(t)
-                    .try_into()
-                    .map(QdiscSpec::Red)
-                    .map_err(|e| D::Error::custom(e.message().trim_end()))
-            }
-            Some("tbf") => {
-                /// `{ kind = "tbf", rate = "2Mbit/s", burst = "3000B", limit_pkts = 100 }`
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct TbfV {
-                    rate: RateV,
-                    burst: Option<SizeV>,
-                    limit_pkts: Option<usize>,
-                }
-                t.remove("kind");
-                let v: TbfV = toml::Value::Table(t).try_into().map_err(|e| D::Error::custom(e.message().trim_end()))?;
-                let burst_bytes = match v.burst.map(|b| b.0) {
-                    None => 3000,
-                    Some(Size::Bytes(b)) => b,
-                    Some(Size::Packets(p)) => p * 1500,
-                };
-                Ok(QdiscSpec::Tbf(TbfConfig {
-                    rate_bps: v.rate.0 .0,
-                    burst_bytes,
-                    limit_pkts: v.limit_pkts.unwrap_or(100),
-                }))
-            }
-            Some("pfq") => {
-                /// `{ kind = "pfq", rate = "200KB/s", burst = "1500B", flow_limit_pkts = 100, idle_timeout = "1s" }`
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct PfqV {
-                    rate: RateV,
-                    burst: Option<SizeV>,
-                    flow_limit_pkts: Option<usize>,
-                    idle_timeout: Option<DurV>,
-                }
-                t.remove("kind");
-                let v: PfqV = toml::Value::Table(t).try_into().map_err(|e| D::Error::custom(e.message().trim_end()))?;
-                let burst_bytes = match v.burst.map(|b| b.0) {
-                    None => 1500,
-                    Some(Size::Bytes(b)) => b,
-                    Some(Size::Packets(p)) => p * 1500,
-                };
-                Ok(QdiscSpec::Pfq(PfqConfig {
-                    rate_bps: v.rate.0 .0,
-                    burst_bytes,
-                    flow_limit_pkts: v.flow_limit_pkts.unwrap_or(100),
-                    idle_timeout: v.idle_timeout.map(|d| d.0).unwrap_or(Dur::from_secs(1)),
-                }))
-            }
-            Some("drr") => {
-                t.remove("kind");
-                toml::Value::Table(t)
-                    .try_into()
-                    .map(QdiscSpec::Drr)
-                    .map_err(|e| D::Error::custom(e.message().trim_end()))
-            }
-            Some(_) => toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
-                D::Error::custom(format!(
-                    "{} (kinds: red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
-                    e.message().trim_end()
-                ))
-            }),
-            None => Err(D::Error::custom(
-                "expected a `kind` (red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
-            )),
-        }
-    }
-}
-
-impl QdiscSpec {
-    /// The discipline for an output of `rate_bps` (RED's idle-time estimate uses it).
-    pub fn build(
-        &self,
-        rate_bps: u64,
-        rng: ackshape_core::rng::Rng,
-    ) -> Box<dyn ackshape_core::queue::QueueDisc + Send> {
-        use ackshape_core::shape;
-        match self {
-            QdiscSpec::Asym(q) => q.build(rng),
-            QdiscSpec::Red(r) => Box::new(shape::red::Red::new(r.clone(), Dur::tx_time(1500, rate_bps), rng)),
-            QdiscSpec::Drr(d) => Box::new(shape::drr::Drr::new(d.clone())),
-            QdiscSpec::Tbf(t) => Box::new(shape::tbf::Tbf::new(t.clone())),
-            QdiscSpec::Pfq(q) => Box::new(shape::pfq::Pfq::new(q.clone())),
-        }
-    }
-
-    pub fn validate(&self) -> Result<(), String> {
-        match self {
-            QdiscSpec::Red(r) => r.validate(),
-            QdiscSpec::Drr(d) => d.validate(),
-            QdiscSpec::Tbf(t) => t.validate(),
-            QdiscSpec::Pfq(p) => p.validate(),
-            QdiscSpec::Asym(a) => a.validate().map_err(|e| e.to_string()),
-        }
-    }
-}
+pub use ackshape_core::shape::qdisc_spec::QdiscSpec;
+pub use ackshape_core::units::{DurV, RateV, SizeV};
 
 /// A start time: fixed (`"2s"`) or uniform in an interval (`"uniform(0s, 1s)"`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -712,6 +573,9 @@ pub struct Scenario {
     pub middlebox: Vec<MiddleboxSpec>,
     /// Paper values, tolerances and notes for experiment scenarios (free-form, read by `reproduce`).
     pub paper: Option<toml::Table>,
+    /// How `ackshape reproduce` runs an experiment file (sweeps, seeds, variants; free-form here,
+    /// read by the experiment's code).
+    pub reproduce: Option<toml::Table>,
     /// Settings only the live driver reads (free-form here).
     pub live: Option<toml::Table>,
 }
@@ -745,17 +609,37 @@ impl Scenario {
             return Err(err(None, msg));
         }
         let de = toml::Deserializer::new(text);
-        let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let sc = Scenario::deserialize_with_paths(de, Some(text), file)?;
+        sc.validate().map_err(|(k, m)| err(Some(k), m))?;
+        Ok(sc)
+    }
+
+    /// Build and validate a scenario from an already parsed TOML table (e.g. an experiment's base
+    /// scenario with sweep values set by `reproduce`); `file` names it in errors. Errors name the
+    /// key as [`parse`](Self::parse) does, without line numbers.
+    pub fn from_table(table: toml::Table, file: &str) -> Result<Scenario, ScenarioError> {
+        let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
+        let sc = Scenario::deserialize_with_paths(toml::Value::Table(table), None, file)?;
+        sc.validate().map_err(|(k, m)| err(Some(k), m))?;
+        Ok(sc)
+    }
+
+    fn deserialize_with_paths<'de, D>(de: D, text: Option<&str>, file: &str) -> Result<Scenario, ScenarioError>
+    where
+        D: serde::Deserializer<'de, Error = toml::de::Error>,
+    {
+        let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
+        serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let msg = inner.message().to_string();
-            let loc = inner
-                .span()
-                .map(|s| {
+            let loc = match (inner.span(), text) {
+                (Some(s), Some(text)) => {
                     let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
                     format!(" (line {line})")
-                })
-                .unwrap_or_default();
+                }
+                _ => String::new(),
+            };
             // A nested path from a two-step deserialisation (see `TopologySpec`).
             let (path, msg) = match msg.split_once(NESTED) {
                 Some((_, rest)) => {
@@ -781,9 +665,7 @@ impl Scenario {
             };
             let key = if key == "." || key.is_empty() { None } else { Some(key) };
             err(key, format!("{msg}{loc}"))
-        })?;
-        sc.validate().map_err(|(k, m)| err(Some(k), m))?;
-        Ok(sc)
+        })
     }
 
     fn validate(&self) -> Result<(), (String, String)> {

@@ -163,6 +163,8 @@ pub struct Sim {
     name: String,
     file: String,
     link_snap: Vec<(u64, u128)>,
+    /// Per link at the start of the window: per-class queue integrals and the discipline's stats.
+    class_snap: Vec<([u128; 3], Option<ackshape_core::shape::asym::AsymStats>)>,
     /// Middleboxes, and for each node the index of its box (NONE: none).
     mbs: Vec<MbSlot>,
     node_mb: Vec<u32>,
@@ -214,7 +216,11 @@ impl Sim {
                     Some(q) => q.build(p.rate.0, stream(seed, "qdisc", idx)),
                     None => queue_for(p.queue),
                 };
-                links.push(LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, p.reorder));
+                let mut ld = LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, p.reorder);
+                if let Some(crate::scenario::QdiscSpec::Asym(a)) = &p.qdisc {
+                    ld.qdisc_kind = Some(a.kind());
+                }
+                links.push(ld);
             }
         };
         // Which host each flow runs between.
@@ -437,7 +443,8 @@ impl Sim {
                     format!("expected a link leaving {:?} ({}), got {:?}", m.node, known.join(", "), m.wan),
                 ));
             };
-            let mb = build_middlebox(m, seed, i).map_err(|(k, msg)| topo_err(format!("middlebox[{i}].{k}"), msg))?;
+            let mb = build_middlebox(m, seed, i, std::path::Path::new(file).parent())
+                .map_err(|(k, msg)| topo_err(format!("middlebox[{i}].{k}"), msg))?;
             node_mb[n] = mbs.len() as u32;
             mbs.push(MbSlot {
                 node: n as u32,
@@ -479,6 +486,7 @@ impl Sim {
             name: sc.name.clone().unwrap_or_else(|| file.to_string()),
             file: file.to_string(),
             link_snap: Vec::new(),
+            class_snap: Vec::new(),
             mbs,
             node_mb,
         };
@@ -976,6 +984,58 @@ impl Sim {
                 (l.c.busy_ns, l.c.q_integral)
             })
             .collect();
+        self.class_snap = self.links.iter().map(|l| (l.c.class_q_integral, l.queue.asym_stats().cloned())).collect();
+    }
+
+    /// The link directions a packet from host `src` to host `dst` crosses, in order.
+    fn path_links(&self, src: u32, dst: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        let (mut n, end) = (self.hosts[src as usize], self.hosts[dst as usize]);
+        while n != end && out.len() <= self.links.len() {
+            let row = &self.routes[n as usize];
+            let l = if row.is_empty() { self.default_route[n as usize] } else { row[dst as usize] };
+            if l == NONE {
+                break;
+            }
+            out.push(l);
+            n = self.links[l as usize].to;
+        }
+        out
+    }
+
+    /// Per-class summary of link `i` over the window (disciplines with classes only).
+    fn classes_summary(&self, i: usize, win: f64) -> Option<ClassesSummary> {
+        let l = &self.links[i];
+        let st = l.queue.asym_stats()?;
+        let (q0, s0) = match self.class_snap.get(i) {
+            Some((q, s)) => (*q, s.clone().unwrap_or_default()),
+            None => ([0; 3], Default::default()),
+        };
+        let class = |k: usize| {
+            let pick = |c: &ackshape_core::shape::asym::ClassCounts| [c.ack, c.data, c.non_tcp][k];
+            let avg = (l.c.class_q_integral[k] - q0[k]) as f64 * 1e-9 / win;
+            let dequeued = pick(&st.dequeued) - pick(&s0.dequeued);
+            ClassQueue {
+                queue_avg_pkts: avg,
+                queue_max_pkts: l.class_q_max_window[k] as u64,
+                arrived: pick(&st.arrived) - pick(&s0.arrived),
+                dequeued,
+                dropped: pick(&st.dropped) - pick(&s0.dropped),
+                queue_delay_avg_s: if dequeued > 0 { avg / (dequeued as f64 / win) } else { 0.0 },
+            }
+        };
+        let ack = class(0);
+        let filtered = st.drops.ack_filtered - s0.drops.ack_filtered;
+        let random = st.drops.ack_random_drop - s0.drops.ack_random_drop;
+        Some(ClassesSummary {
+            kind: l.qdisc_kind.unwrap_or("").to_string(),
+            ack_drops_queue_full: ack.dropped.saturating_sub(filtered + random),
+            ack_drops_filtered: filtered,
+            ack_drops_random: random,
+            ack,
+            data: class(1),
+            non_tcp: class(2),
+        })
     }
 
     /// Per-flow goodput time series: (bin end in s, flow id, goodput bit/s).
@@ -995,9 +1055,14 @@ impl Sim {
                 self.mb_rearm(m);
             }
             crate::scenario::MbMode::Mirror => {
+                // The original goes on first: the box only sees a copy of a packet that has
+                // already passed, so even with no delay what it injects follows the original.
+                let copy = pkt.clone();
+                self.forward(n, pkt);
+                let slot = &mut self.mbs[m as usize];
                 if slot.delay == Dur::ZERO {
                     let mut out = std::mem::take(&mut slot.out);
-                    slot.mb.on_packet(self.now, dir, pkt.clone(), &mut out);
+                    slot.mb.on_packet(self.now, dir, copy, &mut out);
                     self.mb_emit(m, &mut out);
                     self.mbs[m as usize].out = out;
                     self.mb_rearm(m);
@@ -1006,9 +1071,8 @@ impl Sim {
                     if slot.copies.is_empty() {
                         self.q.push(t, Ev::MbCopy(m));
                     }
-                    slot.copies.push_back((t, dir, pkt.clone()));
+                    slot.copies.push_back((t, dir, copy));
                 }
-                self.forward(n, pkt);
             }
         }
     }
@@ -1164,6 +1228,16 @@ impl Sim {
                 transfers_completed: f.completions.len() as u64,
             });
         }
+        // TCP goodput carried by each link direction (the data path of each TCP flow).
+        let mut link_goodput = vec![0.0f64; self.links.len()];
+        for (f, fs) in self.flows.iter().zip(&flows) {
+            if fs.cc == "udp" {
+                continue;
+            }
+            for l in self.path_links(f.src, f.dst) {
+                link_goodput[l as usize] += fs.goodput_bps;
+            }
+        }
         let links: Vec<LinkSummary> = self
             .links
             .iter()
@@ -1184,9 +1258,23 @@ impl Sim {
                     queue_max_pkts: l.q_max_window as u64,
                     qdisc: l.queue.asym_stats().map(|st| QdiscSummary { stats: st.clone() }),
                     qdisc_counters: l.queue.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    tcp_goodput_bps: link_goodput[i],
+                    goodput_utilization: link_goodput[i] / l.rate_bps.max(1) as f64,
+                    classes: self.classes_summary(i, win),
                 }
             })
             .collect();
+        // Asymmetric links: a pair NAME / NAME:rev whose rates differ or that runs an
+        // asymmetric-link discipline. Up = the slower direction (forward on a tie).
+        let mut asym_links = Vec::new();
+        for (i, f) in links.iter().enumerate() {
+            let Some(r) = links.get(i + 1).filter(|r| r.name == format!("{}:rev", f.name)) else { continue };
+            if f.rate_bps == r.rate_bps && f.classes.is_none() && r.classes.is_none() {
+                continue;
+            }
+            let (up, down) = if r.rate_bps < f.rate_bps { (r, f) } else { (f, r) };
+            asym_links.push(AsymLinkSummary::new(&f.name, up, down));
+        }
         let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
         let aggregate = Aggregate {
             flows: flows.len() as u32,
@@ -1224,6 +1312,7 @@ impl Sim {
             short_transfers,
             verify: if self.verify { Some(vsum) } else { None },
             middleboxes: self.middlebox_stats(),
+            asym_links,
         }
     }
 

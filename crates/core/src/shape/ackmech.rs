@@ -39,7 +39,7 @@ pub trait AckMechanism {
 }
 
 /// The `mechanism = { kind = …, … }` table of a policy class, and the names it accepts.
-pub const KINDS: &[&str] = &["none"];
+pub const KINDS: &[&str] = &["none", "tcr", "postack"];
 
 /// Build the mechanism a policy class names. `settings` is the table without `kind`.
 /// `Ok(None)` for `kind = "none"` (class-only shaping). Errors are `(key within the table,
@@ -53,6 +53,15 @@ pub fn build(kind: &str, settings: &toml::Table) -> Result<Option<Box<dyn AckMec
                 return Err((k.clone(), "unknown key for mechanism \"none\" (it has no settings)".into()));
             }
             Ok(None)
+        }
+        "tcr" => {
+            let cfg = super::tcr::TcrConfig::from_table(settings)?;
+            // The class rate arrives through `set_rate` before the first packet.
+            Ok(Some(Box::new(super::tcr::Tcr::new(cfg, 0))))
+        }
+        "postack" => {
+            let cfg = super::postack::PostAckConfig::from_table(settings)?;
+            Ok(Some(Box::new(super::postack::PostAck::new(cfg))))
         }
         other => Err(("kind".into(), format!("expected one of {}, got {other:?}", KINDS.join(", ")))),
     }

@@ -112,6 +112,10 @@ impl Drr {
     pub fn active_flows(&self) -> usize {
         self.active.len()
     }
+    /// Packets queued for flow `id` (its per-flow queue length).
+    pub fn flow_len(&self, id: &FlowId) -> usize {
+        self.index.get(id).map_or(0, |&s| self.slots[s].q.len())
+    }
 
     fn slot_for(&mut self, id: FlowId) -> usize {
         if let Some(&s) = self.index.get(&id) {

@@ -5,8 +5,15 @@
 //!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
 //! - [`drr`]: per-flow queuing with Deficit Round Robin and longest-queue drop (PFQ).
 //! - [`pfq`]: per-flow token-bucket shaping at BW_c/n (paper 000's PFQ baseline).
+//! - [`postack`]: PostACK (paper 000 §3, §6), an [`ackmech::AckMechanism`] that holds ACKs in
+//!   per-flow ACK queues: basic, on-off (per-class timer) and zero-timer (clocked by PFQ+DRR).
 //! - [`red`]: RED with ECN marking and the gentle variant (paper 001's baseline).
+//! - [`tap`]: third-party flow control (paper 004): a mirror-port tap that injects duplicate
+//!   ACKs (triple-ACK duplication, zero-window ACKs) with a feedback controller on the rate.
 //! - [`tbf`]: token-bucket shaping of a FIFO (a class rate).
+//! - [`tcr`]: TCP Rate Control (paper 001; paper 000 §2.4), an [`ackmech::AckMechanism`] that
+//!   allocates the class rate (max-min or equal shares), rewrites receiver windows to A·RTT and
+//!   paces ACKs at each flow's allocation.
 //!
 //! **What it is not.** Nothing here reads a clock, touches a socket or allocates per packet in
 //! steady state; the simulator and the live gateway drive these types with `now` and packets.
@@ -14,7 +21,13 @@
 pub mod ackmech;
 pub mod asym;
 pub mod drr;
+pub mod gateway;
 pub mod pfq;
+pub mod policy;
+pub mod postack;
+pub mod qdisc_spec;
 pub mod qlink;
 pub mod red;
+pub mod tap;
 pub mod tbf;
+pub mod tcr;

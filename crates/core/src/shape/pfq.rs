@@ -88,6 +88,11 @@ impl Pfq {
             .max(1)
     }
 
+    /// Packets queued for flow `id` (its per-flow queue length).
+    pub fn flow_len(&self, id: &FlowId) -> usize {
+        self.flows.get(id).map_or(0, |&i| self.slots[i].1.q.len())
+    }
+
     fn per_flow_rate(&self, now: Time) -> f64 {
         self.cfg.rate_bps as f64 / self.active_flows(now) as f64
     }

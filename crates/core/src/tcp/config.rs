@@ -20,6 +20,12 @@ pub enum CcAlgo {
     /// Misbehaving: no congestion avoidance, cwnd grows exponentially forever (paper 001 §2.4).
     /// Loss recovery as `Sack`, but cwnd is never reduced below what it was.
     Misbehaving,
+    /// MulTCP (Crowcroft & Oechslin 1998): one flow that behaves like `multcp_n` Reno flows.
+    /// Congestion avoidance adds `N·MSS²/cwnd` per ACK, a loss (fast retransmit or RTO) sets
+    /// ssthresh = FlightSize·(1 − 1/(2N)); slow start, SACK recovery and timeouts as `Sack`
+    /// (paper 003's baseline; its rules are assumed there, trap P3-10).
+    #[serde(rename = "multcp")]
+    MulTcp,
 }
 
 /// Retransmission timer settings (RFC 6298).
@@ -118,6 +124,16 @@ pub struct TcpConfig {
     /// (Linux does not implement it).
     #[serde(default)]
     pub rescue_retransmission: bool,
+    /// Initial slow-start threshold in segments (0 = unlimited, RFC 5681's "arbitrarily high").
+    #[serde(default)]
+    pub initial_ssthresh: u64,
+    /// MulTCP's N (how many Reno flows one `MulTcp` flow acts like); ignored by other algorithms.
+    #[serde(default = "one")]
+    pub multcp_n: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl Default for TcpConfig {
@@ -144,6 +160,8 @@ impl Default for TcpConfig {
             cwnd_validation: false,
             time_wait: None,
             rescue_retransmission: false,
+            multcp_n: 1.0,
+            initial_ssthresh: 0,
         }
     }
 }

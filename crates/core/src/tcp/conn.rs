@@ -113,6 +113,24 @@ enum Recovery {
     Sack,
 }
 
+/// Who governs the sending half's window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Drive {
+    /// Its own congestion control: an ordinary TCP sender.
+    Own,
+    /// A VPS actual flow (paper 003): no congestion window. A fast retransmit and the first
+    /// retransmission after an RTO go out at once; any other retransmission and all new data
+    /// only with a permit from the controller ([`Connection::ext_permit`]).
+    External,
+    /// A VPS virtual flow: congestion control only, fed virtual ACKs, no RTO timer of its own
+    /// (timeouts are propagated from actual flows).
+    Virtual,
+}
+
+/// Permit bits for an `External` sender.
+pub(crate) const PERMIT_NEW: u8 = 1;
+pub(crate) const PERMIT_RTX: u8 = 2;
+
 /// Hard cap on cwnd when `max_cwnd_bytes` is 0 (keeps Misbehaving from overflowing).
 const CWND_CAP: u64 = 1 << 40;
 
@@ -182,6 +200,9 @@ pub struct Connection {
     burst: u32,
     cubic: Cubic,
     ca_acc: u64,
+    drive: Drive,
+    /// `External`: what the next `poll_transmit` may send besides free retransmissions.
+    permit: u8,
 
     // --- receiving half ---
     rcv_nxt: u64,
@@ -238,7 +259,7 @@ impl Connection {
             una: 0,
             nxt: 0,
             cwnd: mss * cfg.initial_window.max(1) as u64,
-            ssthresh: u64::MAX,
+            ssthresh: if cfg.initial_ssthresh == 0 { u64::MAX } else { cfg.initial_ssthresh * mss },
             rwnd: 0,
             rwnd_max: 0,
             wl1: i64::MIN,
@@ -263,6 +284,8 @@ impl Connection {
             burst: 0,
             cubic: Cubic::default(),
             ca_acc: 0,
+            drive: Drive::Own,
+            permit: 0,
             rcv_nxt: 0,
             adv_edge: 0,
             reasm: Reassembly::default(),
@@ -391,7 +414,7 @@ impl Connection {
     }
     #[inline]
     fn sack_recovery(&self) -> bool {
-        self.sack_ok && matches!(self.cfg.cc, CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving)
+        self.sack_ok && matches!(self.cfg.cc, CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving | CcAlgo::MulTcp)
     }
     #[inline]
     fn can_send_data_state(&self) -> bool {
@@ -450,6 +473,9 @@ impl Connection {
     }
 
     fn arm_rto(&mut self, now: Time) {
+        if self.drive == Drive::Virtual {
+            return; // a virtual flow's timeouts come from the actual flows
+        }
         self.rtx_deadline = Some(self.rtt.deadline(now, self.rtt.rto()));
     }
 
@@ -461,6 +487,10 @@ impl Connection {
                 ((w * self.mss as f64) as u64).max(two)
             }
             CcAlgo::Misbehaving => self.ssthresh,
+            CcAlgo::MulTcp => {
+                let n = self.cfg.multcp_n.max(1.0);
+                ((flight as f64 * (1.0 - 1.0 / (2.0 * n))) as u64).max(two)
+            }
             _ => (flight / 2).max(two),
         }
     }
@@ -622,63 +652,85 @@ impl Connection {
             self.rtx_deadline = None;
         }
         // SACK information.
-        let mut newly_sacked = 0;
+        let mut sacks = [(0u64, 0u64); 4];
+        let mut ns = 0;
         // Only the SACK-based senders keep a scoreboard: Tahoe/Reno/NewReno ignore SACK blocks
         // (ns-2-style classic variants), even when SACK was negotiated.
         if self.sack_recovery() && t.opts.sack_len > 0 {
             for b in t.opts.sack_blocks() {
                 let l = self.ack_off(b.left).max(ack as i64);
                 let r = self.ack_off(b.right).min(self.nxt as i64);
-                if l < r {
-                    newly_sacked += self.sboard.add(l as u64, r as u64);
+                if l < r && ns < sacks.len() {
+                    sacks[ns] = (l as u64, r as u64);
+                    ns += 1;
                 }
             }
+        }
+        let dup_eligible =
+            pkt.payload_len == 0 && t.flags.0 & (TcpFlags::SYN.0 | TcpFlags::FIN.0) == 0 && !window_changed;
+        let tsecr = if self.ts_ok { t.opts.timestamps.map(|x| x.1) } else { None };
+        self.process_ack(now, ack, &sacks[..ns], dup_eligible, tsecr, flight_before);
+
+        // ECN-Echo: reduce once per window of data, as on loss but without retransmitting.
+        if self.ecn_ok && t.flags.contains(TcpFlags::ECE) {
+            self.on_ece();
+        }
+    }
+
+    /// The congestion-control part of an acceptable ACK (`una ≤ ack ≤ nxt`), in stream offsets:
+    /// SACK blocks (already clipped to `[ack, nxt)`), whether it may count as a duplicate ACK,
+    /// the echoed timestamp, and the flight before the ACK.
+    fn process_ack(
+        &mut self,
+        now: Time,
+        ack: u64,
+        sacks: &[(u64, u64)],
+        dup_eligible: bool,
+        tsecr: Option<u32>,
+        flight_before: u64,
+    ) {
+        // `max_burst` counts segments sent in answer to one ACK, duplicate ACKs included.
+        self.burst = 0;
+        let mut newly_sacked = 0;
+        for &(l, r) in sacks {
+            newly_sacked += self.sboard.add(l, r);
         }
         self.sboard.advance(ack);
 
         if ack > self.una {
-            self.on_new_ack(now, t, ack, flight_before);
-        } else if ack == self.una
-            && self.nxt > self.una
-            && pkt.payload_len == 0
-            && t.flags.0 & (TcpFlags::SYN.0 | TcpFlags::FIN.0) == 0
-            && !window_changed
-        {
+            self.on_new_ack(now, tsecr, ack, flight_before);
+        } else if ack == self.una && self.nxt > self.una && dup_eligible {
             self.on_dupack(now, newly_sacked);
         } else if newly_sacked > 0 {
             self.maybe_sack_recovery(now);
         }
+    }
 
-        // ECN-Echo: reduce once per window of data, as on loss but without retransmitting.
-        if self.ecn_ok && t.flags.contains(TcpFlags::ECE) {
-            self.stats.ece_rcvd += 1;
-            if self.rec == Recovery::None && self.una >= self.ecn_recover && self.rto_lost_to <= self.una {
-                let react = self.cfg.cc != CcAlgo::Misbehaving || self.cfg.misbehaving_ecn_response;
-                if react {
-                    let fl = self.nxt - self.una;
-                    self.ssthresh = if self.cfg.cc == CcAlgo::Misbehaving {
-                        (fl / 2).max(2 * self.mss)
-                    } else {
-                        self.cc_ssthresh(fl)
-                    };
-                    self.cwnd = self.ssthresh;
-                    self.stats.cwnd_reductions += 1;
-                    self.stats.ecn_reductions += 1;
-                    self.cwr_pending = true;
-                }
-                self.ecn_recover = self.nxt.max(self.una + 1);
+    fn on_ece(&mut self) {
+        self.stats.ece_rcvd += 1;
+        if self.rec == Recovery::None && self.una >= self.ecn_recover && self.rto_lost_to <= self.una {
+            let react = self.cfg.cc != CcAlgo::Misbehaving || self.cfg.misbehaving_ecn_response;
+            if react {
+                let fl = self.nxt - self.una;
+                self.ssthresh =
+                    if self.cfg.cc == CcAlgo::Misbehaving { (fl / 2).max(2 * self.mss) } else { self.cc_ssthresh(fl) };
+                self.cwnd = self.ssthresh;
+                self.stats.cwnd_reductions += 1;
+                self.stats.ecn_reductions += 1;
+                self.cwr_pending = true;
             }
+            self.ecn_recover = self.nxt.max(self.una + 1);
         }
     }
 
-    fn on_new_ack(&mut self, now: Time, t: &TcpHdr, ack: u64, flight_before: u64) {
+    fn on_new_ack(&mut self, now: Time, tsecr: Option<u32>, ack: u64, flight_before: u64) {
         let newly = ack - self.una;
         let fin_in = self.fin_queued && ack > self.sb.written && self.una <= self.sb.written;
         let data_acked = newly - fin_in as u64;
         self.stats.bytes_acked += data_acked;
         // RTT sample: timestamps (RFC 7323) or one timed segment (Karn: never a retransmission).
         if self.ts_ok {
-            if let Some((_, tsecr)) = t.opts.timestamps {
+            if let Some(tsecr) = tsecr {
                 if tsecr != 0 {
                     let us = ts_now(now).wrapping_sub(tsecr);
                     if (us as i32) >= 0 {
@@ -800,14 +852,19 @@ impl Connection {
             self.cwnd = ((w * m) as u64).max(self.cwnd).min(cap);
             return;
         }
+        // MulTCP: N times Reno's additive increase.
+        let n = if self.cfg.cc == CcAlgo::MulTcp { self.cfg.multcp_n.max(1.0) } else { 1.0 };
         if self.cfg.abc {
             self.ca_acc += acked;
-            if self.ca_acc >= self.cwnd {
-                self.ca_acc -= self.cwnd;
+            let per = ((self.cwnd as f64 / n) as u64).max(1);
+            if self.ca_acc >= per {
+                self.ca_acc -= per;
                 self.cwnd += mss;
             }
-        } else {
+        } else if n == 1.0 {
             self.cwnd += (mss * mss / self.cwnd).max(1);
+        } else {
+            self.cwnd += ((n * (mss * mss) as f64 / self.cwnd as f64) as u64).max(1);
         }
         self.cwnd = self.cwnd.min(cap);
     }
@@ -1075,7 +1132,7 @@ impl Connection {
             if s >= self.una && s < self.nxt {
                 if let Some((s, he)) = self.sboard.next_hole(s, self.nxt) {
                     let e = he.min(s + mss);
-                    if self.rec == Recovery::Sack && e > self.rtx_ptr {
+                    if (self.rec == Recovery::Sack || self.rto_lost_to > self.una) && e > self.rtx_ptr {
                         self.rtx_ptr = e;
                     }
                     return Some(self.emit(now, s, e));
@@ -1086,10 +1143,12 @@ impl Connection {
             return None;
         }
         let flight = self.flight();
-        let cwnd = self.cwnd.min(self.cwnd_cap()).max(mss);
+        let ext = self.drive == Drive::External;
+        // An External sender has no congestion window: permits gate it instead.
+        let cwnd = if ext { u64::MAX / 4 } else { self.cwnd.min(self.cwnd_cap()).max(mss) };
         // 2. Retransmit presumed-lost data (go-back-N after RTO; RFC 6675 NextSeg rule 1).
         let b = self.lost_boundary();
-        if b > self.una {
+        if b > self.una && (!ext || self.permit & PERMIT_RTX != 0) {
             let from = self.rtx_ptr.max(self.una);
             if let Some((s, he)) = self.sboard.next_hole(from, b) {
                 let e = he.min(s + mss);
@@ -1097,8 +1156,12 @@ impl Connection {
                     return None;
                 }
                 self.rtx_ptr = e;
+                self.permit = 0;
                 return Some(self.emit(now, s, e));
             }
+        }
+        if ext && self.permit & PERMIT_NEW == 0 {
+            return self.sack_rule3(now, flight, cwnd);
         }
         // 3. New data.
         if self.nxt < end {
@@ -1129,6 +1192,7 @@ impl Connection {
             }
             if e > self.nxt {
                 let s = self.nxt;
+                self.permit = 0;
                 return Some(self.emit(now, s, e));
             }
         }
@@ -1141,9 +1205,10 @@ impl Connection {
     /// Then rule 4 (rescue retransmission, if `rescue_retransmission`): once per recovery,
     /// the segment holding the highest outstanding un-SACKed byte; HighRxt is not updated.
     fn sack_rule3(&mut self, now: Time, flight: u64, cwnd: u64) -> Option<Packet> {
-        if self.rec != Recovery::Sack {
+        if self.rec != Recovery::Sack || (self.drive == Drive::External && self.permit & PERMIT_RTX == 0) {
             return None;
         }
+        self.permit = 0;
         if let Some(hi) = self.sboard.highest() {
             let from = self.rtx_ptr.max(self.una);
             if let Some((s, he)) = self.sboard.next_hole(from, hi) {
@@ -1393,7 +1458,9 @@ impl Connection {
         self.consecutive_rtos += 1;
         self.rec = Recovery::None;
         self.dupacks = 0;
-        self.pending_rtx = None;
+        // An External sender retransmits the segment at SND.UNA at once (paper 003 Fig. 12);
+        // the rest of the go-back-N needs permits.
+        self.pending_rtx = (self.drive == Drive::External).then_some(self.una);
         self.recover = Some(self.nxt);
         self.rto_lost_to = self.nxt;
         self.rtx_ptr = self.una;
@@ -1402,6 +1469,154 @@ impl Connection {
         self.burst = 0;
         self.rtt.back_off();
         self.arm_rto(now);
+    }
+
+    // ------------------------------------------------------------------ VPS hooks
+
+    /// A VPS virtual flow: an established, always-backlogged sender with an unlimited receive
+    /// window, SACK on, no timestamps and no RTO timer. Drive it with [`Self::virtual_ack`],
+    /// [`Self::virtual_timeout`] and [`Self::poll_segment`].
+    pub fn virtual_sender(cfg: TcpConfig) -> Connection {
+        let addr: SocketAddr = SocketAddr::from(([0, 0, 0, 0], 0));
+        let mut c = Connection::new(cfg, addr, addr, 0, TcpState::Established);
+        c.drive = Drive::Virtual;
+        c.syn_pending = false;
+        c.sack_ok = true;
+        c.ts_ok = false;
+        c.rwnd = u64::MAX / 4;
+        c.rwnd_max = c.rwnd;
+        c.sb.write(u64::MAX / 4);
+        c
+    }
+
+    /// Make this connection a VPS actual flow (before any data is sent).
+    pub(crate) fn set_external(&mut self) {
+        self.drive = Drive::External;
+        self.cfg.max_burst = 0; // the VPS controller applies maxburst
+    }
+
+    /// `External`: allow the next `poll_transmit` one new segment and/or one retransmission
+    /// (`PERMIT_*` bits); consumed by the segment sent, cleared with 0.
+    pub(crate) fn ext_permit(&mut self, p: u8) {
+        self.permit = p;
+    }
+
+    /// A virtual ACK: cumulative point `ack` and SACKed ranges (any number), in stream offsets.
+    /// Counts as a duplicate ACK when `ack` equals SND.UNA. Old ACKs are ignored.
+    pub fn virtual_ack(&mut self, now: Time, ack: u64, sacks: &[(u64, u64)]) {
+        if ack < self.una || ack > self.nxt {
+            return;
+        }
+        let flight_before = self.flight();
+        let mut clipped = [(0u64, 0u64); 8];
+        let mut k = 0;
+        for &(l, r) in sacks {
+            let (l, r) = (l.max(ack), r.min(self.nxt));
+            if l < r {
+                if k == clipped.len() {
+                    // More blocks than fit: they only add to the scoreboard.
+                    self.sboard.add(l, r);
+                    continue;
+                }
+                clipped[k] = (l, r);
+                k += 1;
+            }
+        }
+        self.process_ack(now, ack, &clipped[..k], true, None, flight_before);
+    }
+
+    /// A virtual flow's timeout, propagated from an actual flow (paper 003 Fig. 13): recover,
+    /// cwnd = 1, go-back-N from SND.UNA; the scoreboard is kept.
+    pub fn virtual_timeout(&mut self, now: Time) {
+        if self.una < self.nxt {
+            self.on_rtx_timer(now);
+        }
+    }
+
+    /// The next segment a (virtual) sender may send: `(start, end, retransmission)` offsets.
+    pub fn poll_segment(&mut self, now: Time) -> Option<(u64, u64, bool)> {
+        let nxt = self.nxt;
+        let p = self.next_data_segment(now)?;
+        let s = self.ack_off(p.tcp()?.seq).max(0) as u64;
+        Some((s, s + p.payload_len as u64, s < nxt))
+    }
+
+    /// Sending-stream offset of one of our wire sequence numbers (e.g. an ACK or SACK edge).
+    pub(crate) fn send_offset(&self, seq: SeqNum) -> i64 {
+        self.ack_off(seq)
+    }
+
+    /// SND.UNA and SND.MAX (HighData) as stream offsets.
+    pub fn una_off(&self) -> u64 {
+        self.una
+    }
+    pub fn nxt_off(&self) -> u64 {
+        self.nxt
+    }
+
+    /// Highest SACKed offset (exclusive), if any.
+    pub fn sack_highest(&self) -> Option<u64> {
+        self.sboard.highest()
+    }
+
+    /// Bytes SACKed above SND.UNA.
+    pub fn sacked_bytes(&self) -> u64 {
+        self.sboard.sacked_in(self.una, self.nxt)
+    }
+
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.cwnd
+    }
+
+    /// RFC 6675 pipe during recovery, `nxt − una` otherwise.
+    pub fn pipe_bytes(&self) -> u64 {
+        self.flight()
+    }
+
+    /// In fast recovery (Reno/NewReno/SACK).
+    pub fn in_fast_recovery(&self) -> bool {
+        self.rec != Recovery::None
+    }
+
+    /// In fast recovery or in the go-back-N after an RTO.
+    pub fn in_loss_recovery(&self) -> bool {
+        self.rec != Recovery::None || self.rto_lost_to > self.una
+    }
+
+    /// Whether a full new segment (or the last partial one) may be sent as far as data, state
+    /// and the peer's window go (congestion window ignored).
+    pub(crate) fn can_send_new(&self) -> bool {
+        if !matches!(self.state, TcpState::Established | TcpState::CloseWait) {
+            return false;
+        }
+        let written = self.sb.written;
+        if self.nxt >= written {
+            return false;
+        }
+        let e = written.min(self.nxt + self.mss);
+        let edge = self.una + self.rwnd;
+        if e <= edge {
+            return true;
+        }
+        let allowed = edge.saturating_sub(self.nxt);
+        allowed > 0 && allowed >= (self.rwnd_max / 2).max(1)
+    }
+
+    /// A presumed-lost segment waits for retransmission (go-back-N after an RTO, or RFC 6675
+    /// NextSeg rule 1 in SACK recovery).
+    pub(crate) fn lost_pending(&self) -> bool {
+        let b = self.lost_boundary();
+        b > self.una && self.sboard.next_hole(self.rtx_ptr.max(self.una), b).is_some()
+    }
+
+    /// Any retransmission waits: [`Self::lost_pending`] or, in SACK recovery, an un-SACKed
+    /// segment below the highest SACKed byte not yet retransmitted (NextSeg rule 3).
+    pub(crate) fn rtx_pending(&self) -> bool {
+        if self.lost_pending() {
+            return true;
+        }
+        self.rec == Recovery::Sack
+            && self.sboard.highest().is_some_and(|hi| self.sboard.next_hole(self.rtx_ptr.max(self.una), hi).is_some())
     }
 
     pub fn poll_event(&mut self) -> Option<TcpEvent> {

@@ -93,6 +93,7 @@ mod recv;
 mod rtt;
 mod scoreboard;
 mod sendbuf;
+pub mod vps;
 
 pub use config::*;
 pub use conn::*;

@@ -8,16 +8,32 @@
 //! report into `OUT/ID/`.
 //!
 //! One module per paper registers its experiments; [`registry`] lists them all.
+//!
+//! **Running simulations.** An experiment builds its list of independent runs (sweep points ×
+//! disciplines × seeds) as [`SimJob`]s and hands them to [`Ctx::run_sims`], which runs them on a
+//! pool of [`workers`] threads (default: the machine's available parallelism) and reports
+//! progress. Results come back in the order of the jobs, and every job seeds its own run, so the
+//! results do not depend on the number of workers or on scheduling ([`run_parallel`]).
+//!
+//! **Experiment files** are scenario files (`ackshape run FILE` runs their base case) with two
+//! free-form tables: `[paper]` (the paper's stated values, the claims and their tolerances, what
+//! was assumed) and `[reproduce]` (sweeps, seeds, quick-mode settings). [`ExpFile`] reads them
+//! with errors that name the file and the key; [`set_path`] edits the base scenario for a sweep
+//! point.
 
+use crate::metrics::Summary;
+use crate::scenario::Scenario;
+use crate::world::{RunOptions, Sim};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub mod edge;
 pub mod p0;
 pub mod p1;
 
 /// One checked statement of a paper.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Claim {
     /// Short ID within the experiment, e.g. `afvq-highest`.
     pub id: String,
@@ -65,11 +81,256 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// A context without a progress callback.
+    pub fn new(quick: bool, seed: u64) -> Ctx<'static> {
+        Ctx { quick, seed, progress: None }
+    }
+
     pub fn progress(&mut self, f: f64) {
         if let Some(p) = self.progress.as_mut() {
             p(f);
         }
     }
+
+    /// Run independent simulations on [`workers`] threads; progress goes from 0 to 1 of this
+    /// experiment. Results are in the order of `jobs` (see [`run_parallel`]).
+    pub fn run_sims(&mut self, jobs: &[SimJob]) -> Vec<Result<Summary, String>> {
+        self.run_sims_span(jobs, 0.0, 1.0)
+    }
+
+    /// [`run_sims`](Self::run_sims) for an experiment that runs several batches: this batch's
+    /// progress is mapped onto `[from, to]` of the experiment's.
+    pub fn run_sims_span(&mut self, jobs: &[SimJob], from: f64, to: f64) -> Vec<Result<Summary, String>> {
+        self.run_jobs_span(jobs, from, to, |_, s| s)
+    }
+
+    /// Like [`run_sims_span`](Self::run_sims_span), but `extract` also reads the finished
+    /// simulation (e.g. its goodput time series) and returns what the experiment keeps.
+    pub fn run_jobs_span<T, F>(&mut self, jobs: &[SimJob], from: f64, to: f64, extract: F) -> Vec<Result<T, String>>
+    where
+        T: Send,
+        F: Fn(&Sim, Summary) -> T + Sync,
+    {
+        let n = jobs.len().max(1) as f64;
+        let mut progress = |done: usize| self.progress(from + (to - from) * done as f64 / n);
+        run_parallel(jobs, workers(), |j| j.run_with(&extract), &mut progress)
+    }
+}
+
+/// One independent simulation run of an experiment.
+#[derive(Clone, Debug)]
+pub struct SimJob {
+    /// What this run is (e.g. `afvq delay=20ms seed=3`), for error messages.
+    pub label: String,
+    pub scenario: Scenario,
+    /// The experiment file, for error messages.
+    pub file: String,
+    pub seed: u64,
+}
+
+impl SimJob {
+    /// Build and run the simulation; errors name the file and the run.
+    pub fn run(&self) -> Result<Summary, String> {
+        self.run_with(&|_, s| s)
+    }
+
+    fn run_with<T>(&self, extract: &(impl Fn(&Sim, Summary) -> T + ?Sized)) -> Result<T, String> {
+        let mut sim = Sim::build(&self.scenario, &self.file, Some(self.seed), RunOptions::default())
+            .map_err(|e| format!("{} ({}): {e}", self.label, self.file))?;
+        let t0 = std::time::Instant::now();
+        sim.run(None);
+        let s = sim.summary(t0.elapsed().as_secs_f64());
+        Ok(extract(&sim, s))
+    }
+}
+
+static WORKERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Number of worker threads for [`Ctx::run_sims`]: set by [`set_workers`] (the CLI's `--jobs`),
+/// else the machine's available parallelism.
+pub fn workers() -> usize {
+    match WORKERS.load(Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        n => n,
+    }
+}
+
+/// Set the number of worker threads (0 = the machine's available parallelism).
+pub fn set_workers(n: usize) {
+    WORKERS.store(n, Ordering::Relaxed);
+}
+
+/// Apply `f` to every job on `workers` threads (scoped; a shared counter hands out the next job).
+/// Returns the results in the order of `jobs`, whatever the number of workers or the order in
+/// which jobs finish, so deterministic jobs give identical output with 1 or N workers.
+/// `on_done(k)` is called on the calling thread after each completion with the number done.
+pub fn run_parallel<J, T, F>(jobs: &[J], workers: usize, f: F, on_done: &mut dyn FnMut(usize)) -> Vec<T>
+where
+    J: Sync,
+    T: Send,
+    F: Fn(&J) -> T + Sync,
+{
+    let workers = workers.clamp(1, jobs.len().max(1));
+    let mut out: Vec<Option<T>> = (0..jobs.len()).map(|_| None).collect();
+    if workers == 1 {
+        for (i, j) in jobs.iter().enumerate() {
+            out[i] = Some(f(j));
+            on_done(i + 1);
+        }
+    } else {
+        let next = AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, T)>();
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let (next, f) = (&next, &f);
+                s.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(j) = jobs.get(i) else { break };
+                    if tx.send((i, f(j))).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            for (done, (i, r)) in rx.iter().enumerate() {
+                out[i] = Some(r);
+                on_done(done + 1);
+            }
+        });
+    }
+    out.into_iter().map(|r| r.expect("every job ran")).collect()
+}
+
+/// An experiment file: its name (for errors), the whole TOML table, and helpers to read the
+/// `[paper]` and `[reproduce]` tables and to build scenarios from it.
+#[derive(Clone, Debug)]
+pub struct ExpFile {
+    pub file: String,
+    pub table: toml::Table,
+}
+
+impl ExpFile {
+    /// Parse an experiment's embedded text; TOML errors name the file and the line.
+    pub fn parse(exp: &Experiment) -> Result<ExpFile, String> {
+        Self::parse_text(exp.text, exp.file)
+    }
+
+    pub fn parse_text(text: &str, file: &str) -> Result<ExpFile, String> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            match line {
+                Some(l) => format!("{file}: TOML syntax error at line {l}: {}", e.message().trim_end()),
+                None => format!("{file}: TOML syntax error: {}", e.message().trim_end()),
+            }
+        })?;
+        // The base scenario must be valid as it stands.
+        Scenario::from_table(table.clone(), file).map_err(|e| e.to_string())?;
+        Ok(ExpFile { file: file.to_string(), table })
+    }
+
+    /// Deserialize the table at dotted `key` (e.g. `reproduce`) into `T`; errors name the file
+    /// and the full key path (e.g. `reproduce.sweep.values[2]`).
+    pub fn section<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T, String> {
+        let v = get_path(&self.table, key).ok_or_else(|| format!("{}: key `{key}`: missing", self.file))?;
+        serde_path_to_error::deserialize::<_, T>(v.clone()).map_err(|e| {
+            let path = e.path().to_string();
+            let full = if path == "." || path.is_empty() { key.to_string() } else { format!("{key}.{path}") };
+            format!("{}: key `{full}`: {}", self.file, e.into_inner().message().trim_end())
+        })
+    }
+
+    /// The base scenario with `edits` applied (dotted paths, see [`set_path`]).
+    pub fn scenario_with(&self, edits: &[(String, toml::Value)]) -> Result<Scenario, String> {
+        let mut t = self.table.clone();
+        for (k, v) in edits {
+            set_path(&mut t, k, v.clone()).map_err(|e| format!("{}: {e}", self.file))?;
+        }
+        Scenario::from_table(t, &self.file).map_err(|e| e.to_string())
+    }
+}
+
+/// One step of a dotted path: a key, optionally indexed (`links[2]`).
+fn path_steps(path: &str) -> Result<Vec<(&str, Option<usize>)>, String> {
+    path.split('.')
+        .map(|seg| match seg.split_once('[') {
+            Some((k, rest)) => {
+                let i = rest
+                    .strip_suffix(']')
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| format!("key `{path}`: bad index in `{seg}`"))?;
+                Ok((k, Some(i)))
+            }
+            None if seg.is_empty() => Err(format!("key `{path}`: empty segment")),
+            None => Ok((seg, None)),
+        })
+        .collect()
+}
+
+/// The value at a dotted path (`topology.links[1].rate`), if any.
+pub fn get_path<'a>(t: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
+    let steps = path_steps(path).ok()?;
+    let mut cur: Option<&toml::Value> = None;
+    for (k, idx) in steps {
+        let table = match cur {
+            None => t,
+            Some(v) => v.as_table()?,
+        };
+        let mut v = table.get(k)?;
+        if let Some(i) = idx {
+            v = v.as_array()?.get(i)?;
+        }
+        cur = Some(v);
+    }
+    cur
+}
+
+/// Set the value at a dotted path (`topology.links[1].reverse.rate`), creating missing tables
+/// (not array elements). Errors name the path and what was wrong.
+pub fn set_path(t: &mut toml::Table, path: &str, value: toml::Value) -> Result<(), String> {
+    let steps = path_steps(path)?;
+    let (last, init) = steps.split_last().ok_or_else(|| format!("key `{path}`: empty"))?;
+    let mut table = t;
+    for (k, idx) in init {
+        let entry = table.entry(k.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let v = match idx {
+            Some(i) => {
+                let arr = entry.as_array_mut().ok_or_else(|| format!("key `{path}`: `{k}` is not an array"))?;
+                let n = arr.len();
+                arr.get_mut(*i).ok_or_else(|| format!("key `{path}`: `{k}` has {n} elements, no index {i}"))?
+            }
+            None => entry,
+        };
+        table = v.as_table_mut().ok_or_else(|| format!("key `{path}`: `{k}` is not a table"))?;
+    }
+    match last {
+        (k, None) => {
+            table.insert(k.to_string(), value);
+        }
+        (k, Some(i)) => {
+            let arr = table
+                .get_mut(*k)
+                .and_then(|v| v.as_array_mut())
+                .ok_or_else(|| format!("key `{path}`: `{k}` is not an array"))?;
+            let n = arr.len();
+            *arr.get_mut(*i).ok_or_else(|| format!("key `{path}`: `{k}` has {n} elements, no index {i}"))? = value;
+        }
+    }
+    Ok(())
+}
+
+/// Mean and sample standard deviation.
+pub fn mean_sd(x: &[f64]) -> (f64, f64) {
+    if x.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = x.len() as f64;
+    let m = x.iter().sum::<f64>() / n;
+    if x.len() < 2 {
+        return (m, 0.0);
+    }
+    let v = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1.0);
+    (m, v.sqrt())
 }
 
 /// A registered experiment.
@@ -116,10 +377,97 @@ pub fn select<'a>(all: &'a [Experiment], ids: &[String]) -> Result<Vec<&'a Exper
     Ok(out)
 }
 
+/// How an experiment was run (for `run.json`, the report and the index).
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct RunInfo {
+    pub id: String,
+    pub title: String,
+    pub file: String,
+    pub quick: bool,
+    pub seed: u64,
+    /// Wall-clock time of the experiment (s).
+    pub wall_s: f64,
+    /// Worker threads used.
+    pub workers: usize,
+    pub claims: usize,
+    pub claims_hold: usize,
+}
+
+impl RunInfo {
+    pub fn new(out: &ExpOutput, exp: &Experiment, quick: bool, seed: u64, wall_s: f64) -> RunInfo {
+        RunInfo {
+            id: exp.id.to_string(),
+            title: if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() },
+            file: exp.file.to_string(),
+            quick,
+            seed,
+            wall_s,
+            workers: workers(),
+            claims: out.claims.len(),
+            claims_hold: out.claims.iter().filter(|c| c.holds).count(),
+        }
+    }
+
+    /// The command that reproduces this run.
+    pub fn command(&self) -> String {
+        let mut c = format!("ackshape reproduce {}", self.id);
+        if self.quick {
+            c += " --quick";
+        }
+        if self.seed != 1 {
+            c += &format!(" --seed {}", self.seed);
+        }
+        c
+    }
+}
+
+/// One claim as `reproduce --json` prints it: flat, with the experiment's ID.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimRecord {
+    /// The experiment ID (e.g. `P2-F10`).
+    pub id: String,
+    /// The claim's ID within the experiment (e.g. `afvq-highest`).
+    pub claim_id: String,
+    pub claim: String,
+    pub paper: String,
+    pub measured: String,
+    pub tolerance: String,
+    pub holds: bool,
+    /// The experiment's title and file, and whether it ran in quick mode.
+    pub title: String,
+    pub file: String,
+    pub quick: bool,
+}
+
+/// The claims of one experiment as flat records.
+pub fn claim_records(out: &ExpOutput, exp: &Experiment, quick: bool) -> Vec<ClaimRecord> {
+    out.claims
+        .iter()
+        .map(|c| ClaimRecord {
+            id: exp.id.to_string(),
+            claim_id: c.id.clone(),
+            claim: c.claim.clone(),
+            paper: c.paper.clone(),
+            measured: c.measured.clone(),
+            tolerance: c.tolerance.clone(),
+            holds: c.holds,
+            title: if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() },
+            file: exp.file.to_string(),
+            quick,
+        })
+        .collect()
+}
+
 /// Write `claims.json`, one CSV per table, the plots and `report.md` into `dir` (created).
 pub fn write_output(out: &ExpOutput, exp: &Experiment, quick: bool, dir: &Path) -> std::io::Result<PathBuf> {
+    write_output_with(out, exp, &RunInfo::new(out, exp, quick, 1, 0.0), dir)
+}
+
+/// [`write_output`] with the run's details, which also go to `run.json` (read by [`write_index`]).
+pub fn write_output_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("claims.json"), serde_json::to_string_pretty(out).expect("serialises") + "\n")?;
+    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(run).expect("serialises") + "\n")?;
     for t in &out.tables {
         let mut s = t.columns.join(",") + "\n";
         for r in &t.rows {
@@ -133,8 +481,82 @@ pub fn write_output(out: &ExpOutput, exp: &Experiment, quick: bool, dir: &Path) 
         std::fs::write(dir.join(name), svg)?;
     }
     let report = dir.join("report.md");
-    std::fs::write(&report, markdown(out, exp, quick))?;
+    std::fs::write(&report, markdown_with(out, exp, run))?;
     Ok(report)
+}
+
+/// Write `index.md` in `root`: every experiment found under it (`ID/run.json`), with its claims
+/// held and a link to its report. Experiments run at different times accumulate.
+pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
+    let mut runs: Vec<(RunInfo, Vec<Claim>)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            let d = e.path();
+            let Ok(text) = std::fs::read_to_string(d.join("run.json")) else { continue };
+            let Ok(run) = serde_json::from_str::<RunInfo>(&text) else { continue };
+            let claims = std::fs::read_to_string(d.join("claims.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v.get("claims").cloned())
+                .and_then(|c| serde_json::from_value::<Vec<Claim>>(c).ok())
+                .unwrap_or_default();
+            runs.push((run, claims));
+        }
+    }
+    runs.sort_by(|a, b| id_order(&a.0.id).cmp(&id_order(&b.0.id)));
+    let mut s = String::from("# Reproduced experiments\n\n");
+    s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots).\n\n";
+    s += "| experiment | title | claims hold | mode | wall time | command |\n|---|---|---|---|---|---|\n";
+    for (r, _) in &runs {
+        s += &format!(
+            "| [{}]({}/report.md) | {} | {}/{} | {} | {:.0} s | `{}` |\n",
+            r.id,
+            r.id,
+            r.title.replace('|', "\\|"),
+            r.claims_hold,
+            r.claims,
+            if r.quick { "quick" } else { "full" },
+            r.wall_s,
+            r.command()
+        );
+    }
+    s += "\n## Claims\n\n| experiment | claim | paper | measured | holds |\n|---|---|---|---|---|\n";
+    for (r, claims) in &runs {
+        for c in claims {
+            s += &format!(
+                "| {} | {} | {} | {} | {} |\n",
+                r.id,
+                c.claim.replace('|', "\\|"),
+                c.paper.replace('|', "\\|"),
+                c.measured.replace('|', "\\|"),
+                if c.holds { "yes" } else { "**no**" }
+            );
+        }
+    }
+    let p = root.join("index.md");
+    std::fs::create_dir_all(root)?;
+    std::fs::write(&p, s)?;
+    Ok(p)
+}
+
+/// Sort key for IDs such as `P2-F9` < `P2-F10` < `P2-S2b`: numbers compare as numbers.
+pub fn id_order(id: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut num = String::new();
+    for ch in id.chars() {
+        if ch.is_ascii_digit() {
+            num.push(ch);
+        } else {
+            if !num.is_empty() {
+                out.push((std::mem::take(&mut text), num.parse().unwrap_or(0)));
+                num.clear();
+            }
+            text.push(ch);
+        }
+    }
+    out.push((text, num.parse().unwrap_or(0)));
+    out
 }
 
 fn csv_cell(v: &serde_json::Value) -> String {
@@ -160,14 +582,30 @@ fn md_cell(v: &serde_json::Value) -> String {
 
 /// The Markdown report of one experiment.
 pub fn markdown(out: &ExpOutput, exp: &Experiment, quick: bool) -> String {
-    let mut s = format!("# {} — {}\n\nExperiment file: `{}`", out.id, out.title, exp.file);
-    if quick {
+    markdown_with(out, exp, &RunInfo::new(out, exp, quick, 1, 0.0))
+}
+
+/// The Markdown report of one experiment, with how it was run.
+pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String {
+    let id = if out.id.is_empty() { exp.id } else { out.id.as_str() };
+    let title = if out.title.is_empty() { exp.title } else { out.title.as_str() };
+    let mut s = format!("# {id} — {title}\n\nExperiment file: `{}`", exp.file);
+    if run.quick {
         s += " (quick mode: fewer seeds/points than the full run)";
     }
-    s += "\n\n## Claims\n\n| claim | paper | measured | tolerance | holds |\n|---|---|---|---|---|\n";
+    s += &format!("\n\nCommand: `{}`", run.command());
+    if run.wall_s > 0.0 {
+        s += &format!(" ({:.0} s on {} worker threads)", run.wall_s, run.workers);
+    }
+    s += &format!(
+        "\n\n## Claims ({}/{} hold)\n\n| id | claim | paper | measured | tolerance | holds |\n|---|---|---|---|---|---|\n",
+        out.claims.iter().filter(|c| c.holds).count(),
+        out.claims.len()
+    );
     for c in &out.claims {
         s += &format!(
-            "| {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} |\n",
+            c.id.replace('|', "\\|"),
             c.claim.replace('|', "\\|"),
             c.paper.replace('|', "\\|"),
             c.measured.replace('|', "\\|"),
@@ -216,5 +654,128 @@ mod tests {
         assert_eq!(select(&all, &["P3-F2".into()]).unwrap()[0].id, "P3-F2");
         let e = select(&all, &["P9".into()]).err().unwrap();
         assert!(e.contains("unknown experiment `P9`") && e.contains("P2-F10"), "{e}");
+    }
+
+    #[test]
+    fn run_parallel_keeps_job_order_and_reports_progress() {
+        let jobs: Vec<u64> = (0..37).collect();
+        // Uneven work so that completions come out of order with several workers.
+        let f = |&j: &u64| (0..(37 - j) * 2000).fold(j, |a, k| a.wrapping_mul(6364136223846793005).wrapping_add(k));
+        let mut seen = Vec::new();
+        let one = run_parallel(&jobs, 1, f, &mut |k| seen.push(k));
+        assert_eq!(seen, (1..=37).collect::<Vec<_>>());
+        for w in [2, 3, 8, 100] {
+            let mut count = 0;
+            let many = run_parallel(&jobs, w, f, &mut |k| {
+                count += 1;
+                assert_eq!(k, count);
+            });
+            assert_eq!(many, one, "{w} workers");
+            assert_eq!(count, 37);
+        }
+        assert!(run_parallel(&Vec::<u64>::new(), 4, f, &mut |_| panic!("no jobs")).is_empty());
+    }
+
+    const SCEN: &str = r#"
+name = "t"
+duration = "3s"
+warmup = "1s"
+[tcp]
+cc = "reno"
+[topology]
+kind = "graph"
+nodes = [{ name = "a", kind = "host" }, { name = "r", kind = "router" }, { name = "b", kind = "host" }]
+links = [
+  { name = "l1", a = "a", b = "r", rate = "10Mbit/s", delay = "5ms" },
+  { name = "l2", a = "r", b = "b", rate = "2Mbit/s", delay = "10ms", loss = { kind = "bernoulli", p = 0.01 }, loss_both_ways = true },
+]
+[[flows]]
+from = "a"
+to = "b"
+[[flows]]
+from = "b"
+to = "a"
+[reproduce]
+seeds = 3
+"#;
+
+    #[test]
+    fn sims_give_the_same_results_with_one_or_many_workers() {
+        let f = ExpFile::parse_text(SCEN, "t.toml").unwrap();
+        let mut jobs = Vec::new();
+        for (i, rate) in ["2Mbit/s", "1Mbit/s", "500kbit/s"].iter().enumerate() {
+            for seed in 1..=3 {
+                let sc = f.scenario_with(&[("topology.links[1].rate".into(), toml::Value::String(rate.to_string()))]);
+                jobs.push(SimJob { label: format!("{i}/{seed}"), scenario: sc.unwrap(), file: f.file.clone(), seed });
+            }
+        }
+        let key = |r: &Result<Summary, String>| {
+            let s = r.as_ref().unwrap();
+            s.flows.iter().map(|f| (f.goodput_bps, f.retransmitted_packets, f.timeouts)).collect::<Vec<_>>()
+        };
+        set_workers(1);
+        let mut last = 0.0;
+        let mut progress = |p: f64| {
+            assert!(p >= last && p <= 1.0);
+            last = p;
+        };
+        let one: Vec<_> = Ctx { quick: true, seed: 1, progress: Some(&mut progress) }.run_sims(&jobs);
+        set_workers(3);
+        let many: Vec<_> = Ctx::new(true, 1).run_sims(&jobs);
+        set_workers(0);
+        assert_eq!(one.iter().map(key).collect::<Vec<_>>(), many.iter().map(key).collect::<Vec<_>>());
+        // The sweep value and the seeds matter (the comparison is not vacuous).
+        assert_ne!(key(&one[0]), key(&one[1]));
+        assert_ne!(key(&one[0]), key(&one[3]));
+    }
+
+    #[test]
+    fn experiment_file_errors_name_the_file_and_key() {
+        let f = ExpFile::parse_text(SCEN, "experiments/t.toml").unwrap();
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct R {
+            seeds: u32,
+            sweep: Vec<f64>,
+        }
+        let e = f.section::<R>("reproduce").unwrap_err();
+        assert!(e.contains("experiments/t.toml: key `reproduce") && e.contains("sweep"), "{e}");
+        let bad = SCEN.replace("seeds = 3", "seeds = \"three\"\nsweep = [1.0]");
+        let e = ExpFile::parse_text(&bad, "experiments/t.toml").unwrap().section::<R>("reproduce").unwrap_err();
+        assert!(e.starts_with("experiments/t.toml: key `reproduce.seeds`"), "{e}");
+        let e = f.section::<R>("nothing.here").unwrap_err();
+        assert_eq!(e, "experiments/t.toml: key `nothing.here`: missing");
+        // Base scenario errors, TOML errors and bad edits name the file and key too.
+        let e = ExpFile::parse_text(&SCEN.replace("10Mbit/s", "fast"), "x.toml").unwrap_err();
+        assert!(e.starts_with("x.toml: key `topology.links[0].rate`"), "{e}");
+        let e = ExpFile::parse_text("a = [", "x.toml").unwrap_err();
+        assert!(e.starts_with("x.toml: TOML syntax error at line 1"), "{e}");
+        let e = f.scenario_with(&[("topology.links[5].rate".into(), toml::Value::String("1Mbit/s".into()))]);
+        assert!(e.unwrap_err().contains("key `topology.links[5].rate`: `links` has 2 elements, no index 5"));
+        let e = f.scenario_with(&[("topology.links[1].rate".into(), toml::Value::String("slow".into()))]);
+        assert!(e.unwrap_err().starts_with("experiments/t.toml: key `topology.links[1].rate`"));
+    }
+
+    #[test]
+    fn set_and_get_paths() {
+        let mut t: toml::Table = SCEN.parse().unwrap();
+        set_path(&mut t, "topology.links[1].reverse.rate", "1Mbit/s".into()).unwrap();
+        set_path(&mut t, "tcp.min_rto", "200ms".into()).unwrap();
+        assert_eq!(get_path(&t, "topology.links[1].reverse.rate").and_then(|v| v.as_str()), Some("1Mbit/s"));
+        assert_eq!(get_path(&t, "tcp.min_rto").and_then(|v| v.as_str()), Some("200ms"));
+        assert_eq!(get_path(&t, "topology.links[0].name").and_then(|v| v.as_str()), Some("l1"));
+        assert!(get_path(&t, "topology.links[7]").is_none());
+        assert!(set_path(&mut t, "name.x", 1.into()).unwrap_err().contains("`name` is not a table"));
+        assert!(set_path(&mut t, "a..b", 1.into()).is_err());
+        let sc = Scenario::from_table(t, "t.toml").unwrap();
+        assert_eq!(sc.tcp.min_rto.map(|d| d.0), Some(ackshape_core::time::Dur::from_millis(200)));
+    }
+
+    #[test]
+    fn ids_sort_numerically() {
+        let mut v = vec!["P2-S2b", "P2-F10", "P2-F9", "P10-F1", "P2-F3"];
+        v.sort_by_key(|a| id_order(a));
+        assert_eq!(v, ["P2-F3", "P2-F9", "P2-F10", "P2-S2b", "P10-F1"]);
     }
 }

@@ -1,0 +1,1126 @@
+//! The edge gateway as a [`Middlebox`]: classify, link-share, shape, and hand each class's flows
+//! to its ACK mechanism (paper 000 Fig. 1: per-class data queues, per-flow ACK control).
+//!
+//! **Walk of a packet** travelling `dir` (A→B is LAN→WAN, "outbound"):
+//!
+//! 1. *ACK path.* If it is a TCP packet with ACK set travelling towards the sender of a tracked
+//!    flow (the flow's data goes the other way) whose class has a mechanism, it goes to
+//!    [`AckMechanism::on_ack`] — pure ACKs and data with piggy-backed ACKs alike. What the
+//!    mechanism releases (now, or later from its timer or the class clock) leaves at once if it is
+//!    a pure ACK; if it carries data it takes step 2 as data of its own direction.
+//! 2. *Data path.* Otherwise the packet is classified as data of `dir`: by its tracked flow's
+//!    class, else by the policy's rules (first match, then the default class; no class: it
+//!    passes unshaped). TCP flows are tracked from their first SYN, data or FIN (the table is
+//!    bounded; idle flows are evicted). The class's leaf queue takes it; if accepted and the
+//!    class has a mechanism, [`AckMechanism::on_data`] sees it (data, SYN, FIN).
+//! 3. *Link sharing.* Per direction, classes form a tree (HTB-like, see `docs/policy.md`): each
+//!    has a rate bucket and a ceiling bucket (credit in nanoseconds, may go negative, capped at
+//!    `burst`/`cburst`). When the line is free the gateway sends the head of a leaf that can send:
+//!    a leaf with rate credit sends on its own (level 0); a leaf without, but with ceiling credit,
+//!    borrows from the nearest ancestor with rate credit whose chain up to it has ceiling credit
+//!    (level = that ancestor's distance; the link itself lends whenever the line is free, and an
+//!    unlimited link always). The lowest level sends first, then the lowest `priority` number;
+//!    ties take turns by deficit round robin with the class `quantum`. A sent packet is charged
+//!    to the leaf and all its ancestors. After each dequeue a mechanism class is told
+//!    ([`AckMechanism::on_class_dequeue`]) with the flow's per-flow queue length.
+//! 4. A packet leaves at the end of its serialisation at the link rate (the link rate given in
+//!    `[link]`), or when its class may send if the direction has no link rate. Each packet costs
+//!    `ip_len + overhead` bytes.
+//!
+//! Flow end (RST, or FIN seen both ways) and eviction call [`AckMechanism::on_flow_end`].
+//!
+//! **Rates mechanisms see.** At start each class mechanism gets its class's rate
+//! ([`AckMechanism::set_rate`]). When a class may borrow (its ceiling is above its rate), the
+//! gateway recomputes every `borrow_interval` the rate the class can get now — its assured rate
+//! plus its share of what its ancestors' other children leave unused, up to its ceiling — and
+//! calls `set_rate` when that changed by more than 1%.
+//!
+//! **What it is not.** No admission control (paper 000 §1's minimum per-flow rate); no per-flow
+//! weights within a class; the class choice is O(classes × depth) per packet sent.
+
+use crate::middlebox::{Dir, Emit, Middlebox};
+use crate::queue::{DropTail, Enqueue, Limit, QueueDisc};
+use crate::rng::stream;
+use crate::shape::ackmech::{self, AckMechanism, FlowKey};
+use crate::shape::drr::{Drr, FlowId};
+use crate::shape::pfq::Pfq;
+use crate::shape::policy::{LeafSpec, Policy};
+use crate::shape::qdisc_spec::QdiscSpec;
+use crate::time::{Dur, Time};
+use ackshape_wire::{Packet, TcpFlags};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FxHash (rustc's): fast, deterministic, fine for keys an attacker does not choose freely at
+/// the rates this gateway runs.
+#[derive(Default)]
+struct FxHasher(u64);
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64)
+    }
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.add(i as u64)
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64)
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i)
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64)
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+const NONE: u32 = u32::MAX;
+
+// Flow state bits.
+const DATA_SEEN: u8 = 1;
+const FIN_FWD: u8 = 2;
+const FIN_REV: u8 = 4;
+const ENDED: u8 = 8;
+
+/// A tracked flow, keyed by its [`FlowKey`] in the data direction.
+#[derive(Clone, Copy, Debug)]
+struct FlowEntry {
+    /// Class index or [`NONE`] (unshaped; cached so the rules run once per flow).
+    class: u32,
+    dir: Dir,
+    state: u8,
+    last_seen: Time,
+}
+
+/// Time-weighted occupancy: current, maximum, and the integral since start.
+#[derive(Clone, Copy, Debug, Default)]
+struct Occ {
+    cur: usize,
+    max: usize,
+    area: u128,
+    last: Time,
+}
+impl Occ {
+    #[inline]
+    fn set(&mut self, now: Time, v: usize) {
+        if now > self.last {
+            self.area += self.cur as u128 * (now.0 - self.last.0) as u128;
+            self.last = now;
+        }
+        self.cur = v;
+        self.max = self.max.max(v);
+    }
+    fn avg(&self, now: Time) -> f64 {
+        if now.0 == 0 {
+            return 0.0;
+        }
+        let area = self.area + self.cur as u128 * now.0.saturating_sub(self.last.0) as u128;
+        area as f64 / now.0 as f64
+    }
+}
+
+/// The PCDQ of the P0-A5 path: a FIFO whose limit applies to arrivals; the packet pulled from
+/// the per-flow queues after each dequeue always gets in.
+struct Pcdq {
+    q: std::collections::VecDeque<Packet>,
+    bytes: usize,
+    limit: Limit,
+}
+impl Pcdq {
+    fn new(limit: Limit) -> Pcdq {
+        Pcdq { q: Default::default(), bytes: 0, limit }
+    }
+    fn enqueue(&mut self, _now: Time, p: Packet) -> Enqueue {
+        let full = match self.limit {
+            Limit::Packets(n) => self.q.len() >= n,
+            Limit::Bytes(b) => self.bytes + p.ip_len() > b,
+        };
+        if full {
+            return Enqueue::Dropped(p);
+        }
+        self.push(p);
+        Enqueue::Queued
+    }
+    fn push(&mut self, p: Packet) {
+        self.bytes += p.ip_len();
+        self.q.push_back(p);
+    }
+    fn dequeue(&mut self, _now: Time) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.ip_len();
+        Some(p)
+    }
+    fn len_pkts(&self) -> usize {
+        self.q.len()
+    }
+    fn len_bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// A leaf's discipline. Per-flow kinds are concrete so the gateway can read a flow's queue.
+enum LeafQ {
+    Plain(Box<dyn QueueDisc + Send>),
+    Drr(Drr),
+    Pfq(Pfq),
+    /// P0-A5: per-flow DRR queues feeding a small PCDQ, one packet pulled per PCDQ dequeue.
+    PfqDrr {
+        pcdq: Pcdq,
+        drr: Drr,
+    },
+}
+
+impl LeafQ {
+    fn new(spec: &LeafSpec, rate_bps: u64, rng: crate::rng::Rng) -> LeafQ {
+        match spec {
+            LeafSpec::Fifo(l) => LeafQ::Plain(Box::new(DropTail::new(*l))),
+            LeafSpec::PfqDrr { pcdq, drr } => LeafQ::PfqDrr { pcdq: Pcdq::new(*pcdq), drr: Drr::new(drr.clone()) },
+            LeafSpec::Qdisc(QdiscSpec::Drr(c)) => LeafQ::Drr(Drr::new(c.clone())),
+            LeafSpec::Qdisc(QdiscSpec::Pfq(c)) => LeafQ::Pfq(Pfq::new(c.clone())),
+            LeafSpec::Qdisc(q) => LeafQ::Plain(q.build(rate_bps, rng)),
+        }
+    }
+    fn q(&self) -> &dyn QueueDisc {
+        match self {
+            LeafQ::Plain(q) => q.as_ref(),
+            LeafQ::Drr(d) => d,
+            LeafQ::Pfq(p) => p,
+            LeafQ::PfqDrr { drr, .. } => drr,
+        }
+    }
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueue {
+        match self {
+            LeafQ::Plain(q) => q.enqueue(now, pkt),
+            LeafQ::Drr(d) => d.enqueue(now, pkt),
+            LeafQ::Pfq(p) => p.enqueue(now, pkt),
+            LeafQ::PfqDrr { pcdq, drr } => {
+                // Straight into the PCDQ only while nobody waits in a per-flow queue (so no flow
+                // jumps the round robin and a flow's packets stay in order).
+                if drr.len_pkts() == 0 {
+                    match pcdq.enqueue(now, pkt) {
+                        Enqueue::Queued => Enqueue::Queued,
+                        Enqueue::Dropped(p) => drr.enqueue(now, p),
+                    }
+                } else {
+                    drr.enqueue(now, pkt)
+                }
+            }
+        }
+    }
+    fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        match self {
+            LeafQ::Plain(q) => q.dequeue(now),
+            LeafQ::Drr(d) => d.dequeue(now),
+            LeafQ::Pfq(p) => p.dequeue(now),
+            LeafQ::PfqDrr { pcdq, drr } => {
+                let p = pcdq.dequeue(now).or_else(|| drr.dequeue(now));
+                // Step 2.4: pull one packet from the DRR-selected per-flow queue so the PCDQ
+                // stays backlogged. While per-flow queues hold packets the PCDQ is full, so the
+                // pulled packet replaces the one sent (with a byte limit it may exceed it by
+                // less than one packet).
+                if p.is_some() {
+                    if let Some(m) = drr.dequeue(now) {
+                        pcdq.push(m);
+                    }
+                }
+                p
+            }
+        }
+    }
+    fn len_pkts(&self) -> usize {
+        match self {
+            LeafQ::PfqDrr { pcdq, drr } => pcdq.len_pkts() + drr.len_pkts(),
+            _ => self.q().len_pkts(),
+        }
+    }
+    fn len_bytes(&self) -> usize {
+        match self {
+            LeafQ::PfqDrr { pcdq, drr } => pcdq.len_bytes() + drr.len_bytes(),
+            _ => self.q().len_bytes(),
+        }
+    }
+    fn next_ready(&self, now: Time) -> Option<Time> {
+        match self {
+            LeafQ::PfqDrr { .. } => None,
+            _ => self.q().next_ready(now),
+        }
+    }
+    /// The per-flow queue length of `id` (None: the discipline has no per-flow queues).
+    fn flow_qlen(&self, id: &FlowId) -> Option<usize> {
+        match self {
+            LeafQ::Plain(_) => None,
+            LeafQ::Drr(d) => Some(d.flow_len(id)),
+            LeafQ::Pfq(p) => Some(p.flow_len(id)),
+            LeafQ::PfqDrr { drr, .. } => Some(drr.flow_len(id)),
+        }
+    }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        match self {
+            LeafQ::PfqDrr { drr, .. } => drr.counters(),
+            _ => self.q().counters(),
+        }
+    }
+}
+
+/// Counters of one class in one direction.
+#[derive(Clone, Copy, Debug, Default)]
+struct CStats {
+    enq_pkts: u64,
+    enq_bytes: u64,
+    drops: u64,
+    sent_pkts: u64,
+    sent_bytes: u64,
+    /// Sent while borrowing (level > 0).
+    borrowed_pkts: u64,
+    /// Packets handed to the mechanism's ACK path.
+    acks_in: u64,
+    data: Occ,
+    acks: Occ,
+}
+
+/// One class in one direction.
+struct ClassState {
+    /// Rate and ceiling credit, ns (may be negative), as of `t_last`.
+    tokens: i64,
+    ctokens: i64,
+    t_last: Time,
+    burst_ns: i64,
+    cburst_ns: i64,
+    deficit: i64,
+    leaf: Option<LeafQ>,
+    mech: Option<Box<dyn AckMechanism + Send>>,
+    /// Rate last handed to the mechanism.
+    mech_rate: u64,
+    st: CStats,
+    /// Bytes sent at the last borrow recomputation, and whether it had a backlog since.
+    window_bytes: u64,
+    backlogged: bool,
+}
+
+/// One direction: its line and its class tree.
+struct Side {
+    dir: Dir,
+    link_bps: Option<u64>,
+    busy_until: Time,
+    in_tx: Option<Packet>,
+    cls: Vec<ClassState>,
+    /// Round-robin cursor per priority.
+    cursor: [usize; 8],
+    wake: Option<Time>,
+    skip: Vec<bool>,
+}
+
+/// Gateway-wide counters.
+#[derive(Clone, Copy, Debug, Default)]
+struct GStats {
+    unclassified_pkts: u64,
+    flows_created: u64,
+    flows_evicted: u64,
+    flows_ended: u64,
+    untracked_pkts: u64,
+    data_total: Occ,
+    acks_total: Occ,
+}
+
+/// The edge gateway. See the module documentation.
+pub struct Gateway {
+    policy: Policy,
+    overhead: usize,
+    sides: [Side; 2],
+    flows: FxMap<FlowKey, FlowEntry>,
+    scratch: Vec<Packet>,
+    /// Packets released by a mechanism that carry data: they take the data path next.
+    reinject: Vec<(Dir, Packet)>,
+    next_sweep: Time,
+    sweep_every: Dur,
+    next_borrow: Option<Time>,
+    last_now: Time,
+    g: GStats,
+}
+
+/// Inverse of a flow key (the key of the packets travelling to its sender).
+#[inline]
+fn rev(k: &FlowKey) -> FlowKey {
+    (k.1, k.0, k.3, k.2)
+}
+
+#[inline]
+fn key_of(p: &Packet) -> Option<FlowKey> {
+    p.tcp().map(|t| (p.ip.src, p.ip.dst, t.sport, t.dport))
+}
+
+/// Does a mechanism see this data-direction packet (data, SYN or FIN)?
+#[inline]
+fn is_flow_data(p: &Packet) -> bool {
+    match p.tcp() {
+        Some(t) => p.payload_len > 0 || t.flags.0 & (TcpFlags::SYN.0 | TcpFlags::FIN.0) != 0,
+        None => false,
+    }
+}
+
+fn ns(d: Dur) -> i64 {
+    d.0.min(i64::MAX as u64) as i64
+}
+
+impl Gateway {
+    /// A gateway running `policy`. Each packet costs `ip_len + overhead_bytes` of link and class
+    /// credit (the live driver uses 14, the Ethernet header). `seed` seeds the leaf disciplines'
+    /// random streams.
+    pub fn new(policy: Policy, overhead_bytes: usize, seed: u64) -> Gateway {
+        let mk_side = |d: Dir| {
+            let cls = policy
+                .classes
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let used = c.dirs[d.index()];
+                    let leaf = match (&c.leaf, used) {
+                        (Some(l), true) => {
+                            Some(LeafQ::new(l, c.rate_bps, stream(seed, "gw-leaf", (i * 2 + d.index()) as u64)))
+                        }
+                        _ => None,
+                    };
+                    let mech = match (&c.mechanism, used) {
+                        (Some((kind, settings)), true) => {
+                            let mut m = ackmech::build(kind, settings)
+                                .expect("validated by Policy")
+                                .expect("kind \"none\" is not stored");
+                            m.set_rate(Time::ZERO, c.rate_bps);
+                            Some(m)
+                        }
+                        _ => None,
+                    };
+                    let burst_ns = ns(Dur::tx_time(c.burst_bytes as usize, c.rate_bps));
+                    let cburst_ns = ns(Dur::tx_time(c.cburst_bytes as usize, c.ceil_bps));
+                    ClassState {
+                        tokens: burst_ns,
+                        ctokens: cburst_ns,
+                        t_last: Time::ZERO,
+                        burst_ns,
+                        cburst_ns,
+                        deficit: c.quantum_bytes as i64,
+                        leaf,
+                        mech,
+                        mech_rate: c.rate_bps,
+                        st: CStats::default(),
+                        window_bytes: 0,
+                        backlogged: false,
+                    }
+                })
+                .collect::<Vec<_>>();
+            Side {
+                dir: d,
+                link_bps: policy.link_bps[d.index()],
+                busy_until: Time::ZERO,
+                in_tx: None,
+                skip: vec![false; cls.len()],
+                cls,
+                cursor: [0; 8],
+                wake: None,
+            }
+        };
+        let sides = [mk_side(Dir::AToB), mk_side(Dir::BToA)];
+        let borrows = policy.classes.iter().any(|c| c.mechanism.is_some() && c.ceil_bps > c.rate_bps);
+        let sweep_every =
+            Dur::from_secs_f64(policy.flows.embryonic_timeout_s.min(policy.flows.idle_timeout_s) / 2.0).max(Dur(1));
+        Gateway {
+            next_borrow: borrows.then_some(Time::ZERO + policy.borrow_interval),
+            policy,
+            overhead: overhead_bytes,
+            sides,
+            flows: FxMap::default(),
+            scratch: Vec::new(),
+            reinject: Vec::new(),
+            next_sweep: Time::ZERO + sweep_every,
+            sweep_every,
+            last_now: Time::ZERO,
+            g: GStats::default(),
+        }
+    }
+
+    /// Replace the mechanism of leaf `class` in `dir` (e.g. a mechanism built outside the
+    /// factory, or a test double); it gets the class's rate. Panics if the class carries no
+    /// traffic in `dir`.
+    pub fn set_mechanism(&mut self, class: usize, dir: Dir, mut m: Box<dyn AckMechanism + Send>) {
+        let rate = self.policy.classes[class].rate_bps;
+        let c = &mut self.sides[dir.index()].cls[class];
+        assert!(c.leaf.is_some(), "class {class} carries no traffic in {dir:?}");
+        m.set_rate(self.last_now, rate);
+        c.mech = Some(m);
+        c.mech_rate = rate;
+        if self.policy.classes[class].ceil_bps > rate && self.next_borrow.is_none() {
+            self.next_borrow = Some(self.last_now + self.policy.borrow_interval);
+        }
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Flows currently tracked.
+    pub fn flows_tracked(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// The rate last handed to the mechanism of `class` in `dir` (None: no mechanism there).
+    pub fn mechanism_rate(&self, class: usize, dir: Dir) -> Option<u64> {
+        let c = &self.sides[dir.index()].cls[class];
+        c.mech.as_ref().map(|_| c.mech_rate)
+    }
+
+    /// Packets (data) queued in `class` in `dir`.
+    pub fn class_queue_pkts(&self, class: usize, dir: Dir) -> usize {
+        self.sides[dir.index()].cls[class].leaf.as_ref().map_or(0, |l| l.len_pkts())
+    }
+
+    // ---- flows ----
+
+    /// The class of a data packet travelling `dir`, tracking its flow if it is TCP.
+    fn class_of(&mut self, now: Time, dir: Dir, pkt: &Packet) -> Option<usize> {
+        let Some(key) = key_of(pkt) else {
+            return self.policy.classify(dir, pkt);
+        };
+        if let Some(e) = self.flows.get_mut(&key) {
+            if e.dir == dir {
+                e.last_seen = now;
+                if pkt.payload_len > 0 {
+                    e.state |= DATA_SEEN;
+                }
+                return (e.class != NONE).then_some(e.class as usize);
+            }
+        }
+        let class = self.policy.classify(dir, pkt);
+        let t = pkt.tcp().expect("TCP");
+        let opens = is_flow_data(pkt) && !t.flags.contains(TcpFlags::RST);
+        if opens {
+            if self.flows.len() < self.policy.flows.max_flows {
+                let state = if pkt.payload_len > 0 { DATA_SEEN } else { 0 };
+                let class = class.map_or(NONE, |c| c as u32);
+                self.flows.insert(key, FlowEntry { class, dir, state, last_seen: now });
+                self.g.flows_created += 1;
+            } else {
+                self.g.untracked_pkts += 1;
+            }
+        }
+        class
+    }
+
+    /// End a flow: the mechanism releases what it holds for it.
+    fn end_flow(&mut self, now: Time, key: FlowKey, out: &mut Emit) {
+        let Some(e) = self.flows.get_mut(&key) else { return };
+        if e.state & ENDED != 0 {
+            return;
+        }
+        e.state |= ENDED;
+        self.g.flows_ended += 1;
+        let (class, dir) = (e.class, e.dir);
+        if class == NONE {
+            return;
+        }
+        let d = dir.index();
+        if let Some(m) = self.sides[d].cls[class as usize].mech.as_mut() {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            m.on_flow_end(now, key, &mut scratch);
+            self.mech_out(now, dir, class as usize, &mut scratch, out);
+            self.scratch = scratch;
+        }
+    }
+
+    fn sweep(&mut self, now: Time, out: &mut Emit) {
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + self.sweep_every;
+        let idle = Dur::from_secs_f64(self.policy.flows.idle_timeout_s);
+        let emb = Dur::from_secs_f64(self.policy.flows.embryonic_timeout_s);
+        // FxMap iteration order is deterministic for the same history.
+        let dead: Vec<FlowKey> = self
+            .flows
+            .iter()
+            .filter(|(_, e)| {
+                let lim = if e.state & DATA_SEEN == 0 || e.state & ENDED != 0 { emb } else { idle };
+                now.since(e.last_seen) >= lim
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for k in dead {
+            self.end_flow(now, k, out);
+            self.flows.remove(&k);
+            self.g.flows_evicted += 1;
+        }
+    }
+
+    // ---- mechanisms ----
+
+    /// What mechanism `class` (shaping `data_dir`) released: pure ACKs leave towards the senders
+    /// now; packets with data take the data path of their own direction.
+    fn mech_out(&mut self, now: Time, data_dir: Dir, class: usize, pkts: &mut Vec<Packet>, out: &mut Emit) {
+        let ack_dir = data_dir.reverse();
+        for p in pkts.drain(..) {
+            if p.payload_len > 0 {
+                self.reinject.push((ack_dir, p));
+            } else {
+                out.push((ack_dir, p));
+            }
+        }
+        self.note_acks(now, data_dir, class);
+    }
+
+    fn note_acks(&mut self, now: Time, data_dir: Dir, class: usize) {
+        let c = &mut self.sides[data_dir.index()].cls[class];
+        if let Some(m) = &c.mech {
+            let held = m.acks_held();
+            let old = c.st.acks.cur;
+            c.st.acks.set(now, held);
+            let tot = self.g.acks_total.cur + held - old;
+            self.g.acks_total.set(now, tot);
+        }
+    }
+
+    fn note_data(&mut self, now: Time, d: usize, class: usize) {
+        let c = &mut self.sides[d].cls[class];
+        let len = c.leaf.as_ref().map_or(0, |l| l.len_pkts());
+        let old = c.st.data.cur;
+        c.st.data.set(now, len);
+        let tot = self.g.data_total.cur + len - old;
+        self.g.data_total.set(now, tot);
+    }
+
+    // ---- the data path ----
+
+    fn data_path(&mut self, now: Time, dir: Dir, pkt: Packet, out: &mut Emit) {
+        let Some(class) = self.class_of(now, dir, &pkt) else {
+            self.g.unclassified_pkts += 1;
+            out.push((dir, pkt));
+            return;
+        };
+        let d = dir.index();
+        let tracked_mech = self.sides[d].cls[class].mech.is_some()
+            && is_flow_data(&pkt)
+            && key_of(&pkt).is_some_and(|k| self.flows.get(&k).is_some_and(|e| e.state & ENDED == 0));
+        let probe = tracked_mech.then(|| pkt.clone());
+        let len = pkt.ip_len() as u64;
+        let c = &mut self.sides[d].cls[class];
+        let leaf = c.leaf.as_mut().expect("rules and the default class name leaves");
+        let accepted = match leaf.enqueue(now, pkt) {
+            Enqueue::Queued => true,
+            Enqueue::Dropped(v) => {
+                c.st.drops += 1;
+                // Another packet may have been pushed out (longest-queue drop): ours is in.
+                probe.as_ref().is_some_and(|p| *p != v)
+            }
+        };
+        c.st.enq_pkts += 1;
+        c.st.enq_bytes += len;
+        c.backlogged = true;
+        if accepted {
+            if let (Some(p), Some(m)) = (probe.as_ref(), c.mech.as_mut()) {
+                m.on_data(now, key_of(p).expect("TCP"), p);
+            }
+        }
+        self.note_data(now, d, class);
+        self.pump(now, d, out);
+    }
+
+    /// Charge a sent packet to a class and its ancestors.
+    fn charge(&mut self, d: usize, class: usize, bytes: usize, now: Time) {
+        let mut at = Some(class);
+        while let Some(c) = at {
+            let pc = &self.policy.classes[c];
+            let s = &mut self.sides[d].cls[c];
+            Self::refill(s, now);
+            s.tokens -= ns(Dur::tx_time(bytes, pc.rate_bps));
+            s.ctokens -= ns(Dur::tx_time(bytes, pc.ceil_bps));
+            at = pc.parent;
+        }
+    }
+
+    /// Bring a class's credit up to `now`.
+    #[inline]
+    fn refill(s: &mut ClassState, now: Time) {
+        if now > s.t_last {
+            let el = ns(now.since(s.t_last));
+            s.tokens = (s.tokens.saturating_add(el)).min(s.burst_ns);
+            s.ctokens = (s.ctokens.saturating_add(el)).min(s.cburst_ns);
+            s.t_last = now;
+        }
+    }
+
+    /// The level at which leaf `c` can send now (0: on its own rate; k: borrowing from the
+    /// ancestor k up; depth+1: from the link), or None.
+    fn level(&mut self, d: usize, c: usize, now: Time) -> Option<usize> {
+        let mut at = c;
+        let mut lvl = 0;
+        loop {
+            let s = &mut self.sides[d].cls[at];
+            Self::refill(s, now);
+            if s.ctokens < 0 {
+                return None;
+            }
+            if s.tokens >= 0 {
+                return Some(lvl);
+            }
+            match self.policy.classes[at].parent {
+                Some(p) => {
+                    at = p;
+                    lvl += 1;
+                }
+                None => return Some(lvl + 1),
+            }
+        }
+    }
+
+    /// When leaf `c` (credit brought up to `now`) can next send by credit alone.
+    fn ready_at(&self, d: usize, c: usize, now: Time) -> Time {
+        let neg = |v: i64| if v < 0 { (-v) as u64 } else { 0 };
+        let s = &self.sides[d].cls[c];
+        let ceil_wait = neg(s.ctokens);
+        let mut best = neg(s.tokens);
+        // Borrowing via ancestor k: ceiling credit of the chain up to k, rate credit of k.
+        let mut chain = ceil_wait;
+        let mut at = self.policy.classes[c].parent;
+        while let Some(a) = at {
+            let sa = &self.sides[d].cls[a];
+            let el = now.since(sa.t_last).0 as i64;
+            let tok = (sa.tokens.saturating_add(el)).min(sa.burst_ns);
+            let ctok = (sa.ctokens.saturating_add(el)).min(sa.cburst_ns);
+            chain = chain.max(neg(ctok));
+            best = best.min(chain.max(neg(tok)));
+            at = self.policy.classes[a].parent;
+        }
+        // The link lends whenever the line is free.
+        best = best.min(chain);
+        now + Dur(ceil_wait.max(best))
+    }
+
+    /// Send what the line allows now.
+    fn pump(&mut self, now: Time, d: usize, out: &mut Emit) {
+        let dir = self.sides[d].dir;
+        let ovh = self.overhead;
+        for s in self.sides[d].skip.iter_mut() {
+            *s = false;
+        }
+        loop {
+            {
+                let side = &mut self.sides[d];
+                if side.link_bps.is_some() {
+                    if side.busy_until > now {
+                        break;
+                    }
+                    if let Some(p) = side.in_tx.take() {
+                        out.push((dir, p));
+                    }
+                }
+            }
+            // Choose a leaf: lowest level, then priority, then round robin.
+            let mut best: Option<(usize, u8, usize)> = None; // (level, prio, class)
+            let ncls = self.policy.classes.len();
+            for c in 0..ncls {
+                let Some(leaf) = self.sides[d].cls[c].leaf.as_ref() else { continue };
+                if leaf.len_pkts() == 0 || self.sides[d].skip[c] {
+                    continue;
+                }
+                let Some(lvl) = self.level(d, c, now) else { continue };
+                let prio = self.policy.classes[c].priority;
+                let cur = self.sides[d].cursor[prio as usize];
+                let better = match best {
+                    None => true,
+                    Some((bl, bp, bc)) => {
+                        (lvl, prio) < (bl, bp)
+                            || ((lvl, prio) == (bl, bp) && (c + ncls - cur) % ncls < (bc + ncls - cur) % ncls)
+                    }
+                };
+                if better {
+                    best = Some((lvl, prio, c));
+                }
+            }
+            let Some((lvl, prio, c)) = best else { break };
+            let Some(p) = self.sides[d].cls[c].leaf.as_mut().and_then(|l| l.dequeue(now)) else {
+                // Its discipline holds its packets for now (e.g. per-flow token buckets).
+                self.sides[d].skip[c] = true;
+                continue;
+            };
+            let bytes = p.ip_len() + ovh;
+            self.charge(d, c, bytes, now);
+            {
+                let quantum = self.policy.classes[c].quantum_bytes as i64;
+                let side = &mut self.sides[d];
+                let cs = &mut side.cls[c];
+                cs.deficit -= bytes as i64;
+                if cs.deficit <= 0 {
+                    cs.deficit += quantum;
+                    side.cursor[prio as usize] = (c + 1) % ncls;
+                } else {
+                    side.cursor[prio as usize] = c;
+                }
+                cs.st.sent_pkts += 1;
+                cs.st.sent_bytes += p.ip_len() as u64;
+                if lvl > 0 {
+                    cs.st.borrowed_pkts += 1;
+                }
+            }
+            self.note_data(now, d, c);
+            // The class clock (zero-timer PostACK, 000 §6 step 2.4).
+            if self.sides[d].cls[c].mech.is_some() && is_flow_data(&p) {
+                if let Some(k) = key_of(&p).filter(|k| self.flows.get(k).is_some_and(|e| e.state & ENDED == 0)) {
+                    let cs = &mut self.sides[d].cls[c];
+                    let qlen = cs.leaf.as_ref().and_then(|l| l.flow_qlen(&FlowId::of(&p)));
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    cs.mech.as_mut().unwrap().on_class_dequeue(now, k, qlen, &mut scratch);
+                    self.mech_out(now, dir, c, &mut scratch, out);
+                    self.scratch = scratch;
+                }
+            }
+            let side = &mut self.sides[d];
+            match side.link_bps {
+                Some(r) => {
+                    let start = if side.busy_until + Dur(1) >= now { side.busy_until.max(now) } else { now };
+                    side.busy_until = start + Dur::tx_time(bytes, r);
+                    side.in_tx = Some(p);
+                }
+                None => out.push((dir, p)),
+            }
+        }
+        self.rewake(now, d);
+    }
+
+    fn rewake(&mut self, now: Time, d: usize) {
+        let side = &self.sides[d];
+        if side.link_bps.is_some() && side.in_tx.is_some() {
+            self.sides[d].wake = Some(side.busy_until);
+            return;
+        }
+        let mut wake: Option<Time> = None;
+        for c in 0..self.policy.classes.len() {
+            let Some(leaf) = self.sides[d].cls[c].leaf.as_ref() else { continue };
+            if leaf.len_pkts() == 0 {
+                continue;
+            }
+            let mut t = self.ready_at(d, c, now);
+            if let Some(r) = leaf.next_ready(now) {
+                t = t.max(r);
+            }
+            let t = t.max(now + Dur(1));
+            wake = Some(wake.map_or(t, |w| w.min(t)));
+        }
+        self.sides[d].wake = wake;
+    }
+
+    // ---- borrowing ----
+
+    /// Recompute the rate each mechanism class can get now and tell the mechanisms that changed.
+    fn rebalance(&mut self, now: Time) {
+        let Some(t) = self.next_borrow else { return };
+        if now < t {
+            return;
+        }
+        let interval = self.policy.borrow_interval;
+        self.next_borrow = Some(now + interval);
+        let n = self.policy.classes.len();
+        for d in 0..2 {
+            // Demand of each leaf over the last interval: a mechanism class with flows or a
+            // class that had a backlog wants its ceiling; others what they sent.
+            let mut demand = vec![0u64; n];
+            let mut live = vec![false; n];
+            for (k, e) in &self.flows {
+                let _ = k;
+                if e.dir.index() == d && e.class != NONE && e.state & ENDED == 0 {
+                    live[e.class as usize] = true;
+                }
+            }
+            for c in 0..n {
+                let pc = &self.policy.classes[c];
+                let s = &mut self.sides[d].cls[c];
+                if s.leaf.is_none() {
+                    continue;
+                }
+                let sent = s.st.sent_bytes - s.window_bytes;
+                s.window_bytes = s.st.sent_bytes;
+                let measured = (sent as f64 * 8.0 / interval.as_secs_f64()) as u64;
+                let has_backlog = s.backlogged || s.leaf.as_ref().is_some_and(|l| l.len_pkts() > 0);
+                s.backlogged = false;
+                demand[c] =
+                    if (s.mech.is_some() && live[c]) || has_backlog { pc.ceil_bps } else { measured.min(pc.ceil_bps) };
+            }
+            let alloc = allocate(&self.policy, d, &demand);
+            for (c, &a) in alloc.iter().enumerate() {
+                let s = &mut self.sides[d].cls[c];
+                let Some(m) = s.mech.as_mut() else { continue };
+                let pc = &self.policy.classes[c];
+                if pc.ceil_bps <= pc.rate_bps {
+                    continue;
+                }
+                let r = a.clamp(pc.rate_bps, pc.ceil_bps);
+                if r.abs_diff(s.mech_rate) * 100 > s.mech_rate {
+                    s.mech_rate = r;
+                    m.set_rate(now, r);
+                }
+            }
+        }
+    }
+
+    fn drain_reinject(&mut self, now: Time, out: &mut Emit) {
+        while let Some((dir, p)) = self.reinject.pop() {
+            self.data_path(now, dir, p, out);
+        }
+    }
+}
+
+/// Split each node's capacity among its children (HTB's steady state): each child first gets
+/// min(its demand, its rate); what is left goes to children that want more, in proportion to
+/// their quanta, up to min(demand, ceil). Top-level classes share the link rate (unlimited: each
+/// gets its demand). Returns each class's allocation.
+fn allocate(policy: &Policy, d: usize, demand_leaf: &[u64]) -> Vec<u64> {
+    let n = policy.classes.len();
+    // Demand of inner classes: the sum of their children's, capped at their ceiling.
+    let mut demand = demand_leaf.to_vec();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&c| std::cmp::Reverse(policy.classes[c].depth));
+    for &c in &order {
+        let pc = &policy.classes[c];
+        if !pc.children.is_empty() {
+            demand[c] = pc.children.iter().map(|&k| demand[k]).sum::<u64>().min(pc.ceil_bps);
+        }
+    }
+    let mut alloc = vec![0u64; n];
+    let split = |cap: u64, kids: &[usize], alloc: &mut Vec<u64>| {
+        let want = |k: usize| demand[k].min(policy.classes[k].ceil_bps);
+        let mut left = cap;
+        for &k in kids {
+            let a = want(k).min(policy.classes[k].rate_bps);
+            alloc[k] = a;
+            left = left.saturating_sub(a);
+        }
+        // Water-fill the rest in proportion to quanta.
+        let mut open: Vec<usize> = kids.iter().copied().filter(|&k| alloc[k] < want(k)).collect();
+        while left > 0 && !open.is_empty() {
+            let qsum: u64 = open.iter().map(|&k| policy.classes[k].quantum_bytes).sum();
+            let mut given = 0;
+            for &k in &open {
+                let share = (left as u128 * policy.classes[k].quantum_bytes as u128 / qsum as u128) as u64;
+                let g = share.min(want(k) - alloc[k]);
+                alloc[k] += g;
+                given += g;
+            }
+            left -= given;
+            open.retain(|&k| alloc[k] < want(k));
+            if given == 0 {
+                break;
+            }
+        }
+    };
+    let top: Vec<usize> = (0..n).filter(|&c| policy.classes[c].parent.is_none()).collect();
+    match policy.link_bps[d] {
+        Some(link) => split(link, &top, &mut alloc),
+        None => {
+            for &c in &top {
+                alloc[c] = demand[c].min(policy.classes[c].ceil_bps);
+            }
+        }
+    }
+    let mut by_depth: Vec<usize> = (0..n).collect();
+    by_depth.sort_by_key(|&c| policy.classes[c].depth);
+    for &c in &by_depth {
+        let kids = &policy.classes[c].children;
+        if !kids.is_empty() {
+            split(alloc[c], kids, &mut alloc);
+        }
+    }
+    alloc
+}
+
+impl Middlebox for Gateway {
+    fn on_packet(&mut self, now: Time, dir: Dir, pkt: Packet, out: &mut Emit) {
+        self.last_now = now;
+        self.sweep(now, out);
+        if let (Some(key), Some(t)) = (key_of(&pkt), pkt.tcp()) {
+            let flags = t.flags;
+            // RST ends the connection both ways.
+            if flags.contains(TcpFlags::RST) {
+                for k in [key, rev(&key)] {
+                    self.end_flow(now, k, out);
+                    self.flows.remove(&k);
+                }
+                self.data_path(now, dir, pkt, out);
+                self.drain_reinject(now, out);
+                return;
+            }
+            let fin = flags.contains(TcpFlags::FIN);
+            if fin {
+                for (k, bit) in [(key, FIN_FWD), (rev(&key), FIN_REV)] {
+                    if let Some(e) = self.flows.get_mut(&k) {
+                        e.state |= bit;
+                        if e.state & (FIN_FWD | FIN_REV) == FIN_FWD | FIN_REV {
+                            self.end_flow(now, k, out);
+                        }
+                    }
+                }
+            }
+            // The ACK path: towards the sender of a tracked flow of a mechanism class.
+            let rk = rev(&key);
+            if flags.contains(TcpFlags::ACK) {
+                if let Some(e) = self.flows.get_mut(&rk) {
+                    if e.dir == dir.reverse() && e.class != NONE && e.state & ENDED == 0 {
+                        e.last_seen = now;
+                        let (c, dd) = (e.class as usize, e.dir);
+                        let cs = &mut self.sides[dd.index()].cls[c];
+                        if let Some(m) = cs.mech.as_mut() {
+                            cs.st.acks_in += 1;
+                            let mut scratch = std::mem::take(&mut self.scratch);
+                            m.on_ack(now, rk, pkt, &mut scratch);
+                            self.mech_out(now, dd, c, &mut scratch, out);
+                            self.scratch = scratch;
+                            self.drain_reinject(now, out);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        self.data_path(now, dir, pkt, out);
+        self.drain_reinject(now, out);
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        let mut t = self.next_borrow;
+        let mut take = |x: Option<Time>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |y: Time| y.min(x)));
+            }
+        };
+        for s in &self.sides {
+            take(s.wake);
+            for c in &s.cls {
+                if let Some(m) = &c.mech {
+                    take(m.poll_timeout());
+                }
+            }
+        }
+        t
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Emit) {
+        self.last_now = now;
+        for d in 0..2 {
+            for c in 0..self.sides[d].cls.len() {
+                let due = self.sides[d].cls[c].mech.as_ref().and_then(|m| m.poll_timeout()).is_some_and(|t| t <= now);
+                if due {
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    self.sides[d].cls[c].mech.as_mut().unwrap().on_timeout(now, &mut scratch);
+                    let dir = self.sides[d].dir;
+                    self.mech_out(now, dir, c, &mut scratch, out);
+                    self.scratch = scratch;
+                }
+            }
+        }
+        for d in 0..2 {
+            if self.sides[d].wake.is_some_and(|t| t <= now) {
+                self.pump(now, d, out);
+            }
+        }
+        self.rebalance(now);
+        self.sweep(now, out);
+        self.drain_reinject(now, out);
+    }
+
+    fn stats_json(&self) -> serde_json::Value {
+        use serde_json::{json, Map, Value};
+        let now = self.last_now;
+        let dir_name = |d: usize| if d == 0 { "outbound" } else { "inbound" };
+        let mut classes = Map::new();
+        for (i, pc) in self.policy.classes.iter().enumerate() {
+            let used: Vec<usize> = (0..2).filter(|&d| pc.dirs[d]).collect();
+            let sum = |f: &dyn Fn(&CStats) -> u64| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).sum::<u64>();
+            let maxu =
+                |f: &dyn Fn(&CStats) -> usize| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).max().unwrap_or(0);
+            let avg = |f: &dyn Fn(&CStats) -> f64| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).sum::<f64>();
+            let mut m = json!({
+                "parent": pc.parent.map(|p| self.policy.classes[p].name.clone()),
+                "rate_bps": pc.rate_bps,
+                "ceil_bps": pc.ceil_bps,
+                "priority": pc.priority,
+                "directions": used.iter().map(|&d| dir_name(d)).collect::<Vec<_>>(),
+                "mechanism": pc.mechanism.as_ref().map(|(k, _)| k.clone()),
+                "enqueued_pkts": sum(&|s| s.enq_pkts),
+                "enqueued_bytes": sum(&|s| s.enq_bytes),
+                "sent_pkts": sum(&|s| s.sent_pkts),
+                "sent_bytes": sum(&|s| s.sent_bytes),
+                "borrowed_pkts": sum(&|s| s.borrowed_pkts),
+                "drops": sum(&|s| s.drops),
+                "acks_in": sum(&|s| s.acks_in),
+                "data_queue_avg_pkts": avg(&|s| s.data.avg(now)),
+                "data_queue_max_pkts": maxu(&|s| s.data.max),
+                "acks_held_avg": avg(&|s| s.acks.avg(now)),
+                "acks_held_max": maxu(&|s| s.acks.max),
+            });
+            if pc.is_leaf() {
+                let mut q = Map::new();
+                let mut mech = Map::new();
+                let mut rates = Map::new();
+                for &d in &used {
+                    let cs = &self.sides[d].cls[i];
+                    if let Some(l) = &cs.leaf {
+                        let c: Map<String, Value> =
+                            l.counters().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
+                        q.insert(
+                            dir_name(d).into(),
+                            json!({ "queue_pkts": l.len_pkts(), "queue_bytes": l.len_bytes(), "counters": c }),
+                        );
+                    }
+                    if let Some(mm) = &cs.mech {
+                        mech.insert(dir_name(d).into(), mm.stats_json());
+                        rates.insert(dir_name(d).into(), cs.mech_rate.into());
+                    }
+                }
+                m["qdisc"] = Value::Object(q);
+                if !mech.is_empty() {
+                    m["mechanism_stats"] = Value::Object(mech);
+                    m["mechanism_rate_bps"] = Value::Object(rates);
+                }
+            }
+            classes.insert(pc.name.clone(), m);
+        }
+        let g = &self.g;
+        json!({
+            "classes": classes,
+            "buffer": {
+                "data_avg_pkts": g.data_total.avg(now),
+                "data_max_pkts": g.data_total.max,
+                "acks_avg": g.acks_total.avg(now),
+                "acks_max": g.acks_total.max,
+            },
+            "flows": {
+                "tracked": self.flows.len(),
+                "shaped": self.flows.values().filter(|e| e.class != NONE).count(),
+                "created": g.flows_created,
+                "ended": g.flows_ended,
+                "evicted": g.flows_evicted,
+                "untracked_pkts": g.untracked_pkts,
+            },
+            "unclassified_pkts": g.unclassified_pkts,
+        })
+    }
+}

@@ -1,0 +1,1123 @@
+//! The edge gateway's shaping policy: classes (a link-sharing tree with rates, ceilings and
+//! priorities, a leaf queue and discipline, an ACK mechanism) and rules that map packets to
+//! classes. The same TOML format is read by the simulator (`[[middlebox]] kind = "gateway"`,
+//! inline or from a file) and by the live gateway (`--policy`); `docs/policy.md` documents it.
+//!
+//! [`PolicySpec`] is the file as written (serde); [`Policy::from_spec`] validates it into a
+//! [`Policy`], whose errors ([`PolicyError`]) name the file, the dotted key and what was expected:
+//!
+//! ```text
+//! policy.toml: key `class[2].ceil`: ceiling 1Mbit/s is below rate 2Mbit/s
+//! ```
+//!
+//! **Rule order.** Rules are first-match. Without `order` keys they are tried in file order. With
+//! them, *every* rule must have one; rules are tried by ascending `order`, and two rules with the
+//! same `order` must not overlap (no packet may match both), so the file never relies on an
+//! accidental tie. A rule that can never match because an earlier one matches everything it does
+//! (it is shadowed) is an error too.
+
+use crate::middlebox::Dir;
+use crate::queue::Limit;
+use crate::shape::ackmech;
+use crate::shape::drr::DrrConfig;
+use crate::shape::qdisc_spec::QdiscSpec;
+use crate::time::Dur;
+use crate::units::{DurV, Rate, RateV, Size, SizeV};
+use ackshape_wire::{Packet, L4};
+use ipnet::IpNet;
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+use std::net::IpAddr;
+use std::path::Path;
+
+/// A policy error: which file, which key, what was expected.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyError {
+    pub file: String,
+    /// Dotted key path (`class[2].ceil`), when known.
+    pub key: Option<String>,
+    pub msg: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.key {
+            Some(k) => write!(f, "{}: key `{}`: {}", self.file, k, self.msg),
+            None => write!(f, "{}: {}", self.file, self.msg),
+        }
+    }
+}
+impl std::error::Error for PolicyError {}
+
+/// Flow table bounds (shared with the live data plane's flow table; the keys of `[flows]`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FlowTablePolicy {
+    /// Maximum tracked flows; new flows beyond it are forwarded (and class-shaped) but not
+    /// tracked (counted as `untracked`; no ACK mechanism sees them).
+    pub max_flows: usize,
+    /// A flow with no packet for this long is evicted (seconds).
+    pub idle_timeout_s: f64,
+    /// A flow that has only been seen opening (SYN, no data) or closing is evicted after this
+    /// (seconds).
+    pub embryonic_timeout_s: f64,
+}
+
+impl Default for FlowTablePolicy {
+    fn default() -> Self {
+        FlowTablePolicy { max_flows: 65_536, idle_timeout_s: 120.0, embryonic_timeout_s: 10.0 }
+    }
+}
+
+impl FlowTablePolicy {
+    /// Errors are `(key within [flows], message)`.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.max_flows == 0 || self.max_flows > 50_000_000 {
+            return Err(("max_flows".into(), format!("expected 1..=50000000 flows, got {}", self.max_flows)));
+        }
+        for (k, v) in [("idle_timeout_s", self.idle_timeout_s), ("embryonic_timeout_s", self.embryonic_timeout_s)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err((k.into(), format!("expected a positive number of seconds, got {v}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `[link]`: the rate of each direction of the access link (the root of the class tree).
+/// Without it a direction is unlimited: top-level classes borrow up to their ceilings.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// LAN → WAN.
+    pub outbound: Option<RateV>,
+    /// WAN → LAN.
+    pub inbound: Option<RateV>,
+}
+
+/// One `[[class]]` as written.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassSpec {
+    pub name: String,
+    /// Parent class (none: a child of the link).
+    pub parent: Option<String>,
+    /// Assured rate.
+    pub rate: RateV,
+    /// Ceiling: the most the class may reach by borrowing (default: `rate`, no borrowing).
+    pub ceil: Option<RateV>,
+    /// 0 (first) ..= 7: who sends first among classes that can send, and who borrows first.
+    #[serde(default)]
+    pub priority: u8,
+    /// Rate bucket depth (default 3000B).
+    pub burst: Option<SizeV>,
+    /// Ceiling bucket depth (default: `burst`).
+    pub cburst: Option<SizeV>,
+    /// Bytes per round-robin turn among classes of equal level and priority (default
+    /// rate/80 bytes, i.e. HTB's r2q = 10, within 1514B..=200000B): the split of borrowed bandwidth.
+    pub quantum: Option<SizeV>,
+    /// Leaf data queue (PCDQ) size for the default FIFO and for `pfq-drr` (default 100pkt).
+    pub queue: Option<SizeV>,
+    /// Leaf discipline: `{ kind = "red" | "drr" | "pfq" | "pfq-drr" | "fifo" | "acks-first" | … }`.
+    pub qdisc: Option<toml::Table>,
+    /// ACK mechanism: `{ kind = "none" | "tcr" | "postack", … }` (see [`ackmech::build`]).
+    pub mechanism: Option<toml::Table>,
+}
+
+/// Which data direction a rule matches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleDir {
+    /// LAN → WAN (default).
+    #[default]
+    Outbound,
+    /// WAN → LAN (paper 000 App. A: shape WAN → LAN data, act on the LAN → WAN ACKs).
+    Inbound,
+    Both,
+}
+
+impl RuleDir {
+    pub fn matches(self, d: Dir) -> bool {
+        matches!((self, d), (RuleDir::Both, _) | (RuleDir::Outbound, Dir::AToB) | (RuleDir::Inbound, Dir::BToA))
+    }
+    fn dirs(self) -> &'static [Dir] {
+        match self {
+            RuleDir::Outbound => &[Dir::AToB],
+            RuleDir::Inbound => &[Dir::BToA],
+            RuleDir::Both => &[Dir::AToB, Dir::BToA],
+        }
+    }
+}
+
+/// Subnets: one string or a list (`"10.0.0.0/8"`, `["10.1.0.0/16", "2001:db8::/32"]`; a bare
+/// address is a /32 or /128).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Nets(pub Vec<IpNet>);
+
+impl<'de> Deserialize<'de> for Nets {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = toml::Value::deserialize(d)?;
+        let items = match v {
+            toml::Value::String(s) => vec![s],
+            toml::Value::Array(a) => a
+                .into_iter()
+                .map(|x| match x {
+                    toml::Value::String(s) => Ok(s),
+                    other => {
+                        Err(D::Error::custom(format!("expected a subnet string like \"10.0.0.0/8\", got {other}")))
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+            other => {
+                return Err(D::Error::custom(format!(
+                    "expected a subnet like \"10.0.0.0/8\" or \"2001:db8::/32\" (or a list of them), got {other}"
+                )))
+            }
+        };
+        if items.is_empty() {
+            return Err(D::Error::custom("expected at least one subnet (omit the key to match any address)"));
+        }
+        items
+            .iter()
+            .map(|s| {
+                let s = s.trim();
+                s.parse::<IpNet>().or_else(|_| s.parse::<IpAddr>().map(IpNet::from)).map(|n| n.trunc()).map_err(|_| {
+                    D::Error::custom(format!("expected a subnet like \"10.0.0.0/8\" or \"2001:db8::/32\", got {s:?}"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Nets)
+    }
+}
+
+/// Port ranges: `80`, `"8000-8080"`, or a list of either. Inclusive.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ports(pub Vec<(u16, u16)>);
+
+impl<'de> Deserialize<'de> for Ports {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        const EXP: &str = "a port (80), a range (\"8000-8080\") or a list of them";
+        fn one(v: &toml::Value) -> Result<(u16, u16), String> {
+            let port = |s: &str| s.trim().parse::<u16>().map_err(|_| format!("expected {EXP}, got {v}"));
+            match v {
+                toml::Value::Integer(p) if (0..=65535).contains(p) => Ok((*p as u16, *p as u16)),
+                toml::Value::String(s) => {
+                    let (a, b) = match s.split_once('-') {
+                        Some((a, b)) => (port(a)?, port(b)?),
+                        None => (port(s)?, port(s)?),
+                    };
+                    if a > b {
+                        return Err(format!("expected a range low-high with low ≤ high, got {s:?}"));
+                    }
+                    Ok((a, b))
+                }
+                _ => Err(format!("expected {EXP}, got {v}")),
+            }
+        }
+        let v = toml::Value::deserialize(d)?;
+        let r = match &v {
+            toml::Value::Array(a) if a.is_empty() => {
+                return Err(D::Error::custom("expected at least one port (omit the key to match any port)"))
+            }
+            toml::Value::Array(a) => a.iter().map(one).collect::<Result<Vec<_>, _>>(),
+            x => one(x).map(|r| vec![r]),
+        };
+        r.map(Ports).map_err(D::Error::custom)
+    }
+}
+
+/// IP protocol: `"tcp"`, `"udp"`, `"icmp"`, `"icmpv6"` or a number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Proto(pub u8);
+
+impl<'de> Deserialize<'de> for Proto {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match toml::Value::deserialize(d)? {
+            toml::Value::String(s) => match s.to_ascii_lowercase().as_str() {
+                "tcp" => Ok(Proto(6)),
+                "udp" => Ok(Proto(17)),
+                "icmp" => Ok(Proto(1)),
+                "icmpv6" => Ok(Proto(58)),
+                _ => Err(D::Error::custom(format!(
+                    "expected \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or a protocol number, got {s:?}"
+                ))),
+            },
+            toml::Value::Integer(n) if (0..=255).contains(&n) => Ok(Proto(n as u8)),
+            other => Err(D::Error::custom(format!(
+                "expected \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or a protocol number 0..=255, got {other}"
+            ))),
+        }
+    }
+}
+
+/// One `[[rule]]` as written. Omitted match keys match anything.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// The (leaf) class the matching data goes to.
+    pub class: String,
+    /// Evaluation order (ascending); all rules or none have one.
+    pub order: Option<i64>,
+    /// Which data direction the rule matches (default `"outbound"`).
+    #[serde(default)]
+    pub direction: RuleDir,
+    /// Sender subnets (the packet's source).
+    pub src: Option<Nets>,
+    /// Receiver subnets (the packet's destination).
+    pub dst: Option<Nets>,
+    pub sport: Option<Ports>,
+    pub dport: Option<Ports>,
+    pub proto: Option<Proto>,
+}
+
+/// A whole shaping policy as written.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    #[serde(default)]
+    pub link: LinkSpec,
+    /// The class for packets no rule matches (none: they pass unshaped).
+    pub default_class: Option<String>,
+    /// How often the effective rates of classes that can borrow are recomputed and handed to
+    /// their mechanisms (default 100ms).
+    pub borrow_interval: Option<DurV>,
+    #[serde(default)]
+    pub class: Vec<ClassSpec>,
+    #[serde(default)]
+    pub rule: Vec<RuleSpec>,
+    #[serde(default)]
+    pub flows: FlowTablePolicy,
+}
+
+/// A leaf class's discipline, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LeafSpec {
+    /// The class PCDQ alone: drop-tail FIFO.
+    Fifo(Limit),
+    /// Paper 000 §6 (P0-A5): per-flow queues served by DRR feeding the class PCDQ, one packet
+    /// pulled per PCDQ dequeue, so the PCDQ stays backlogged.
+    PfqDrr { pcdq: Limit, drr: DrrConfig },
+    /// Any other discipline (RED/ECN, DRR, per-flow token buckets, the asymmetric-link ones).
+    Qdisc(QdiscSpec),
+}
+
+/// A validated class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Class {
+    pub name: String,
+    pub parent: Option<usize>,
+    pub children: Vec<usize>,
+    /// 0 for top-level classes.
+    pub depth: usize,
+    pub rate_bps: u64,
+    pub ceil_bps: u64,
+    pub priority: u8,
+    pub burst_bytes: u64,
+    pub cburst_bytes: u64,
+    pub quantum_bytes: u64,
+    /// Only for leaves (classes without children).
+    pub leaf: Option<LeafSpec>,
+    /// `(kind, settings)` of the ACK mechanism (leaves only; `None` for kind "none").
+    pub mechanism: Option<(String, toml::Table)>,
+    /// Directions rules (or the default class) send data into this class (or its subtree).
+    pub dirs: [bool; 2],
+}
+
+impl Class {
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty()
+    }
+}
+
+/// A validated rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    /// Position in the file (`rule[i]`).
+    pub index: usize,
+    pub order: i64,
+    pub class: usize,
+    pub direction: RuleDir,
+    /// Empty: any.
+    pub src: Vec<IpNet>,
+    pub dst: Vec<IpNet>,
+    pub sport: Vec<(u16, u16)>,
+    pub dport: Vec<(u16, u16)>,
+    pub proto: Option<u8>,
+}
+
+fn nets_match(nets: &[IpNet], a: &IpAddr) -> bool {
+    nets.is_empty() || nets.iter().any(|n| n.contains(a))
+}
+fn ports_match(r: &[(u16, u16)], p: Option<u16>) -> bool {
+    if r.is_empty() {
+        return true;
+    }
+    match p {
+        Some(p) => r.iter().any(|&(a, b)| a <= p && p <= b),
+        None => false,
+    }
+}
+
+impl Rule {
+    /// Does the rule match packet `pkt` travelling `dir` as data?
+    #[inline]
+    pub fn matches(&self, dir: Dir, pkt: &Packet) -> bool {
+        if !self.direction.matches(dir) {
+            return false;
+        }
+        let (proto, sport, dport) = match &pkt.l4 {
+            L4::Tcp(t) => (6, Some(t.sport), Some(t.dport)),
+            L4::Udp(u) => (17, Some(u.sport), Some(u.dport)),
+            L4::Other { proto } => (*proto, None, None),
+        };
+        self.proto.is_none_or(|p| p == proto)
+            && ports_match(&self.sport, sport)
+            && ports_match(&self.dport, dport)
+            && nets_match(&self.src, &pkt.ip.src)
+            && nets_match(&self.dst, &pkt.ip.dst)
+    }
+
+    fn has_ports(&self) -> bool {
+        !self.sport.is_empty() || !self.dport.is_empty()
+    }
+
+    /// Can some packet match both rules?
+    fn overlaps(&self, o: &Rule) -> bool {
+        let dirs = self.direction.dirs().iter().any(|d| o.direction.matches(*d));
+        let proto = match (self.proto, o.proto) {
+            (Some(a), Some(b)) => a == b,
+            // Port constraints imply a protocol with ports.
+            (Some(p), None) if o.has_ports() => p == 6 || p == 17,
+            (None, Some(p)) if self.has_ports() => p == 6 || p == 17,
+            _ => true,
+        };
+        let nets = |a: &[IpNet], b: &[IpNet]| {
+            a.is_empty()
+                || b.is_empty()
+                || a.iter().any(|x| b.iter().any(|y| x.contains(&y.network()) || y.contains(&x.network())))
+        };
+        let ports = |a: &[(u16, u16)], b: &[(u16, u16)]| {
+            a.is_empty() || b.is_empty() || a.iter().any(|x| b.iter().any(|y| x.0 <= y.1 && y.0 <= x.1))
+        };
+        dirs && proto
+            && nets(&self.src, &o.src)
+            && nets(&self.dst, &o.dst)
+            && ports(&self.sport, &o.sport)
+            && ports(&self.dport, &o.dport)
+    }
+
+    /// Does `self` match every packet `o` matches (so `o`, tried later, never matches)?
+    fn covers(&self, o: &Rule) -> bool {
+        let dirs = o.direction.dirs().iter().all(|d| self.direction.matches(*d));
+        let proto = match (self.proto, o.proto) {
+            (None, _) => !self.has_ports() || o.proto.is_some_and(|p| p == 6 || p == 17) || o.has_ports(),
+            (Some(a), Some(b)) => a == b,
+            (Some(_), None) => false,
+        };
+        let nets = |a: &[IpNet], b: &[IpNet]| {
+            a.is_empty() || (!b.is_empty() && b.iter().all(|y| a.iter().any(|x| x.contains(y))))
+        };
+        let ports = |a: &[(u16, u16)], b: &[(u16, u16)]| {
+            a.is_empty()
+                || a.iter().any(|x| x.0 == 0 && x.1 == u16::MAX)
+                || (!b.is_empty() && b.iter().all(|y| a.iter().any(|x| x.0 <= y.0 && y.1 <= x.1)))
+        };
+        dirs && proto
+            && nets(&self.src, &o.src)
+            && nets(&self.dst, &o.dst)
+            && ports(&self.sport, &o.sport)
+            && ports(&self.dport, &o.dport)
+    }
+}
+
+/// A validated shaping policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// Link rate per direction ([`Dir::index`]); `None`: unlimited.
+    pub link_bps: [Option<u64>; 2],
+    pub classes: Vec<Class>,
+    /// In evaluation order.
+    pub rules: Vec<Rule>,
+    pub default_class: Option<usize>,
+    pub borrow_interval: Dur,
+    pub flows: FlowTablePolicy,
+}
+
+/// Default bucket depth of `burst` and `cburst`.
+pub const DEFAULT_BURST_BYTES: u64 = 3000;
+/// Default leaf queue.
+pub const DEFAULT_QUEUE: Size = Size::Packets(100);
+/// HTB's rate-to-quantum divisor.
+pub const R2Q: u64 = 10;
+
+fn limit_of(s: Size) -> Limit {
+    match s {
+        Size::Packets(p) => Limit::Packets(p as usize),
+        Size::Bytes(b) => Limit::Bytes(b as usize),
+    }
+}
+
+/// Map a `serde_path_to_error` failure to (dotted key, message), naming an unknown key itself.
+pub(crate) fn serde_key_msg(path: String, msg: String) -> (Option<String>, String) {
+    let msg = msg.trim_end().to_string();
+    let key = if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let f = rest.split('`').next().unwrap_or("");
+        if path == "." || path.is_empty() {
+            f.to_string()
+        } else if path == f || path.ends_with(&format!(".{f}")) {
+            path
+        } else {
+            format!("{path}.{f}")
+        }
+    } else {
+        path
+    };
+    let key = if key == "." || key.is_empty() { None } else { Some(key) };
+    (key, msg)
+}
+
+impl Policy {
+    /// Parse and validate policy TOML; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Policy, PolicyError> {
+        let err = |key: Option<String>, msg: String| PolicyError { file: file.to_string(), key, msg };
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let msg = e.message().trim_end();
+            err(
+                None,
+                match line {
+                    Some(l) => format!("TOML syntax error at line {l}: {msg}"),
+                    None => format!("TOML syntax error: {msg}"),
+                },
+            )
+        })?;
+        Policy::from_table(&table, file)
+    }
+
+    /// Read and validate a policy file.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+            file: file.clone(),
+            key: None,
+            msg: format!("cannot read: {e}"),
+        })?;
+        Policy::parse(&text, &file)
+    }
+
+    /// Validate a policy given as a TOML table (e.g. inline in a scenario).
+    pub fn from_table(table: &toml::Table, file: &str) -> Result<Policy, PolicyError> {
+        let spec: PolicySpec = serde_path_to_error::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+            let path = e.path().to_string();
+            let (key, msg) = serde_key_msg(path, e.into_inner().message().to_string());
+            PolicyError { file: file.to_string(), key, msg }
+        })?;
+        Policy::from_spec(&spec, file)
+    }
+
+    /// Validate a parsed policy.
+    pub fn from_spec(spec: &PolicySpec, file: &str) -> Result<Policy, PolicyError> {
+        validate(spec).map_err(|(k, msg)| PolicyError { file: file.to_string(), key: Some(k), msg })
+    }
+
+    /// An empty policy: no classes, everything passes.
+    pub fn empty() -> Policy {
+        validate(&PolicySpec::default()).expect("the empty policy is valid")
+    }
+
+    /// The class for packet `pkt` travelling `dir` as data: the first matching rule's, else the
+    /// default class, else none (the packet passes unshaped).
+    #[inline]
+    pub fn classify(&self, dir: Dir, pkt: &Packet) -> Option<usize> {
+        self.rules.iter().find(|r| r.matches(dir, pkt)).map(|r| r.class).or(self.default_class)
+    }
+
+    /// Class index by name.
+    pub fn class_index(&self, name: &str) -> Option<usize> {
+        self.classes.iter().position(|c| c.name == name)
+    }
+}
+
+fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
+    let link_bps = [spec.link.outbound.map(|r| r.0 .0), spec.link.inbound.map(|r| r.0 .0)];
+    for (k, v) in [("link.outbound", link_bps[0]), ("link.inbound", link_bps[1])] {
+        if v == Some(0) {
+            return Err((k.into(), "expected a positive rate, got 0".into()));
+        }
+    }
+    spec.flows.validate().map_err(|(k, m)| (format!("flows.{k}"), m))?;
+    let borrow_interval = spec.borrow_interval.map(|d| d.0).unwrap_or(Dur::from_millis(100));
+    if borrow_interval == Dur::ZERO {
+        return Err(("borrow_interval".into(), "expected a positive duration, got 0".into()));
+    }
+
+    // Classes: names, parents, cycles.
+    let n = spec.class.len();
+    let mut index = std::collections::HashMap::new();
+    for (i, c) in spec.class.iter().enumerate() {
+        if c.name.trim().is_empty() {
+            return Err((format!("class[{i}].name"), "expected a non-empty class name".into()));
+        }
+        if let Some(j) = index.insert(c.name.as_str(), i) {
+            return Err((format!("class[{i}].name"), format!("duplicate class name {:?} (also class[{j}])", c.name)));
+        }
+    }
+    let names = || spec.class.iter().map(|c| format!("{:?}", c.name)).collect::<Vec<_>>().join(", ");
+    let mut parent = vec![None; n];
+    for (i, c) in spec.class.iter().enumerate() {
+        if let Some(p) = &c.parent {
+            match index.get(p.as_str()) {
+                Some(&j) if j == i => {
+                    return Err((format!("class[{i}].parent"), format!("class {:?} cannot be its own parent", c.name)))
+                }
+                Some(&j) => parent[i] = Some(j),
+                None => {
+                    return Err((
+                        format!("class[{i}].parent"),
+                        format!("expected the name of a class ({}), got {p:?}", names()),
+                    ))
+                }
+            }
+        }
+    }
+    let mut depth = vec![0usize; n];
+    for i in 0..n {
+        let (mut at, mut d) = (i, 0);
+        while let Some(p) = parent[at] {
+            d += 1;
+            if d > n {
+                let mut cyc = vec![spec.class[i].name.clone()];
+                let mut x = parent[i].unwrap();
+                while x != i && cyc.len() <= n {
+                    cyc.push(spec.class[x].name.clone());
+                    x = parent[x].unwrap();
+                }
+                cyc.push(spec.class[i].name.clone());
+                return Err((format!("class[{i}].parent"), format!("the parents form a cycle: {}", cyc.join(" → "))));
+            }
+            at = p;
+        }
+        depth[i] = d;
+    }
+    let mut children = vec![Vec::new(); n];
+    for (i, p) in parent.iter().enumerate() {
+        if let Some(p) = *p {
+            children[p].push(i);
+        }
+    }
+
+    // Rates, buckets, leaves.
+    let mut classes = Vec::with_capacity(n);
+    for (i, c) in spec.class.iter().enumerate() {
+        let at = |k: &str| format!("class[{i}].{k}");
+        let rate = c.rate.0 .0;
+        if rate == 0 {
+            return Err((at("rate"), "expected a positive rate, got 0".into()));
+        }
+        let ceil = c.ceil.map(|r| r.0 .0).unwrap_or(rate);
+        if ceil < rate {
+            return Err((at("ceil"), format!("ceiling {} is below rate {}", Rate(ceil), Rate(rate))));
+        }
+        if c.priority > 7 {
+            return Err((at("priority"), format!("expected 0 (first) ..= 7, got {}", c.priority)));
+        }
+        let bytes = |v: Option<SizeV>, k: &str, dflt: u64| -> Result<u64, (String, String)> {
+            match v.map(|s| s.0) {
+                None => Ok(dflt),
+                Some(Size::Bytes(b)) if b >= 64 => Ok(b),
+                Some(Size::Bytes(b)) => Err((at(k), format!("expected at least 64B, got {b}B"))),
+                Some(Size::Packets(_)) => Err((at(k), "expected a size in bytes like \"3000B\", not packets".into())),
+            }
+        };
+        let burst_bytes = bytes(c.burst, "burst", DEFAULT_BURST_BYTES)?;
+        let cburst_bytes = bytes(c.cburst, "cburst", burst_bytes)?;
+        let quantum_bytes = bytes(c.quantum, "quantum", (rate / 8 / R2Q).clamp(1514, 200_000))?;
+        let is_leaf = children[i].is_empty();
+        let mechanism = match &c.mechanism {
+            None => None,
+            Some(t) => {
+                let kind = match t.get("kind") {
+                    Some(toml::Value::String(k)) => k.clone(),
+                    Some(v) => {
+                        return Err((
+                            at("mechanism.kind"),
+                            format!("expected one of {}, got {v}", ackmech::KINDS.join(", ")),
+                        ))
+                    }
+                    None => {
+                        return Err((
+                            at("mechanism.kind"),
+                            format!("expected one of {} (the key is missing)", ackmech::KINDS.join(", ")),
+                        ))
+                    }
+                };
+                let mut settings = t.clone();
+                settings.remove("kind");
+                ackmech::build(&kind, &settings).map_err(|(k, m)| (at(&format!("mechanism.{k}")), m))?;
+                if kind == "none" {
+                    None
+                } else {
+                    if !is_leaf {
+                        return Err((
+                            at("mechanism"),
+                            format!(
+                                "class {:?} has child classes; only leaf classes carry flows and a mechanism",
+                                c.name
+                            ),
+                        ));
+                    }
+                    Some((kind, settings))
+                }
+            }
+        };
+        if !is_leaf && (c.qdisc.is_some() || c.queue.is_some()) {
+            let k = if c.qdisc.is_some() { "qdisc" } else { "queue" };
+            return Err((at(k), format!("class {:?} has child classes; only leaf classes hold packets", c.name)));
+        }
+        let leaf = if is_leaf { Some(leaf_spec(c, rate, &at)?) } else { None };
+        if matches!(c.queue.map(|q| q.0), Some(Size::Packets(0) | Size::Bytes(0))) {
+            return Err((at("queue"), "expected room for at least one packet, got 0".into()));
+        }
+        classes.push(Class {
+            name: c.name.clone(),
+            parent: parent[i],
+            children: children[i].clone(),
+            depth: depth[i],
+            rate_bps: rate,
+            ceil_bps: ceil,
+            priority: c.priority,
+            burst_bytes,
+            cburst_bytes,
+            quantum_bytes,
+            leaf,
+            mechanism,
+            dirs: [false; 2],
+        });
+    }
+
+    // Rules.
+    let leaf_class = |name: &str, key: String| -> Result<usize, (String, String)> {
+        match index.get(name) {
+            None => Err((key, format!("expected the name of a class ({}), got {name:?}", names()))),
+            Some(&j) if !classes[j].is_leaf() => Err((
+                key,
+                format!("class {name:?} has child classes; rules must name a leaf class (only leaves hold packets)"),
+            )),
+            Some(&j) => Ok(j),
+        }
+    };
+    let with_order = spec.rule.iter().filter(|r| r.order.is_some()).count();
+    let mut rules = Vec::with_capacity(spec.rule.len());
+    for (i, r) in spec.rule.iter().enumerate() {
+        let at = |k: &str| format!("rule[{i}].{k}");
+        if with_order > 0 && r.order.is_none() {
+            return Err((
+                at("order"),
+                format!(
+                    "{with_order} other rule(s) have an `order`: give every rule one (evaluated by ascending order) or none (file order)"
+                ),
+            ));
+        }
+        let class = leaf_class(&r.class, at("class"))?;
+        let (sport, dport) =
+            (r.sport.clone().map(|p| p.0).unwrap_or_default(), r.dport.clone().map(|p| p.0).unwrap_or_default());
+        let proto = r.proto.map(|p| p.0);
+        if (!sport.is_empty() || !dport.is_empty()) && proto.is_some_and(|p| p != 6 && p != 17) {
+            return Err((at("proto"), "ports match only \"tcp\" or \"udp\"".into()));
+        }
+        rules.push(Rule {
+            index: i,
+            order: r.order.unwrap_or(i as i64),
+            class,
+            direction: r.direction,
+            src: r.src.clone().map(|n| n.0).unwrap_or_default(),
+            dst: r.dst.clone().map(|n| n.0).unwrap_or_default(),
+            sport,
+            dport,
+            proto,
+        });
+    }
+    rules.sort_by_key(|r| (r.order, r.index));
+    for (b, rb) in rules.iter().enumerate() {
+        for ra in &rules[..b] {
+            if ra.order == rb.order && with_order > 0 && ra.overlaps(rb) {
+                return Err((
+                    format!("rule[{}].order", rb.index),
+                    format!(
+                        "rule[{}] and rule[{}] both have order {} and can match the same packets: give them different orders",
+                        ra.index, rb.index, rb.order
+                    ),
+                ));
+            }
+            if ra.covers(rb) {
+                return Err((
+                    format!("rule[{}]", rb.index),
+                    format!("never matches: rule[{}], tried first, matches every packet it does", ra.index),
+                ));
+            }
+        }
+    }
+    let default_class = match &spec.default_class {
+        None => None,
+        Some(name) => Some(leaf_class(name, "default_class".into())?),
+    };
+
+    // Directions each class carries data in (for the link-rate checks and the reports).
+    let mark = |leaf: usize, dirs: &[Dir], classes: &mut Vec<Class>| {
+        for d in dirs {
+            let mut at = Some(leaf);
+            while let Some(c) = at {
+                classes[c].dirs[d.index()] = true;
+                at = classes[c].parent;
+            }
+        }
+    };
+    for r in &rules {
+        mark(r.class, r.direction.dirs(), &mut classes);
+    }
+    if let Some(d) = default_class {
+        mark(d, RuleDir::Both.dirs(), &mut classes);
+    }
+
+    // Assured rates fit their parent's (and the link's, per direction).
+    for (i, c) in classes.iter().enumerate() {
+        if c.children.is_empty() {
+            continue;
+        }
+        let sum: u64 = c.children.iter().map(|&k| classes[k].rate_bps).sum();
+        if sum > c.rate_bps {
+            let kids: Vec<String> =
+                c.children.iter().map(|&k| format!("{} {}", classes[k].name, Rate(classes[k].rate_bps))).collect();
+            return Err((
+                format!("class[{i}].rate"),
+                format!(
+                    "the child classes' rates sum to {} ({}), above this class's rate {}",
+                    Rate(sum),
+                    kids.join(" + "),
+                    Rate(c.rate_bps)
+                ),
+            ));
+        }
+    }
+    for d in [Dir::AToB, Dir::BToA] {
+        let Some(link) = link_bps[d.index()] else { continue };
+        let top: Vec<usize> = (0..n).filter(|&i| classes[i].parent.is_none() && classes[i].dirs[d.index()]).collect();
+        let sum: u64 = top.iter().map(|&i| classes[i].rate_bps).sum();
+        if sum > link {
+            let key = if d == Dir::AToB { "link.outbound" } else { "link.inbound" };
+            let kids: Vec<String> =
+                top.iter().map(|&k| format!("{} {}", classes[k].name, Rate(classes[k].rate_bps))).collect();
+            return Err((
+                key.into(),
+                format!(
+                    "the top-level classes carrying {} traffic have rates summing to {} ({}), above the link rate {}",
+                    if d == Dir::AToB { "outbound" } else { "inbound" },
+                    Rate(sum),
+                    kids.join(" + "),
+                    Rate(link)
+                ),
+            ));
+        }
+    }
+    Ok(Policy { link_bps, classes, rules, default_class, borrow_interval, flows: spec.flows.clone() })
+}
+
+/// `pfq-drr`'s own keys.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PfqDrrV {
+    quantum_bytes: Option<u32>,
+    flow_limit_pkts: Option<usize>,
+    limit_pkts: Option<usize>,
+}
+
+/// Default PCDQ of `pfq-drr`: one packet, so the per-flow queues hold the backlog and the PCDQ
+/// just stays backlogged (P0-A5).
+pub const DEFAULT_PFQ_DRR_PCDQ: Size = Size::Packets(1);
+
+fn leaf_spec(c: &ClassSpec, rate: u64, at: &dyn Fn(&str) -> String) -> Result<LeafSpec, (String, String)> {
+    let queue = c.queue.map(|q| q.0).unwrap_or(DEFAULT_QUEUE);
+    let Some(t) = &c.qdisc else {
+        return Ok(LeafSpec::Fifo(limit_of(queue)));
+    };
+    let kind = t.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    let mut t = t.clone();
+    if kind == "pfq-drr" {
+        t.remove("kind");
+        let v: PfqDrrV = serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+            let (k, m) = serde_key_msg(e.path().to_string(), e.into_inner().message().to_string());
+            (at(&format!("qdisc.{}", k.unwrap_or_default())), m)
+        })?;
+        let d = DrrConfig::default();
+        let drr = DrrConfig {
+            quantum_bytes: v.quantum_bytes.unwrap_or(d.quantum_bytes),
+            flow_limit_pkts: v.flow_limit_pkts.unwrap_or(d.flow_limit_pkts),
+            limit_pkts: v.limit_pkts.unwrap_or(d.limit_pkts),
+        };
+        drr.validate().map_err(|m| (at("qdisc"), m))?;
+        return Ok(LeafSpec::PfqDrr { pcdq: limit_of(c.queue.map(|q| q.0).unwrap_or(DEFAULT_PFQ_DRR_PCDQ)), drr });
+    }
+    if c.queue.is_some() {
+        return Err((
+            at("queue"),
+            format!(
+                "`queue` sizes the default FIFO and pfq-drr's PCDQ; the {kind:?} discipline has its own limit keys"
+            ),
+        ));
+    }
+    if kind == "tbf" {
+        return Err((
+            at("qdisc.kind"),
+            "a class is already a token bucket (rate, ceil, burst); use those keys instead of \"tbf\"".into(),
+        ));
+    }
+    // Per-flow token buckets share the class rate unless told otherwise.
+    if kind == "pfq" && !t.contains_key("rate") {
+        t.insert("rate".into(), toml::Value::String(format!("{rate}bit/s")));
+    }
+    let q: QdiscSpec = serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+        let (k, m) = serde_key_msg(e.path().to_string(), e.into_inner().message().to_string());
+        (
+            at(&match k {
+                Some(k) => format!("qdisc.{k}"),
+                None => "qdisc".into(),
+            }),
+            m,
+        )
+    })?;
+    q.validate().map_err(|m| (at("qdisc"), m))?;
+    Ok(LeafSpec::Qdisc(q))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Policy::parse(text, "policy.toml").expect_err(text).to_string()
+    }
+
+    const TWO: &str = r#"
+[link]
+outbound = "10Mbit/s"
+[[class]]
+name = "bulk"
+rate = "2Mbit/s"
+ceil = "10Mbit/s"
+[[class]]
+name = "web"
+rate = "8Mbit/s"
+[[rule]]
+class = "web"
+dport = [80, 443]
+proto = "tcp"
+[[rule]]
+class = "bulk"
+"#;
+
+    #[test]
+    fn parses_a_two_class_policy() {
+        let p = Policy::parse(TWO, "p.toml").unwrap();
+        assert_eq!(p.classes.len(), 2);
+        assert_eq!(p.classes[0].ceil_bps, 10_000_000);
+        assert_eq!(p.classes[1].ceil_bps, 8_000_000, "ceil defaults to rate");
+        assert_eq!(p.link_bps, [Some(10_000_000), None]);
+        assert_eq!(p.rules[0].dport, vec![(80, 80), (443, 443)]);
+        assert_eq!(p.classes[0].dirs, [true, false]);
+        assert!(matches!(p.classes[0].leaf, Some(LeafSpec::Fifo(Limit::Packets(100)))));
+    }
+
+    #[test]
+    fn classifies_first_match_and_default() {
+        use ackshape_wire::{Ecn, IpHdr, TcpHdr, UdpHdr};
+        let pk = |src: &str, dst: &str, l4: L4| Packet {
+            ip: IpHdr {
+                src: src.parse().unwrap(),
+                dst: dst.parse().unwrap(),
+                ttl: 64,
+                dscp: 0,
+                ecn: Ecn::NotEct,
+                id: 0,
+            },
+            l4,
+            payload_len: 100,
+            payload: None,
+        };
+        let tcp = |s, d| L4::Tcp(TcpHdr { sport: s, dport: d, ..Default::default() });
+        let p = Policy::parse(
+            r#"
+default_class = "other"
+[[class]]
+name = "lan6"
+rate = "1Mbit/s"
+[[class]]
+name = "dns"
+rate = "1Mbit/s"
+[[class]]
+name = "down"
+rate = "1Mbit/s"
+[[class]]
+name = "other"
+rate = "1Mbit/s"
+[[rule]]
+class = "dns"
+proto = "udp"
+dport = 53
+[[rule]]
+class = "lan6"
+src = "2001:db8::/32"
+[[rule]]
+class = "down"
+direction = "inbound"
+sport = "1000-2000"
+"#,
+            "p.toml",
+        )
+        .unwrap();
+        let c = |d, pkt: &Packet| p.classes[p.classify(d, pkt).unwrap()].name.clone();
+        assert_eq!(c(Dir::AToB, &pk("10.0.0.1", "1.1.1.1", L4::Udp(UdpHdr { sport: 5, dport: 53 }))), "dns");
+        assert_eq!(c(Dir::AToB, &pk("10.0.0.1", "1.1.1.1", tcp(5, 53))), "other", "dns rule is UDP only");
+        assert_eq!(c(Dir::AToB, &pk("2001:db8::1", "2001:db9::1", tcp(5, 80))), "lan6");
+        assert_eq!(c(Dir::BToA, &pk("2001:db8::1", "2001:db9::1", tcp(5, 80))), "other", "outbound rule");
+        assert_eq!(c(Dir::BToA, &pk("9.9.9.9", "10.0.0.1", tcp(1500, 80))), "down");
+        assert_eq!(c(Dir::BToA, &pk("9.9.9.9", "10.0.0.1", tcp(2001, 80))), "other");
+        assert_eq!(c(Dir::AToB, &pk("10.0.0.1", "1.1.1.1", L4::Other { proto: 1 })), "other");
+    }
+
+    #[test]
+    fn ceiling_below_rate() {
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[class]]\nname = \"b\"\nrate = \"1Mbit/s\"\n[[class]]\nname = \"c\"\nrate = \"2Mbit/s\"\nceil = \"1Mbit/s\"\n");
+        assert_eq!(e, "policy.toml: key `class[2].ceil`: ceiling 1Mbit/s is below rate 2Mbit/s");
+    }
+
+    #[test]
+    fn rate_without_unit() {
+        let e = err("[[class]]\nname = \"a\"\nrate = 2000000\n");
+        assert!(e.starts_with("policy.toml: key `class[0].rate`: expected a string with a unit"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nrate = \"2000000\"\n");
+        assert!(e.contains("`class[0].rate`") && e.contains("unit"), "{e}");
+    }
+
+    #[test]
+    fn unknown_mechanism() {
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nmechanism = { kind = \"magic\" }\n");
+        assert!(e.contains("key `class[0].mechanism.kind`") && e.contains("none") && e.contains("magic"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nmechanism = { kind = \"none\", x = 1 }\n");
+        assert!(e.contains("key `class[0].mechanism.x`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_parent_and_cycles() {
+        let e = err("[[class]]\nname = \"a\"\nparent = \"root\"\nrate = \"1Mbit/s\"\n");
+        assert!(e.contains("key `class[0].parent`") && e.contains("\"root\""), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nparent = \"b\"\nrate = \"1Mbit/s\"\n[[class]]\nname = \"b\"\nparent = \"a\"\nrate = \"1Mbit/s\"\n");
+        assert!(e.contains("key `class[0].parent`") && e.contains("cycle: a → b → a"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nparent = \"a\"\nrate = \"1Mbit/s\"\n");
+        assert!(e.contains("own parent"), "{e}");
+    }
+
+    #[test]
+    fn children_above_parent() {
+        let e = err(
+            "[[class]]\nname = \"p\"\nrate = \"3Mbit/s\"\n[[class]]\nname = \"a\"\nparent = \"p\"\nrate = \"2Mbit/s\"\n[[class]]\nname = \"b\"\nparent = \"p\"\nrate = \"2Mbit/s\"\n",
+        );
+        assert!(
+            e.contains("key `class[0].rate`") && e.contains("4Mbit/s") && e.contains("a 2Mbit/s + b 2Mbit/s"),
+            "{e}"
+        );
+        // Top-level classes against the link rate of the direction they carry.
+        let e = err(
+            "[link]\noutbound = \"1Mbit/s\"\n[[class]]\nname = \"a\"\nrate = \"2Mbit/s\"\n[[rule]]\nclass = \"a\"\n",
+        );
+        assert!(e.contains("key `link.outbound`") && e.contains("above the link rate 1Mbit/s"), "{e}");
+        // The same class used only inbound does not count against the outbound link.
+        Policy::parse("[link]\noutbound = \"1Mbit/s\"\n[[class]]\nname = \"a\"\nrate = \"2Mbit/s\"\n[[rule]]\nclass = \"a\"\ndirection = \"inbound\"\n", "p").unwrap();
+    }
+
+    #[test]
+    fn overlapping_rules_and_order() {
+        let classes = "[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[class]]\nname = \"b\"\nrate = \"1Mbit/s\"\n";
+        // Equal explicit orders that can match the same packet.
+        let e = err(&format!("{classes}[[rule]]\nclass = \"a\"\norder = 1\ndst = \"10.0.0.0/8\"\n[[rule]]\nclass = \"b\"\norder = 1\ndst = \"10.1.0.0/16\"\n"));
+        assert!(e.contains("key `rule[1].order`") && e.contains("same packets"), "{e}");
+        // Equal orders that cannot overlap are fine; different orders decide.
+        Policy::parse(&format!("{classes}[[rule]]\nclass = \"a\"\norder = 1\ndst = \"10.0.0.0/8\"\n[[rule]]\nclass = \"b\"\norder = 1\ndst = \"11.0.0.0/8\"\n"), "p").unwrap();
+        let p = Policy::parse(&format!("{classes}[[rule]]\nclass = \"a\"\norder = 2\ndst = \"10.0.0.0/8\"\n[[rule]]\nclass = \"b\"\norder = 1\ndst = \"10.1.0.0/16\"\n"), "p").unwrap();
+        assert_eq!(p.rules[0].index, 1, "ascending order");
+        // Mixed: some with order, some without.
+        let e = err(&format!(
+            "{classes}[[rule]]\nclass = \"a\"\norder = 1\n[[rule]]\nclass = \"b\"\ndst = \"10.0.0.0/8\"\n"
+        ));
+        assert!(e.contains("key `rule[1].order`") && e.contains("every rule"), "{e}");
+        // Shadowed rule.
+        let e = err(&format!("{classes}[[rule]]\nclass = \"a\"\ndst = \"10.0.0.0/8\"\n[[rule]]\nclass = \"b\"\ndst = \"10.1.0.0/16\"\ndport = 80\n"));
+        assert!(e.contains("key `rule[1]`") && e.contains("never matches"), "{e}");
+        // Rules naming an unknown or an inner class.
+        let e = err(&format!("{classes}[[rule]]\nclass = \"c\"\n"));
+        assert!(e.contains("key `rule[0].class`"), "{e}");
+        let e = err("[[class]]\nname = \"p\"\nrate = \"2Mbit/s\"\n[[class]]\nname = \"a\"\nparent = \"p\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"p\"\n");
+        assert!(e.contains("key `rule[0].class`") && e.contains("leaf"), "{e}");
+    }
+
+    #[test]
+    fn bad_match_values() {
+        let c = "[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n";
+        let e = err(&format!("{c}[[rule]]\nclass = \"a\"\ndst = \"10.0.0.300/8\"\n"));
+        assert!(e.contains("key `rule[0].dst`") && e.contains("10.0.0.300/8"), "{e}");
+        let e = err(&format!("{c}[[rule]]\nclass = \"a\"\ndport = \"90-80\"\n"));
+        assert!(e.contains("key `rule[0].dport`") && e.contains("low ≤ high"), "{e}");
+        let e = err(&format!("{c}[[rule]]\nclass = \"a\"\nproto = \"sctp\"\n"));
+        assert!(e.contains("key `rule[0].proto`"), "{e}");
+        let e = err(&format!("{c}[[rule]]\nclass = \"a\"\nproto = \"icmp\"\ndport = 1\n"));
+        assert!(e.contains("key `rule[0].proto`"), "{e}");
+        let e = err(&format!("{c}[[rule]]\nclass = \"a\"\ndirection = \"sideways\"\n"));
+        assert!(e.contains("key `rule[0].direction`"), "{e}");
+        let e = err(&format!("{c}[[rule]]\nclass = \"a\"\ncolour = \"red\"\n"));
+        assert!(e.contains("key `rule[0].colour`"), "{e}");
+    }
+
+    #[test]
+    fn leaf_disciplines() {
+        let p = Policy::parse(
+            "[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nqueue = \"4pkt\"\nqdisc = { kind = \"pfq-drr\", quantum_bytes = 1600 }\n[[class]]\nname = \"b\"\nrate = \"1Mbit/s\"\nqdisc = { kind = \"pfq\" }\n[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\nqdisc = { kind = \"red\", ecn = true }\n[[class]]\nname = \"d\"\nrate = \"1Mbit/s\"\nqdisc = { kind = \"afvq\" }\n",
+            "p",
+        )
+        .unwrap();
+        assert!(
+            matches!(&p.classes[0].leaf, Some(LeafSpec::PfqDrr { pcdq: Limit::Packets(4), drr }) if drr.quantum_bytes == 1600)
+        );
+        assert!(matches!(&p.classes[1].leaf, Some(LeafSpec::Qdisc(QdiscSpec::Pfq(c))) if c.rate_bps == 1_000_000));
+        assert!(matches!(&p.classes[2].leaf, Some(LeafSpec::Qdisc(QdiscSpec::Red(c))) if c.ecn));
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nqueue = \"4pkt\"\nqdisc = { kind = \"red\" }\n");
+        assert!(e.contains("key `class[0].queue`"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nqdisc = { kind = \"tbf\", rate = \"1Mbit/s\" }\n");
+        assert!(e.contains("key `class[0].qdisc.kind`"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nqdisc = { kind = \"pfq-drr\", quantum = 5 }\n");
+        assert!(e.contains("key `class[0].qdisc.quantum`"), "{e}");
+        let e = err("[[class]]\nname = \"p\"\nrate = \"2Mbit/s\"\nqueue = \"5pkt\"\n[[class]]\nname = \"a\"\nparent = \"p\"\nrate = \"1Mbit/s\"\n");
+        assert!(e.contains("key `class[0].queue`") && e.contains("leaf"), "{e}");
+    }
+
+    #[test]
+    fn misc_errors() {
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n");
+        assert!(e.contains("key `class[1].name`") && e.contains("duplicate"), "{e}");
+        let e = err("default_class = \"zz\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n");
+        assert!(e.contains("key `default_class`"), "{e}");
+        let e = err("[flows]\nmax_flows = 0\n");
+        assert!(e.contains("key `flows.max_flows`"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\npriority = 9\n");
+        assert!(e.contains("key `class[0].priority`"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nbogus = 1\n");
+        assert!(e.contains("key `class[0].bogus`"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nburst = \"2pkt\"\n");
+        assert!(e.contains("key `class[0].burst`"), "{e}");
+        let e = err("[[class]]\nname = \"a\"\n");
+        assert!(e.contains("class[0]") && e.contains("rate"), "{e}");
+        let e = err("[[class]\nname = 1");
+        assert!(e.contains("TOML syntax error at line 1"), "{e}");
+    }
+}

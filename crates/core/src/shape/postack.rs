@@ -1,0 +1,909 @@
+//! PostACK (paper 000, Wei/Tsao/Lin): shape the TCP flows of a class by holding their ACKs in
+//! per-flow ACK queues (PFAQ_i) instead of queuing their data, so the data queue of the class
+//! (PCDQ_c) stays short while each flow gets BW_i = BW_c / n. It never rewrites a header: it only
+//! decides *when* each real ACK packet goes back to its sender.
+//!
+//! Three variants, chosen by [`PostAckConfig::variant`]:
+//!
+//! - **`basic`** (Fig. 3, P0-A2): each returning ACK of flow i is delayed by
+//!   PCDQ_i^qlen · MSS / BW_i, with PCDQ_i^qlen = W_i − W_w,i packets (0 when negative).
+//!   W_i = min(W_c, W_r) is estimated from the two streams as the sender's outstanding data,
+//!   `snd_nxt − last ACK released to the sender`, in full segments (snd_nxt = highest
+//!   `seq + len` seen in the data); W_w,i = BW_i · D_w,i / MSS with D_w,i the smallest
+//!   data→ACK time seen at the gateway (one timed segment at a time, retransmissions cancel the
+//!   sample: Karn). Until a sample exists ACKs are not delayed. One deadline per held ACK, kept in
+//!   a heap: O(log N) per ACK, the cost the paper holds against this form.
+//! - **`on-off`** (Fig. 4/5, P0-A3): one class timer with period Δ_c = MSS / BW_i = n · MSS / BW_c
+//!   (recomputed whenever n or the rate changes, P0-9). Per flow, `i.out` counts data that
+//!   entered the class and was not yet "paid for" by a slot. At each slot, for each flow: if
+//!   `i.out > 1` the QueueRelocator skips the slot (`i.out −= 1`), else one held ACK is released.
+//!   So k packets entering after one released ACK make the next k − 1 slots of the flow skip.
+//! - **`zero-timer`** (Fig. 13/14, P0-A5): no timer; the class's per-flow queues (PFQ+DRR)
+//!   clock the ACKs. The paper's table is read on the length `qlen` of the DRR-selected flow's
+//!   queue *when it is selected*, i.e. `flow_qlen + 1` with the seam's after-the-dequeue
+//!   length: `qlen > 1` hold, `qlen == 1` (the packet leaving is the flow's last) release one
+//!   ACK together with it, `qlen == 0` release its ACK (see P0-16 below).
+//!
+//! # Choices where the paper is silent (also in `docs/policy.md`)
+//!
+//! - **Fig. 4 lines 08–09 (P0-9).** A slot with `i.out ≤ 1` releases an ACK only if one is
+//!   queued; whether or not it releases, `i.out` is decremented and floored at 0
+//!   (`i.out = max(i.out − 1, 0)`). An unused slot thus pays for a packet that entered, and
+//!   credit never accumulates (a flow that idled cannot burst later).
+//! - **Byte counting (P0-10, X-3).** `i.out` counts *segments of data*: each data packet adds
+//!   `payload / MSS_i` (MSS_i = largest payload seen from the flow), so a full segment counts 1
+//!   and a short one a fraction. ACKs are *not* weighted by the segments they cover: an ACK
+//!   covering k segments makes the sender emit ≈ k segments, which `i.out` counts, so the QR skips
+//!   the flow's next k − 1 slots — the ACK costs k slots through its data. Weighting the ACK as
+//!   well would charge it twice and halve the rate under delayed ACKs. Duplicate ACKs cover no
+//!   new data but each one stands for a segment that reached the receiver, so they are paced
+//!   like any ACK (one per slot).
+//! - **Handshake and teardown.** SYN-ACK, FIN, RST and data with piggy-backed ACKs are never
+//!   held. To keep each flow's ACKs in order (an older ACK released after a newer one with the
+//!   same ACK number would count as a duplicate at the sender), such a packet first releases
+//!   everything held for its flow, then goes itself. A flow's SYN does not count in `i.out`,
+//!   and a flow joins n with its first data segment (SYN-only flows do not shrink the others'
+//!   share). The first ACKs of a flow (slow start) follow the same rules as all others: its
+//!   initial window entered the class at once and is paid for slot by slot, as per-flow queuing
+//!   would send it.
+//! - **n** counts the flows of the class that sent data within `idle_timeout_ms` or have ACKs
+//!   held (on-off and basic); it is recounted at every slot and when a flow starts or ends.
+//! - **qlen table (P0-16).** `flow_qlen` is the per-flow queue length *after* the dequeue; the
+//!   paper's `qlen` is the length of the selected queue, one more. So an ACK is released when a
+//!   dequeue leaves the flow's queue with at most `keep_in_pfq` packets (default 0: the paper —
+//!   a backlogged flow then has about one packet in its queue between its turns, n packets in
+//!   the class). `keep_in_pfq = 1` keeps one more packet per flow as a cushion for senders whose
+//!   turnaround (gateway → sender → gateway) exceeds a DRR round (n packet times at the class
+//!   rate), which would otherwise lose turns; it doubles the class queue.
+//!   DRR never selects an empty queue, so the `qlen == 0` rule can never run as printed, and a
+//!   flow whose queue ran empty while its ACKs are held would stall (nothing dequeues it) and
+//!   strand its last ACKs at the end of a transfer. The hook: when an ACK arrives for a flow with
+//!   nothing in the class, if it acknowledges everything the sender has sent (the flow is idle or
+//!   done) everything held is released with it; otherwise it joins the queue and one ACK's
+//!   worth of progress is released: the held duplicate ACKs ahead of the first ACK that advances
+//!   the sender's window, and that ACK (duplicates clock no data before fast retransmit or after
+//!   a timeout, so releasing one alone could leave the flow stalled until its next RTO). That
+//!   restarts the dequeue clock. (Releasing all every time would dump a whole held window into
+//!   the class whenever a flow's queue is empty for a moment, e.g. during loss recovery.)
+//!   The mechanism tracks "packets in the class" per flow as (packets accepted − dequeued),
+//!   resynchronised to `flow_qlen` at each dequeue of the flow; if the class drops a queued
+//!   packet, the count is high until the flow's next dequeue (at worst until the sender's
+//!   retransmission timeout brings one).
+//! - **`flow_qlen == None`** (the class is a FIFO, no per-flow queues): zero-timer falls back to
+//!   the mechanism's own count of the flow's packets in the class FIFO (accepted − dequeued) and
+//!   applies the same table to it; counted as `dequeues_without_qlen`. (The factory cannot reject
+//!   this at build time: it does not see the class's queue.)
+//! - **Bounds.** At most `max_held_per_flow` ACKs wait per flow; beyond it the oldest is released
+//!   at once (never dropped), so the flow's excess falls back to the class queue. With no class
+//!   rate set (0), on-off and basic hold nothing.
+//! - A late `on_timeout` (live driver) runs the slots it missed, at most 64 per call.
+//!
+//! **What it is not.** No header rewrite, no RTT measurement outside `basic`, no weights between
+//! flows of a class; ACKs are never dropped. O(1) per packet (on-off, zero-timer) and O(n) per
+//! slot; no allocation per packet in steady state (per-flow queues are reused).
+
+use super::ackmech::{AckMechanism, FlowKey};
+use crate::time::{Dur, Time};
+use ackshape_wire::{Packet, SeqNum, TcpFlags};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+/// Which PostACK (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// Fig. 3: per-ACK delay from the estimated window and WAN RTT.
+    Basic,
+    /// Fig. 4/5: per-class ACK-pacing timer with the QueueRelocator (the default).
+    #[default]
+    OnOff,
+    /// Fig. 13/14: clocked by the class's per-flow queues (PFQ+DRR), no timer.
+    ZeroTimer,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Basic => "basic",
+            Variant::OnOff => "on-off",
+            Variant::ZeroTimer => "zero-timer",
+        }
+    }
+}
+
+/// `mechanism = { kind = "postack", … }`. Every key is optional.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostAckConfig {
+    /// `"basic"`, `"on-off"` (default) or `"zero-timer"`.
+    #[serde(default)]
+    pub variant: Variant,
+    /// IP bytes of a full-size data packet, the MSS of Δ_c = MSS / BW_i and of the basic delay
+    /// (counted like the class rate, IP bytes). 0 (default) = learned: the largest data packet
+    /// seen in the class, 1500 until the first one.
+    #[serde(default)]
+    pub packet_bytes: u32,
+    /// A flow with no data for this long (and no ACK held) leaves n, ms. Default 1000.
+    #[serde(default = "d_idle")]
+    pub idle_timeout_ms: u64,
+    /// ACKs held per flow at most; beyond it the oldest is released at once. Default 1024.
+    #[serde(default = "d_max_held")]
+    pub max_held_per_flow: usize,
+    /// zero-timer: release one ACK when a dequeue leaves the flow's per-flow queue with at most
+    /// this many packets. Default 0 (the paper's table); 1 keeps a packet per flow as a cushion.
+    #[serde(default)]
+    pub keep_in_pfq: usize,
+}
+
+fn d_idle() -> u64 {
+    1000
+}
+fn d_max_held() -> usize {
+    1024
+}
+
+impl Default for PostAckConfig {
+    fn default() -> Self {
+        PostAckConfig {
+            variant: Variant::default(),
+            packet_bytes: 0,
+            idle_timeout_ms: d_idle(),
+            max_held_per_flow: d_max_held(),
+            keep_in_pfq: 0,
+        }
+    }
+}
+
+/// The keys [`PostAckConfig`] accepts.
+pub const KEYS: &[&str] = &["variant", "packet_bytes", "idle_timeout_ms", "max_held_per_flow", "keep_in_pfq"];
+
+impl PostAckConfig {
+    /// Parse the `mechanism` table (without `kind`). Errors are `(key, message)`.
+    pub fn from_table(t: &toml::Table) -> Result<PostAckConfig, (String, String)> {
+        for k in t.keys() {
+            if !KEYS.contains(&k.as_str()) {
+                return Err((
+                    k.clone(),
+                    format!("unknown key for mechanism \"postack\"; expected one of {}", KEYS.join(", ")),
+                ));
+            }
+        }
+        for k in KEYS {
+            if let Some(v) = t.get(*k) {
+                let mut one = toml::Table::new();
+                one.insert(k.to_string(), v.clone());
+                if let Err(e) = toml::Value::Table(one).try_into::<PostAckConfig>() {
+                    return Err((k.to_string(), e.to_string().trim_end().to_string()));
+                }
+            }
+        }
+        let cfg: PostAckConfig = toml::Value::Table(t.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| ("kind".to_string(), e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.packet_bytes != 0 && self.packet_bytes < 64 {
+            return Err((
+                "packet_bytes".into(),
+                format!("expected 0 (learned) or ≥ 64 bytes, got {}", self.packet_bytes),
+            ));
+        }
+        if self.max_held_per_flow == 0 {
+            return Err(("max_held_per_flow".into(), "expected ≥ 1".into()));
+        }
+        if self.idle_timeout_ms == 0 {
+            return Err(("idle_timeout_ms".into(), "expected ≥ 1 ms".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Class-wide counters. `#[non_exhaustive]`: more may come.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PostAckStats {
+    /// Packets given to `on_ack`.
+    pub acks_in: u64,
+    /// Of which forwarded at once (not held).
+    pub forwarded_now: u64,
+    /// ACKs that entered a per-flow ACK queue.
+    pub acks_queued: u64,
+    /// ACKs released from the queues (by any rule).
+    pub released: u64,
+    /// Released by the mechanism's rule (slot, deadline, qlen table).
+    pub released_by_rule: u64,
+    /// Released ahead of a SYN/FIN/RST/piggy-backed ACK of their flow (order kept).
+    pub released_by_flush: u64,
+    /// Released because the flow ended.
+    pub released_by_flow_end: u64,
+    /// Released because the flow's queue exceeded `max_held_per_flow`.
+    pub released_by_overflow: u64,
+    /// Released by the P0-16 hook (an ACK arrived for a flow with nothing in the class).
+    pub released_by_empty_hook: u64,
+    /// ACKs held now, and the most held at once.
+    pub held_now: u64,
+    pub held_max: u64,
+    /// Time released ACKs spent held: sum and maximum, ns.
+    pub hold_ns_sum: u64,
+    pub hold_ns_max: u64,
+    /// on-off: class slots run, slots skipped by the QueueRelocator, slots that found no ACK.
+    pub slots: u64,
+    pub qr_skips: u64,
+    pub unused_slots: u64,
+    /// zero-timer: dequeues seen, those that held (the paper's qlen > 1), and those reported without
+    /// a per-flow queue length (FIFO fallback).
+    pub dequeues: u64,
+    pub table_holds: u64,
+    pub dequeues_without_qlen: u64,
+    /// Data packets given to `on_data`.
+    pub data_in: u64,
+}
+
+struct Held {
+    arrived: Time,
+    /// basic: the release deadline.
+    due: Time,
+    pkt: Packet,
+}
+
+struct Flow {
+    key: FlowKey,
+    live: bool,
+    gen: u64,
+    held: VecDeque<Held>,
+    // on-off
+    /// i.out in payload bytes (1 segment = `mss`).
+    out: u64,
+    /// Largest payload seen (≥ 1 once data was seen).
+    mss: u32,
+    seen_data: bool,
+    last_data: Time,
+    active: bool,
+    // zero-timer
+    in_class: usize,
+    // basic
+    snd_nxt: Option<SeqNum>,
+    ack_sent: Option<SeqNum>,
+    timing: Option<(SeqNum, Time)>,
+    min_rtt: Option<Dur>,
+    /// The deadline of this flow's live heap entry.
+    sched: Option<Time>,
+    // stats
+    held_max: usize,
+    released: u64,
+    skipped: u64,
+}
+
+impl Flow {
+    fn new(key: FlowKey, gen: u64, held: VecDeque<Held>) -> Flow {
+        Flow {
+            key,
+            live: true,
+            gen,
+            held,
+            out: 0,
+            mss: 0,
+            seen_data: false,
+            last_data: Time::ZERO,
+            active: false,
+            in_class: 0,
+            snd_nxt: None,
+            ack_sent: None,
+            timing: None,
+            min_rtt: None,
+            sched: None,
+            held_max: 0,
+            released: 0,
+            skipped: 0,
+        }
+    }
+}
+
+/// Maximum slots run by one `on_timeout` call (a late live timer catches up to this).
+const MAX_CATCHUP_SLOTS: u32 = 64;
+
+/// PostACK for one class. See the module documentation.
+pub struct PostAck {
+    cfg: PostAckConfig,
+    rate_bps: u64,
+    flows: Vec<Flow>,
+    index: HashMap<FlowKey, usize>,
+    free: Vec<usize>,
+    spare_queues: Vec<VecDeque<Held>>,
+    next_gen: u64,
+    /// Flows counted in n.
+    n: usize,
+    learned_pkt: u32,
+    // on-off timer
+    delta: Option<Dur>,
+    last_slot: Option<Time>,
+    next_slot: Option<Time>,
+    rr: usize,
+    // basic deadlines: (due, slot, gen)
+    heap: BinaryHeap<Reverse<(Time, usize, u64)>>,
+    last_recount: Time,
+    stats: PostAckStats,
+}
+
+impl PostAck {
+    pub fn new(cfg: PostAckConfig) -> PostAck {
+        PostAck {
+            cfg,
+            rate_bps: 0,
+            flows: Vec::new(),
+            index: HashMap::new(),
+            free: Vec::new(),
+            spare_queues: Vec::new(),
+            next_gen: 0,
+            n: 0,
+            learned_pkt: 0,
+            delta: None,
+            last_slot: None,
+            next_slot: None,
+            rr: 0,
+            heap: BinaryHeap::new(),
+            last_recount: Time::ZERO,
+            stats: PostAckStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &PostAckConfig {
+        &self.cfg
+    }
+    pub fn stats(&self) -> &PostAckStats {
+        &self.stats
+    }
+    /// Flows counted in n.
+    pub fn active_flows(&self) -> usize {
+        self.n
+    }
+    /// The on-off slot period Δ_c now (None: no rate, or another variant).
+    pub fn slot_period(&self) -> Option<Dur> {
+        self.delta
+    }
+    /// IP bytes of a full-size data packet as used for Δ_c.
+    pub fn packet_bytes(&self) -> u32 {
+        if self.cfg.packet_bytes != 0 {
+            self.cfg.packet_bytes
+        } else if self.learned_pkt != 0 {
+            self.learned_pkt
+        } else {
+            1500
+        }
+    }
+    /// ACKs held for `flow` now.
+    pub fn held_for(&self, flow: &FlowKey) -> usize {
+        self.index.get(flow).map_or(0, |&s| self.flows[s].held.len())
+    }
+    /// on-off: `i.out` of `flow`, in segments.
+    pub fn out_segments(&self, flow: &FlowKey) -> Option<f64> {
+        self.index.get(flow).map(|&s| {
+            let f = &self.flows[s];
+            if f.mss == 0 {
+                0.0
+            } else {
+                f.out as f64 / f.mss as f64
+            }
+        })
+    }
+    /// Bytes of mechanism state for one flow with an empty ACK queue (struct + index entry),
+    /// and per held ACK.
+    pub fn state_bytes_per_flow() -> (usize, usize) {
+        (
+            std::mem::size_of::<Flow>() + std::mem::size_of::<(FlowKey, usize)>() + std::mem::size_of::<u64>(),
+            std::mem::size_of::<Held>(),
+        )
+    }
+
+    fn slot_of(&mut self, key: FlowKey) -> usize {
+        if let Some(&s) = self.index.get(&key) {
+            return s;
+        }
+        let q = self.spare_queues.pop().unwrap_or_default();
+        let gen = self.next_gen;
+        self.next_gen += 1;
+        let f = Flow::new(key, gen, q);
+        let s = match self.free.pop() {
+            Some(s) => {
+                self.flows[s] = f;
+                s
+            }
+            None => {
+                self.flows.push(f);
+                self.flows.len() - 1
+            }
+        };
+        self.index.insert(key, s);
+        s
+    }
+
+    fn shaping(&self) -> bool {
+        match self.cfg.variant {
+            Variant::ZeroTimer => true,
+            _ => self.rate_bps > 0,
+        }
+    }
+
+    /// Δ_c for the current n and rate.
+    fn recompute_delta(&mut self, now: Time) {
+        if self.cfg.variant != Variant::OnOff || self.rate_bps == 0 {
+            // Rate 0 = not shaping: new ACKs pass, and what is held drains on the old grid.
+            return;
+        }
+        let n = self.n.max(1);
+        let d = Dur::tx_time(self.packet_bytes() as usize * n, self.rate_bps).max(Dur(1));
+        if self.delta != Some(d) {
+            self.delta = Some(d);
+            if self.next_slot.is_some() {
+                self.next_slot = Some(self.grid_next(now));
+            }
+        }
+    }
+
+    /// The first slot ≥ now on the grid last_slot + k·Δ (now + Δ if there is no grid yet).
+    fn grid_next(&self, now: Time) -> Time {
+        let d = self.delta.expect("on-off with a rate").0;
+        match self.last_slot {
+            None => now + Dur(d),
+            Some(l) => {
+                let first = l + Dur(d);
+                if first >= now {
+                    first
+                } else {
+                    let k = now.since(l).0.div_ceil(d);
+                    l + Dur(k.saturating_mul(d))
+                }
+            }
+        }
+    }
+
+    fn ensure_timer(&mut self, now: Time) {
+        if self.cfg.variant == Variant::OnOff && self.next_slot.is_none() && self.delta.is_some() {
+            if self.last_slot.is_none() {
+                // The grid starts when the timer first starts.
+                self.last_slot = Some(now);
+            }
+            self.next_slot = Some(self.grid_next(now));
+        }
+    }
+
+    fn set_active(&mut self, s: usize, active: bool, now: Time) {
+        if self.flows[s].active != active {
+            self.flows[s].active = active;
+            if active {
+                self.n += 1;
+            } else {
+                self.n -= 1;
+            }
+            self.recompute_delta(now);
+        }
+    }
+
+    /// Emit `pkt` to the sender of flow slot `s` (tracks the last ACK released, for basic).
+    fn emit(flows: &mut [Flow], s: usize, pkt: Packet, out: &mut Vec<Packet>) {
+        if let Some(t) = pkt.tcp() {
+            if t.flags.contains(TcpFlags::ACK) {
+                let f = &mut flows[s];
+                f.ack_sent = Some(match f.ack_sent {
+                    Some(a) => a.max(t.ack),
+                    None => t.ack,
+                });
+            }
+        }
+        out.push(pkt);
+    }
+
+    /// Release the head ACK of flow slot `s`.
+    fn release_head(&mut self, s: usize, now: Time, out: &mut Vec<Packet>) -> bool {
+        let Some(h) = self.flows[s].held.pop_front() else { return false };
+        let hold = now.since(h.arrived).0;
+        self.stats.released += 1;
+        self.stats.held_now -= 1;
+        self.stats.hold_ns_sum += hold;
+        self.stats.hold_ns_max = self.stats.hold_ns_max.max(hold);
+        self.flows[s].released += 1;
+        Self::emit(&mut self.flows, s, h.pkt, out);
+        true
+    }
+
+    /// Release everything held for slot `s`; returns how many.
+    fn flush(&mut self, s: usize, now: Time, out: &mut Vec<Packet>) -> u64 {
+        let mut k = 0;
+        while self.release_head(s, now, out) {
+            k += 1;
+        }
+        k
+    }
+
+    fn push_held(&mut self, s: usize, now: Time, due: Time, pkt: Packet, out: &mut Vec<Packet>) {
+        let f = &mut self.flows[s];
+        f.held.push_back(Held { arrived: now, due, pkt });
+        f.held_max = f.held_max.max(f.held.len());
+        self.stats.acks_queued += 1;
+        self.stats.held_now += 1;
+        self.stats.held_max = self.stats.held_max.max(self.stats.held_now);
+        if self.flows[s].held.len() > self.cfg.max_held_per_flow {
+            self.release_head(s, now, out);
+            self.stats.released_by_overflow += 1;
+        }
+    }
+
+    /// A flow is counted in n while it sent data recently or has ACKs held.
+    fn is_active(&self, f: &Flow, now: Time) -> bool {
+        f.live
+            && (!f.held.is_empty()
+                || (f.seen_data && now.since(f.last_data) < Dur::from_millis(self.cfg.idle_timeout_ms)))
+    }
+
+    // ---- on-off ----
+
+    fn run_slot(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.stats.slots += 1;
+        self.recount(now);
+        let len = self.flows.len();
+        if len == 0 {
+            return;
+        }
+        let start = self.rr % len;
+        self.rr = self.rr.wrapping_add(1);
+        for j in 0..len {
+            let s = (start + j) % len;
+            let f = &mut self.flows[s];
+            if !f.live || (f.mss == 0 && f.held.is_empty()) {
+                continue;
+            }
+            let seg = f.mss.max(1) as u64;
+            if f.out > seg {
+                // QR: the flow put more data into the class than its slots paid for.
+                f.out -= seg;
+                f.skipped += 1;
+                self.stats.qr_skips += 1;
+            } else {
+                f.out = f.out.saturating_sub(seg);
+                if self.release_head(s, now, out) {
+                    self.stats.released_by_rule += 1;
+                } else {
+                    self.stats.unused_slots += 1;
+                }
+            }
+        }
+    }
+
+    fn needs_slots(&self) -> bool {
+        self.flows.iter().any(|f| f.live && (f.out > 0 || !f.held.is_empty()))
+    }
+
+    // ---- basic ----
+
+    fn basic_delay(&self, f: &Flow) -> Dur {
+        let (Some(rtt), Some(nxt), Some(acked)) = (f.min_rtt, f.snd_nxt, f.ack_sent) else { return Dur::ZERO };
+        if f.mss == 0 || self.rate_bps == 0 {
+            return Dur::ZERO;
+        }
+        let w_pkts = nxt.diff(acked).max(0) as f64 / f.mss as f64;
+        let bw_i = self.rate_bps as f64 / self.n.max(1) as f64;
+        let pkt_bits = self.packet_bytes() as f64 * 8.0;
+        let w_w = bw_i * rtt.as_secs_f64() / pkt_bits;
+        if w_pkts <= w_w {
+            return Dur::ZERO;
+        }
+        Dur::from_secs_f64((w_pkts - w_w) * pkt_bits / bw_i)
+    }
+
+    /// Keep one heap entry per flow, at its head ACK's deadline.
+    fn schedule_head(&mut self, s: usize) {
+        let f = &mut self.flows[s];
+        if let Some(h) = f.held.front() {
+            if f.sched != Some(h.due) {
+                f.sched = Some(h.due);
+                self.heap.push(Reverse((h.due, s, f.gen)));
+            }
+        }
+    }
+
+    /// Recount n (flows go idle with time). O(flows).
+    fn recount(&mut self, now: Time) {
+        self.last_recount = now;
+        for s in 0..self.flows.len() {
+            if self.flows[s].live {
+                let a = self.is_active(&self.flows[s], now);
+                self.set_active(s, a, now);
+            }
+        }
+    }
+}
+
+fn is_control(pkt: &Packet) -> bool {
+    match pkt.tcp() {
+        Some(t) => {
+            pkt.payload_len > 0
+                || t.flags.0 & (TcpFlags::SYN.0 | TcpFlags::FIN.0 | TcpFlags::RST.0) != 0
+                || !t.flags.contains(TcpFlags::ACK)
+        }
+        None => true,
+    }
+}
+
+impl AckMechanism for PostAck {
+    fn set_rate(&mut self, now: Time, bps: u64) {
+        self.rate_bps = bps;
+        self.recompute_delta(now);
+    }
+
+    fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet) {
+        let Some(t) = pkt.tcp() else { return };
+        self.stats.data_in += 1;
+        let s = self.slot_of(flow);
+        let syn = t.flags.contains(TcpFlags::SYN);
+        let fin = t.flags.contains(TcpFlags::FIN);
+        let payload = pkt.payload_len;
+        {
+            let f = &mut self.flows[s];
+            f.in_class += 1;
+            // basic: the sender's snd_nxt and one timed segment (Karn).
+            let end = t.seq + payload + syn as u32 + fin as u32;
+            let fresh = f.snd_nxt.is_none_or(|n| t.seq >= n);
+            if !fresh {
+                if let Some((ts, _)) = f.timing {
+                    if t.seq < ts {
+                        f.timing = None;
+                    }
+                }
+            }
+            if payload > 0 && fresh && f.timing.is_none() {
+                f.timing = Some((end, now));
+            }
+            f.snd_nxt = Some(match f.snd_nxt {
+                Some(n) => n.max(end),
+                None => end,
+            });
+            if syn && f.ack_sent.is_none() {
+                // Nothing of the data stream is acknowledged before the SYN-ACK.
+                f.ack_sent = Some(t.seq);
+            }
+        }
+        if payload == 0 {
+            return;
+        }
+        if self.cfg.packet_bytes == 0 {
+            let l = pkt.ip_len() as u32;
+            if l > self.learned_pkt {
+                self.learned_pkt = l;
+                self.recompute_delta(now);
+            }
+        }
+        {
+            let f = &mut self.flows[s];
+            f.seen_data = true;
+            f.last_data = now;
+            f.mss = f.mss.max(payload);
+            f.out += payload as u64;
+        }
+        self.set_active(s, true, now);
+        if self.cfg.variant == Variant::OnOff {
+            self.ensure_timer(now);
+        }
+    }
+
+    fn on_ack(&mut self, now: Time, flow: FlowKey, pkt: Packet, out: &mut Vec<Packet>) {
+        self.stats.acks_in += 1;
+        let s = self.slot_of(flow);
+        // basic: the RTT sample.
+        if let Some(t) = pkt.tcp() {
+            if t.flags.contains(TcpFlags::ACK) {
+                let f = &mut self.flows[s];
+                if let Some((end, t0)) = f.timing {
+                    if t.ack >= end {
+                        let r = now.since(t0);
+                        f.min_rtt = Some(f.min_rtt.map_or(r, |m| m.min(r)));
+                        f.timing = None;
+                    }
+                }
+            }
+        }
+        if is_control(&pkt) || !self.shaping() || !self.flows[s].seen_data {
+            let k = self.flush(s, now, out);
+            self.stats.released_by_flush += k;
+            self.stats.forwarded_now += 1;
+            Self::emit(&mut self.flows, s, pkt, out);
+            return;
+        }
+        match self.cfg.variant {
+            Variant::OnOff => {
+                self.push_held(s, now, now, pkt, out);
+                self.set_active(s, true, now);
+                self.ensure_timer(now);
+            }
+            Variant::ZeroTimer => {
+                let f = &self.flows[s];
+                if f.in_class > 0 {
+                    self.push_held(s, now, now, pkt, out);
+                } else {
+                    // P0-16: nothing of this flow is in the class, so no dequeue will clock its
+                    // ACKs out. If this ACK covers everything the sender sent, the flow is idle
+                    // or done: release all, in order. Otherwise release one ACK's worth of
+                    // progress (the held duplicates ahead of the first ACK that advances the
+                    // sender's window, and that one), which restarts the dequeue clock; the
+                    // new ACK waits behind what is left.
+                    let all = pkt.tcp().zip(f.snd_nxt).is_some_and(|(t, n)| t.ack >= n);
+                    if all || f.held.is_empty() {
+                        let k = self.flush(s, now, out);
+                        self.stats.released_by_empty_hook += k;
+                        self.stats.forwarded_now += 1;
+                        Self::emit(&mut self.flows, s, pkt, out);
+                    } else {
+                        self.push_held(s, now, now, pkt, out);
+                        loop {
+                            let before = self.flows[s].ack_sent;
+                            if !self.release_head(s, now, out) {
+                                break;
+                            }
+                            self.stats.released_by_empty_hook += 1;
+                            if self.flows[s].ack_sent != before {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            Variant::Basic => {
+                if now.since(self.last_recount) >= Dur::from_millis(self.cfg.idle_timeout_ms / 2) {
+                    self.recount(now);
+                }
+                self.set_active(s, true, now);
+                let d = self.basic_delay(&self.flows[s]);
+                let f = &self.flows[s];
+                let due = match f.held.back() {
+                    Some(b) => b.due.max(now + d),
+                    None => now + d,
+                };
+                if f.held.is_empty() && due <= now {
+                    self.stats.forwarded_now += 1;
+                    Self::emit(&mut self.flows, s, pkt, out);
+                } else {
+                    self.push_held(s, now, due, pkt, out);
+                    self.schedule_head(s);
+                }
+            }
+        }
+    }
+
+    fn on_class_dequeue(&mut self, now: Time, flow: FlowKey, flow_qlen: Option<usize>, out: &mut Vec<Packet>) {
+        let Some(&s) = self.index.get(&flow) else { return };
+        let f = &mut self.flows[s];
+        let q = match flow_qlen {
+            Some(q) => q,
+            None => {
+                self.stats.dequeues_without_qlen += 1;
+                f.in_class.saturating_sub(1)
+            }
+        };
+        f.in_class = q;
+        if self.cfg.variant != Variant::ZeroTimer {
+            return;
+        }
+        self.stats.dequeues += 1;
+        if q > self.cfg.keep_in_pfq {
+            // The paper's qlen > 1: the flow has more queued; its ACKs wait.
+            self.stats.table_holds += 1;
+        } else if self.release_head(s, now, out) {
+            // The paper's qlen == 1: one ACK goes with the flow's last queued packet.
+            self.stats.released_by_rule += 1;
+        }
+    }
+
+    fn on_flow_end(&mut self, now: Time, flow: FlowKey, out: &mut Vec<Packet>) {
+        let Some(s) = self.index.remove(&flow) else { return };
+        let k = self.flush(s, now, out);
+        self.stats.released_by_flow_end += k;
+        if self.flows[s].active {
+            self.flows[s].active = false;
+            self.n -= 1;
+            self.recompute_delta(now);
+        }
+        let f = &mut self.flows[s];
+        f.live = false;
+        let q = std::mem::take(&mut f.held);
+        self.spare_queues.push(q);
+        self.free.push(s);
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        match self.cfg.variant {
+            Variant::OnOff => self.next_slot,
+            Variant::Basic => self.heap.peek().map(|r| r.0 .0),
+            Variant::ZeroTimer => None,
+        }
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Vec<Packet>) {
+        match self.cfg.variant {
+            Variant::OnOff => {
+                let mut ran = 0;
+                while let Some(t) = self.next_slot {
+                    if t > now || ran >= MAX_CATCHUP_SLOTS {
+                        break;
+                    }
+                    self.last_slot = Some(t);
+                    self.run_slot(now, out);
+                    ran += 1;
+                    self.next_slot = self.delta.map(|d| t + d);
+                }
+                if self.next_slot.is_some_and(|t| t <= now) {
+                    // Too late to catch up: restart the grid from now.
+                    self.last_slot = Some(now);
+                    self.next_slot = self.delta.map(|d| now + d);
+                }
+                if !self.needs_slots() {
+                    self.next_slot = None;
+                }
+            }
+            Variant::Basic => {
+                while let Some(&Reverse((due, s, gen))) = self.heap.peek() {
+                    if due > now {
+                        break;
+                    }
+                    self.heap.pop();
+                    let f = &mut self.flows[s];
+                    if !f.live || f.gen != gen || f.sched != Some(due) {
+                        continue; // stale
+                    }
+                    f.sched = None;
+                    while self.flows[s].held.front().is_some_and(|h| h.due <= now) {
+                        self.release_head(s, now, out);
+                        self.stats.released_by_rule += 1;
+                    }
+                    self.schedule_head(s);
+                }
+            }
+            Variant::ZeroTimer => {}
+        }
+    }
+
+    fn acks_held(&self) -> usize {
+        self.stats.held_now as usize
+    }
+
+    fn stats_json(&self) -> serde_json::Value {
+        let flows: Vec<serde_json::Value> = self
+            .flows
+            .iter()
+            .filter(|f| f.live)
+            .map(|f| {
+                serde_json::json!({
+                    "flow": format!("{}:{}>{}:{}", f.key.0, f.key.2, f.key.1, f.key.3),
+                    "held": f.held.len(),
+                    "held_max": f.held_max,
+                    "released": f.released,
+                    "qr_skips": f.skipped,
+                    "out_segments": if f.mss == 0 { 0.0 } else { f.out as f64 / f.mss as f64 },
+                    "in_class": f.in_class,
+                    "active": f.active,
+                    "min_rtt_ms": f.min_rtt.map(|d| d.as_secs_f64() * 1e3),
+                })
+            })
+            .collect();
+        let mean_hold_ms = if self.stats.released == 0 {
+            0.0
+        } else {
+            self.stats.hold_ns_sum as f64 / self.stats.released as f64 / 1e6
+        };
+        serde_json::json!({
+            "mechanism": "postack",
+            "variant": self.cfg.variant.name(),
+            "rate_bps": self.rate_bps,
+            "active_flows": self.n,
+            "slot_period_ms": self.delta.map(|d| d.as_secs_f64() * 1e3),
+            "packet_bytes": self.packet_bytes(),
+            "acks_held": self.stats.held_now,
+            "acks_held_max": self.stats.held_max,
+            "hold_ms_mean": mean_hold_ms,
+            "hold_ms_max": self.stats.hold_ns_max as f64 / 1e6,
+            "counters": self.stats,
+            "flows": flows,
+        })
+    }
+}

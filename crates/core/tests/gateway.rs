@@ -1,0 +1,351 @@
+//! The edge gateway box (`shape::gateway`): the mechanism hooks (on_data, on_ack, the class
+//! clock with per-flow queue lengths, flow end, timers), the P0-A5 PFQ path, and HTB link sharing
+//! (rates, ceilings, borrowing by priority and quantum).
+
+use ackshape_core::middlebox::{Dir, Emit, Middlebox};
+use ackshape_core::shape::ackmech::{AckMechanism, FlowKey};
+use ackshape_core::shape::gateway::Gateway;
+use ackshape_core::shape::policy::Policy;
+use ackshape_core::time::{Dur, Time};
+use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, L4};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex};
+
+const LAN: u8 = 1;
+const WAN: u8 = 2;
+
+fn addr(side: u8, host: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, side, 0, host))
+}
+
+/// A TCP packet from LAN host `h` (port 1000+h) to WAN host `h` (port 80), or back if `back`.
+fn pkt(h: u8, back: bool, payload: u32, flags: TcpFlags) -> Packet {
+    let (src, dst, sport, dport) = if back {
+        (addr(WAN, h), addr(LAN, h), 80, 1000 + h as u16)
+    } else {
+        (addr(LAN, h), addr(WAN, h), 1000 + h as u16, 80)
+    };
+    Packet {
+        ip: IpHdr { src, dst, ttl: 64, dscp: 0, ecn: Ecn::NotEct, id: 0 },
+        l4: L4::Tcp(TcpHdr { sport, dport, seq: SeqNum(1), ack: SeqNum(1), flags, window: 1000, ..Default::default() }),
+        payload_len: payload,
+        payload: None,
+    }
+}
+fn data(h: u8) -> Packet {
+    pkt(h, false, 1460, TcpFlags::ACK)
+}
+fn ack(h: u8) -> Packet {
+    pkt(h, true, 0, TcpFlags::ACK)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Ev {
+    Rate(u64),
+    Data(u16, u32),
+    Ack(u16, u32),
+    Dequeue(u16, Option<usize>),
+    End(u16),
+}
+
+/// A test double: records calls; holds every ACK and releases one per class dequeue whose flow
+/// queue is empty (or unknown), and all at `release_at`.
+struct Stub {
+    log: Arc<Mutex<Vec<Ev>>>,
+    held: Vec<(FlowKey, Packet)>,
+    release_at: Option<Time>,
+    /// Release ACKs that carry data at once.
+    pass_data: bool,
+}
+
+impl AckMechanism for Stub {
+    fn set_rate(&mut self, _now: Time, bps: u64) {
+        self.log.lock().unwrap().push(Ev::Rate(bps));
+    }
+    fn on_data(&mut self, _now: Time, flow: FlowKey, pkt: &Packet) {
+        self.log.lock().unwrap().push(Ev::Data(flow.2, pkt.payload_len));
+    }
+    fn on_ack(&mut self, _now: Time, flow: FlowKey, pkt: Packet, out: &mut Vec<Packet>) {
+        self.log.lock().unwrap().push(Ev::Ack(flow.2, pkt.payload_len));
+        if self.pass_data && pkt.payload_len > 0 {
+            out.push(pkt);
+        } else {
+            self.held.push((flow, pkt));
+        }
+    }
+    fn on_class_dequeue(&mut self, _now: Time, flow: FlowKey, q: Option<usize>, out: &mut Vec<Packet>) {
+        self.log.lock().unwrap().push(Ev::Dequeue(flow.2, q));
+        if q.unwrap_or(0) == 0 {
+            if let Some(i) = self.held.iter().position(|(f, _)| *f == flow) {
+                out.push(self.held.remove(i).1);
+            }
+        }
+    }
+    fn on_flow_end(&mut self, _now: Time, flow: FlowKey, out: &mut Vec<Packet>) {
+        self.log.lock().unwrap().push(Ev::End(flow.2));
+        let (mine, rest): (Vec<_>, Vec<_>) = self.held.drain(..).partition(|(f, _)| *f == flow);
+        self.held = rest;
+        out.extend(mine.into_iter().map(|x| x.1));
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        self.release_at.filter(|_| !self.held.is_empty())
+    }
+    fn on_timeout(&mut self, _now: Time, out: &mut Vec<Packet>) {
+        out.extend(self.held.drain(..).map(|x| x.1));
+        self.release_at = None;
+    }
+    fn acks_held(&self) -> usize {
+        self.held.len()
+    }
+    fn stats_json(&self) -> serde_json::Value {
+        serde_json::json!({ "acks_held": self.held.len() })
+    }
+}
+
+fn gateway(policy: &str) -> (Gateway, Arc<Mutex<Vec<Ev>>>) {
+    let p = Policy::parse(policy, "test.toml").unwrap();
+    let mut g = Gateway::new(p, 0, 1);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    g.set_mechanism(
+        0,
+        Dir::AToB,
+        Box::new(Stub { log: log.clone(), held: Vec::new(), release_at: None, pass_data: true }),
+    );
+    (g, log)
+}
+
+/// Run the box's timers up to `until`, collecting what it emits.
+fn run_until(g: &mut Gateway, until: Time, out: &mut Emit) {
+    while let Some(t) = g.poll_timeout() {
+        if t > until {
+            break;
+        }
+        g.on_timeout(t, out);
+    }
+}
+
+fn take(log: &Arc<Mutex<Vec<Ev>>>) -> Vec<Ev> {
+    std::mem::take(&mut *log.lock().unwrap())
+}
+
+#[test]
+fn mechanism_hooks_see_data_acks_the_class_clock_and_flow_end() {
+    let (mut g, log) = gateway("[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"c\"\n");
+    assert_eq!(take(&log), vec![Ev::Rate(1_000_000)]);
+    let mut out = Emit::new();
+    let t0 = Time::ZERO;
+    g.on_packet(t0, Dir::AToB, pkt(1, false, 0, TcpFlags::SYN), &mut out);
+    // The SYN-ACK travels to the sender: the ACK path holds it.
+    g.on_packet(t0, Dir::BToA, pkt(1, true, 0, TcpFlags::SYN | TcpFlags::ACK), &mut out);
+    assert_eq!(take(&log), vec![Ev::Data(1001, 0), Ev::Dequeue(1001, None), Ev::Ack(1001, 0)]);
+    // The SYN left (class credit), the SYN-ACK is held.
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, Dir::AToB);
+    out.clear();
+    // Three data packets: each reported when accepted; the class clock releases the held ACK
+    // (flow_qlen None: a FIFO has no per-flow queues).
+    for _ in 0..3 {
+        g.on_packet(t0, Dir::AToB, data(1), &mut out);
+    }
+    g.on_packet(t0, Dir::BToA, ack(1), &mut out);
+    run_until(&mut g, Time::ZERO + Dur::from_millis(100), &mut out);
+    let ev = take(&log);
+    assert_eq!(ev.iter().filter(|e| **e == Ev::Data(1001, 1460)).count(), 3, "{ev:?}");
+    assert_eq!(ev.iter().filter(|e| **e == Ev::Dequeue(1001, None)).count(), 3, "{ev:?}");
+    assert!(ev.contains(&Ev::Ack(1001, 0)));
+    let acks_out = out.iter().filter(|(d, _)| *d == Dir::BToA).count();
+    let data_out = out.iter().filter(|(d, p)| *d == Dir::AToB && p.payload_len > 0).count();
+    assert_eq!((data_out, acks_out), (3, 2), "SYN-ACK and the ACK released by the class clock");
+    out.clear();
+    // A data packet with a piggy-backed ACK goes to the mechanism too; released, it takes the
+    // data path of its own direction (no inbound class: it passes).
+    g.on_packet(t0 + Dur::from_millis(100), Dir::BToA, pkt(1, true, 500, TcpFlags::ACK), &mut out);
+    assert_eq!(take(&log), vec![Ev::Ack(1001, 500)]);
+    assert_eq!(out.len(), 1);
+    out.clear();
+    // FIN both ways ends the flow once; later packets bypass the mechanism.
+    g.on_packet(t0 + Dur::from_millis(101), Dir::AToB, pkt(1, false, 0, TcpFlags::FIN | TcpFlags::ACK), &mut out);
+    g.on_packet(t0 + Dur::from_millis(102), Dir::BToA, ack(1), &mut out);
+    g.on_packet(t0 + Dur::from_millis(103), Dir::BToA, pkt(1, true, 0, TcpFlags::FIN | TcpFlags::ACK), &mut out);
+    g.on_packet(t0 + Dur::from_millis(104), Dir::BToA, ack(1), &mut out);
+    run_until(&mut g, Time::ZERO + Dur::from_millis(200), &mut out);
+    let ev = take(&log);
+    assert_eq!(ev.iter().filter(|e| matches!(e, Ev::End(1001))).count(), 1, "{ev:?}");
+    assert!(
+        !ev[ev.iter().position(|e| *e == Ev::End(1001)).unwrap()..].iter().any(|e| matches!(e, Ev::Ack(..))),
+        "{ev:?}"
+    );
+    // The ACK held when the flow ended was released by on_flow_end: nothing stays inside.
+    assert_eq!(g.stats_json()["classes"]["c"]["acks_held_max"].as_u64(), Some(1));
+    assert_eq!(out.iter().filter(|(d, _)| *d == Dir::BToA).count(), 3, "held ACK, then the FIN and the last ACK pass");
+}
+
+#[test]
+fn rst_and_idle_eviction_end_flows() {
+    let (mut g, log) = gateway(
+        "[flows]\nembryonic_timeout_s = 1\nidle_timeout_s = 5\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n[[rule]]\nclass = \"c\"\n",
+    );
+    let mut out = Emit::new();
+    g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);
+    g.on_packet(Time::ZERO, Dir::AToB, pkt(2, false, 0, TcpFlags::SYN), &mut out);
+    g.on_packet(Time::ZERO, Dir::AToB, data(3), &mut out);
+    g.on_packet(Time::ZERO, Dir::BToA, ack(1), &mut out); // held
+    take(&log);
+    // RST from the receiver ends flow 3.
+    g.on_packet(Time::ZERO, Dir::BToA, pkt(3, true, 0, TcpFlags::RST), &mut out);
+    assert_eq!(take(&log), vec![Ev::End(1003)]);
+    assert_eq!(g.flows_tracked(), 2);
+    // The embryonic flow 2 goes after 1 s, the established flow 1 (with its held ACK) after 5 s.
+    g.on_packet(Time::from_secs_f64(2.0), Dir::AToB, pkt(9, false, 0, TcpFlags::ACK), &mut out);
+    assert_eq!(take(&log), vec![Ev::End(1002)]);
+    out.clear();
+    g.on_packet(Time::from_secs_f64(6.0), Dir::AToB, pkt(9, false, 0, TcpFlags::ACK), &mut out);
+    assert_eq!(take(&log), vec![Ev::End(1001)]);
+    assert!(out.iter().any(|(d, p)| *d == Dir::BToA && p.tcp().unwrap().dport == 1001), "held ACK released");
+    assert_eq!(g.flows_tracked(), 0);
+    assert_eq!(g.stats_json()["flows"]["evicted"].as_u64(), Some(2));
+}
+
+#[test]
+fn dropped_data_is_not_reported_and_the_table_is_bounded() {
+    let (mut g, log) = gateway(
+        "[flows]\nmax_flows = 2\n[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\nburst = \"64B\"\nqueue = \"1pkt\"\n[[rule]]\nclass = \"c\"\n",
+    );
+    take(&log);
+    let mut out = Emit::new();
+    for _ in 0..3 {
+        g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);
+    }
+    let ev = take(&log);
+    // One sent at once (credit), one queued, one dropped.
+    assert_eq!(ev.iter().filter(|e| matches!(e, Ev::Data(..))).count(), 2, "{ev:?}");
+    assert_eq!(g.stats_json()["classes"]["c"]["drops"].as_u64(), Some(1));
+    g.on_packet(Time::ZERO, Dir::AToB, data(2), &mut out);
+    g.on_packet(Time::ZERO, Dir::AToB, data(3), &mut out); // table full: shaped, not tracked
+    assert_eq!(g.flows_tracked(), 2);
+    assert_eq!(g.stats_json()["flows"]["untracked_pkts"].as_u64(), Some(1));
+    take(&log);
+    g.on_packet(Time::ZERO, Dir::BToA, ack(3), &mut out);
+    assert!(take(&log).is_empty(), "an untracked flow's ACKs bypass the mechanism");
+}
+
+#[test]
+fn pfq_drr_keeps_the_pcdq_backlogged_and_reports_flow_queues() {
+    let (mut g, log) = gateway(
+        "[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\nburst = \"64B\"\nqdisc = { kind = \"pfq-drr\" }\n[[rule]]\nclass = \"c\"\n",
+    );
+    take(&log);
+    let mut out = Emit::new();
+    // Flow 1 sends 4 packets, then flow 2 sends 4: the first leaves at once, the next fills the
+    // 1-packet PCDQ, the rest wait in their per-flow queues.
+    for h in [1, 2] {
+        for _ in 0..4 {
+            g.on_packet(Time::ZERO, Dir::AToB, data(h), &mut out);
+        }
+    }
+    assert_eq!(g.class_queue_pkts(0, Dir::AToB), 7);
+    run_until(&mut g, Time::from_secs_f64(1.0), &mut out);
+    let order: Vec<u16> = out.iter().map(|(_, p)| p.tcp().unwrap().sport).collect();
+    // DRR alternates the flows once both are queued (the PCDQ adds one packet of lag).
+    assert_eq!(order, vec![1001, 1001, 1001, 1002, 1001, 1002, 1002, 1002]);
+    let deq: Vec<(u16, Option<usize>)> =
+        take(&log).into_iter().filter_map(|e| if let Ev::Dequeue(f, q) = e { Some((f, q)) } else { None }).collect();
+    // The sent flow's per-flow queue length after each dequeue.
+    assert_eq!(
+        deq,
+        vec![
+            (1001, Some(0)),
+            (1001, Some(1)),
+            (1001, Some(1)),
+            (1002, Some(3)),
+            (1001, Some(0)),
+            (1002, Some(1)),
+            (1002, Some(0)),
+            (1002, Some(0))
+        ]
+    );
+}
+
+/// Saturate leaves with `n` packets each, run 1 s, return bytes sent per class.
+fn share(policy: &str, leaves: &[u8], secs: f64) -> Vec<f64> {
+    let p = Policy::parse(policy, "htb.toml").unwrap();
+    let mut g = Gateway::new(p, 0, 1);
+    let mut out = Emit::new();
+    for _ in 0..3000 {
+        for &h in leaves {
+            g.on_packet(Time::ZERO, Dir::AToB, pkt(h, false, 1460, TcpFlags::ACK), &mut out);
+        }
+    }
+    run_until(&mut g, Time::from_secs_f64(secs), &mut out);
+    leaves
+        .iter()
+        .map(|&h| {
+            out.iter().filter(|(_, p)| p.tcp().unwrap().sport == 1000 + h as u16).count() as f64 * 1500.0 * 8.0 / secs
+        })
+        .collect()
+}
+
+const TREE: &str = r#"
+[[class]]
+name = "parent"
+rate = "10Mbit/s"
+[[class]]
+name = "hi"
+parent = "parent"
+rate = "2Mbit/s"
+ceil = "10Mbit/s"
+priority = 0
+queue = "5000pkt"
+[[class]]
+name = "lo"
+parent = "parent"
+rate = "2Mbit/s"
+ceil = "10Mbit/s"
+priority = 1
+queue = "5000pkt"
+[[rule]]
+class = "hi"
+src = "10.1.0.1"
+[[rule]]
+class = "lo"
+src = "10.1.0.2"
+"#;
+
+#[test]
+fn priority_decides_who_borrows_first() {
+    let r = share(TREE, &[1, 2], 2.0);
+    eprintln!("hi {:.0} lo {:.0}", r[0], r[1]);
+    // Both get their rate; the parent's other 6 Mbit/s go to the higher priority.
+    assert!((r[0] / 8e6 - 1.0).abs() < 0.02, "{r:?}");
+    assert!((r[1] / 2e6 - 1.0).abs() < 0.02, "{r:?}");
+}
+
+#[test]
+fn equal_priorities_borrow_in_proportion_to_their_quanta() {
+    let t = TREE
+        .replace("priority = 1", "priority = 0")
+        .replacen("rate = \"2Mbit/s\"", "rate = \"1Mbit/s\"", 1)
+        .replacen("rate = \"2Mbit/s\"", "rate = \"3Mbit/s\"", 1);
+    let r = share(&t, &[1, 2], 2.0);
+    eprintln!("hi {:.0} lo {:.0}", r[0], r[1]);
+    // Rates 1 and 3 Mbit/s; the spare 6 Mbit/s split 1:3 by quantum (∝ rate): 2.5 and 7.5.
+    assert!((r[0] / 2.5e6 - 1.0).abs() < 0.03, "{r:?}");
+    assert!((r[1] / 7.5e6 - 1.0).abs() < 0.03, "{r:?}");
+}
+
+#[test]
+fn a_ceiling_caps_borrowing_and_the_link_rate_caps_the_total() {
+    let t = TREE.replacen("ceil = \"10Mbit/s\"", "ceil = \"3Mbit/s\"", 1);
+    let r = share(&t, &[1, 2], 2.0);
+    assert!((r[0] / 3e6 - 1.0).abs() < 0.02, "{r:?}");
+    assert!((r[1] / 7e6 - 1.0).abs() < 0.02, "{r:?}");
+    // A 5 Mbit/s link under a 10 Mbit/s tree: the link is the limit; assured rates still hold.
+    let t = format!(
+        "[link]\noutbound = \"5Mbit/s\"\n{}",
+        TREE.replace("rate = \"10Mbit/s\"", "rate = \"4Mbit/s\"\nceil = \"5Mbit/s\"")
+    );
+    let r = share(&t, &[1, 2], 2.0);
+    eprintln!("{r:?}");
+    assert!(((r[0] + r[1]) / 5e6 - 1.0).abs() < 0.01, "{r:?}");
+    assert!(r[1] >= 2e6 * 0.98, "{r:?}");
+}
