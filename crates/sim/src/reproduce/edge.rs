@@ -12,7 +12,6 @@
 use super::{Claim, Ctx, Experiment, Table};
 use crate::metrics::Summary;
 use crate::scenario::Scenario;
-use crate::world::{RunOptions, Sim};
 use serde_json::Value as J;
 
 pub type Tbl = toml::Table;
@@ -147,7 +146,7 @@ impl ExpFile {
         let mut out = Vec::new();
         for id in self.strs("schemes")? {
             let s = scheme(&id).ok_or_else(|| {
-                let known: Vec<&str> = schemes().iter().map(|s| s.id).collect();
+                let known: Vec<String> = schemes().into_iter().map(|s| s.id).collect();
                 format!("{}: key `paper.schemes`: unknown scheme {id:?}; known: {}", self.file, known.join(", "))
             })?;
             let why = (s.needs)();
@@ -325,13 +324,22 @@ pub struct Shape<'a> {
 }
 
 /// A shaping scheme: one entry of [`schemes`].
+#[derive(Clone)]
 pub struct Scheme {
-    pub id: &'static str,
-    pub label: &'static str,
-    /// Shape the variant.
-    pub apply: fn(&mut Variant, &Shape) -> Result<(), String>,
+    /// `red`, `tcr`, … or a variant `tcr/per-flow` whose settings are `paper."tcr/per-flow"`.
+    pub id: String,
+    pub label: String,
+    /// Shape the variant; the third argument is the key of the scheme's settings in `[paper]`.
+    apply: fn(&mut Variant, &Shape, &str) -> Result<(), String>,
     /// What the scheme waits for, if this build lacks it.
     pub needs: fn() -> Option<String>,
+}
+
+impl Scheme {
+    /// Shape the variant `v` as this scheme does.
+    pub fn apply(&self, v: &mut Variant, s: &Shape) -> Result<(), String> {
+        (self.apply)(v, s, &self.id)
+    }
 }
 
 fn always() -> Option<String> {
@@ -355,30 +363,34 @@ fn needs_mechanism(kind: &str) -> Option<String> {
 
 /// Every scheme, in the order reports list them.
 pub fn schemes() -> Vec<Scheme> {
+    let s = |id: &str,
+             label: &str,
+             apply: fn(&mut Variant, &Shape, &str) -> Result<(), String>,
+             needs: fn() -> Option<String>| Scheme { id: id.into(), label: label.into(), apply, needs };
     vec![
-        Scheme { id: "unshaped", label: "no class", apply: |_, _| Ok(()), needs: always },
-        Scheme { id: "class-fifo", label: "CBQ (class FIFO)", apply: apply_class_fifo, needs: always },
-        Scheme { id: "pfq", label: "PFQ (per-flow token buckets)", apply: apply_pfq, needs: always },
-        Scheme { id: "fifo", label: "drop-tail FIFO", apply: apply_fifo, needs: always },
-        Scheme { id: "red", label: "RED", apply: |v, s| apply_qdisc_from_file(v, s, "red", false), needs: always },
-        Scheme { id: "ecn", label: "ECN", apply: |v, s| apply_qdisc_from_file(v, s, "ecn", true), needs: always },
-        Scheme {
-            id: "tcr",
-            label: "TCR",
-            apply: |v, s| apply_mechanism(v, s, "tcr"),
-            needs: || needs_mechanism("tcr"),
-        },
-        Scheme {
-            id: "postack",
-            label: "PostACK",
-            apply: |v, s| apply_mechanism(v, s, "postack"),
-            needs: || needs_mechanism("postack"),
-        },
+        s("unshaped", "no class", |_, _, _| Ok(()), always),
+        s("class-fifo", "CBQ (class FIFO)", |v, s, _| apply_class_fifo(v, s), always),
+        s("pfq", "PFQ (per-flow token buckets)", |v, s, _| apply_pfq(v, s), always),
+        s("fifo", "drop-tail FIFO", |v, s, _| apply_fifo(v, s), always),
+        s("red", "RED", |v, s, k| apply_qdisc_from_file(v, s, k, false), always),
+        s("ecn", "ECN", |v, s, k| apply_qdisc_from_file(v, s, k, true), always),
+        s("tcr", "TCR", apply_mechanism, || needs_mechanism("tcr")),
+        s("postack", "PostACK", apply_mechanism, || needs_mechanism("postack")),
     ]
 }
 
+/// A scheme by id; `base/variant` is `base` with its settings read from `paper."base/variant"`.
 pub fn scheme(id: &str) -> Option<Scheme> {
-    schemes().into_iter().find(|s| s.id == id)
+    let (base, variant) = match id.split_once('/') {
+        Some((b, v)) => (b, Some(v)),
+        None => (id, None),
+    };
+    let mut s = schemes().into_iter().find(|s| s.id == base)?;
+    if let Some(v) = variant {
+        s.id = id.to_string();
+        s.label = format!("{} ({v})", s.label);
+    }
+    Some(s)
 }
 
 /// The reverse (ACK) direction of a shaped link keeps a plain FIFO.
@@ -396,7 +408,7 @@ fn apply_fifo(v: &mut Variant, s: &Shape) -> Result<(), String> {
 
 fn apply_class_fifo(v: &mut Variant, s: &Shape) -> Result<(), String> {
     if has_gateway() {
-        return apply_gateway(v, s, None);
+        return apply_gateway(v, s, None, None);
     }
     // Until the gateway exists: a token-bucket class rate over a FIFO of the class's size.
     v.set(
@@ -426,8 +438,8 @@ fn apply_pfq(v: &mut Variant, s: &Shape) -> Result<(), String> {
     Ok(())
 }
 
-fn apply_qdisc_from_file(v: &mut Variant, s: &Shape, id: &str, ecn: bool) -> Result<(), String> {
-    let q = s.file.table(id)?.clone();
+fn apply_qdisc_from_file(v: &mut Variant, s: &Shape, key: &str, ecn: bool) -> Result<(), String> {
+    let q = s.file.table(key)?.clone();
     v.set(&format!("{}.qdisc", s.link), toml::Value::Table(q));
     plain_reverse(v, s);
     if ecn {
@@ -436,14 +448,29 @@ fn apply_qdisc_from_file(v: &mut Variant, s: &Shape, id: &str, ecn: bool) -> Res
     Ok(())
 }
 
-fn apply_mechanism(v: &mut Variant, s: &Shape, id: &str) -> Result<(), String> {
-    let m = s.file.table(id)?.clone();
-    apply_gateway(v, s, Some(m))
+/// The scheme's settings `paper.KEY`: a mechanism table (`{ kind = "tcr", … }`), or
+/// `{ mechanism = { … }, qdisc = { … } }` when the class also gets a leaf discipline.
+fn apply_mechanism(v: &mut Variant, s: &Shape, key: &str) -> Result<(), String> {
+    let t = s.file.table(key)?.clone();
+    let (m, q) = if t.contains_key("kind") {
+        (t, None)
+    } else {
+        let m = t.get("mechanism").and_then(|m| m.as_table()).cloned();
+        let q = t.get("qdisc").and_then(|m| m.as_table()).cloned();
+        match m {
+            Some(m) => (m, q),
+            None => {
+                return Err(s.file.err(key, "a mechanism table with `kind`, or { mechanism = {…}, qdisc = {…} }", None))
+            }
+        }
+    };
+    apply_gateway(v, s, Some(m), q)
 }
 
 /// A gateway at `s.node` with one class of `s.rate_bps` and a FIFO of `s.fifo_pkts`, and the ACK
-/// mechanism `mechanism` (None: class-only shaping).
-fn apply_gateway(v: &mut Variant, s: &Shape, mechanism: Option<Tbl>) -> Result<(), String> {
+/// mechanism `mechanism` (None: class-only shaping). With a `pfq-drr` leaf the class's buffer of
+/// `s.fifo_pkts` is the per-flow queues' (the PCDQ keeps one packet).
+fn apply_gateway(v: &mut Variant, s: &Shape, mechanism: Option<Tbl>, qdisc: Option<Tbl>) -> Result<(), String> {
     let mut class = tbl(&[
         ("name", "shaped".into()),
         ("rate", rate_str(s.rate_bps).into()),
@@ -452,7 +479,19 @@ fn apply_gateway(v: &mut Variant, s: &Shape, mechanism: Option<Tbl>) -> Result<(
     if let Some(m) = mechanism {
         class.insert("mechanism".into(), toml::Value::Table(m));
     }
-    let policy = tbl(&[("classes", toml::Value::Array(vec![toml::Value::Table(class)]))]);
+    if let Some(mut q) = qdisc {
+        if q.get("kind").and_then(|k| k.as_str()) == Some("pfq-drr") {
+            class.insert("queue".into(), "1pkt".into());
+            q.entry("limit_pkts").or_insert((s.fifo_pkts as i64).into());
+            q.entry("flow_limit_pkts").or_insert((s.fifo_pkts as i64).into());
+        }
+        class.insert("qdisc".into(), toml::Value::Table(q));
+    }
+    let rule = tbl(&[("class", "shaped".into())]);
+    let policy = tbl(&[
+        ("class", toml::Value::Array(vec![toml::Value::Table(class)])),
+        ("rule", toml::Value::Array(vec![toml::Value::Table(rule)])),
+    ]);
     v.add_middlebox(tbl(&[
         ("node", s.node.into()),
         ("wan", s.wan.into()),
@@ -481,55 +520,35 @@ pub struct Outcome {
     pub series: Vec<(f64, u32, f64)>,
 }
 
-fn run_one(file: &str, job: &Job) -> Result<Outcome, String> {
-    let text = job.variant.text();
-    let sc = Scenario::parse(&text, file).map_err(|e| format!("{} ({}): {e}", file, job.label))?;
-    let mut sim = Sim::build(&sc, file, Some(job.seed), RunOptions::default())
-        .map_err(|e| format!("{} ({}): {e}", file, job.label))?;
-    sim.run(None);
-    let series = if job.series { sim.goodput_series() } else { Vec::new() };
-    Ok(Outcome { summary: sim.summary(0.0), series })
-}
-
-/// Worker threads: `ACKSHAPE_JOBS` if set, else the available parallelism.
-pub fn workers() -> usize {
-    std::env::var("ACKSHAPE_JOBS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
-}
-
-/// Run every job, in parallel, reporting progress; results in job order.
+/// Run every job on the runner's worker threads ([`Ctx::run_jobs_span`]); results in job order.
 pub fn run_jobs(ctx: &mut Ctx, file: &str, jobs: &[Job]) -> Result<Vec<Outcome>, String> {
-    let n = jobs.len();
-    let threads = workers().min(n).max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut out: Vec<Option<Result<Outcome, String>>> = (0..n).map(|_| None).collect();
-    std::thread::scope(|sc| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let next = &next;
-            sc.spawn(move || loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                if tx.send((i, run_one(file, &jobs[i]))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut done = 0;
-        for (i, r) in rx {
-            out[i] = Some(r);
-            done += 1;
-            ctx.progress(done as f64 / n as f64);
-        }
+    let mut sims = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        let sc = Scenario::from_table(j.variant.t.clone(), file).map_err(|e| format!("{} ({}): {e}", file, j.label))?;
+        sims.push(super::SimJob { label: j.label.clone(), scenario: sc, file: file.to_string(), seed: j.seed });
+    }
+    let keep: Vec<bool> = jobs.iter().map(|j| j.series).collect();
+    let labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
+    // The extractor sees only the simulation; it keeps the series when any job asked for it
+    // (cheap next to the run) and each outcome drops it unless its job wanted it.
+    let any = keep.iter().any(|&k| k);
+    let res = ctx.run_jobs_span(&sims, 0.0, 1.0, |sim, summary| Outcome {
+        series: if any { sim.goodput_series() } else { Vec::new() },
+        summary,
     });
-    out.into_iter().map(|r| r.expect("every job ran")).collect()
+    res.into_iter()
+        .zip(keep)
+        .zip(labels)
+        .map(|((r, k), l)| {
+            r.map(|mut o| {
+                if !k {
+                    o.series = Vec::new();
+                }
+                o
+            })
+            .map_err(|e| format!("{e} [{l}]"))
+        })
+        .collect()
 }
 
 // ------------------------------------------------------------------------------------- helpers
@@ -589,25 +608,26 @@ pub fn class_retx_ratio(s: &Summary) -> f64 {
     }
 }
 
-/// Packets dropped anywhere: link queues and any box's counters named `*drop*` (whole run).
+/// Data packets dropped anywhere: link queues and gateway classes (whole run).
 pub fn drops_anywhere(s: &Summary) -> u64 {
     let links: u64 = s.links.iter().map(|l| l.drops).sum();
-    links + s.middleboxes.iter().map(|m| sum_drops(&m["stats"])).sum::<u64>()
+    links
+        + s.middleboxes
+            .iter()
+            .map(|m| gateway_classes(m).map(|c| c["drops"].as_u64().unwrap_or(0)).sum::<u64>())
+            .sum::<u64>()
 }
 
-fn sum_drops(v: &J) -> u64 {
-    match v {
-        J::Object(o) => o
-            .iter()
-            .map(|(k, v)| match v {
-                J::Number(n) if k.contains("drop") => n.as_u64().unwrap_or(0),
-                J::Object(_) | J::Array(_) => sum_drops(v),
-                _ => 0,
-            })
-            .sum(),
-        J::Array(a) => a.iter().map(sum_drops).sum(),
-        _ => 0,
-    }
+/// The class objects of a gateway box's stats (`stats.classes.NAME`).
+pub fn gateway_classes(mb: &J) -> impl Iterator<Item = &J> {
+    mb["stats"]["classes"].as_object().into_iter().flat_map(|o| o.values())
+}
+
+/// The gateway's buffer at the class (`stats.buffer`): data packets (avg, max) and ACKs held (avg, max).
+pub fn gateway_buffer(s: &Summary) -> Option<(f64, f64, f64, f64)> {
+    let b = s.middleboxes.iter().map(|m| &m["stats"]["buffer"]).find(|b| b.is_object())?;
+    let g = |k: &str| b[k].as_f64().unwrap_or(0.0);
+    Some((g("data_avg_pkts"), g("data_max_pkts"), g("acks_avg"), g("acks_max")))
 }
 
 /// Per-bin goodput of one flow from a series, restricted to bins ending after `from_s`.
@@ -650,8 +670,6 @@ mod tests {
         assert_eq!(mean(&[1.0, 3.0]), 2.0);
         assert!((std(&[1.0, 3.0]) - 2f64.sqrt()).abs() < 1e-12);
         assert!((sem(&[1.0, 3.0]) - 1.0).abs() < 1e-12);
-        let j: J = serde_json::json!({"a": {"drops": 3, "x": 5}, "b": [{"pcdq_drops": 2}]});
-        assert_eq!(sum_drops(&j), 5);
     }
 
     #[test]

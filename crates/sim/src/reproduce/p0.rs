@@ -6,6 +6,7 @@
 
 use super::edge::*;
 use super::{Ctx, ExpOutput, Experiment};
+use crate::metrics::Summary;
 use crate::plot::{line_chart, Series};
 use ackshape_core::model_edge;
 use serde_json::Value as J;
@@ -52,7 +53,7 @@ fn shape(f: &ExpFile, rate_bps: u64, fifo_pkts: usize) -> Shape<'_> {
 fn base_output(exp: &Experiment, f: &ExpFile, schemes: &[(Scheme, Option<String>)]) -> ExpOutput {
     let mut notes = f.assumptions();
     notes.extend(missing_notes(schemes));
-    if schemes.iter().any(|(s, w)| s.id == "class-fifo" && w.is_none()) {
+    if schemes.iter().any(|(s, w)| s.id.as_str() == "class-fifo" && w.is_none()) {
         notes.push(if crate::middlebox::KINDS.contains(&"gateway") {
             "CBQ (class FIFO) is the gateway's class without an ACK mechanism.".into()
         } else {
@@ -67,11 +68,11 @@ fn available(schemes: &[(Scheme, Option<String>)]) -> Vec<&Scheme> {
 }
 
 fn ran(schemes: &[(Scheme, Option<String>)], id: &str) -> bool {
-    schemes.iter().any(|(s, w)| s.id == id && w.is_none())
+    schemes.iter().any(|(s, w)| s.id.as_str() == id && w.is_none())
 }
 
-fn label(id: &str) -> &'static str {
-    scheme(id).map(|s| s.label).unwrap_or("?")
+fn label(id: &str) -> String {
+    scheme(id).map(|s| s.label).unwrap_or_else(|| id.to_string())
 }
 
 /// Round-trip WAN delay D_w of the base topology (sender access + bottleneck + receiver access,
@@ -108,77 +109,121 @@ fn f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let paper_retx = f.f64("values.retx_ratio_at_32_flows_fifo_1")?;
     let mut jobs = Vec::new();
     let mut keys = Vec::new();
+    let seeds = f.usize_or("seeds", 1)?.max(1);
     for s in available(&schemes) {
         for &n in &flows {
             for &q in &fifos {
-                let mut v = f.variant();
-                v.set("flows[0].count", n as i64);
-                (s.apply)(&mut v, &shape(&f, rate, q))?;
-                jobs.push(Job {
-                    label: format!("{}, {n} flows, FIFO {q}", s.id),
-                    variant: v,
-                    seed: ctx.seed,
-                    series: false,
-                });
-                keys.push((s.id, n, q));
+                for k in 0..seeds {
+                    let mut v = f.variant();
+                    v.set("flows[0].count", n as i64);
+                    s.apply(&mut v, &shape(&f, rate, q))?;
+                    jobs.push(Job {
+                        label: format!("{}, {n} flows, FIFO {q}, seed {k}", s.id),
+                        variant: v,
+                        seed: ctx.seed + k as u64,
+                        series: false,
+                    });
+                    keys.push((s.id.as_str(), n, q));
+                }
             }
         }
     }
     let outs = run_jobs(ctx, f.file, &jobs)?;
     let mut out = base_output(exp, &f, &schemes);
-    // (scheme, flows, fifo) → (goodput B/s, retx ratio, drops, timeouts)
-    let res: Vec<(&str, usize, usize, f64, f64, u64, u64)> = keys
-        .iter()
-        .zip(&outs)
-        .map(|(&(s, n, q), o)| {
-            let sm = &o.summary;
-            let to: u64 = sm.flows.iter().map(|x| x.timeouts).sum();
-            (s, n, q, class_goodput_bytes(sm), class_retx_ratio(sm), drops_anywhere(sm), to)
-        })
-        .collect();
+    // (scheme, flows, fifo) → (goodput B/s, retx ratio, drops, timeouts), means over the seeds,
+    // and the gateway's buffer (data packets max, ACKs held max) where there is one.
+    let mut res: Vec<(&str, usize, usize, f64, f64, u64, u64)> = Vec::new();
+    let mut bufs: Vec<Option<(f64, f64)>> = Vec::new();
+    for (i, &(s, n, q)) in keys.iter().enumerate() {
+        if res.iter().any(|x| x.0 == s && x.1 == n && x.2 == q) {
+            continue;
+        }
+        let runs: Vec<&Outcome> =
+            keys.iter().zip(&outs).skip(i).filter(|(k, _)| k.0 == s && k.1 == n && k.2 == q).map(|(_, o)| o).collect();
+        let m = |f: &dyn Fn(&Summary) -> f64| mean(&runs.iter().map(|o| f(&o.summary)).collect::<Vec<_>>());
+        res.push((
+            s,
+            n,
+            q,
+            m(&class_goodput_bytes),
+            m(&class_retx_ratio),
+            m(&|x| drops_anywhere(x) as f64).round() as u64,
+            m(&|x| x.flows.iter().map(|f| f.timeouts).sum::<u64>() as f64).round() as u64,
+        ));
+        let b: Vec<(f64, f64)> = runs.iter().filter_map(|o| gateway_buffer(&o.summary)).map(|b| (b.1, b.3)).collect();
+        bufs.push(
+            (!b.is_empty())
+                .then(|| (b.iter().map(|x| x.0).fold(0.0, f64::max), b.iter().map(|x| x.1).fold(0.0, f64::max))),
+        );
+    }
     out.tables.push(table(
         "fig8",
-        &["scheme", "flows", "fifo_pkts", "goodput_KBps", "retx_ratio", "drops", "timeouts"],
+        &[
+            "scheme",
+            "flows",
+            "fifo_pkts",
+            "goodput_KBps",
+            "retx_ratio",
+            "drops",
+            "timeouts",
+            "gw_data_max_pkts",
+            "gw_acks_held_max",
+        ],
         res.iter()
-            .map(|&(s, n, q, g, x, d, t)| {
-                vec![J::from(s), J::from(n), J::from(q), kb(g), r(x, 4), J::from(d), J::from(t)]
+            .zip(&bufs)
+            .map(|(&(s, n, q, g, x, d, t), b)| {
+                vec![
+                    J::from(s),
+                    J::from(n),
+                    J::from(q),
+                    kb(g),
+                    r(x, 4),
+                    J::from(d),
+                    J::from(t),
+                    b.map(|b| J::from(b.0)).unwrap_or(J::Null),
+                    b.map(|b| J::from(b.1)).unwrap_or(J::Null),
+                ]
             })
             .collect(),
     ));
     let best_at = |n: usize| res.iter().filter(|x| x.1 == n).map(|x| x.3).fold(0.0, f64::max);
-    // Smallest FIFO at which a scheme reaches `near` × the best goodput at that flow count.
+    // The buffer a scheme needs at a flow count: the smallest FIFO from which on (it and every
+    // larger one) the scheme reaches `near` × the best goodput at that flow count. (Goodput is
+    // not monotone in the FIFO size, so "the first FIFO that reaches it" would mislead.)
     let min_fifo = |s: &str, n: usize| -> Option<usize> {
         let b = best_at(n);
-        fifos.iter().copied().find(|&q| res.iter().any(|x| x.0 == s && x.1 == n && x.2 == q && x.3 >= near * b))
+        let ok = |q: usize| res.iter().any(|x| x.0 == s && x.1 == n && x.2 == q && x.3 >= near * b);
+        let mut sorted = fifos.clone();
+        sorted.sort_unstable();
+        (0..sorted.len()).find(|&i| sorted[i..].iter().all(|&q| ok(q))).map(|i| sorted[i])
     };
     let show = |m: Option<usize>| m.map(|q| q.to_string()).unwrap_or_else(|| format!("> {}", fifos.last().unwrap()));
     let mut rows = Vec::new();
     for s in available(&schemes) {
         for &n in &flows {
             rows.push(vec![
-                J::from(s.id),
+                J::from(s.id.as_str()),
                 J::from(n),
                 kb(best_at(n)),
-                min_fifo(s.id, n).map(J::from).unwrap_or(J::Null),
+                min_fifo(s.id.as_str(), n).map(J::from).unwrap_or(J::Null),
             ]);
         }
     }
-    out.tables.push(table(
-        "fig8-min-buffer",
-        &["scheme", "flows", "best_goodput_KBps", "min_fifo_pkts_for_95pct"],
-        rows,
-    ));
+    out.tables.push(table("fig8-min-buffer", &["scheme", "flows", "best_goodput_KBps", "buffer_needed_pkts"], rows));
     // Plots: goodput and retransmission ratio against log3(FIFO), a line per scheme and flow count.
     let mut ga = Vec::new();
     let mut gb = Vec::new();
     for s in available(&schemes) {
         for &n in &flows {
             let pts: Vec<&(&str, usize, usize, f64, f64, u64, u64)> =
-                res.iter().filter(|x| x.0 == s.id && x.1 == n).collect();
+                res.iter().filter(|x| x.0 == s.id.as_str() && x.1 == n).collect();
             let lx = |q: usize| (q as f64).ln() / 3f64.ln();
-            ga.push(Series { name: format!("{} n={n}", s.id), points: pts.iter().map(|x| (lx(x.2), x.3)).collect() });
+            ga.push(Series {
+                name: format!("{} n={n}", s.id.as_str()),
+                points: pts.iter().map(|x| (lx(x.2), x.3)).collect(),
+            });
             gb.push(Series {
-                name: format!("{} n={n}", s.id),
+                name: format!("{} n={n}", s.id.as_str()),
                 points: pts.iter().map(|x| (lx(x.2), x.4 * 100.0)).collect(),
             });
         }
@@ -313,14 +358,14 @@ fn f9(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 if p > 0.0 {
                     v.set("topology.bottleneck.loss", loss_table(p));
                 }
-                (s.apply)(&mut v, &shape(&f, rate, fifo))?;
+                s.apply(&mut v, &shape(&f, rate, fifo))?;
                 jobs.push(Job {
-                    label: format!("{}, loss {p}, seed {k}", s.id),
+                    label: format!("{}, loss {p}, seed {k}", s.id.as_str()),
                     variant: v,
                     seed: ctx.seed + k as u64,
                     series: true,
                 });
-                keys.push((s.id, p, k));
+                keys.push((s.id.as_str(), p, k));
             }
         }
     }
@@ -353,9 +398,9 @@ fn f9(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let av = available(&schemes);
     let mut cols: Vec<String> = vec!["loss".into(), "regime".into()];
     for s in &av {
-        cols.push(format!("{}_KBps", s.id));
-        cols.push(format!("{}_sem", s.id));
-        cols.push(format!("{}_bin_cov", s.id));
+        cols.push(format!("{}_KBps", s.id.as_str()));
+        cols.push(format!("{}_sem", s.id.as_str()));
+        cols.push(format!("{}_bin_cov", s.id.as_str()));
     }
     cols.push("model_pfq_KBps".into());
     cols.push("model_tcr_KBps".into());
@@ -367,7 +412,7 @@ fn f9(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 J::from(if p > 0.0 { format!("{:?}", model_edge::regime(p, ww)) } else { "no loss".into() }),
             ];
             for s in &av {
-                let (m, e, c) = stat(s.id, p);
+                let (m, e, c) = stat(s.id.as_str(), p);
                 row.extend([kb(m), kb(e), r(c, 3)]);
             }
             row.extend([kb(model(p, false)), kb(model(p, true))]);
@@ -386,8 +431,8 @@ fn f9(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let mut sd: Vec<Series> = av
         .iter()
         .map(|s| Series {
-            name: s.label.into(),
-            points: losses.iter().map(|&p| (p * 100.0, stat(s.id, p).0)).collect(),
+            name: s.label.clone(),
+            points: losses.iter().map(|&p| (p * 100.0, stat(s.id.as_str(), p).0)).collect(),
         })
         .collect();
     sd.push(Series {
@@ -405,16 +450,16 @@ fn f9(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     // Plots (a)–(c): time series at the series loss, first seed.
     if let Some(&ps) = losses.iter().find(|&&p| (p - series_loss).abs() < 1e-12) {
         for s in &av {
-            if let Some((_, o)) = keys.iter().zip(&outs).find(|(k, _)| k.0 == s.id && k.1 == ps && k.2 == 0) {
+            if let Some((_, o)) = keys.iter().zip(&outs).find(|(k, _)| k.0 == s.id.as_str() && k.1 == ps && k.2 == 0) {
                 let pts = flow_bins(&o.series, 0, 0.0).into_iter().map(|(t, g)| (t, g / 8.0)).collect();
                 out.plots.push((
-                    format!("fig9-series-{}.svg", s.id),
+                    format!("fig9-series-{}.svg", s.id.as_str()),
                     line_chart(
-                        &format!("Fig. 9: {} at {:.1}% loss", s.label, ps * 100.0),
+                        &format!("Fig. 9: {} at {:.1}% loss", s.label.as_str(), ps * 100.0),
                         "time (s)",
                         "goodput (KB/s)",
                         1e3,
-                        &[Series { name: s.label.into(), points: pts }],
+                        &[Series { name: s.label.clone(), points: pts }],
                     ),
                 ));
             }
@@ -545,14 +590,14 @@ fn f10(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     for s in available(&schemes) {
         for k in 0..seeds {
             let mut v = f.variant();
-            (s.apply)(&mut v, &shape(&f, rate, fifo))?;
+            s.apply(&mut v, &shape(&f, rate, fifo))?;
             jobs.push(Job {
-                label: format!("{}, seed {k}", s.id),
+                label: format!("{}, seed {k}", s.id.as_str()),
                 variant: v,
                 seed: ctx.seed + k as u64,
                 series: k == 0,
             });
-            keys.push((s.id, k));
+            keys.push((s.id.as_str(), k));
         }
     }
     let outs = run_jobs(ctx, f.file, &jobs)?;
@@ -580,13 +625,13 @@ fn f10(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         &["scheme", "goodput_10ms_KBps", "goodput_50ms_KBps", "goodput_150ms_KBps", "cov", "max_over_min"],
         av.iter()
             .map(|s| {
-                let (g, c, m) = stat(s.id);
-                vec![J::from(s.id), kb(g[0]), kb(g[1]), kb(g[2]), r(c, 4), r(m, 3)]
+                let (g, c, m) = stat(s.id.as_str());
+                vec![J::from(s.id.as_str()), kb(g[0]), kb(g[1]), kb(g[2]), r(c, 4), r(m, 3)]
             })
             .collect(),
     ));
     for (i, s) in av.iter().enumerate() {
-        if let Some((_, o)) = keys.iter().zip(&outs).find(|(k, _)| k.0 == s.id && k.1 == 0) {
+        if let Some((_, o)) = keys.iter().zip(&outs).find(|(k, _)| k.0 == s.id.as_str() && k.1 == 0) {
             let series: Vec<Series> = (0..3)
                 .map(|fl| Series {
                     name: format!("{} WAN delay", delays[fl as usize]),
@@ -595,8 +640,14 @@ fn f10(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 .collect();
             let panel = (b'a' + i as u8) as char;
             out.plots.push((
-                format!("fig10{panel}-{}.svg", s.id),
-                line_chart(&format!("Fig. 10{panel}: {}", s.label), "time (s)", "goodput (KB/s)", 1e3, &series),
+                format!("fig10{panel}-{}.svg", s.id.as_str()),
+                line_chart(
+                    &format!("Fig. 10{panel}: {}", s.label.as_str()),
+                    "time (s)",
+                    "goodput (KB/s)",
+                    1e3,
+                    &series,
+                ),
             ));
         }
     }
@@ -695,14 +746,14 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                     );
                     v.set("tcp.rto_granularity", field(p, "profiles", "rto_granularity")?);
                     v.set("tcp.min_rto", field(p, "profiles", "min_rto")?);
-                    (s.apply)(&mut v, &shape(&f, rate, fifo))?;
+                    s.apply(&mut v, &shape(&f, rate, fifo))?;
                     jobs.push(Job {
-                        label: format!("{cname}, {pname}, {}, seed {k}", s.id),
+                        label: format!("{cname}, {pname}, {}, seed {k}", s.id.as_str()),
                         variant: v,
                         seed: ctx.seed + k as u64,
                         series: k == 0,
                     });
-                    keys.push((cname.clone(), pname.clone(), s.id, k, rate));
+                    keys.push((cname.clone(), pname.clone(), s.id.as_str(), k, rate));
                 }
             }
         }
@@ -724,11 +775,11 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         for p in &profiles {
             let pn = field(p, "profiles", "name")?;
             for s in available(&schemes) {
-                let (g, frac, to) = stat(&cn, &pn, s.id);
+                let (g, frac, to) = stat(&cn, &pn, s.id.as_str());
                 rows.push(vec![
                     J::from(cn.clone()),
                     J::from(pn.clone()),
-                    J::from(s.id),
+                    J::from(s.id.as_str()),
                     kb(g),
                     r(frac * 100.0, 1),
                     r(to, 1),
@@ -842,14 +893,14 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             let mut v = f.variant();
             v.set("topology.bottleneck.loss", loss_table(p));
             v.set("topology.receiver_access.delay", secs_str(rtt / 2e3));
-            (s.apply)(&mut v, &shape(&f, rate, fifo))?;
+            s.apply(&mut v, &shape(&f, rate, fifo))?;
             jobs.push(Job {
-                label: format!("{}, loss {p:.4}, RTT {rtt:.0} ms", s.id),
+                label: format!("{}, loss {p:.4}, RTT {rtt:.0} ms", s.id.as_str()),
                 variant: v,
                 seed: ctx.seed + i as u64,
                 series: true,
             });
-            keys.push((s.id, i));
+            keys.push((s.id.as_str(), i));
         }
     }
     let outs = run_jobs(ctx, f.file, &jobs)?;
@@ -858,8 +909,8 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let av = available(&schemes);
     let mut cols = vec!["run".to_string(), "loss".into(), "rtt_ms".into()];
     for s in &av {
-        cols.push(format!("{}_KBps", s.id));
-        cols.push(format!("{}_bin_cov", s.id));
+        cols.push(format!("{}_KBps", s.id.as_str()));
+        cols.push(format!("{}_bin_cov", s.id.as_str()));
     }
     let rows = pts
         .iter()
@@ -867,7 +918,7 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         .map(|(i, &(p, rtt))| {
             let mut row = vec![J::from(i + 1), r(p, 5), r(rtt, 1)];
             for s in &av {
-                let o = get(s.id, i).expect("ran");
+                let o = get(s.id.as_str(), i).expect("ran");
                 row.extend([kb(class_goodput_bytes(&o.summary)), r(bin_cov(o, warm), 3)]);
             }
             row
@@ -881,9 +932,9 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let sa: Vec<Series> = av
         .iter()
         .map(|s| Series {
-            name: s.label.into(),
+            name: s.label.clone(),
             points: (0..pairs)
-                .map(|i| ((i + 1) as f64, class_goodput_bytes(&get(s.id, i).expect("ran").summary)))
+                .map(|i| ((i + 1) as f64, class_goodput_bytes(&get(s.id.as_str(), i).expect("ran").summary)))
                 .collect(),
         })
         .collect();
@@ -895,8 +946,8 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let sb: Vec<Series> = av
         .iter()
         .map(|s| Series {
-            name: s.label.into(),
-            points: flow_bins(&get(s.id, mid).expect("ran").series, 0, 0.0)
+            name: s.label.clone(),
+            points: flow_bins(&get(s.id.as_str(), mid).expect("ran").series, 0, 0.0)
                 .into_iter()
                 .map(|(t, g)| (t, g / 8.0))
                 .collect(),
@@ -961,14 +1012,14 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         for (i, &p) in losses.iter().enumerate() {
             let mut v = f.variant();
             v.set("topology.bottleneck.loss", loss_table(p));
-            (s.apply)(&mut v, &shape(&f, rate, fifo))?;
+            s.apply(&mut v, &shape(&f, rate, fifo))?;
             jobs.push(Job {
-                label: format!("{}, loss {p}", s.id),
+                label: format!("{}, loss {p}", s.id.as_str()),
                 variant: v,
                 seed: ctx.seed + i as u64,
                 series: false,
             });
-            keys.push((s.id, p));
+            keys.push((s.id.as_str(), p));
         }
     }
     let outs = run_jobs(ctx, f.file, &jobs)?;
@@ -989,9 +1040,9 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let mut rows = Vec::new();
     for &p in &losses {
         for s in &av {
-            let (m, x) = (model(s.id, p), sim(s.id, p));
+            let (m, x) = (model(s.id.as_str(), p), sim(s.id.as_str(), p));
             rows.push(vec![
-                J::from(s.id),
+                J::from(s.id.as_str()),
                 J::from(p),
                 J::from(format!("{:?}", model_edge::regime(p, ww))),
                 kb(m),
@@ -1005,19 +1056,19 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     for (panel, s) in av.iter().enumerate() {
         let ser = vec![
             Series {
-                name: format!("model ({})", s.label),
-                points: losses.iter().map(|&p| (p * 100.0, model(s.id, p))).collect(),
+                name: format!("model ({})", s.label.as_str()),
+                points: losses.iter().map(|&p| (p * 100.0, model(s.id.as_str(), p))).collect(),
             },
             Series {
-                name: format!("simulation ({})", s.label),
-                points: losses.iter().map(|&p| (p * 100.0, sim(s.id, p))).collect(),
+                name: format!("simulation ({})", s.label.as_str()),
+                points: losses.iter().map(|&p| (p * 100.0, sim(s.id.as_str(), p))).collect(),
             },
         ];
         let c = (b'a' + panel as u8) as char;
         out.plots.push((
-            format!("fig16{c}-{}.svg", s.id),
+            format!("fig16{c}-{}.svg", s.id.as_str()),
             line_chart(
-                &format!("Fig. 16{c}: {} model vs simulation", s.label),
+                &format!("Fig. 16{c}: {} model vs simulation", s.label.as_str()),
                 "random loss (%)",
                 "goodput (KB/s)",
                 1e3,
@@ -1026,11 +1077,11 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         ));
     }
     for s in &av {
-        let over = losses.iter().filter(|&&p| model(s.id, p) >= sim(s.id, p)).count();
+        let over = losses.iter().filter(|&&p| model(s.id.as_str(), p) >= sim(s.id.as_str(), p)).count();
         let frac = over as f64 / losses.len() as f64;
         out.claims.push(claim(
-            &format!("{}-model-overestimates", s.id),
-            &format!("the model overestimates the simulated {} goodput", s.label),
+            &format!("{}-model-overestimates", s.id.as_str()),
+            &format!("the model overestimates the simulated {} goodput", s.label.as_str()),
             "\"overestimate … by some constant factor\"".into(),
             format!("model ≥ simulation at {over} of {} loss rates", losses.len()),
             format!("at ≥ {:.0}% of the points", share * 100.0),
@@ -1042,7 +1093,7 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             let ratios: Vec<f64> = losses
                 .iter()
                 .filter(|&&p| model_edge::regime(p, ww) == reg)
-                .map(|&p| sim(s.id, p) / model(s.id, p))
+                .map(|&p| sim(s.id.as_str(), p) / model(s.id.as_str(), p))
                 .collect();
             if ratios.len() < 2 {
                 continue;
@@ -1054,8 +1105,11 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         }
         if !detail.is_empty() {
             out.claims.push(claim(
-                &format!("{}-constant-factor", s.id),
-                &format!("{}: simulation follows the model's trend within each regime (a constant factor)", s.label),
+                &format!("{}-constant-factor", s.id.as_str()),
+                &format!(
+                    "{}: simulation follows the model's trend within each regime (a constant factor)",
+                    s.label.as_str()
+                ),
                 "Fig. 16: trends follow the valid portion of each case".into(),
                 format!("sim/model {}", detail.join("; ")),
                 format!("within ±{:.0}% of its mean inside each regime", cf * 100.0),

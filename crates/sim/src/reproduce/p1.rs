@@ -65,38 +65,21 @@ struct Row {
 /// upstream router (`-local`).
 struct Col {
     key: String,
-    scheme: &'static str,
+    scheme: Scheme,
     label: String,
     local: bool,
 }
 
-fn find_json<'a>(v: &'a J, key: &str, out: &mut Vec<&'a J>) {
-    match v {
-        J::Object(o) => {
-            for (k, x) in o {
-                if k == key {
-                    out.push(x);
-                } else {
-                    find_json(x, key, out);
-                }
-            }
-        }
-        J::Array(a) => a.iter().for_each(|x| find_json(x, key, out)),
-        _ => {}
-    }
-}
-
-/// The bottleneck's queue: the link's, plus a box's class queues (`queue_avg_pkts`,
-/// `queue_max_pkts` in its stats) where a gateway holds the packets.
+/// The bottleneck's queue: the link's, plus the gateway class's data queue where a gateway at the
+/// bottleneck holds the packets (TCR at the bottleneck shapes it to the link's rate).
 fn queue(s: &Summary) -> (f64, f64) {
     let l = s.link("bottleneck").expect("dumbbell has a bottleneck");
     let (mut avg, mut max) = (l.queue_avg_pkts, l.queue_max_pkts as f64);
-    for m in &s.middleboxes {
-        let (mut a, mut x) = (Vec::new(), Vec::new());
-        find_json(&m["stats"], "queue_avg_pkts", &mut a);
-        find_json(&m["stats"], "queue_max_pkts", &mut x);
-        avg += a.iter().filter_map(|v| v.as_f64()).sum::<f64>();
-        max += x.iter().filter_map(|v| v.as_f64()).fold(0.0, f64::max);
+    for m in s.middleboxes.iter().filter(|m| m["node"] == "left") {
+        for c in gateway_classes(m) {
+            avg += c["data_queue_avg_pkts"].as_f64().unwrap_or(0.0);
+            max += c["data_queue_max_pkts"].as_f64().unwrap_or(0.0);
+        }
     }
     (avg, max)
 }
@@ -193,7 +176,7 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let mut cols: Vec<Col> = Vec::new();
     for (s, why) in &schemes {
         if why.is_none() {
-            cols.push(Col { key: s.id.into(), scheme: s.id, label: s.label.into(), local: false });
+            cols.push(Col { key: s.id.clone(), scheme: s.clone(), label: s.label.clone(), local: false });
         }
     }
     let mut local_missing = Vec::new();
@@ -203,18 +186,20 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             match (s.needs)() {
                 None => cols.push(Col {
                     key: format!("{id}-local"),
-                    scheme: s.id,
-                    label: format!("{} (local)", s.label),
+                    scheme: s.clone(),
+                    label: format!("{} (local)", s.label.as_str()),
                     local: true,
                 }),
-                Some(why) => local_missing.push(format!("{} (local) was not run: this build lacks {why}.", s.label)),
+                Some(why) => {
+                    local_missing.push(format!("{} (local) was not run: this build lacks {why}.", s.label.as_str()))
+                }
             }
         }
     }
     let mut jobs = Vec::new();
     let mut keys = Vec::new();
     for (ci, c) in cols.iter().enumerate() {
-        let s = scheme(c.scheme).expect("listed");
+        let s = &c.scheme;
         for &sp in &speeds {
             for k in 0..seeds {
                 let mut v = f.variant();
@@ -223,7 +208,8 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 v.set("topology.bottleneck.rate", rate_str(bps));
                 v.set("topology.access.rate", fast.clone());
                 v.set("topology.receiver_access.rate", fast.clone());
-                let remote_tcr = w == Workload::Remote && !c.local && c.scheme != "red" && c.scheme != "ecn";
+                let base = c.scheme.id.split('/').next().unwrap_or("");
+                let remote_tcr = w == Workload::Remote && !c.local && base != "red" && base != "ecn";
                 if w == Workload::Remote {
                     if c.local {
                         v.remove("topology.upstream");
@@ -252,7 +238,7 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                         file: &f,
                     }
                 };
-                (s.apply)(&mut v, &sh)?;
+                s.apply(&mut v, &sh)?;
                 jobs.push(Job {
                     label: format!("{}, {sp} Mbit/s, seed {k}", c.key),
                     variant: v,
