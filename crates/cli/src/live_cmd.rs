@@ -329,6 +329,9 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     let SimTopo::Dumbbell(d) = &sc.topology else {
         return fail(BAD_INPUT, format!("{file}: key `topology.kind`: run --live supports \"dumbbell\" scenarios"));
     };
+    if d.upstream.is_some() {
+        return fail(BAD_INPUT, format!("{file}: key `topology.upstream`: run --live has no upstream router yet"));
+    }
     // [[middlebox]]: the same factory as the simulator builds the same box; it runs in the
     // gateway, which sits where the dumbbell's `left` router is (senders → box → bottleneck).
     let mut boxes = Vec::new();

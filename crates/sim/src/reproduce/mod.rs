@@ -30,6 +30,9 @@ mod p4;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub mod edge;
+pub mod p0;
+pub mod p1;
 pub mod p2;
 
 /// One checked statement of a paper.
@@ -360,6 +363,8 @@ pub fn registry() -> Vec<Experiment> {
     // Each paper module appends its experiments here.
     v.extend(p2::experiments());
     v.extend(p4::experiments());
+    v.extend(p0::experiments());
+    v.extend(p1::experiments());
     v.sort_by_key(|e| id_order(e.id));
     v
 }
