@@ -252,6 +252,21 @@ impl ExpFile {
         })
     }
 
+    /// Report notes from the file's `[paper]` table: `source`, each `stated` item and each
+    /// `assumed` item (strings), prefixed so the report shows which is which.
+    pub fn paper_notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(src) = get_path(&self.table, "paper.source").and_then(|v| v.as_str()) {
+            out.push(format!("Source: {src}."));
+        }
+        for (key, label) in [("paper.stated", "Paper"), ("paper.assumed", "Assumed")] {
+            if let Some(a) = get_path(&self.table, key).and_then(|v| v.as_array()) {
+                out.extend(a.iter().filter_map(|x| x.as_str()).map(|x| format!("{label}: {x}")));
+            }
+        }
+        out
+    }
+
     /// The base scenario with `edits` applied (dotted paths, see [`set_path`]).
     pub fn scenario_with(&self, edits: &[(String, toml::Value)]) -> Result<Scenario, String> {
         let mut t = self.table.clone();
@@ -777,6 +792,14 @@ seeds = 3
         assert!(e.unwrap_err().contains("key `topology.links[5].rate`: `links` has 2 elements, no index 5"));
         let e = f.scenario_with(&[("topology.links[1].rate".into(), toml::Value::String("slow".into()))]);
         assert!(e.unwrap_err().starts_with("experiments/t.toml: key `topology.links[1].rate`"));
+    }
+
+    #[test]
+    fn paper_notes_come_from_the_paper_table() {
+        let text = format!("{SCEN}\n[paper]\nsource = \"Fig. 1\"\nstated = [\"a\", \"b\"]\nassumed = [\"X-1: c\"]\n");
+        let f = ExpFile::parse_text(&text, "t.toml").unwrap();
+        assert_eq!(f.paper_notes(), ["Source: Fig. 1.", "Paper: a", "Paper: b", "Assumed: X-1: c"]);
+        assert!(ExpFile::parse_text(SCEN, "t.toml").unwrap().paper_notes().is_empty());
     }
 
     #[test]

@@ -536,7 +536,8 @@ fn run_f3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         db / da >= ratio,
     )?);
     out.tables.push(adsl_table(&r));
-    out.notes = adsl_notes(&r);
+    out.notes = f.paper_notes();
+    out.notes.extend(adsl_notes(&r));
     Ok(out)
 }
 
@@ -592,7 +593,8 @@ fn run_s2b(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         !hu.is_empty() && !hd.is_empty(),
     )?);
     out.tables.push(adsl_table(&r));
-    out.notes = adsl_notes(&r);
+    out.notes = f.paper_notes();
+    out.notes.extend(adsl_notes(&r));
     Ok(out)
 }
 
@@ -766,11 +768,12 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             &curves,
         ),
     ));
-    out.notes = vec![
+    out.notes = f.paper_notes();
+    out.notes.extend([
         "Simulated stand-in for the paper's real gateway (see the [paper] assumptions in the file); the paper switched AFVQ on at run time, here the FIFO and AFVQ cases are separate runs.".into(),
         format!("AFVQ only on the uplink (a FIFO of 10^4 packets at the ISP side): upload {}, download {} — AFVQ needs both ends, as the paper applies it.", pct(pts[3].0.uu), pct(pts[3].0.ud)),
         "No random loss: deterministic, one seed.".into(),
-    ];
+    ]);
     Ok(out)
 }
 
@@ -1696,7 +1699,7 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         ));
     }
     // Notes.
-    let mut notes = Vec::new();
+    let mut notes = f.paper_notes();
     notes.push(format!(
         "{} points x {} disciplines x {} seeds under the stated assumptions{}.",
         values.len(),
