@@ -10,25 +10,26 @@ use criterion::{black_box, criterion_group, Criterion, Throughput};
 use std::time::{Duration, Instant};
 
 const BATCH: usize = 1024;
+const RATE: u64 = 100_000_000;
 
-fn configs() -> Vec<(&'static str, TcrConfig)> {
+/// The workload's ACKs follow its data at once (RTT ≈ 0); the sampling interval is set to
+/// what the automatic rule gives on a WAN: max(RTT 40 ms, n·S/B), one allocation pass per
+/// interval (O(n log n)).
+fn configs(flows: u32) -> Vec<(&'static str, TcrConfig)> {
+    let auto_ms = (flows as f64 * 1500.0 * 8.0 / RATE as f64 * 1e3).max(40.0);
+    let base = TcrConfig { sample_interval_ms: auto_ms, ..TcrConfig::default() };
     vec![
-        ("per-flow", TcrConfig::default()),
+        ("per-flow", base.clone()),
         // (The ACK-only runs send no data: keep the flows counted in n.)
         (
             "class-tick",
-            TcrConfig {
-                pacing: Pacing::ClassTick,
-                allocation: Allocation::Equal,
-                idle_timeout_ms: 1e12,
-                ..TcrConfig::default()
-            },
+            TcrConfig { pacing: Pacing::ClassTick, allocation: Allocation::Equal, idle_timeout_ms: 1e12, ..base },
         ),
     ]
 }
 
 fn workload(cfg: TcrConfig, flows: u32) -> Workload {
-    let mut w = Workload::new(cfg, flows, 100_000_000);
+    let mut w = Workload::new(cfg, flows, RATE);
     for _ in 0..4 * flows.max(1024) {
         w.cycle();
     }
@@ -52,7 +53,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function("reference-clone-push", |b| b.iter(|| reference(&mut v, &p)));
     }
     for flows in [16u32, 4096] {
-        for (name, cfg) in configs() {
+        for (name, cfg) in configs(flows) {
             let mut w = workload(cfg.clone(), flows);
             g.bench_function(format!("data/{name}/{flows}"), |b| {
                 b.iter(|| {
@@ -93,7 +94,7 @@ fn summary() {
     println!("\nns per operation (steady state at the class rate, 100 Mbit/s; best of 5):");
     println!("  {:<34} {:>7.1} ns", "reference (packet clone + push)", r);
     for flows in [16u32, 4096] {
-        for (name, cfg) in configs() {
+        for (name, cfg) in configs(flows) {
             let mut w = workload(cfg.clone(), flows);
             let d = time(&mut || {
                 for _ in 0..BATCH {

@@ -362,7 +362,7 @@ pub struct FlowInfo {
 pub struct Tcr {
     cfg: TcrConfig,
     rate_bps: u64,
-    index: HashMap<FlowKey, u32>,
+    index: HashMap<FlowKey, u32, FxBuild>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     heap: BinaryHeap<Reverse<(Time, u32, u32)>>,
@@ -391,7 +391,7 @@ impl Tcr {
         Tcr {
             cfg,
             rate_bps,
-            index: HashMap::new(),
+            index: HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             heap: BinaryHeap::new(),
@@ -1096,13 +1096,12 @@ impl Tcr {
             self.stats.flows_without_handshake += 1;
         }
         // Newest timestamps/ECE come from any packet; the template is a pure ACK.
-        let mut tmpl = (!stale).then(|| template_of(&pkt));
         if pacing == Pacing::None || self.flow_mut(i).idle {
             let f = self.flow_mut(i);
             f.left = f.right;
             f.dups = 0;
-            if let Some(tp) = tmpl.take() {
-                f.template = Some(tp);
+            if !stale {
+                f.template = Some(template_of(&pkt));
             }
             if stale && !is_data {
                 self.stats.acks_stale_dropped += 1;
@@ -1120,10 +1119,10 @@ impl Tcr {
             out.push(pkt);
             return Some(i);
         }
-        if let Some(tp) = tmpl.take() {
-            self.flow_mut(i).template = Some(tp);
-        }
         if is_data {
+            if !stale {
+                self.flow_mut(i).template = Some(template_of(&pkt));
+            }
             // Piggy-backed ACK: never hold the data; it carries a release if one is due.
             let f = self.slots[i as usize].flow.as_ref().unwrap();
             if f.queued_bytes() > 0 && self.release_due(f, now) {
@@ -1155,6 +1154,8 @@ impl Tcr {
             self.stats.acks_stale_dropped += 1;
             return Some(i);
         }
+        // A pure ACK: it becomes the template (no copy).
+        self.flow_mut(i).template = Some(into_template(pkt));
         let f = self.slots[i as usize].flow.as_ref().unwrap();
         if (first || window_update) && !f.has_queue() {
             // Nothing queued: a window update (or the first ACK of a flow picked up
@@ -1421,10 +1422,58 @@ impl AckMechanism for Tcr {
 /// A header-only copy of a receiver's packet, as the template of paced ACKs (a pure ACK:
 /// flags ACK and ECE only, no payload).
 fn template_of(p: &Packet) -> Packet {
-    let mut t = Packet { ip: p.ip, l4: p.l4.clone(), payload_len: 0, payload: None };
+    into_template(Packet { ip: p.ip, l4: p.l4.clone(), payload_len: 0, payload: None })
+}
+
+/// [`template_of`] in place.
+fn into_template(mut t: Packet) -> Packet {
+    t.payload_len = 0;
+    t.payload = None;
     if let Some(h) = t.tcp_mut() {
         h.flags = TcpFlags(h.flags.0 & (TcpFlags::ACK.0 | TcpFlags::ECE.0));
         h.urgent = 0;
     }
     t
 }
+
+/// FxHash (rustc's) for the flow table: fast and deterministic; flow keys are not chosen
+/// freely by an attacker at the rates this runs.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<Fx>;
