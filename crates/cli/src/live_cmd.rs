@@ -232,6 +232,9 @@ pub enum TestbedCmd {
         #[arg(long)]
         prefix: Option<String>,
     },
+    /// Build the third-party tap's namespaces: sender — router (tc mirred to the tap) — receiver,
+    /// and the tap's mirror and inject ports; prints the commands to start it.
+    TapUp(crate::tap_cmd::TapUpArgs),
 }
 
 fn load(p: &std::path::Path) -> Result<Scenario, ExitCode> {
@@ -259,6 +262,7 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
         return fail(CANNOT_RUN, format!("the testbed cannot run here: {why}"));
     }
     match c {
+        TestbedCmd::TapUp(a) => crate::tap_cmd::cmd_tap_up(a),
         TestbedCmd::Up { scenario } => {
             let sc = match load(&scenario) {
                 Ok(s) => s,

@@ -12,6 +12,8 @@
 //!   using the simulator's own loss/delay models from `ackshape_core::impair`.
 //! - [`testbed`]: network namespaces (sender — gateway — wanem — receiver) wired with veth
 //!   pairs, with the offload settings the data plane needs; cleanup by name prefix (`acks-`).
+//! - [`tap`]: the third-party tap (paper 004): reads a tc-mirrored copy of a router's traffic
+//!   and injects duplicate ACKs through a second port; its namespace testbed.
 //! - [`rig`]: a testbed with the gateway and wanem running as threads inside their namespaces.
 //! - [`traffic`]: built-in TCP/UDP senders and receivers (per-flow `TCP_CONGESTION`, sha256 of
 //!   what was moved, goodput time series) for live runs and tests.
@@ -45,6 +47,7 @@ pub mod rig;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod tap;
 pub mod testbed;
 pub mod testing;
 pub mod traffic;

@@ -128,6 +128,21 @@ pub fn if_mtu(ifname: &str) -> io::Result<u32> {
     Ok(mtu.max(0) as u32)
 }
 
+/// Hardware (MAC) address of `ifname` (SIOCGIFHWADDR; the calling thread's namespace).
+pub fn if_hwaddr(ifname: &str) -> io::Result<[u8; 6]> {
+    let s = dgram_socket()?;
+    let mut r = ifreq(ifname)?;
+    // SAFETY: r is a properly sized ifreq; the kernel writes ifr_hwaddr (a struct sockaddr, 16
+    // bytes, within the 24-byte union) into it.
+    cvt(unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCGIFHWADDR as _, &mut r as *mut IfReq) })?;
+    // SAFETY: all 24 bytes of the union are initialised (zeroed by ifreq(), then written).
+    let raw = unsafe { r.data._pad };
+    // struct sockaddr: sa_family (2 bytes), then sa_data with the MAC first.
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&raw[2..8]);
+    Ok(mac)
+}
+
 /// One ethtool feature ("tx-checksum-ipv4", "rx-gro", ...) and whether it is active.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Feature {
