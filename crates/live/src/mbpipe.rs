@@ -968,7 +968,7 @@ mod engine_tests {
         let cfg = EngineConfig {
             track_flows: true,
             stats_interval: Duration::from_millis(20),
-            sched: SchedSpec { autogroup: false, nice: 0, fair_slice: None, ..Default::default() },
+            sched: SchedSpec { cpu_group: false, nice: 0, fair_slice: None, ..Default::default() },
             ..Default::default()
         };
         let h = std::thread::spawn(move || run_engine(&mut a, &mut b, &mut pipe, cfg, &c2));
