@@ -377,6 +377,25 @@ fn send_output_dir(st: &mut State, tx: &mut dyn Port, dir: Dir, out: &[OutFrame]
     }
 }
 
+/// Call the pipeline's timer if it is due and send what it releases.
+fn serve_pipeline_timer(
+    st: &mut State,
+    a: &mut dyn Port,
+    b: &mut dyn Port,
+    pipeline: &mut dyn Pipeline,
+    now: Time,
+    pout: &mut Vec<OutFrame>,
+) {
+    if pipeline.poll_timeout().is_some_and(|t| t <= now) {
+        pout.clear();
+        pipeline.on_timeout(now);
+        pipeline.take_output(pout);
+        send_output_dir(st, b, Dir::AToB, pout);
+        send_output_dir(st, a, Dir::BToA, pout);
+        pout.clear();
+    }
+}
+
 /// One frame to send in a batch: a received one (index) or one the pipeline emitted.
 #[derive(Clone, Copy)]
 enum Item {
@@ -458,13 +477,7 @@ pub fn run_engine(
         }
         // Due held frames first: their timing matters most.
         let now = release_due(&mut st, &mut *a, &mut *b);
-        if pipeline.poll_timeout().is_some_and(|t| t <= now) {
-            pipeline.on_timeout(now);
-            pipeline.take_output(&mut pout);
-            send_output_dir(&mut st, &mut *b, Dir::AToB, &pout);
-            send_output_dir(&mut st, &mut *a, Dir::BToA, &pout);
-            pout.clear();
-        }
+        serve_pipeline_timer(&mut st, &mut *a, &mut *b, pipeline, now, &mut pout);
         let mut busy = false;
         for side in 0..2 {
             let (rx, tx, dir): (&mut dyn Port, &mut dyn Port, Dir) =
@@ -503,7 +516,10 @@ pub fn run_engine(
             send_counted(&mut st, tx, 1 - dir.index(), now, &frames);
             // What the pipeline sent back the other way (e.g. an ACK it answered with).
             send_output_dir(&mut st, rx, dir.reverse(), &pout);
-            release_due(&mut st, &mut *a, &mut *b);
+            // Timers again after each batch: a box that releases packets at a high rate (µs apart)
+            // is served twice per loop, not once.
+            let now = release_due(&mut st, &mut *a, &mut *b);
+            serve_pipeline_timer(&mut st, &mut *a, &mut *b, pipeline, now, &mut pout);
         }
         let now = st.clock.now();
         st.flows.sweep(now, false);
