@@ -68,6 +68,8 @@ fn ping(tb: &Testbed, n: usize) -> Vec<Duration> {
     v
 }
 
+type MakePipeline = fn() -> Box<dyn Pipeline>;
+
 /// A way to run the middle of the benchmark topology.
 struct Middle {
     label: &'static str,
@@ -75,7 +77,7 @@ struct Middle {
     /// None: the kernel bridge. Else SCHED_FIFO priority, whether to use the default scheduling
     /// (else neutral: nice 0, kernel slice, the session's group, like the bridge's softirq work
     /// in the endpoints' context), and the pipeline.
-    gateway: Option<(Option<i32>, bool, fn() -> Box<dyn Pipeline>)>,
+    gateway: Option<(Option<i32>, bool, MakePipeline)>,
 }
 
 fn policy_pipeline() -> Box<dyn Pipeline> {
