@@ -22,8 +22,8 @@ const BUF_LEN: usize = 16_384;
 /// Frames taken from one port before looking at the other and at due timers.
 const BATCH: usize = 64;
 /// Default of [`SchedSpec::spin`]: how long before a deadline the engine stops sleeping and
-/// busy-polls. It covers the wake-up latency of an idle vCPU (measured 40–100 µs here; with
-/// 40 µs the held-frame p99 was 73–164 µs, with 200 µs 9–34 µs: docs/benchmarks.md).
+/// busy-polls. It covers the wake-up latency of an idle vCPU (40–100 µs on the project's
+/// machines; docs/benchmarks.md, "Held-frame timing").
 pub const SPIN_BEFORE_DEADLINE: Duration = Duration::from_micros(200);
 /// Default of [`SchedSpec::nice`]. With [`DEFAULT_FAIR_SLICE`] the data plane wins the CPU when
 /// it wakes for a deadline while other processes are busy, without a real-time class (held-frame
