@@ -62,14 +62,14 @@ pub struct BoxArgs {
     /// Run the data plane with SCHED_FIFO at this priority (1-99).
     #[arg(long, value_name = "PRIO")]
     realtime: Option<i32>,
-    /// Nice value of the data-plane thread and, while it runs, of the process's scheduler
-    /// autogroup (normal class; -20 lets it preempt other load when a held frame is due).
+    /// Nice value of the data-plane thread (normal class; -20 lets it preempt other load when a
+    /// held frame is due).
     #[arg(long, default_value_t = ackshape_live::engine::DEFAULT_NICE, allow_negative_numbers = true)]
     nice: i32,
-    /// Leave the process's autogroup (its session's scheduling group) alone; --nice then only
-    /// counts against the tasks of the same session.
+    /// Keep the data-plane thread in its session's scheduling group (autogroup) instead of a cpu
+    /// cgroup of its own with the maximum weight; --nice then only counts within the session.
     #[arg(long)]
-    no_autogroup: bool,
+    no_cpu_group: bool,
     /// Busy-poll this long before a held frame is due instead of sleeping, e.g. 200us (0 = never).
     #[arg(long, default_value = "200us")]
     spin: String,
@@ -96,7 +96,7 @@ macro_rules! apply_box_args {
                 cpu: c.cpu,
                 fair_slice: slice,
                 nice: c.nice,
-                autogroup: !c.no_autogroup,
+                cpu_group: !c.no_cpu_group,
                 spin,
             };
             $cfg.stats_interval = interval;

@@ -314,7 +314,7 @@ mod tests {
         let (wan, mut wh) = MemPort::pair("wan", "wan-host");
         let mut cfg = GatewayConfig::new("x", "y");
         cfg.policy = Some(pol.clone());
-        cfg.sched = SchedSpec { autogroup: false, nice: 0, fair_slice: None, ..Default::default() };
+        cfg.sched = SchedSpec { cpu_group: false, nice: 0, fair_slice: None, ..Default::default() };
         let loaded = Policy::load(&pol).unwrap();
         let ctl = Control::new();
         let (c2, cfg2) = (ctl.clone(), cfg.clone());

@@ -508,22 +508,24 @@ impl MiddleboxPipeline {
         if let Some(h) = l2 {
             self.last_l2[d.index()] = Some(h);
         }
-        if !self.flows.contains_key(&key) {
-            if self.flows.len() >= self.cfg.max_flows {
-                self.sweep(now, false);
-            }
-            if self.flows.len() >= self.cfg.max_flows {
-                self.stats.flows_untracked += 1;
-                return;
-            }
-            self.flows.insert(key, FlowState::default());
-        }
+        // One lookup for a known flow (the common case).
         if let Some(f) = self.flows.get_mut(&key) {
             f.last = now;
             if l2.is_some() {
                 f.l2[d.index()] = l2;
             }
+            return;
         }
+        if self.flows.len() >= self.cfg.max_flows {
+            self.sweep(now, false);
+            if self.flows.len() >= self.cfg.max_flows {
+                self.stats.flows_untracked += 1;
+                return;
+            }
+        }
+        let mut f = FlowState { last: now, ..Default::default() };
+        f.l2[d.index()] = l2;
+        self.flows.insert(key, f);
     }
 }
 
@@ -968,7 +970,7 @@ mod engine_tests {
         let cfg = EngineConfig {
             track_flows: true,
             stats_interval: Duration::from_millis(20),
-            sched: SchedSpec { autogroup: false, nice: 0, fair_slice: None, ..Default::default() },
+            sched: SchedSpec { cpu_group: false, nice: 0, fair_slice: None, ..Default::default() },
             ..Default::default()
         };
         let h = std::thread::spawn(move || run_engine(&mut a, &mut b, &mut pipe, cfg, &c2));
@@ -1016,5 +1018,72 @@ mod engine_tests {
         assert_eq!(snap.port("b").unwrap().tx_packets, n as u64);
         let prom = snap.prometheus();
         assert!(prom.contains("ackshape_pipeline_sent{path=\"stats.a_to_b\"} 100"), "{prom}");
+    }
+}
+
+#[cfg(test)]
+mod cost {
+    use super::*;
+    use crate::classify::classify;
+    use crate::testing::tcp_frame;
+
+    /// CPU cost per frame of the pipeline with a box (no I/O): `cargo test --release -p
+    /// ackshape-live --lib cost -- --ignored --nocapture`. Reported, not asserted.
+    #[test]
+    #[ignore]
+    fn pipeline_cost_per_frame() {
+        let data = tcp_frame(
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            1000,
+            80,
+            1,
+            0x18,
+            &[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2],
+            &[7; 1448],
+        );
+        let ack =
+            tcp_frame([10, 0, 0, 2], [10, 0, 0, 1], 80, 1000, 1, 0x10, &[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2], &[]);
+        let (cd, ca) = (classify(&data), classify(&ack));
+        let policy = ackshape_core::shape::policy::Policy::parse(
+            "default_class = \"all\"\n[[class]]\nname = \"all\"\nrate = \"10Gbit/s\"\nqueue = \"1000pkt\"\n",
+            "x",
+        )
+        .unwrap();
+        let boxes: Vec<(&str, Box<dyn Middlebox + Send>)> = vec![
+            ("core PassThrough", Box::new(ackshape_core::middlebox::PassThrough)),
+            ("policy Gateway, 1 class 10 Gbit/s", Box::new(ackshape_core::shape::gateway::Gateway::new(policy, 14, 1))),
+        ];
+        for (name, mb) in boxes {
+            let mut p = MiddleboxPipeline::new(mb, name);
+            let n = 400_000u64;
+            let mut out = Vec::new();
+            let (mut f, mut g) = (data.clone(), ack.clone());
+            let t0 = std::time::Instant::now();
+            let c0 = crate::sys::thread_cpu_time();
+            let mut sent = 0usize;
+            for i in 0..n {
+                // 1 Gbit/s of data + an ACK every other segment
+                let now = Time(i * 12_000);
+                p.on_frame(now, Dir::AToB, &mut f, &cd);
+                if i % 2 == 0 {
+                    p.on_frame(now, Dir::BToA, &mut g, &ca);
+                }
+                if p.poll_timeout().is_some_and(|t| t <= now) {
+                    p.on_timeout(now);
+                }
+                p.take_output(&mut out);
+                sent += out.len();
+                out.clear();
+            }
+            let (el, cpu) = (t0.elapsed(), crate::sys::thread_cpu_time().saturating_sub(c0));
+            let per = |d: std::time::Duration| d.as_nanos() as f64 / (n as f64 * 1.5);
+            eprintln!(
+                "{name}: {:.0} ns of CPU per frame ({:.0} ns wall; {} in, {sent} out)",
+                per(cpu),
+                per(el),
+                n * 3 / 2
+            );
+        }
     }
 }
