@@ -6,8 +6,12 @@
 //! - [`gateway`]: an inline bump-in-the-wire between a LAN and a WAN interface (one AF_PACKET
 //!   raw socket per port, `PACKET_IGNORE_OUTGOING` + `PACKET_AUXDATA`, each frame sent through the
 //!   socket of the port it leaves by), classifying every frame and running a [`pipeline::Pipeline`]
-//!   (pass-through for now) with per-port and per-flow stats, a bounded flow table, JSON-lines and
-//!   Prometheus export, pcap capture, SIGHUP policy reload and clean shutdown.
+//!   — the policy's shaping gateway ([`gateway::PolicyPipeline`]) or pass-through — with per-port
+//!   and per-flow stats, a bounded flow table, JSON-lines and Prometheus export, pcap capture,
+//!   SIGHUP policy reload and clean shutdown.
+//! - [`mbpipe`]: any `ackshape_core` `Middlebox` (the edge gateway, a `qdisc-link`, a scenario's
+//!   `[[middlebox]]`) as a pipeline: frames in as `Packet`s, emitted packets out as the original
+//!   bytes, patched in place or written anew, at the box's own times.
 //! - [`wanem`]: a userspace WAN emulator (delay, jitter, loss, rate limit with a drop-tail queue)
 //!   using the simulator's own loss/delay models from `ackshape_core::impair`.
 //! - [`testbed`]: network namespaces (sender — gateway — wanem — receiver) wired with veth
@@ -19,8 +23,9 @@
 //!   what was moved, goodput time series) for live runs and tests.
 //! - [`port`]: the packet-I/O trait with AF_PACKET and in-memory ports and pcap/fault wrappers;
 //!   [`engine`]: the two-port loop (recvmmsg/sendmmsg batches, classify with
-//!   `ackshape_wire::Packet::parse_frame`, policy, pipeline verdicts, a deadline queue for held
-//!   frames, stats) that the gateway and the wanem share.
+//!   `ackshape_wire::Packet::parse_frame`, policy, pipeline verdicts and output, deadlines for
+//!   held frames and pipeline timers with a busy-poll before each, stats) that the gateway and
+//!   the wanem share.
 //!
 //! Entry points for the `ackshape` CLI: [`gateway::run`], [`wanem::run`], [`testbed::up`],
 //! [`testbed::down`], [`rig::Rig::start`] + [`traffic::run_flows`] for `run --live`.
