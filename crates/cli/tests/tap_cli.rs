@@ -1,4 +1,4 @@
-//! `ackshape tap` as a process beside a live router (namespaces `acks-tq…`): it shapes while it
+//! `ackshape tap` as a process beside a live router (namespaces `acks-tpk…`): it shapes while it
 //! runs, and when it is killed (SIGKILL) the transfer it was shaping carries on unaffected — the
 //! tap is never in the forwarded path. Needs root, `ip`, `ethtool`, `tc`; prints `SKIPPED:` and
 //! returns otherwise. Also: bad arguments and policies are rejected with the key (no root needed).
@@ -18,7 +18,7 @@ fn exe() -> &'static str {
 
 #[test]
 fn bad_tap_arguments_and_policies_name_the_problem() {
-    let dir = std::env::temp_dir().join(format!("acks-tq-args-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("acks-tp-args-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("p.toml");
     std::fs::write(&p, "technique = \"triple-ack\"\ntarget = \"lots\"\n").unwrap();
@@ -88,9 +88,9 @@ fn transfer_continues_unaffected_when_the_tap_process_is_killed() {
         let _ = writeln!(std::io::stderr().lock(), "SKIPPED: tap kill: {why}");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("acks-tq-kill-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("acks-tp-kill-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut spec = TapTopologySpec::new("acks-tqk");
+    let mut spec = TapTopologySpec::new("acks-tpk");
     let ab = LinkSpec { delay_ns: 10_000_000, rate_bps: Some(10_000_000), ..Default::default() };
     spec.wanem = Some((ab, LinkSpec { delay_ns: 10_000_000, ..Default::default() }));
     // Senders the technique works on (see docs/reproduction.md, P4 live).

@@ -138,6 +138,24 @@ mod tests {
     #[test]
     fn every_toml_example_in_docs_policy_md_loads() {
         let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md")).unwrap();
+        // The "Tap policy" section's examples are `ackshape tap` policies (a core TapSpec).
+        let mut tap_blocks = 0;
+        let doc: String = doc
+            .split("\n## ")
+            .filter(|section| {
+                if !section.starts_with("Tap policy") {
+                    return true;
+                }
+                for block in section.split("```toml").skip(1).map(|b| b.split("```").next().unwrap()) {
+                    ackshape_core::shape::tap::TapSpec::from_toml(block)
+                        .unwrap_or_else(|e| panic!("docs/policy.md tap example: {e:?}"));
+                    tap_blocks += 1;
+                }
+                false
+            })
+            .collect::<Vec<_>>()
+            .join("\n## ");
+        assert!(tap_blocks >= 1, "docs/policy.md has a tap policy example");
         let blocks: Vec<&str> = doc.split("```toml").skip(1).map(|b| b.split("```").next().unwrap()).collect();
         assert!(blocks.len() >= 3, "docs/policy.md has its examples");
         let mut shaping = 0;

@@ -27,12 +27,19 @@ fn p4_experiments_run_quick_and_key_claims_hold() {
     for c in &a3.claims {
         assert!(c.holds, "{}: {}", c.id, c.measured);
     }
+    // Both targets (50% and 25% of the unshaped rate) in each of the three senders.
+    for case in ["ns2-reno", "modern-cubic", "modern-sack"] {
+        for pct in [50, 25] {
+            assert!(a3.claims.iter().any(|c| c.id == format!("hold-{case}-{pct}")), "no claim hold-{case}-{pct}");
+        }
+    }
     let s = run("P4-S4.2b");
     assert!(holds(&s, "hard-switch-triple-ack-ns2"));
     assert!(holds(&s, "hard-switch-triple-ack-modern"));
     let f8 = run("P4-F8");
     assert!(holds(&f8, "no-retransmissions-ns2") && holds(&f8, "no-retransmissions-modern"));
     let f7 = run("P4-F7");
+    assert!(holds(&f7, "f1-increase-ns2"), "duplicating every ACK raises the ns-2 sender's throughput");
     let t = f7.tables.iter().find(|t| t.name == "max_reduction_vs_f").unwrap();
     assert_eq!(t.rows.len(), 2 * 4, "two profiles × the quick f values");
     // ns-2 profile: f = 1 raises the rate, f = 6 cuts it by ~80%.
