@@ -1434,6 +1434,7 @@ impl Sim {
                                 "retransmitted_segments": st.retrans_segs,
                                 "segments": st.data_segs_sent,
                                 "cwnd_segments": c.cwnd_bytes() as f64 / v.actual(i).map_or(1000, |a| a.mss()) as f64,
+                                "rtt_mean_ms": if st.rtt_samples > 0 { st.rtt_sum_ns as f64 / st.rtt_samples as f64 * 1e-6 } else { 0.0 },
                             })
                         })
                         .collect();

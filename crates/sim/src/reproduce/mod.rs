@@ -21,6 +21,8 @@
 //! with errors that name the file and the key; [`set_path`] edits the base scenario for a sweep
 //! point.
 
+pub mod p3;
+
 use crate::metrics::Summary;
 use crate::scenario::Scenario;
 use crate::world::{RunOptions, Sim};
@@ -345,6 +347,7 @@ pub struct Experiment {
 pub fn registry() -> Vec<Experiment> {
     let mut v: Vec<Experiment> = Vec::new();
     // Each paper module appends its experiments here, e.g. `v.extend(p2::experiments());`.
+    v.extend(p3::experiments());
     v.sort_by(|a, b| a.id.cmp(b.id));
     v
 }
