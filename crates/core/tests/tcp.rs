@@ -476,6 +476,33 @@ fn misbehaving_keeps_growing_after_losses() {
     assert_eq!(s.b().stats().bytes_delivered, 3000 * MSS);
 }
 
+/// Reno without congestion avoidance (paper 001 §2.4, read as in trap P1-10): it halves on a
+/// loss like Reno, then keeps doubling per RTT where Reno grows by one MSS per RTT.
+#[test]
+fn reno_without_congestion_avoidance_halves_then_grows_exponentially() {
+    let run = |no_ca: bool| {
+        let c = TcpConfig { no_congestion_avoidance: no_ca, initial_window: 2, ..cfg(CcAlgo::Reno) };
+        let mut s = Sim::new(c.clone(), c, ms(20));
+        s.ab.drop_data = vec![30];
+        s.a.write(100_000 * MSS);
+        s.run_until(secs(30), |s| s.a.stats().fast_retransmits > 0);
+        let at_loss = s.a.trace().ssthresh_bytes;
+        s.run_until(secs(30), |s| s.a.stats().bytes_acked >= 200 * MSS);
+        let t0 = s.now;
+        // Eight RTTs after recovery.
+        s.run_until(Time(t0.0 + ms(8 * 40).0), |_| false);
+        (s.a.stats().clone(), at_loss, s.a.trace().cwnd_bytes)
+    };
+    let (reno, reno_ss, reno_cw) = run(false);
+    let (noca, noca_ss, noca_cw) = run(true);
+    assert_eq!(reno.cwnd_reductions, 1);
+    assert_eq!(noca.cwnd_reductions, 1, "the loss still halves the window");
+    assert_eq!(reno_ss, noca_ss, "same halving");
+    // Reno: about ssthresh + 8 MSS; without CA the window has doubled several times.
+    assert!(reno_cw < reno_ss + 12 * MSS, "reno {reno_cw} from {reno_ss}");
+    assert!(noca_cw > 4 * noca_ss, "no-CA cwnd {noca_cw} from ssthresh {noca_ss}");
+}
+
 #[test]
 fn tahoe_cwnd_one_on_triple_dupack() {
     let mut s = Sim::new(cfg(CcAlgo::Tahoe), cfg(CcAlgo::Tahoe), ms(20));

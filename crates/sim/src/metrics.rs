@@ -35,6 +35,8 @@ pub struct FlowSummary {
     pub throughput_bps: f64,
     /// Payload bytes delivered in order to the receiving application, whole run.
     pub bytes_delivered: u64,
+    /// Data segments sent (first transmissions and retransmissions; UDP packets), window.
+    pub data_packets_sent: u64,
     /// Retransmitted data segments, window.
     pub retransmitted_packets: u64,
     /// Retransmitted / all data segments sent, window.

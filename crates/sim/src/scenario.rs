@@ -94,6 +94,8 @@ pub struct TcpSpec {
     pub multcp_n: Option<f64>,
     /// Initial slow-start threshold in segments (default: unlimited).
     pub initial_ssthresh: Option<u64>,
+    /// `false`: no congestion avoidance (slow-start growth above ssthresh; losses still halve).
+    pub congestion_avoidance: Option<bool>,
 }
 
 impl TcpSpec {
@@ -122,7 +124,8 @@ impl TcpSpec {
             rto_granularity,
             dupthresh,
             multcp_n,
-            initial_ssthresh
+            initial_ssthresh,
+            congestion_avoidance
         )
     }
 
@@ -194,6 +197,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.initial_ssthresh {
             c.initial_ssthresh = v;
+        }
+        if let Some(v) = self.congestion_avoidance {
+            c.no_congestion_avoidance = !v;
         }
         c
     }
@@ -363,6 +369,9 @@ pub struct GroupSpec {
     pub senders: u32,
     #[serde(default)]
     pub access: LinkSpec,
+    /// The receiver access links of these pairs (over the topology's `receiver_access`): where a
+    /// per-group WAN delay goes when a gateway at `left` must see it in its round trips.
+    pub receiver_access: Option<LinkSpec>,
 }
 
 /// A group of dumbbell receivers sharing access-link settings (e.g. receivers at different
@@ -392,6 +401,9 @@ pub struct DumbbellSpec {
     /// Receiver groups overriding `receiver_access` for consecutive receivers, in order.
     #[serde(default)]
     pub receiver_groups: Vec<RecvGroupSpec>,
+    /// A link from an upstream router `edge` to `left`: senders then attach to `edge`
+    /// (paper 001 Fig. 4: a box at `edge` is upstream of the bottleneck, not at it).
+    pub upstream: Option<LinkSpec>,
 }
 
 /// A node of a general graph.
@@ -766,8 +778,15 @@ impl Scenario {
                 if let Some(r) = &d.receiver_access {
                     r.over(&d.access).validate("topology.receiver_access")?;
                 }
+                let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
                 for (i, g) in d.groups.iter().enumerate() {
                     g.access.over(&d.access).validate(&format!("topology.groups[{i}].access"))?;
+                    if let Some(r) = &g.receiver_access {
+                        r.over(&racc).validate(&format!("topology.groups[{i}].receiver_access"))?;
+                    }
+                }
+                if let Some(u) = &d.upstream {
+                    u.validate("topology.upstream")?;
                 }
                 let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
                 for (i, g) in d.receiver_groups.iter().enumerate() {

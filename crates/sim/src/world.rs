@@ -273,6 +273,15 @@ impl Sim {
                 let left = add_node(&mut nodes, &mut hosts, "left".into(), false);
                 let right = add_node(&mut nodes, &mut hosts, "right".into(), false);
                 add_link(&mut links, "bottleneck", left, right, &d.bottleneck);
+                // Senders attach to `left`, or to an upstream router `edge` when there is one.
+                let attach = match &d.upstream {
+                    Some(u) => {
+                        let edge = add_node(&mut nodes, &mut hosts, "edge".into(), false);
+                        add_link(&mut links, "upstream", edge, left, u);
+                        edge
+                    }
+                    None => left,
+                };
                 let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
                 let mut group_of = Vec::new();
                 for (gi, g) in d.groups.iter().enumerate() {
@@ -293,11 +302,15 @@ impl Sim {
                         Some(&g) => d.groups[g].access.over(&d.access),
                         None => d.access.clone(),
                     };
-                    add_link(&mut links, &format!("access-s{i}"), s, left, &acc);
+                    let racc_i = match group_of.get(i as usize).and_then(|&g| d.groups[g].receiver_access.as_ref()) {
+                        Some(r) => r.over(&racc),
+                        None => racc.clone(),
+                    };
+                    add_link(&mut links, &format!("access-s{i}"), s, attach, &acc);
                     let r = add_node(&mut nodes, &mut hosts, format!("d{i}"), true);
                     let racc_i = match rgroup_of.get(i as usize) {
-                        Some(&g) => d.receiver_groups[g].access.over(&racc),
-                        None => racc.clone(),
+                        Some(&g) => d.receiver_groups[g].access.over(&racc_i),
+                        None => racc_i,
                     };
                     add_link(&mut links, &format!("access-d{i}"), right, r, &racc_i);
                     pairs.push((nodes[s as usize].host, nodes[r as usize].host));
@@ -1500,6 +1513,7 @@ impl Sim {
                 goodput_bps: (f.delivered - f.snap.delivered) as f64 * 8.0 / win,
                 throughput_bps: sent as f64 * 8.0 / win,
                 bytes_delivered: f.delivered,
+                data_packets_sent: segs,
                 retransmitted_packets: retr,
                 retransmit_ratio: if segs > 0 { retr as f64 / segs as f64 } else { 0.0 },
                 timeouts: s.timeouts,

@@ -8,8 +8,13 @@
 //! being the packets since the last mark (uniformly spread marks); above `max_th` every packet is
 //! dropped (or, `gentle`, p_b rises linearly from max_p to 1 up to 2·max_th). "Mark" means set CE on
 //! an ECN-capable packet when `ecn` is on, otherwise drop. Above `max_th` (non-gentle) and at the
-//! physical limit, packets are dropped even if ECN-capable. Paper 001 uses min 10, max 30,
-//! w_q 0.02, max_p 0.2.
+//! physical limit, packets are dropped even if ECN-capable — unless `mark_only`: then RED is a
+//! pure marker that never drops for congestion (ECN-capable packets are marked in every region,
+//! above max_th too; packets that cannot be marked — SYNs, pure ACKs and retransmissions, which
+//! RFC 3168 keeps non-ECT — are admitted unmarked) and only the physical limit drops. Paper 001
+//! uses min 10, max 30, w_q 0.02, max_p 0.2; its ECN tables (zero drops with average queues of
+//! hundreds to thousands of packets, far above max_th; one-way ns-2 agents without SYNs) imply
+//! `mark_only`.
 //!
 //! **What it is not.** No adaptive RED, no byte mode: lengths are in packets.
 
@@ -33,11 +38,23 @@ pub struct RedConfig {
     /// Mark ECN-capable packets (CE) instead of dropping them.
     pub ecn: bool,
     pub gentle: bool,
+    /// With `ecn`: never drop for congestion (see the module documentation). Off by default
+    /// (RFC 3168 drops above max_th).
+    pub mark_only: bool,
 }
 
 impl Default for RedConfig {
     fn default() -> Self {
-        RedConfig { min_th: 10.0, max_th: 30.0, w_q: 0.02, max_p: 0.2, limit_pkts: 100, ecn: false, gentle: false }
+        RedConfig {
+            min_th: 10.0,
+            max_th: 30.0,
+            w_q: 0.02,
+            max_p: 0.2,
+            limit_pkts: 100,
+            ecn: false,
+            gentle: false,
+            mark_only: false,
+        }
     }
 }
 
@@ -152,12 +169,19 @@ impl QueueDisc for Red {
             self.stats.forced_drops += 1;
             return Enqueue::Dropped(pkt);
         }
+        let ect = self.cfg.ecn && matches!(pkt.ip.ecn, Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce);
+        let mark_only = self.cfg.ecn && self.cfg.mark_only;
         match self.decide() {
             None => {}
-            Some(true) if self.cfg.ecn && matches!(pkt.ip.ecn, Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce) => {
+            Some(true) if ect => {
                 pkt.ip.ecn = Ecn::Ce;
                 self.stats.ecn_marks += 1;
             }
+            Some(false) if mark_only && ect => {
+                pkt.ip.ecn = Ecn::Ce;
+                self.stats.ecn_marks += 1;
+            }
+            Some(_) if mark_only => {}
             Some(true) => {
                 self.stats.early_drops += 1;
                 return Enqueue::Dropped(pkt);
@@ -261,6 +285,36 @@ mod tests {
             assert!(matches!(r.enqueue(t, pkt(Ecn::Ect0)), Enqueue::Dropped(_)), "forced drop even if ECT");
         }
         assert_eq!(r.stats().forced_drops - before, 100);
+    }
+
+    #[test]
+    fn mark_only_marks_above_max_th_and_never_drops_below_the_limit() {
+        let cfg = RedConfig { limit_pkts: 600, ecn: true, mark_only: true, ..RedConfig::default() };
+        let mut r = Red::new(cfg, Dur::from_micros(1), stream(1, "red", 0));
+        let mut t = Time::ZERO;
+        for _ in 0..400 {
+            t += Dur::from_micros(1);
+            assert!(matches!(r.enqueue(t, pkt(Ecn::Ect0)), Enqueue::Queued));
+        }
+        assert!(r.avg() >= 30.0, "avg {}", r.avg());
+        let marks = r.stats().ecn_marks;
+        for _ in 0..100 {
+            t += Dur::from_micros(1);
+            assert!(matches!(r.enqueue(t, pkt(Ecn::Ect0)), Enqueue::Queued), "marked, not dropped");
+        }
+        assert_eq!(r.stats().ecn_marks - marks, 100, "every packet above max_th is marked");
+        assert_eq!(r.stats().forced_drops, 0);
+        // A packet that cannot be marked (SYN, retransmission) is admitted unmarked; the physical
+        // limit still drops.
+        let syn = Packet { payload_len: 0, ..pkt(Ecn::NotEct) };
+        assert!(matches!(r.enqueue(t, syn), Enqueue::Queued));
+        assert!(matches!(r.enqueue(t, pkt(Ecn::NotEct)), Enqueue::Queued));
+        while r.len_pkts() < 600 {
+            let _ = r.enqueue(t, pkt(Ecn::Ect0));
+        }
+        assert!(matches!(r.enqueue(t, pkt(Ecn::Ect0)), Enqueue::Dropped(_)));
+        assert_eq!(r.stats().forced_drops, 1);
+        assert_eq!(r.stats().early_drops, 0);
     }
 
     #[test]

@@ -107,6 +107,12 @@ pub struct TcpConfig {
     /// linear increase"). Off by default: Misbehaving never reduces cwnd.
     #[serde(default)]
     pub misbehaving_ecn_response: bool,
+    /// No congestion avoidance: slow-start growth (+1 MSS per ACK) above ssthresh too, while
+    /// loss and ECN responses stay those of `cc` (paper 001 §2.4's misbehaving source: "we
+    /// disabled the congestion avoidance logic", read with Reno's halving kept, trap P1-10).
+    /// Off by default. `Misbehaving` is the stronger variant that never reduces cwnd.
+    #[serde(default)]
+    pub no_congestion_avoidance: bool,
     /// Grow cwnd only while the window is in use (RFC 7661 spirit; Linux `tcp_is_cwnd_limited`).
     /// Off by default (RFC 5681 / ns-2: an rwnd- or application-limited flow keeps growing cwnd).
     #[serde(default)]
@@ -150,6 +156,7 @@ impl Default for TcpConfig {
             carry_payload: false,
             limited_transmit: false,
             misbehaving_ecn_response: false,
+            no_congestion_avoidance: false,
             cwnd_validation: false,
             time_wait: None,
             rescue_retransmission: false,

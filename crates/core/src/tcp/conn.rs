@@ -840,7 +840,7 @@ impl Connection {
             self.cwnd = self.cwnd.saturating_add(acked).min(cap);
             return;
         }
-        if self.cwnd < self.ssthresh {
+        if self.cwnd < self.ssthresh || self.cfg.no_congestion_avoidance {
             let inc = if self.cfg.abc { acked.min(2 * mss) } else { mss };
             self.cwnd = self.cwnd.saturating_add(inc).min(cap);
             return;

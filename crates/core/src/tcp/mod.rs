@@ -58,6 +58,8 @@
 //!   SYN/FIN, same ACK number, same window, data outstanding): a window change (e.g. an
 //!   injected zero-window copy) is not a duplicate. No fast retransmit during a go-back-N.
 //!   `cwnd_validation` (off by default) stops growth while the window is not in use.
+//!   `no_congestion_avoidance` keeps slow-start growth above ssthresh while keeping the
+//!   algorithm's loss and ECN responses (paper 001's misbehaving source with Reno halving).
 //! * **RTO (RFC 6298)**: SRTT/RTTVAR, RTO = max(min, SRTT + max(G, 4·RTTVAR)) rounded up to
 //!   a multiple of G, clamped to max, doubled per expiry (backoff reset by the next valid
 //!   sample). Timer deadlines are rounded up to the next multiple of G since Time 0, so with
