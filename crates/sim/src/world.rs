@@ -468,13 +468,13 @@ impl Sim {
                 }
                 None => NONE,
             };
-            for j in 0..count {
+            for (j, &w) in weights.iter().enumerate().take(count) {
                 let (src, dst) = placement[k];
                 k += 1;
                 let mut cfg = cfg.clone();
                 if f.kind == FlowKind::Multcp {
                     cfg.cc = CcAlgo::MulTcp;
-                    cfg.multcp_n = weights[j];
+                    cfg.multcp_n = w;
                 }
                 if gid != NONE {
                     groups[gid as usize].flows.push(fid);
