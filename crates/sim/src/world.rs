@@ -468,13 +468,13 @@ impl Sim {
                 }
                 None => NONE,
             };
-            for j in 0..count {
+            for (j, &w) in weights.iter().enumerate().take(count) {
                 let (src, dst) = placement[k];
                 k += 1;
                 let mut cfg = cfg.clone();
                 if f.kind == FlowKind::Multcp {
                     cfg.cc = CcAlgo::MulTcp;
-                    cfg.multcp_n = weights[j];
+                    cfg.multcp_n = w;
                 }
                 if gid != NONE {
                     groups[gid as usize].flows.push(fid);
@@ -1447,6 +1447,7 @@ impl Sim {
                                 "retransmitted_segments": st.retrans_segs,
                                 "segments": st.data_segs_sent,
                                 "cwnd_segments": c.cwnd_bytes() as f64 / v.actual(i).map_or(1000, |a| a.mss()) as f64,
+                                "rtt_mean_ms": if st.rtt_samples > 0 { st.rtt_sum_ns as f64 / st.rtt_samples as f64 * 1e-6 } else { 0.0 },
                             })
                         })
                         .collect();

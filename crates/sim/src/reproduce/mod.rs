@@ -34,6 +34,7 @@ pub mod edge;
 pub mod p0;
 pub mod p1;
 pub mod p2;
+pub mod p3;
 
 /// One checked statement of a paper.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -377,6 +378,7 @@ pub fn registry() -> Vec<Experiment> {
     let mut v: Vec<Experiment> = Vec::new();
     // Each paper module appends its experiments here.
     v.extend(p2::experiments());
+    v.extend(p3::experiments());
     v.extend(p4::experiments());
     v.extend(p0::experiments());
     v.extend(p1::experiments());

@@ -33,8 +33,10 @@
 //! the eligible-set fallback of Eq. 2 (P3-8); loss marking on the first SACK block above a
 //! packet (P3-6); ACK counting (P3-9); after an RTO the actual flow is suspended with a copy
 //! `cwnd = 1, pipe = 0` that grows by one per new ACK (the thesis defines suspension for fast
-//! recovery only); the actual flow keeps its SACK scoreboard after an RTO (RFC 6675) while its
-//! PSRs are reset to U as the thesis says.
+//! recovery only); a flow is suspended only while it has segments in flight (otherwise no ACK
+//! could ever lower its copy of pipe and it would wait for an RTO: a liveness guard of ours); the
+//! actual flow keeps its SACK scoreboard after an RTO (RFC 6675) while its PSRs are reset to U as
+//! the thesis says.
 //!
 //! Drive it like a [`Connection`], with the flow index beside each packet:
 //!
@@ -414,7 +416,13 @@ impl VpsGroup {
 
     /// Whether actual flow `i` is suspended now.
     pub fn suspended(&self, i: usize) -> bool {
-        self.cfg.suspension && self.flows[i].susp.is_some_and(|s| s.pipe >= s.cwnd)
+        let a = &self.flows[i];
+        self.cfg.suspension
+            && a.susp.is_some_and(|s| s.pipe >= s.cwnd)
+            // Liveness guard (ours): only while an ACK can still come to bring the copy of pipe
+            // down, i.e. the actual flow has segments in flight (RFC 6675 pipe > 0). As written,
+            // P3-A9 leaves a flow whose copy of pipe exceeds its own flight suspended until an RTO.
+            && a.conn.as_ref().is_some_and(|c| c.pipe_bytes() > 0)
     }
 
     // ------------------------------------------------------------------ internals
