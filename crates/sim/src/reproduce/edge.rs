@@ -551,6 +551,23 @@ pub fn run_jobs(ctx: &mut Ctx, file: &str, jobs: &[Job]) -> Result<Vec<Outcome>,
         .collect()
 }
 
+/// A note on the runs' cost: how many, their summed run time and the slowest.
+pub fn cost_note(jobs: &[Job], outs: &[Outcome]) -> String {
+    let total: f64 = outs.iter().map(|o| o.summary.sim.wall_time_s).sum();
+    let (i, slow) = outs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (i, o.summary.sim.wall_time_s))
+        .fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    format!(
+        "{} simulation runs, {:.1} s of run time in all (one core each); the slowest took {:.1} s ({}).",
+        outs.len(),
+        total,
+        slow,
+        jobs.get(i).map(|j| j.label.as_str()).unwrap_or("")
+    )
+}
+
 // ------------------------------------------------------------------------------------- helpers
 
 pub fn mean(x: &[f64]) -> f64 {
