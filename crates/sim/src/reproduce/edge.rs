@@ -492,12 +492,18 @@ fn apply_gateway(v: &mut Variant, s: &Shape, mechanism: Option<Tbl>, qdisc: Opti
         ("class", toml::Value::Array(vec![toml::Value::Table(class)])),
         ("rule", toml::Value::Array(vec![toml::Value::Table(rule)])),
     ]);
-    v.add_middlebox(tbl(&[
+    let mut mb = tbl(&[
         ("node", s.node.into()),
         ("wan", s.wan.into()),
         ("kind", "gateway".into()),
         ("policy", toml::Value::Table(policy)),
-    ]));
+    ]);
+    // The gateway's class and buffer statistics cover the scenario's measurement window, as the
+    // flows' metrics do (the start-up burst does not count).
+    if let Some(w) = v.t.get("warmup").cloned() {
+        mb.insert("warmup".into(), w);
+    }
+    v.add_middlebox(mb);
     Ok(())
 }
 
@@ -554,11 +560,13 @@ pub fn run_jobs(ctx: &mut Ctx, file: &str, jobs: &[Job]) -> Result<Vec<Outcome>,
 /// A note on the runs' cost: how many, their summed run time and the slowest.
 pub fn cost_note(jobs: &[Job], outs: &[Outcome]) -> String {
     let total: f64 = outs.iter().map(|o| o.summary.sim.wall_time_s).sum();
-    let (i, slow) = outs
-        .iter()
-        .enumerate()
-        .map(|(i, o)| (i, o.summary.sim.wall_time_s))
-        .fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let (i, slow) = outs.iter().enumerate().map(|(i, o)| (i, o.summary.sim.wall_time_s)).fold((0, 0.0), |a, b| {
+        if b.1 > a.1 {
+            b
+        } else {
+            a
+        }
+    });
     format!(
         "{} simulation runs, {:.1} s of run time in all (one core each); the slowest took {:.1} s ({}).",
         outs.len(),
