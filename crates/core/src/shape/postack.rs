@@ -18,6 +18,9 @@
 //!   entered the class and was not yet "paid for" by a slot. At each slot, for each flow: if
 //!   `i.out > 1` the QueueRelocator skips the slot (`i.out −= 1`), else one held ACK is released.
 //!   So k packets entering after one released ACK make the next k − 1 slots of the flow skip.
+//!   With `spread_slots` (not in the paper) the timer runs every MSS / BW_c and each slot serves
+//!   only the next active flow, so a round's n releases are spread over Δ_c instead of leaving
+//!   together (paper 000 Fig. 8 at 16–32 flows: the n-ACK burst needs an n-packet class FIFO).
 //! - **`zero-timer`** (Fig. 13/14, P0-A5): no timer; the class's per-flow queues (PFQ+DRR)
 //!   clock the ACKs. The paper's table is read on the length `qlen` of the DRR-selected flow's
 //!   queue *when it is selected*, i.e. `flow_qlen + 1` with the seam's after-the-dequeue
