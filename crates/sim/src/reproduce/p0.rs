@@ -251,7 +251,7 @@ fn f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let mech: Vec<&str> = ["tcr", "postack"].into_iter().filter(|m| ran(&schemes, m)).collect();
     if !mech.is_empty() {
         out.notes.push(
-            "Why the class-tick schemes need more buffer as flows grow: each tick of the class timer (period n·MSS/BW_c) releases one ACK to every flow with one held, so up to n data packets reach the PCDQ together at LAN speed while the class drains one per MSS/BW_c; the PCDQ must hold that burst (the peak data queue with the largest FIFO shows it). Pacing each flow on its own Δ_i = MSS/BW_i (`tcr/per-flow`, paper 001's way) spreads the same releases and needs a few packets. Zero-timer PostACK (P0-A5) keeps about one packet per flow in its per-flow queues, so its buffer grows with n as well.".into(),
+            "Why the class-tick schemes need more buffer as flows grow: each tick of the class timer (period n·MSS/BW_c) releases one ACK to every flow with one held, so up to n data packets reach the PCDQ together at LAN speed while the class drains one per MSS/BW_c; the PCDQ must hold that burst (the peak data queue with the largest FIFO shows it). Pacing each flow on its own Δ_i = MSS/BW_i (`tcr/per-flow`, paper 001's way) spreads the same releases and needs a few packets. Zero-timer PostACK (P0-A5) keeps about one packet per flow in its per-flow queues, so its buffer grows with n as well. The `*/burst20` schemes (a 20-packet class bucket, as Linux CBQ lets a class burst at line rate; not the paper's setting) test this: the bucket passes part of each tick's burst on at once.".into(),
         );
     }
     if ran(&schemes, "class-fifo") {
