@@ -349,3 +349,39 @@ fn a_ceiling_caps_borrowing_and_the_link_rate_caps_the_total() {
     assert!(((r[0] + r[1]) / 5e6 - 1.0).abs() < 0.01, "{r:?}");
     assert!(r[1] >= 2e6 * 0.98, "{r:?}");
 }
+
+#[test]
+fn stats_reset_at_warmup_drops_the_start_up_burst() {
+    // 1 Mbit/s class, 10-packet FIFO: a burst of 12 at t = 0 fills it (and drops); from the reset
+    // at 1 s on, single packets spaced wider than their service time never queue.
+    let policy =
+        "[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\nburst = \"64B\"\nqueue = \"10pkt\"\n[[rule]]\nclass = \"c\"\n";
+    let run = |reset: Option<Time>| {
+        let (mut g, _log) = gateway(policy);
+        if let Some(t) = reset {
+            g.reset_stats_at(t);
+        }
+        let mut out = Emit::new();
+        for _ in 0..12 {
+            g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);
+        }
+        for k in 0..20u64 {
+            let t = Time::ZERO + Dur::from_millis(1000 + 50 * k);
+            run_until(&mut g, t, &mut out);
+            g.on_packet(t, Dir::AToB, data(1), &mut out);
+        }
+        run_until(&mut g, Time::ZERO + Dur::from_secs(3), &mut out);
+        g.stats_json()
+    };
+    let whole = run(None);
+    let win = run(Some(Time::ZERO + Dur::from_secs(1)));
+    let c = |s: &serde_json::Value, k: &str| s["classes"]["c"][k].as_f64().unwrap();
+    assert!(c(&whole, "data_queue_max_pkts") >= 10.0, "{whole}");
+    assert!(c(&whole, "drops") >= 1.0);
+    assert_eq!(c(&win, "drops"), 0.0, "{win}");
+    assert!(c(&win, "data_queue_max_pkts") <= 1.0, "{win}");
+    assert!(c(&win, "data_queue_avg_pkts") < c(&whole, "data_queue_avg_pkts"));
+    assert_eq!(c(&win, "enqueued_pkts"), 20.0, "only the packets after the reset count");
+    assert!(c(&whole, "enqueued_pkts") >= 30.0, "the burst counts in the whole-run figure");
+    assert!(win["buffer"]["data_max_pkts"].as_f64().unwrap() <= 1.0, "{win}");
+}

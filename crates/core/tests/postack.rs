@@ -192,6 +192,58 @@ fn one_ack_per_flow_per_slot() {
     assert_eq!(m.poll_timeout(), None, "the timer stops when nothing is held or owed");
 }
 
+/// Spread slots: the same per-flow rate (one ACK per flow per Δ_c = n·MSS/BW_c), but one flow
+/// per slot, so a round of n releases is spread over Δ_c instead of leaving as one burst.
+#[test]
+fn spread_slots_release_one_flow_per_slot_at_the_same_per_flow_rate() {
+    // 3.6 Mbit/s, 1500-byte packets: MSS/BW_c = 3.33 ms; with 3 flows Δ_c = 10 ms.
+    let mut m = PostAck::new(PostAckConfig {
+        variant: Variant::OnOff,
+        packet_bytes: PKT,
+        spread_slots: true,
+        ..PostAckConfig::default()
+    });
+    m.set_rate(Time::ZERO, 3_600_000);
+    let mut id = 0;
+    for i in 0..3 {
+        m.on_data(ms(0), key(i), &data(i, 1, MSS));
+        for k in 0..5 {
+            let mut out = vec![];
+            m.on_ack(ms(1), key(i), ack(i, 1 + MSS * (k + 1), id), &mut out);
+            id += 1;
+            assert!(out.is_empty(), "held");
+        }
+    }
+    assert_eq!(m.slot_period(), Some(Dur::tx_time(PKT as usize, 3_600_000)));
+    let fired = run_timers(&mut m, ms(1000));
+    let mut releases: Vec<(Time, IpAddr)> = vec![];
+    for (t, out) in &fired {
+        assert!(out.len() <= 1, "one flow per slot: {out:?}");
+        releases.extend(out.iter().map(|p| (*t, p.ip.dst)));
+    }
+    assert_eq!(releases.len(), 15);
+    assert_eq!(m.acks_held(), 0);
+    // Each flow's consecutive releases are a round (3 slots) apart, and every round serves all three.
+    for i in 0..3 {
+        let ts: Vec<Time> = releases.iter().filter(|r| r.1 == sender(i)).map(|r| r.0).collect();
+        assert_eq!(ts.len(), 5);
+        for w in ts.windows(2) {
+            let gap = w[1].since(w[0]);
+            assert!(gap.0.abs_diff(Dur::from_millis(10).0) <= 3, "flow {i}: {gap:?}");
+        }
+    }
+    for round in releases.chunks(3) {
+        let mut d: Vec<IpAddr> = round.iter().map(|r| r.1).collect();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), 3, "{round:?}");
+    }
+    assert_eq!(m.poll_timeout(), None);
+    let t = |s: &str| -> toml::Table { toml::from_str(s).unwrap() };
+    let e = ackmech::build("postack", &t("variant = \"zero-timer\"\nspread_slots = true")).err().unwrap();
+    assert_eq!(e.0, "spread_slots");
+}
+
 /// The QueueRelocator: after one ACK of a flow is released, k data packets entering make
 /// the next k − 1 slots of that flow skip; the k-th slot releases again.
 #[test]

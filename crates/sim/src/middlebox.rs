@@ -128,8 +128,18 @@ fn gateway(
     let mut policy = None;
     let mut file = None;
     let mut overhead = 0usize;
+    let mut warmup = None;
     for (k, v) in &spec.settings {
         match (k.as_str(), v) {
+            ("warmup", toml::Value::String(s)) => {
+                warmup = Some(
+                    ackshape_core::units::parse_duration(s)
+                        .map_err(|e| (k.clone(), format!("expected a duration (e.g. \"10s\"): {e}")))?,
+                )
+            }
+            ("warmup", other) => {
+                return Err((k.clone(), format!("expected a duration string (e.g. \"10s\"), got {other}")))
+            }
             ("policy", toml::Value::Table(t)) => policy = Some(t),
             ("policy", other) => return Err((k.clone(), format!("expected a table of policy keys, got {other}"))),
             ("policy_file", toml::Value::String(s)) => file = Some(s),
@@ -139,7 +149,7 @@ fn gateway(
             _ => {
                 return Err((
                     k.clone(),
-                    "unknown key for kind \"gateway\" (expected policy, policy_file, overhead)".into(),
+                    "unknown key for kind \"gateway\" (expected policy, policy_file, overhead, warmup)".into(),
                 ))
             }
         }
@@ -165,5 +175,9 @@ fn gateway(
     };
     use rand::RngCore;
     let gw_seed = ackshape_core::rng::stream(seed, "gateway", index as u64).next_u64();
-    Ok(Box::new(Gateway::new(policy, overhead, gw_seed)))
+    let mut gw = Gateway::new(policy, overhead, gw_seed);
+    if let Some(w) = warmup {
+        gw.reset_stats_at(ackshape_core::time::Time::ZERO + w);
+    }
+    Ok(Box::new(gw))
 }

@@ -131,6 +131,16 @@ fn policy_file_is_read_relative_to_the_scenario_and_errors_name_the_key() {
         (r#"policy = { rule = [{ class = "nope" }] }"#, "middlebox[0].policy.rule[0].class"),
         ("overhead = 14", "middlebox[0].policy"),
         ("policy = {}\nrate = \"1Mbit/s\"", "middlebox[0].rate"),
+        (
+            r#"policy = { class = [{ name = "c", rate = "2Mbit/s" }] }
+warmup = 5"#,
+            "middlebox[0].warmup",
+        ),
+        (
+            r#"policy = { class = [{ name = "c", rate = "2Mbit/s" }] }
+warmup = "5 parsecs""#,
+            "middlebox[0].warmup",
+        ),
     ] {
         let sc = parse(&scenario(1, "6s", gw));
         let e = ackshape_sim::Sim::build(&sc, "gw.toml", None, Default::default()).err().expect(gw).to_string();

@@ -122,8 +122,18 @@ struct Occ {
     max: usize,
     area: u128,
     last: Time,
+    /// Start of the averaging window (0, or the stats reset).
+    start: Time,
 }
 impl Occ {
+    /// Start a new window at `from` (≤ `now`, the time of the call): the level is kept, the
+    /// maximum restarts from it and the area counts the level since `from`.
+    fn restart(&mut self, from: Time, now: Time) {
+        self.area = self.cur as u128 * now.0.saturating_sub(from.0) as u128;
+        self.last = now;
+        self.max = self.cur;
+        self.start = from;
+    }
     #[inline]
     fn set(&mut self, now: Time, v: usize) {
         if now > self.last {
@@ -134,11 +144,12 @@ impl Occ {
         self.max = self.max.max(v);
     }
     fn avg(&self, now: Time) -> f64 {
-        if now.0 == 0 {
+        let span = now.0.saturating_sub(self.start.0);
+        if span == 0 {
             return 0.0;
         }
         let area = self.area + self.cur as u128 * now.0.saturating_sub(self.last.0) as u128;
-        area as f64 / now.0 as f64
+        area as f64 / span as f64
     }
 }
 
@@ -363,6 +374,8 @@ pub struct Gateway {
     next_borrow: Option<Time>,
     last_now: Time,
     g: GStats,
+    /// Reset the class and buffer statistics at the first event at or after this time.
+    stats_from: Option<Time>,
 }
 
 /// Inverse of a flow key (the key of the packets travelling to its sender).
@@ -476,6 +489,7 @@ impl Gateway {
             sweep_every,
             last_now: Time::ZERO,
             g: GStats::default(),
+            stats_from: None,
         }
     }
 
@@ -492,6 +506,34 @@ impl Gateway {
         if self.policy.classes[class].ceil_bps > rate && self.next_borrow.is_none() {
             self.next_borrow = Some(self.last_now + self.policy.borrow_interval);
         }
+    }
+
+    /// Measure from `t` on (a warm-up): at the first packet or timer at or after `t` the
+    /// per-class counters (enqueued, sent, borrowed, drops, ACKs in) restart from zero and the
+    /// buffer occupancies (per class and gateway-wide: average and maximum, data and ACKs)
+    /// restart from their level at `t`, so the start-up burst does not count. Flow-table
+    /// counters and the mechanisms' own `mechanism_stats` stay whole-run.
+    pub fn reset_stats_at(&mut self, t: Time) {
+        self.stats_from = Some(t);
+    }
+
+    fn maybe_reset_stats(&mut self, now: Time) {
+        let Some(t) = self.stats_from else { return };
+        if now < t {
+            return;
+        }
+        self.stats_from = None;
+        for s in &mut self.sides {
+            for c in &mut s.cls {
+                // No event since `t`: the levels have held since then.
+                let (mut data, mut acks) = (c.st.data, c.st.acks);
+                data.restart(t, now);
+                acks.restart(t, now);
+                c.st = CStats { data, acks, ..CStats::default() };
+            }
+        }
+        self.g.data_total.restart(t, now);
+        self.g.acks_total.restart(t, now);
     }
 
     pub fn policy(&self) -> &Policy {
@@ -978,6 +1020,7 @@ fn allocate(policy: &Policy, d: usize, demand_leaf: &[u64]) -> Vec<u64> {
 impl Middlebox for Gateway {
     fn on_packet(&mut self, now: Time, dir: Dir, pkt: Packet, out: &mut Emit) {
         self.last_now = now;
+        self.maybe_reset_stats(now);
         self.sweep(now, out);
         if let (Some(key), Some(t)) = (key_of(&pkt), pkt.tcp()) {
             let flags = t.flags;
@@ -1047,6 +1090,7 @@ impl Middlebox for Gateway {
 
     fn on_timeout(&mut self, now: Time, out: &mut Emit) {
         self.last_now = now;
+        self.maybe_reset_stats(now);
         for d in 0..2 {
             for c in 0..self.sides[d].cls.len() {
                 let due = self.sides[d].cls[c].mech.as_ref().and_then(|m| m.poll_timeout()).is_some_and(|t| t <= now);

@@ -18,6 +18,9 @@
 //!   entered the class and was not yet "paid for" by a slot. At each slot, for each flow: if
 //!   `i.out > 1` the QueueRelocator skips the slot (`i.out −= 1`), else one held ACK is released.
 //!   So k packets entering after one released ACK make the next k − 1 slots of the flow skip.
+//!   With `spread_slots` (not in the paper) the timer runs every MSS / BW_c and each slot serves
+//!   only the next active flow, so a round's n releases are spread over Δ_c instead of leaving
+//!   together (paper 000 Fig. 8 at 16–32 flows: the n-ACK burst needs an n-packet class FIFO).
 //! - **`zero-timer`** (Fig. 13/14, P0-A5): no timer; the class's per-flow queues (PFQ+DRR)
 //!   clock the ACKs. The paper's table is read on the length `qlen` of the DRR-selected flow's
 //!   queue *when it is selected*, i.e. `flow_qlen + 1` with the seam's after-the-dequeue
@@ -137,6 +140,12 @@ pub struct PostAckConfig {
     /// this many packets. Default 0 (the paper's table); 1 keeps a packet per flow as a cushion.
     #[serde(default)]
     pub keep_in_pfq: usize,
+    /// on-off only: spread each round of slots over the round. The class timer runs n times as
+    /// often (period MSS / BW_c) and each slot serves the next active flow in turn, with the
+    /// same QR / `i.out` rule; each flow still gets one slot per Δ_c = n·MSS/BW_c. Default false:
+    /// the paper's Fig. 4, where every slot serves all n flows at once (an n-ACK burst).
+    #[serde(default)]
+    pub spread_slots: bool,
 }
 
 fn d_idle() -> u64 {
@@ -154,12 +163,14 @@ impl Default for PostAckConfig {
             idle_timeout_ms: d_idle(),
             max_held_per_flow: d_max_held(),
             keep_in_pfq: 0,
+            spread_slots: false,
         }
     }
 }
 
 /// The keys [`PostAckConfig`] accepts.
-pub const KEYS: &[&str] = &["variant", "packet_bytes", "idle_timeout_ms", "max_held_per_flow", "keep_in_pfq"];
+pub const KEYS: &[&str] =
+    &["variant", "packet_bytes", "idle_timeout_ms", "max_held_per_flow", "keep_in_pfq", "spread_slots"];
 
 impl PostAckConfig {
     /// Parse the `mechanism` table (without `kind`). Errors are `(key, message)`.
@@ -194,6 +205,9 @@ impl PostAckConfig {
                 "packet_bytes".into(),
                 format!("expected 0 (learned) or ≥ 64 bytes, got {}", self.packet_bytes),
             ));
+        }
+        if self.spread_slots && self.variant != Variant::OnOff {
+            return Err(("spread_slots".into(), "applies to variant = \"on-off\" only".into()));
         }
         if self.max_held_per_flow == 0 {
             return Err(("max_held_per_flow".into(), "expected ≥ 1".into()));
@@ -437,7 +451,8 @@ impl PostAck {
             // Rate 0 = not shaping: new ACKs pass, and what is held drains on the old grid.
             return;
         }
-        let n = self.n.max(1);
+        // Spread slots: one flow per slot, so the slot period is a round (Δ_c) over n.
+        let n = if self.cfg.spread_slots { 1 } else { self.n.max(1) };
         let d = Dur::tx_time(self.packet_bytes() as usize * n, self.rate_bps).max(Dur(1));
         if self.delta != Some(d) {
             self.delta = Some(d);
@@ -545,6 +560,9 @@ impl PostAck {
     // ---- on-off ----
 
     fn run_slot(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.cfg.spread_slots {
+            return self.run_spread_slot(now, out);
+        }
         self.stats.slots += 1;
         self.recount(now);
         let len = self.flows.len();
@@ -573,6 +591,61 @@ impl PostAck {
                     self.stats.unused_slots += 1;
                 }
             }
+        }
+    }
+
+    /// Spread slots: serve the next active flow after the cursor (the QR rule as in
+    /// [`Self::run_slot`]). n is recounted when the cursor wraps (once per round), and flows
+    /// that went idle then forget their `i.out` (they get no slots while idle).
+    fn run_spread_slot(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.stats.slots += 1;
+        let len = self.flows.len();
+        if len == 0 {
+            return;
+        }
+        let active = |f: &Flow| f.live && f.active;
+        if self.rr >= len {
+            self.rr = 0;
+        }
+        if self.rr == 0 {
+            self.new_round(now);
+        }
+        let s = match (self.rr..len).find(|&s| active(&self.flows[s])) {
+            Some(s) => s,
+            None => {
+                self.new_round(now);
+                match (0..len).find(|&s| active(&self.flows[s])) {
+                    Some(s) => s,
+                    None => {
+                        self.rr = 0;
+                        self.stats.unused_slots += 1;
+                        return;
+                    }
+                }
+            }
+        };
+        self.rr = s + 1;
+        let f = &mut self.flows[s];
+        let seg = f.mss.max(1) as u64;
+        if f.out > seg {
+            f.out -= seg;
+            f.skipped += 1;
+            self.stats.qr_skips += 1;
+        } else {
+            f.out = f.out.saturating_sub(seg);
+            if self.release_head(s, now, out) {
+                self.stats.released_by_rule += 1;
+            } else {
+                self.stats.unused_slots += 1;
+            }
+        }
+    }
+
+    /// Spread slots: a new round recounts n; flows that went idle forget their `i.out`.
+    fn new_round(&mut self, now: Time) {
+        self.recount(now);
+        for f in self.flows.iter_mut().filter(|f| f.live && !f.active) {
+            f.out = 0;
         }
     }
 

@@ -369,7 +369,7 @@ pub fn schemes() -> Vec<Scheme> {
              needs: fn() -> Option<String>| Scheme { id: id.into(), label: label.into(), apply, needs };
     vec![
         s("unshaped", "no class", |_, _, _| Ok(()), always),
-        s("class-fifo", "CBQ (class FIFO)", |v, s, _| apply_class_fifo(v, s), always),
+        s("class-fifo", "CBQ (class FIFO)", apply_class_fifo, always),
         s("pfq", "PFQ (per-flow token buckets)", |v, s, _| apply_pfq(v, s), always),
         s("fifo", "drop-tail FIFO", |v, s, _| apply_fifo(v, s), always),
         s("red", "RED", |v, s, k| apply_qdisc_from_file(v, s, k, false), always),
@@ -406,9 +406,14 @@ fn apply_fifo(v: &mut Variant, s: &Shape) -> Result<(), String> {
     Ok(())
 }
 
-fn apply_class_fifo(v: &mut Variant, s: &Shape) -> Result<(), String> {
+/// Class-only shaping; a variant (`class-fifo/x`) may set `paper."class-fifo/x" = { class = {…} }`.
+fn apply_class_fifo(v: &mut Variant, s: &Shape, key: &str) -> Result<(), String> {
     if has_gateway() {
-        return apply_gateway(v, s, None, None);
+        let class = match s.file.get(key) {
+            None => None,
+            Some(_) => class_keys(s, key, s.file.table(key)?)?,
+        };
+        return apply_gateway(v, s, None, None, class);
     }
     // Until the gateway exists: a token-bucket class rate over a FIFO of the class's size.
     v.set(
@@ -449,9 +454,11 @@ fn apply_qdisc_from_file(v: &mut Variant, s: &Shape, key: &str, ecn: bool) -> Re
 }
 
 /// The scheme's settings `paper.KEY`: a mechanism table (`{ kind = "tcr", … }`), or
-/// `{ mechanism = { … }, qdisc = { … } }` when the class also gets a leaf discipline.
+/// `{ mechanism = { … }, qdisc = { … }, class = { … } }` when the class also gets a leaf
+/// discipline or other class keys (e.g. `burst`).
 fn apply_mechanism(v: &mut Variant, s: &Shape, key: &str) -> Result<(), String> {
     let t = s.file.table(key)?.clone();
+    let class = if t.contains_key("kind") { None } else { class_keys(s, key, &t)? };
     let (m, q) = if t.contains_key("kind") {
         (t, None)
     } else {
@@ -464,13 +471,30 @@ fn apply_mechanism(v: &mut Variant, s: &Shape, key: &str) -> Result<(), String> 
             }
         }
     };
-    apply_gateway(v, s, Some(m), q)
+    apply_gateway(v, s, Some(m), q, class)
+}
+
+/// The optional `class = { … }` of a scheme's settings: extra keys of the class (e.g. `burst`).
+fn class_keys(s: &Shape, key: &str, t: &Tbl) -> Result<Option<Tbl>, String> {
+    match t.get("class") {
+        None => Ok(None),
+        Some(toml::Value::Table(c)) => Ok(Some(c.clone())),
+        Some(other) => {
+            Err(s.file.err(&format!("{key}.class"), "a table of class keys (e.g. { burst = \"30000B\" })", Some(other)))
+        }
+    }
 }
 
 /// A gateway at `s.node` with one class of `s.rate_bps` and a FIFO of `s.fifo_pkts`, and the ACK
 /// mechanism `mechanism` (None: class-only shaping). With a `pfq-drr` leaf the class's buffer of
 /// `s.fifo_pkts` is the per-flow queues' (the PCDQ keeps one packet).
-fn apply_gateway(v: &mut Variant, s: &Shape, mechanism: Option<Tbl>, qdisc: Option<Tbl>) -> Result<(), String> {
+fn apply_gateway(
+    v: &mut Variant,
+    s: &Shape,
+    mechanism: Option<Tbl>,
+    qdisc: Option<Tbl>,
+    extra: Option<Tbl>,
+) -> Result<(), String> {
     let mut class = tbl(&[
         ("name", "shaped".into()),
         ("rate", rate_str(s.rate_bps).into()),
@@ -478,6 +502,9 @@ fn apply_gateway(v: &mut Variant, s: &Shape, mechanism: Option<Tbl>, qdisc: Opti
     ]);
     if let Some(m) = mechanism {
         class.insert("mechanism".into(), toml::Value::Table(m));
+    }
+    for (k, x) in extra.into_iter().flatten() {
+        class.insert(k, x);
     }
     if let Some(mut q) = qdisc {
         if q.get("kind").and_then(|k| k.as_str()) == Some("pfq-drr") {
@@ -492,12 +519,18 @@ fn apply_gateway(v: &mut Variant, s: &Shape, mechanism: Option<Tbl>, qdisc: Opti
         ("class", toml::Value::Array(vec![toml::Value::Table(class)])),
         ("rule", toml::Value::Array(vec![toml::Value::Table(rule)])),
     ]);
-    v.add_middlebox(tbl(&[
+    let mut mb = tbl(&[
         ("node", s.node.into()),
         ("wan", s.wan.into()),
         ("kind", "gateway".into()),
         ("policy", toml::Value::Table(policy)),
-    ]));
+    ]);
+    // The gateway's class and buffer statistics cover the scenario's measurement window, as the
+    // flows' metrics do (the start-up burst does not count).
+    if let Some(w) = v.t.get("warmup").cloned() {
+        mb.insert("warmup".into(), w);
+    }
+    v.add_middlebox(mb);
     Ok(())
 }
 
@@ -549,6 +582,25 @@ pub fn run_jobs(ctx: &mut Ctx, file: &str, jobs: &[Job]) -> Result<Vec<Outcome>,
             .map_err(|e| format!("{e} [{l}]"))
         })
         .collect()
+}
+
+/// A note on the runs' cost: how many, their summed run time and the slowest.
+pub fn cost_note(jobs: &[Job], outs: &[Outcome]) -> String {
+    let total: f64 = outs.iter().map(|o| o.summary.sim.wall_time_s).sum();
+    let (i, slow) = outs.iter().enumerate().map(|(i, o)| (i, o.summary.sim.wall_time_s)).fold((0, 0.0), |a, b| {
+        if b.1 > a.1 {
+            b
+        } else {
+            a
+        }
+    });
+    format!(
+        "{} simulation runs, {:.1} s of run time in all (one core each); the slowest took {:.1} s ({}).",
+        outs.len(),
+        total,
+        slow,
+        jobs.get(i).map(|j| j.label.as_str()).unwrap_or("")
+    )
 }
 
 // ------------------------------------------------------------------------------------- helpers

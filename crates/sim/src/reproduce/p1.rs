@@ -100,8 +100,10 @@ fn row_of(s: &Summary, w: Workload) -> Row {
     };
     if let Some(st) = &s.short_transfers {
         r.transfers = st.count as f64;
-        r.time_ms = st.mean_s * 1e3;
-        r.cov = st.cov;
+        // No transfer completed within the run: every one took longer than the run (∞ for
+        // orderings), and their spread is unknown (NaN; tables show "–").
+        r.time_ms = if st.count > 0 { st.mean_s * 1e3 } else { f64::INFINITY };
+        r.cov = if st.count > 0 { st.cov } else { f64::NAN };
     }
     if w == Workload::Misbehaving {
         let g = |p: &str| {
@@ -254,6 +256,7 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         ExpOutput { id: exp.id.into(), title: exp.title.into(), notes: f.assumptions(), ..Default::default() };
     out.notes.extend(missing_notes(&schemes));
     out.notes.extend(local_missing);
+    out.notes.push(cost_note(&jobs, &outs));
     if seeds > 1 {
         out.notes.push(format!("Every cell is the mean of {seeds} seeds."));
     }
@@ -343,8 +346,12 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let each = |k: &str, m: fn(&Row) -> f64| -> Vec<(f64, f64)> {
         speeds.iter().map(|&s| (s, m(&get(k, s).expect("ran")))).collect()
     };
-    let list =
-        |v: &[(f64, f64)], d: usize| v.iter().map(|(s, x)| format!("{s}: {x:.d$}")).collect::<Vec<_>>().join(", ");
+    let list = |v: &[(f64, f64)], d: usize| {
+        v.iter()
+            .map(|(s, x)| if x.is_finite() { format!("{s}: {x:.d$}") } else { format!("{s}: none completed") })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let paper_list = |k: &str, i: usize, d: usize| -> String {
         full.iter()
             .filter_map(|&s| paper_row(&f, k, &full, s).ok().flatten().map(|p| format!("{s}: {:.d$}", p[i])))
@@ -360,7 +367,7 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         let bad: Vec<String> = x
             .iter()
             .zip(&y)
-            .filter(|(p, q)| p.1 >= q.1)
+            .filter(|(p, q)| !(p.1 < q.1))
             .map(|(p, q)| format!("{} ({:.d$} ≥ {:.d$})", fmt_speed(p.0), p.1, q.1))
             .collect();
         out.claims.push(claim(
@@ -559,7 +566,13 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                         "ecn-slower-at-low-speed",
                         "at low speeds ECN's transfers are slower than RED's (queueing delay)",
                         "0.056: 99624 vs 75925 ms; 0.384: 22294 vs 16797 ms".into(),
-                        v.iter().map(|(s, e, r)| format!("{s}: {e:.0} vs {r:.0} ms")).collect::<Vec<_>>().join("; "),
+                        v.iter()
+                            .map(|(s, e, r)| {
+                                let f = |x: &f64| if x.is_finite() { format!("{x:.0} ms") } else { "none completed".into() };
+                                format!("{s}: {} vs {}", f(e), f(r))
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; "),
                         "ECN > RED below 1 Mbit/s".into(),
                         v.iter().all(|(_, e, r)| e > r),
                     ));
