@@ -4,12 +4,14 @@ use ackshape_core::impair::{JitterSpec, LossSpec};
 use ackshape_core::tcp::CcAlgo;
 use ackshape_core::units;
 use ackshape_live::gateway::{self, GatewayConfig};
+use ackshape_live::mbpipe::MiddleboxPipeline;
 use ackshape_live::rig::{Rig, RigSpec};
 use ackshape_live::testbed::{self, TopologySpec};
 use ackshape_live::traffic::{self, FlowSpec};
 use ackshape_live::wanem::{self, LinkSpec as WanLink, WanemConfig};
 use ackshape_sim::metrics::{cov, jain};
-use ackshape_sim::scenario::{DirParams, FlowKind, Scenario, StartV, TopologySpec as SimTopo};
+use ackshape_sim::middlebox::build_middlebox;
+use ackshape_sim::scenario::{DirParams, FlowKind, MbMode, Scenario, StartV, TopologySpec as SimTopo};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -60,14 +62,14 @@ pub struct BoxArgs {
     /// Run the data plane with SCHED_FIFO at this priority (1-99).
     #[arg(long, value_name = "PRIO")]
     realtime: Option<i32>,
-    /// Nice value of the data-plane thread and, while it runs, of the process's scheduler
-    /// autogroup (normal class; -20 lets it preempt other load when a held frame is due).
+    /// Nice value of the data-plane thread (normal class; -20 lets it preempt other load when a
+    /// held frame is due).
     #[arg(long, default_value_t = ackshape_live::engine::DEFAULT_NICE, allow_negative_numbers = true)]
     nice: i32,
-    /// Leave the process's autogroup (its session's scheduling group) alone; --nice then only
-    /// counts against the tasks of the same session.
+    /// Keep the data-plane thread in its session's scheduling group (autogroup) instead of a cpu
+    /// cgroup of its own with the maximum weight; --nice then only counts within the session.
     #[arg(long)]
-    no_autogroup: bool,
+    no_cpu_group: bool,
     /// Busy-poll this long before a held frame is due instead of sleeping, e.g. 200us (0 = never).
     #[arg(long, default_value = "200us")]
     spin: String,
@@ -94,7 +96,7 @@ macro_rules! apply_box_args {
                 cpu: c.cpu,
                 fair_slice: slice,
                 nice: c.nice,
-                autogroup: !c.no_autogroup,
+                cpu_group: !c.no_cpu_group,
                 spin,
             };
             $cfg.stats_interval = interval;
@@ -230,6 +232,9 @@ pub enum TestbedCmd {
         #[arg(long)]
         prefix: Option<String>,
     },
+    /// Build the third-party tap's namespaces: sender — router (tc mirred to the tap) — receiver,
+    /// and the tap's mirror and inject ports; prints the commands to start it.
+    TapUp(crate::tap_cmd::TapUpArgs),
 }
 
 fn load(p: &std::path::Path) -> Result<Scenario, ExitCode> {
@@ -257,6 +262,7 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
         return fail(CANNOT_RUN, format!("the testbed cannot run here: {why}"));
     }
     match c {
+        TestbedCmd::TapUp(a) => crate::tap_cmd::cmd_tap_up(a),
         TestbedCmd::Up { scenario } => {
             let sc = match load(&scenario) {
                 Ok(s) => s,
@@ -330,6 +336,37 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     if d.upstream.is_some() {
         return fail(BAD_INPUT, format!("{file}: key `topology.upstream`: run --live has no upstream router yet"));
     }
+    // [[middlebox]]: the same factory as the simulator builds the same box; it runs in the
+    // gateway, which sits where the dumbbell's `left` router is (senders → box → bottleneck).
+    let mut boxes = Vec::new();
+    for (i, m) in sc.middlebox.iter().enumerate() {
+        if m.node != "left" || m.wan != "bottleneck" {
+            return fail(
+                BAD_INPUT,
+                format!(
+                    "{file}: key `middlebox[{i}].node`: run --live runs a box in the gateway between the senders and the \
+                     bottleneck, i.e. node = \"left\", wan = \"bottleneck\"; got node = {:?}, wan = {:?}",
+                    m.node, m.wan
+                ),
+            );
+        }
+        if m.mode != MbMode::Inline {
+            return fail(
+                BAD_INPUT,
+                format!(
+                    "{file}: key `middlebox[{i}].mode`: run --live runs inline boxes (a mirror box is `ackshape tap`)"
+                ),
+            );
+        }
+        match build_middlebox(m, sc.seed, i, path.parent()) {
+            Ok(b) => boxes.push((m.node.clone(), m.kind.clone(), b)),
+            Err((k, msg)) => return fail(BAD_INPUT, format!("{file}: key `middlebox[{i}].{k}`: {msg}")),
+        }
+    }
+    if boxes.len() > 1 {
+        return fail(BAD_INPUT, format!("{file}: key `middlebox[1]`: run --live runs one box (the gateway's)"));
+    }
+    let mb_node = boxes.first().map(|b| b.0.clone());
     if let Some(why) = testbed::preflight() {
         return fail(CANNOT_RUN, format!("run --live cannot run here: {why}"));
     }
@@ -348,6 +385,9 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     spec.topology = topo;
     spec.wanem = (wan_link(&bf, af.delay + rf.delay), wan_link(&br, ar.delay + rr.delay));
     spec.wanem_seed = sc.seed;
+    if let Some((_, kind, mb)) = boxes.pop() {
+        spec.pipeline = Box::new(MiddleboxPipeline::new(mb, &kind));
+    }
     let live_cc = sc.live.as_ref().and_then(|l| l.get("cc")).and_then(|v| v.as_str()).map(str::to_string);
     let mut flows = Vec::new();
     let dur_s = sc.duration.0.as_secs_f64();
@@ -428,6 +468,22 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     // scenario (connection set-up, draining), so utilization is over the span in which the
     // receivers got data (from the goodput series), not over `duration`.
     let wan_json = snap(wan);
+    let gw_json = snap(gw);
+    // The box's stats in the simulator's shape (`middleboxes[]`), so `ackshape compare` reads both.
+    let middleboxes: Vec<serde_json::Value> = match &mb_node {
+        Some(node) => {
+            let p = &gw_json["pipeline"];
+            vec![serde_json::json!({
+                "node": node,
+                "kind": p["kind"],
+                "packets_seen": p["packets_seen"],
+                "packets_emitted": p["packets_emitted"],
+                "stats": p["stats"],
+                "frames": p["frames"],
+            })]
+        }
+        None => vec![],
+    };
     let span_s = reports
         .iter()
         .flat_map(|r| r.series.iter().filter(|(_, v)| *v > 0.0).map(|(t, _)| t + bin.as_secs_f64()))
@@ -461,7 +517,8 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
         "flows": fl,
         "aggregate": { "flows": good.len(), "goodput_bps": good.iter().sum::<f64>(), "jain": jain(&good), "cov": cov(&good) },
         "links": links,
-        "gateway": snap(gw),
+        "middleboxes": middleboxes,
+        "gateway": gw_json,
         "wanem": wan_json,
     });
     if let Some(o) = &out {
@@ -475,16 +532,29 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
         println!("{}", serde_json::to_string_pretty(&summary).unwrap());
     } else {
         println!("live run of {} ({} flows, {:.0} s)", summary["scenario"]["name"], good.len(), dur_s);
-        println!("{:>4} {:<6} {:<6} {:>14} {:>14} {:>7}", "flow", "name", "cc", "goodput", "bytes", "intact");
+        println!(
+            "{:>4} {:<6} {:<6} {:>14} {:>14} {:>8} {:>7}",
+            "flow", "name", "cc", "goodput", "bytes", "retrans", "intact"
+        );
         for (i, r) in reports.iter().enumerate() {
             println!(
-                "{:>4} {:<6} {:<6} {:>14} {:>14} {:>7}",
+                "{:>4} {:<6} {:<6} {:>14} {:>14} {:>8} {:>7}",
                 i,
                 r.name,
                 r.cc.clone().unwrap_or_default(),
                 ackshape_sim::run::fmt_rate(good[i]),
                 r.bytes,
+                r.retransmitted_packets.map_or("–".to_string(), |x| x.to_string()),
                 r.intact
+            );
+        }
+        for m in &middleboxes {
+            println!(
+                "middlebox {} at {}: {} packets seen, {} emitted",
+                m["kind"].as_str().unwrap_or("?"),
+                m["node"].as_str().unwrap_or("?"),
+                m["packets_seen"],
+                m["packets_emitted"]
             );
         }
         println!(

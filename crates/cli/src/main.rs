@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 mod compare_cmd;
 mod live_cmd;
 mod reproduce_cmd;
+mod tap_cmd;
 
 /// The scenario `ackshape run` uses when given none.
 const DEFAULT_SCENARIO: &str = include_str!("../../../experiments/examples/dumbbell.toml");
@@ -50,6 +51,9 @@ enum Cmd {
     Gateway(live_cmd::GatewayArgs),
     /// Live userspace WAN emulator between two interfaces: delay, jitter, loss, rate limit.
     Wanem(live_cmd::WanemArgs),
+    /// Live third-party tap (paper 004): reads a router's mirrored traffic and injects duplicate
+    /// ACKs (triple-ACK, zero-window) through a second port, per a policy (root; AF_PACKET).
+    Tap(tap_cmd::TapArgs),
     /// Build or remove the network-namespace testbed of a scenario (root).
     Testbed {
         #[command(subcommand)]
@@ -217,6 +221,7 @@ fn main() -> ExitCode {
         Cmd::Model { which } => cmd_model(which),
         Cmd::Gateway(a) => live_cmd::cmd_gateway(a),
         Cmd::Wanem(a) => live_cmd::cmd_wanem(a),
+        Cmd::Tap(a) => tap_cmd::cmd_tap(a),
         Cmd::Testbed { cmd } => live_cmd::cmd_testbed(cmd),
         Cmd::Reproduce(a) => reproduce_cmd::cmd_reproduce(a),
         Cmd::Compare(a) => compare_cmd::cmd_compare(a),

@@ -93,6 +93,12 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
     println!("aggregate goodput {g:.0} bit/s vs header-adjusted {line:.0} ({:.3})", g / line);
     assert!((g / line - 1.0).abs() < 0.10, "aggregate goodput {g}");
     assert!(s["wanem"]["ports"].is_object(), "wanem stats included");
+    // Retransmissions per flow from the senders' TCP_INFO: every segment the wanem's queue dropped
+    // was sent again (a retransmission may carry two lost segments, hence the margin).
+    let retrans: u64 = flows.iter().map(|f| f["retransmitted_packets"].as_u64().expect("a count per flow")).sum();
+    let drops = s["wanem"]["pipeline"]["a_to_b"]["queue_drops"].as_u64().unwrap();
+    println!("retransmitted {retrans} segments; wanem queue drops {drops}");
+    assert!(retrans as f64 >= 0.8 * drops as f64, "retransmitted {retrans} < drops {drops}");
     let b = s["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").expect("bottleneck link");
     let u = b["utilization"].as_f64().unwrap();
     println!("bottleneck: {b}");
@@ -121,4 +127,240 @@ fn testbed_up_then_down_leaves_nothing() {
         ackshape_live::testbed::leftovers("acks-lc2")
     );
     std::fs::remove_dir_all(&d).ok();
+}
+
+fn qlink_scenario(dir: &std::path::Path, name: &str, queue: u32, prefix: &str) -> PathBuf {
+    let p = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+name = "{name}"
+duration = "8s"
+warmup = "2s"
+[tcp]
+cc = "cubic"
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "10Mbit/s", delay = "10ms", queue = "100pkt" }}
+access = {{ rate = "100Mbit/s", delay = "0ms" }}
+[[flows]]
+count = 2
+[[middlebox]]
+node = "left"
+wan = "bottleneck"
+kind = "qdisc-link"
+rate = "5Mbit/s"
+queue = "{queue}pkt"
+overhead = 14
+[live.testbed]
+prefix = "{prefix}"
+"#
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn compare_runs_a_qdisc_link_box_in_both_drivers() {
+    if skip("compare_runs_a_qdisc_link_box_in_both_drivers") {
+        return;
+    }
+    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let _c = Cleanup("acks-lc3");
+    let d = tmp("compare");
+    let big = qlink_scenario(&d, "qlink-q50", 50, "acks-lc3");
+    let small = qlink_scenario(&d, "qlink-q12", 12, "acks-lc3");
+    let out = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+        .arg("compare")
+        .args([&big, &small])
+        .args(["--json", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "compare failed");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = r["scenarios"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, q) in rows.iter().zip([50.0, 12.0]) {
+        // The box's queue is the buffer both drivers report, and TCP fills it in both.
+        for side in ["sim", "live"] {
+            let b = row[side]["buffer_max_pkts"].as_f64().unwrap();
+            assert!(b <= q && b >= q * 0.5, "{side} buffer {b} for a {q}-packet queue: {row}");
+        }
+        assert_eq!(row["goodput_within_tolerance"], true, "{row}");
+    }
+    assert_eq!(r["same_buffer_ordering"], true);
+    // The live summary carries the box like the simulator's: kind, counts and its own stats.
+    let live: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/qlink-q12/live/summary.json")).unwrap()).unwrap();
+    let sim: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/qlink-q12/sim/summary.json")).unwrap()).unwrap();
+    for s in [&live, &sim] {
+        let m = &s["middleboxes"][0];
+        assert_eq!(m["kind"], "qdisc-link", "{m}");
+        assert_eq!(m["stats"]["a_to_b"]["rate_bps"], 5_000_000, "{m}");
+        assert!(m["stats"]["a_to_b"]["sent"].as_u64().unwrap() > 1000, "{m}");
+        assert!(m["packets_seen"].as_u64().unwrap() >= m["stats"]["a_to_b"]["sent"].as_u64().unwrap());
+    }
+    // Box drops make the senders retransmit, in both drivers.
+    let retrans: u64 =
+        live["flows"].as_array().unwrap().iter().map(|f| f["retransmitted_packets"].as_u64().unwrap()).sum();
+    let dropped = live["middleboxes"][0]["stats"]["a_to_b"]["dropped"].as_u64().unwrap();
+    assert!(retrans as f64 >= 0.8 * dropped as f64 && dropped > 0, "retrans {retrans}, box drops {dropped}");
+    assert!(ackshape_live::testbed::leftovers("acks-lc3").is_empty());
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn run_live_rejects_a_box_it_cannot_place() {
+    // Bad input is reported before anything needs root.
+    let d = tmp("badbox");
+    let p = qlink_scenario(&d, "bad", 10, "acks-lc4");
+    let text = std::fs::read_to_string(&p).unwrap().replace("node = \"left\"", "node = \"right\"");
+    std::fs::write(&p, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).args(["run", "--live"]).arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml") && err.contains("middlebox[0].node") && err.contains("\"left\""), "{err}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// The last JSON line of a stats file (None while there is none).
+fn last_stats(p: &std::path::Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(p).ok()?;
+    serde_json::from_str(text.lines().last()?).ok()
+}
+
+fn wait_stats(p: &std::path::Path, what: &str, ok: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(v) = last_stats(p).filter(|v| ok(v)) {
+            return v;
+        }
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn class_policy(rate: &str) -> String {
+    format!(
+        "malformed = \"drop\"\ndefault_class = \"all\"\n[link]\noutbound = \"{rate}\"\n[[class]]\nname = \"all\"\nrate = \"{rate}\"\nqueue = \"50pkt\"\n"
+    )
+}
+
+#[test]
+fn gateway_runs_its_policy_and_sighup_swaps_it() {
+    use ackshape_live::testbed::{spawn_in_netns, TestbedGuard, TopologySpec};
+    use std::time::{Duration, Instant};
+    if skip("gateway_runs_its_policy_and_sighup_swaps_it") {
+        return;
+    }
+    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut spec = TopologySpec::new("acks-lc5");
+    spec.wanem = false;
+    let tb = TestbedGuard::up(&spec).unwrap();
+    let d = tmp("gw");
+    let (pol, stats) = (d.join("policy.toml"), d.join("stats.jsonl"));
+    std::fs::write(&pol, class_policy("10Mbit/s")).unwrap();
+    let gw = Command::new("ip")
+        .args(["netns", "exec", &tb.ns_gateway, env!("CARGO_BIN_EXE_ackshape"), "gateway"])
+        .args(["--lan", &tb.if_gw_lan, "--wan", &tb.if_gw_wan, "--stats-interval", "100ms", "--policy"])
+        .arg(&pol)
+        .arg("--stats-json")
+        .arg(&stats)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut gw = Kill(gw);
+    let pid = gw.0.id().to_string();
+    let signal = |sig: &str| assert!(Command::new("kill").args([sig, &pid]).status().unwrap().success());
+    wait_stats(&stats, "the gateway to start", |_| true);
+    // One TCP flow for 7 s; the policy is swapped from 10 to 4 Mbit/s 3 s in.
+    let dst = std::net::SocketAddr::from((tb.receiver_addr, 5001));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = spawn_in_netns(&tb.ns_receiver, "sink", move || {
+        let l = std::net::TcpListener::bind(dst)?;
+        let _ = tx.send(());
+        ackshape_live::traffic::tcp_sink(&l, 32 * 1024)
+    })
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let src = spawn_in_netns(&tb.ns_sender, "source", move || {
+        ackshape_live::traffic::tcp_source_until(dst, None, Some(Duration::from_secs(7)), 1, Some("cubic"))
+    })
+    .unwrap();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(2500));
+    // A bad policy is rejected; the running one stays.
+    std::fs::write(&pol, "default_class = \"nobody\"\n").unwrap();
+    signal("-HUP");
+    let v = wait_stats(&stats, "the rejected reload", |v| v["policy_reload_errors"] == 1);
+    assert_eq!(v["pipeline"]["stats"]["classes"]["all"]["rate_bps"], 10_000_000);
+    std::fs::write(&pol, class_policy("4Mbit/s")).unwrap();
+    signal("-HUP");
+    wait_stats(&stats, "the reload", |v| v["policy_reloads"] == 1);
+    let swapped = t0.elapsed();
+    let s = src.join().unwrap().unwrap().unwrap();
+    let r = sink.join().unwrap().unwrap().unwrap();
+    signal("-TERM");
+    let out = gw.0.wait_with_output_ref();
+    assert_eq!(s.sha256, r.sha256);
+    // Goodput before and after the swap, from the sink's byte marks (time since its first byte,
+    // which came right after t0).
+    let rate = |from: f64, to: f64| {
+        let m: Vec<&(u64, Duration)> =
+            r.marks.iter().filter(|(_, t)| t.as_secs_f64() >= from && t.as_secs_f64() <= to).collect();
+        let (a, b) = (m.first().unwrap(), m.last().unwrap());
+        (b.0 - a.0) as f64 * 8.0 / (b.1 - a.1).as_secs_f64()
+    };
+    let sw = swapped.as_secs_f64();
+    let (before, after) = (rate(1.0, 2.4), rate(sw + 0.8, 6.8));
+    let fx = 1448.0 / 1514.0;
+    println!(
+        "gateway policy 10 → 4 Mbit/s at {sw:.2} s: goodput {:.3} then {:.3} Mbit/s (header-adjusted {:.3}, {:.3}); stderr: {}",
+        before / 1e6,
+        after / 1e6,
+        10.0 * fx,
+        4.0 * fx,
+        out.1
+    );
+    assert!((before / (10e6 * fx) - 1.0).abs() < 0.1, "before {before}");
+    assert!((after / (4e6 * fx) - 1.0).abs() < 0.1, "after {after}");
+    assert!(out.0.success(), "gateway exit");
+    let last: serde_json::Value = serde_json::from_str(out.2.lines().last().unwrap()).unwrap();
+    assert_eq!(last["pipeline"]["kind"], "gateway");
+    assert_eq!(last["pipeline"]["reloads"], 1);
+    assert_eq!(last["pipeline"]["stats"]["classes"]["all"]["rate_bps"], 4_000_000);
+    assert!(out.1.contains("nobody"), "the rejection names the bad class: {}", out.1);
+    std::fs::remove_dir_all(&d).ok();
+}
+
+trait WaitOutput {
+    /// Wait for the child; (status, stderr, stdout).
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String, String);
+}
+impl WaitOutput for std::process::Child {
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String, String) {
+        use std::io::Read;
+        let (mut o, mut e) = (String::new(), String::new());
+        if let Some(s) = self.stdout.as_mut() {
+            let _ = s.read_to_string(&mut o);
+        }
+        if let Some(s) = self.stderr.as_mut() {
+            let _ = s.read_to_string(&mut e);
+        }
+        (self.wait().unwrap(), e, o)
+    }
 }

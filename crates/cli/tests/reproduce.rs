@@ -43,3 +43,82 @@ kind = "pass-through"
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mb.toml: key `middlebox[0].node`") && err.contains("\"middle\""), "{err}");
 }
+
+#[test]
+fn reproduce_p2_quick_json_has_one_record_per_claim() {
+    let dir = std::env::temp_dir().join(format!("ackshape-repro-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = ackshape(&["reproduce", "P2", "--quick", "--json", "--quiet", "--out", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    let list = v.as_array().expect("a JSON list");
+    let listed = String::from_utf8_lossy(&ackshape(&["reproduce", "--list"]).stdout).to_string();
+    let p2: Vec<&str> =
+        listed.lines().filter_map(|l| l.split_whitespace().next()).filter(|id| id.starts_with("P2-")).collect();
+    assert!(p2.len() >= 5, "{listed}");
+    for id in &p2 {
+        assert!(list.iter().any(|c| c["id"] == *id), "no claims of {id}");
+        let d = dir.join(id);
+        for f in ["report.md", "claims.json", "run.json"] {
+            assert!(d.join(f).is_file(), "{}", d.join(f).display());
+        }
+        let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+        assert!(report.contains(&format!("`ackshape reproduce {id} --quick`")), "{report}");
+    }
+    for c in list {
+        let o = c.as_object().expect("one object per claim");
+        for k in ["id", "claim_id", "claim", "paper", "measured", "tolerance"] {
+            let s = o.get(k).and_then(|x| x.as_str()).unwrap_or_else(|| panic!("`{k}` missing in {c}"));
+            assert!(!s.is_empty() && !s.contains('\n'), "`{k}` in {c}");
+        }
+        assert!(o["holds"].is_boolean(), "{c}");
+        assert_eq!(o["quick"], true);
+        // Computed, not placeholders: every measurement states a number.
+        assert!(o["measured"].as_str().unwrap().chars().any(|ch| ch.is_ascii_digit()), "{c}");
+    }
+    // Claims that hold robustly even in quick mode: the model's lemma/theorem, AFVQ on the ADSL link.
+    let holds = |id: &str, claim: &str| {
+        list.iter().find(|c| c["id"] == id && c["claim_id"] == claim).unwrap_or_else(|| panic!("{id} {claim}"))["holds"]
+            == true
+    };
+    for c in ["lemma1", "theorem1-q", "theorem1-n"] {
+        assert!(holds("P2-F11", c), "P2-F11 {c}");
+    }
+    assert!(holds("P2-F8", "afvq-download") && holds("P2-F8", "afvq-upload"));
+    // Plots and the index.
+    let svg = std::fs::read_to_string(dir.join("P2-F10/aggregated.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("AFVQ") && svg.contains("ACKs-first"));
+    let index = std::fs::read_to_string(dir.join("index.md")).unwrap();
+    for id in &p2 {
+        assert!(index.contains(&format!("[{id}]({id}/report.md)")), "{index}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn reproduce_results_do_not_depend_on_the_number_of_workers() {
+    let run = |jobs: &str| {
+        let dir = std::env::temp_dir().join(format!("ackshape-repro-j{jobs}-{}", std::process::id()));
+        let out = ackshape(&[
+            "reproduce",
+            "P2-F10",
+            "--quick",
+            "--json",
+            "--quiet",
+            "-j",
+            jobs,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let csv = std::fs::read_to_string(dir.join("P2-F10/sweep.csv")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        (String::from_utf8(out.stdout).unwrap(), csv)
+    };
+    let (one, csv1) = run("1");
+    let (two, csv2) = run("3");
+    assert_eq!(one, two);
+    assert_eq!(csv1, csv2);
+    assert!(csv1.lines().count() > 10, "{csv1}");
+}

@@ -64,10 +64,8 @@ fn tcr(cfg: TcrConfig, bps: u64) -> Tcr {
     t
 }
 
-/// SYN at `now` (sent by the class at once), SYN-ACK `rtt` later. Returns the SYN-ACK as
-/// forwarded.
-#[allow(clippy::too_many_arguments)]
-fn handshake(t: &mut Tcr, i: u16, now: Time, rtt: Dur, snd_ws: Option<u8>, rcv_ws: Option<u8>, rcv_win: u16) -> Packet {
+/// The sender's SYN at `now` (sent by the class at once).
+fn syn(t: &mut Tcr, i: u16, now: Time, snd_ws: Option<u8>) {
     let syn = pkt(
         true,
         i,
@@ -87,6 +85,11 @@ fn handshake(t: &mut Tcr, i: u16, now: Time, rtt: Dur, snd_ws: Option<u8>, rcv_w
     let mut out = Vec::new();
     t.on_data(now, key(i), &syn);
     t.on_class_dequeue(now, key(i), None, &mut out);
+}
+
+/// The receiver's SYN-ACK at `now`; returns it as forwarded.
+fn synack(t: &mut Tcr, i: u16, now: Time, rcv_ws: Option<u8>, rcv_win: u16) -> Packet {
+    let mut out = Vec::new();
     let synack = pkt(
         false,
         i,
@@ -103,9 +106,25 @@ fn handshake(t: &mut Tcr, i: u16, now: Time, rtt: Dur, snd_ws: Option<u8>, rcv_w
         },
         0,
     );
-    t.on_ack(now + rtt, key(i), synack, &mut out);
+    t.on_ack(now, key(i), synack, &mut out);
     assert_eq!(out.len(), 1, "the SYN-ACK is forwarded at once");
     out.pop().unwrap()
+}
+
+/// SYN at `now`, SYN-ACK `rtt` later. Returns the SYN-ACK as forwarded.
+fn handshake(t: &mut Tcr, i: u16, now: Time, rtt: Dur, snd_ws: Option<u8>, rcv_ws: Option<u8>, rcv_win: u16) -> Packet {
+    syn(t, i, now, snd_ws);
+    synack(t, i, now + rtt, rcv_ws, rcv_win)
+}
+
+/// Handshakes of flows `0..n` at once (time only moves forward).
+fn handshakes(t: &mut Tcr, n: u16, now: Time, rtt: Dur) {
+    for i in 0..n {
+        syn(t, i, now, Some(7));
+    }
+    for i in 0..n {
+        synack(t, i, now + rtt, Some(7), 65535);
+    }
 }
 
 /// The sender's segments `from..to` enter the class and leave it at `now`.
@@ -221,9 +240,7 @@ fn flows_picked_up_mid_stream_are_paced_but_not_resized() {
 fn window_floor_is_one_segment() {
     // 32 flows in 500 KB/s with RTT 50 ms: A·RTT ≈ 0.5 segments (paper 000 Fig. 8, trap P0-11).
     let mut t = tcr(TcrConfig::default(), 4_000_000);
-    for i in 0..32 {
-        handshake(&mut t, i, Time::ZERO, ms(50.0), Some(7), Some(7), 65535);
-    }
+    handshakes(&mut t, 32, Time::ZERO, ms(50.0));
     let fi = t.flow_info(&key(5)).unwrap();
     assert!((fi.alloc_bps - 125_000.0).abs() < 1.0, "{}", fi.alloc_bps);
     assert_eq!(fi.window_target_bytes, Some(1448));
@@ -368,9 +385,7 @@ proptest! {
 fn pacing_interval_is_segment_over_allocation() {
     for (flows, gap_ms) in [(1u16, 1.5), (2, 3.0), (4, 6.0)] {
         let mut t = tcr(TcrConfig::default(), 8_000_000);
-        for i in 0..flows {
-            handshake(&mut t, i, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
-        }
+        handshakes(&mut t, flows, Time::ZERO, ms(40.0));
         send(&mut t, 0, at(40.0), 0, 20);
         let mut out = Vec::new();
         // One stretch ACK for 20 segments: 20 paced ACKs of one MSS each, S/A apart.
@@ -417,8 +432,8 @@ fn class_tick_releases_one_ack_per_flow_per_tick() {
     let cfg = TcrConfig { pacing: Pacing::ClassTick, allocation: Allocation::Equal, ..TcrConfig::default() };
     // 9.6 Mbit/s = 1.2e6 B/s, 3 flows: T = 3 × 1500 / 1.2e6 = 3.75 ms.
     let mut t = tcr(cfg, 9_600_000);
+    handshakes(&mut t, 3, Time::ZERO, ms(40.0));
     for i in 0..3 {
-        handshake(&mut t, i, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
         send(&mut t, i, at(40.0), 0, 10);
     }
     let mut out = Vec::new();
@@ -539,8 +554,7 @@ fn piggybacked_acks_are_rewritten_and_the_data_never_held() {
 #[test]
 fn flow_end_releases_everything_and_returns_its_share() {
     let mut t = tcr(TcrConfig::default(), 8_000_000);
-    handshake(&mut t, 0, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
-    handshake(&mut t, 1, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+    handshakes(&mut t, 2, Time::ZERO, ms(40.0));
     send(&mut t, 0, at(40.0), 0, 8);
     let mut out = Vec::new();
     t.on_ack(at(80.0), key(0), ack(0, 6, 1000), &mut out);
@@ -560,8 +574,7 @@ fn flow_end_releases_everything_and_returns_its_share() {
 #[test]
 fn sender_fin_flushes_the_queue_and_later_acks_pass_through() {
     let mut t = tcr(TcrConfig::default(), 8_000_000);
-    handshake(&mut t, 0, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
-    handshake(&mut t, 1, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+    handshakes(&mut t, 2, Time::ZERO, ms(40.0));
     send(&mut t, 0, at(40.0), 0, 8);
     let mut out = Vec::new();
     t.on_ack(at(80.0), key(0), ack(0, 6, 1000), &mut out);
@@ -772,9 +785,7 @@ fn feed(t: &mut Tcr, demands_bps: &[f64], until: Time) {
 #[test]
 fn the_mechanism_allocates_max_min_from_measured_rates() {
     let mut t = tcr(TcrConfig::default(), 8_000_000);
-    for i in 0..3 {
-        handshake(&mut t, i, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
-    }
+    handshakes(&mut t, 3, Time::ZERO, ms(40.0));
     feed(&mut t, &[800_000.0, 1e12, 1e12], at(10_000.0));
     let a: Vec<f64> = (0..3).map(|i| t.flow_info(&key(i)).unwrap().alloc_bps).collect();
     let r0 = t.flow_info(&key(0)).unwrap().rate_bps;
@@ -788,8 +799,8 @@ fn the_mechanism_allocates_max_min_from_measured_rates() {
 fn equal_allocation_counts_the_active_flows() {
     let cfg = TcrConfig { allocation: Allocation::Equal, idle_timeout_ms: 200.0, ..TcrConfig::default() };
     let mut t = tcr(cfg, 9_000_000);
+    handshakes(&mut t, 3, Time::ZERO, ms(40.0));
     for i in 0..3 {
-        handshake(&mut t, i, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
         send(&mut t, i, at(40.0), 0, 1);
     }
     let get = |t: &Tcr, i: u16| t.flow_info(&key(i)).unwrap().alloc_bps;
@@ -1116,7 +1127,7 @@ mod e2e {
                         if p.payload_len > 0 {
                             data_sent += 1;
                         }
-                        let lost = p.payload_len > 0 && s.loss_every.is_some_and(|k| data_sent % k == 0);
+                        let lost = p.payload_len > 0 && s.loss_every.is_some_and(|k| data_sent.is_multiple_of(k));
                         if !lost {
                             push(&mut evq, now + tx + s.one_way[i], Ev::ToReceiver(i, p));
                         }
@@ -1282,8 +1293,7 @@ fn e2e_periodic_wan_loss_recovers_without_stalls() {
 #[test]
 fn a_new_syn_on_a_finished_flow_starts_over() {
     let mut t = tcr(TcrConfig::default(), 8_000_000);
-    handshake(&mut t, 0, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
-    handshake(&mut t, 1, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+    handshakes(&mut t, 2, Time::ZERO, ms(40.0));
     send(&mut t, 0, at(40.0), 0, 8);
     let mut out = Vec::new();
     t.on_ack(at(80.0), key(0), ack(0, 6, 1000), &mut out);
@@ -1299,4 +1309,46 @@ fn a_new_syn_on_a_finished_flow_starts_over() {
     assert!(fi.member && fi.rcv_scale == Some(3) && fi.srtt_ms == Some(20.0), "{fi:?}");
     assert_eq!(fi.alloc_bps, 4e6);
     assert_eq!(t.acks_held(), 0);
+}
+
+#[test]
+fn the_lan_round_trip_is_measured_from_release_to_data_at_the_edge() {
+    // The sender is 2 ms (round trip) from the gateway: data reaching a newly advertised right
+    // edge arrives 2 ms after the ACK that advertised it. The window covers WAN + LAN.
+    let mut t = tcr(TcrConfig { window_step_segments: 0, ..TcrConfig::default() }, 8_000_000);
+    let sa = handshake(&mut t, 0, Time::ZERO, ms(40.0), None, None, 65535);
+    let edge = h(&sa).window as u32 / MSS; // segments the SYN-ACK allows
+                                           // The sender fills the window 2 ms after the SYN-ACK left (at 40 ms).
+    send(&mut t, 0, at(42.0), 0, edge);
+    let fi = t.flow_info(&key(0)).unwrap();
+    assert_eq!(fi.lan_rtt_ms, Some(2.0));
+    // W = 1e6 × (0.040 + 0.002) × 1448/1500 = 40 544 B → 28 segments.
+    assert_eq!(fi.window_target_bytes, Some(28 * 1448));
+    // A later, slower sample (a cwnd-limited sender) does not raise it.
+    let mut out = Vec::new();
+    t.on_ack(at(82.0), key(0), ack(0, 1, 65535), &mut out);
+    send(&mut t, 0, at(92.0), edge, edge + 2);
+    assert_eq!(t.flow_info(&key(0)).unwrap().lan_rtt_ms, Some(2.0));
+}
+
+#[test]
+fn an_idle_flow_under_equal_shares_releases_what_it_holds() {
+    let cfg = TcrConfig { allocation: Allocation::Equal, idle_timeout_ms: 200.0, ..TcrConfig::default() };
+    // 800 kbit/s for two flows: one segment per 30 ms each, 900 ms to drain 30 segments.
+    let mut t = tcr(cfg, 800_000);
+    handshakes(&mut t, 2, Time::ZERO, ms(40.0));
+    send(&mut t, 0, at(40.0), 0, 30);
+    let mut out = Vec::new();
+    t.on_ack(at(80.0), key(0), ack(0, 30, 65535), &mut out);
+    // Flow 0 sends nothing more; its ACK queue drains at its share, and whatever is left when
+    // it is declared idle goes at once.
+    let got = run(&mut t, at(400.0));
+    assert_eq!(t.acks_held(), 0);
+    assert!(got.len() < 20, "{} paced before the flush", got.len());
+    assert_eq!(h(&got.last().unwrap().1).ack, SeqNum(sq(30 * MSS)));
+    assert!(!t.flow_info(&key(0)).unwrap().member);
+    // While idle its ACKs are not paced.
+    out.clear();
+    t.on_ack(at(401.0), key(0), ack(0, 30, 60000), &mut out);
+    assert_eq!(out.len(), 1);
 }

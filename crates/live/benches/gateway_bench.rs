@@ -1,9 +1,15 @@
 //! Gateway benchmark: see `crates/live/bench/gateway_bench.sh`. Reports ratios against the
 //! kernel bridge measured in the same run on the same topology.
 
+use ackshape_core::middlebox::PassThrough as CorePassThrough;
+use ackshape_core::queue::{DropTail, Limit};
+use ackshape_core::shape::qlink::{QdiscLink, Shaper};
 use ackshape_live::engine::{Control, SchedSpec};
+use ackshape_live::gateway::PolicyPipeline;
 use ackshape_live::gateway::{self, GatewayConfig};
-use ackshape_live::pipeline::PassThrough;
+use ackshape_live::mbpipe::MiddleboxPipeline;
+use ackshape_live::pipeline::Pipeline;
+use ackshape_live::policy::Policy;
 use ackshape_live::rig::{Rig, RigSpec};
 use ackshape_live::testbed::{self, spawn_in_netns, Testbed, TestbedGuard, TopologySpec};
 use ackshape_live::traffic;
@@ -62,84 +68,197 @@ fn ping(tb: &Testbed, n: usize) -> Vec<Duration> {
     v
 }
 
-/// Kernel bridge (reference) vs gateway pass-through on the same veths: TCP goodput and UDP
-/// echo RTT.
+type MakePipeline = fn() -> Box<dyn Pipeline>;
+
+/// A way to run the middle of the benchmark topology.
+struct Middle {
+    label: &'static str,
+    key: &'static str,
+    /// None: the kernel bridge. Else SCHED_FIFO priority, whether to use the default scheduling
+    /// (else neutral: nice 0, kernel slice, the session's group, like the bridge's softirq work
+    /// in the endpoints' context), and the pipeline.
+    gateway: Option<(Option<i32>, bool, MakePipeline)>,
+}
+
+fn policy_pipeline() -> Box<dyn Pipeline> {
+    // One class for everything at 10 Gbit/s: the shaping machinery runs on every packet (class
+    // buckets, leaf FIFO, link-sharing choice, flow table) without limiting the rate.
+    let p = Policy::from_toml(
+        "default_class = \"all\"\n[[class]]\nname = \"all\"\nrate = \"10Gbit/s\"\nqueue = \"1000pkt\"\n",
+        "bench",
+    )
+    .expect("bench policy");
+    Box::new(PolicyPipeline::new(&p))
+}
+
+/// Kernel bridge (reference) vs the gateway on the same veths — pass-through, and with a core
+/// middlebox through `MiddleboxPipeline` — TCP goodput and UDP echo RTT, alternating rounds (the
+/// machine is shared: alternating spreads other load over all of them).
 fn throughput(results: &mut serde_json::Map<String, serde_json::Value>, secs: u64, rounds: usize) {
-    // 1. Kernel bridge (reference) vs gateway pass-through on the same veths, alternating rounds
-    //    (the machine is shared: alternating spreads other load over both).
+    let middles = [
+        Middle { label: "kernel bridge", key: "bridge", gateway: None },
+        Middle {
+            label: "gateway pass-through",
+            key: "gateway",
+            gateway: Some((None, false, || Box::new(ackshape_live::pipeline::PassThrough))),
+        },
+        Middle {
+            label: "gateway pass-through, default scheduling (nice -20, 0.1 ms slice, own cpu cgroup)",
+            key: "gateway_default_sched",
+            gateway: Some((None, true, || Box::new(ackshape_live::pipeline::PassThrough))),
+        },
+        Middle {
+            label: "gateway pass-through, SCHED_FIFO",
+            key: "gateway_fifo",
+            gateway: Some((Some(50), false, || Box::new(ackshape_live::pipeline::PassThrough))),
+        },
+        Middle {
+            label: "gateway, MiddleboxPipeline + core PassThrough box",
+            key: "mbpipe_passthrough",
+            gateway: Some((None, false, || {
+                Box::new(MiddleboxPipeline::new(Box::new(CorePassThrough), "pass-through"))
+            })),
+        },
+        Middle {
+            label: "gateway, MiddleboxPipeline + policy Gateway box (1 class, 10 Gbit/s)",
+            key: "mbpipe_gateway",
+            gateway: Some((None, false, policy_pipeline)),
+        },
+    ];
     let mut spec = TopologySpec::new("acks-bg");
     spec.wanem = false;
     let tb = TestbedGuard::up(&spec).expect("testbed");
     let br = format!("{}-br", tb.prefix);
-    let (mut bridge, mut gw, mut gw_rt) = (vec![], vec![], vec![]);
-    let (mut b_rtt, mut g_rtt, mut g_rtt_rt) = (vec![], vec![], vec![]);
-    let mut last = None;
+    let mut bps: Vec<Vec<f64>> = vec![vec![]; middles.len()];
+    let mut rtt: Vec<Vec<Duration>> = vec![vec![]; middles.len()];
+    let ns = tb.ns_gateway.clone();
     for _ in 0..rounds {
-        // kernel bridge
-        let ns = &tb.ns_gateway;
-        testbed::sh("ip", &["-n", ns, "link", "add", &br, "type", "bridge"]).unwrap();
-        for port in [&tb.if_gw_lan, &tb.if_gw_wan] {
-            testbed::sh("ip", &["-n", ns, "link", "set", port, "master", &br]).unwrap();
-        }
-        testbed::sh("ip", &["-n", ns, "link", "set", &br, "up"]).unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        b_rtt.extend(ping(&tb, 300));
-        bridge.push(iperf3(&tb, secs).expect("iperf3 through bridge"));
-        testbed::sh("ip", &["-n", ns, "link", "del", &br]).unwrap();
-        // gateway, normal scheduling and SCHED_FIFO
-        for rt in [None, Some(50)] {
-            let ctl = Control::new();
-            let c2 = ctl.clone();
-            let mut cfg = GatewayConfig::new(&tb.if_gw_lan, &tb.if_gw_wan);
-            cfg.realtime_priority = rt;
-            let h = spawn_in_netns(ns, "gateway", move || gateway::run_with(cfg, &c2, Box::new(PassThrough))).unwrap();
-            assert!(ctl.wait_running(Duration::from_secs(5)), "gateway did not start");
-            let (rtt, bps) = if rt.is_some() { (&mut g_rtt_rt, &mut gw_rt) } else { (&mut g_rtt, &mut gw) };
-            rtt.extend(ping(&tb, 300));
-            bps.push(iperf3(&tb, secs).expect("iperf3 through gateway"));
-            ctl.request_stop();
-            last = Some(h.join().unwrap().unwrap().expect("gateway"));
+        for (k, m) in middles.iter().enumerate() {
+            match m.gateway {
+                None => {
+                    testbed::sh("ip", &["-n", &ns, "link", "add", &br, "type", "bridge"]).unwrap();
+                    for port in [&tb.if_gw_lan, &tb.if_gw_wan] {
+                        testbed::sh("ip", &["-n", &ns, "link", "set", port, "master", &br]).unwrap();
+                    }
+                    testbed::sh("ip", &["-n", &ns, "link", "set", &br, "up"]).unwrap();
+                    std::thread::sleep(Duration::from_millis(200));
+                    rtt[k].extend(ping(&tb, 300));
+                    bps[k].push(iperf3(&tb, secs).expect("iperf3 through bridge"));
+                    testbed::sh("ip", &["-n", &ns, "link", "del", &br]).unwrap();
+                }
+                Some((rt, default_sched, mk)) => {
+                    let ctl = Control::new();
+                    let c2 = ctl.clone();
+                    let mut cfg = GatewayConfig::new(&tb.if_gw_lan, &tb.if_gw_wan);
+                    cfg.realtime_priority = rt;
+                    if !default_sched {
+                        cfg.sched = SchedSpec { nice: 0, fair_slice: None, cpu_group: false, ..Default::default() };
+                    }
+                    let h = spawn_in_netns(&ns, "gateway", move || gateway::run_with(cfg, &c2, mk())).unwrap();
+                    assert!(ctl.wait_running(Duration::from_secs(5)), "gateway did not start");
+                    rtt[k].extend(ping(&tb, 300));
+                    bps[k].push(iperf3(&tb, secs).expect("iperf3 through gateway"));
+                    ctl.request_stop();
+                    let g = h.join().unwrap().unwrap().expect("gateway");
+                    let (l, w) = (g.port("lan").unwrap(), g.port("wan").unwrap());
+                    if l.kernel_drops + w.kernel_drops > 0 {
+                        println!("{}: kernel drops lan {} wan {}", m.label, l.kernel_drops, w.kernel_drops);
+                    }
+                }
+            }
         }
     }
     drop(tb);
-    let med = |v: &mut Vec<f64>| {
+    let med = |v: &[f64]| {
+        let mut v = v.to_vec();
         v.sort_by(|a, b| a.total_cmp(b));
         v[v.len() / 2]
     };
-    let (b, g, grt) = (med(&mut bridge), med(&mut gw), med(&mut gw_rt));
-    let (bp50, bp99) = (pct(&mut b_rtt, 0.5), pct(&mut b_rtt, 0.99));
-    let (gp50, gp99) = (pct(&mut g_rtt, 0.5), pct(&mut g_rtt, 0.99));
-    let (rp50, rp99) = (pct(&mut g_rtt_rt, 0.5), pct(&mut g_rtt_rt, 0.99));
+    let b = med(&bps[0]);
+    let (bp50, bp99) = (pct(&mut rtt[0].clone(), 0.5), pct(&mut rtt[0].clone(), 0.99));
     println!("## ackshape gateway benchmark ({rounds} alternating rounds of {secs} s iperf3 runs, same veths)\n");
-    println!("| path | TCP goodput (median) | ratio to bridge | UDP echo RTT p50 | p99 |");
-    println!("|---|---|---|---|---|");
-    println!("| kernel bridge | {:.2} Gbit/s | 1.00 | {bp50:.0} µs | {bp99:.0} µs |", b / 1e9);
-    println!("| ackshape gateway pass-through | {:.2} Gbit/s | {:.2} | {gp50:.0} µs | {gp99:.0} µs |", g / 1e9, g / b);
-    println!(
-        "| ackshape gateway pass-through, SCHED_FIFO | {:.2} Gbit/s | {:.2} | {rp50:.0} µs | {rp99:.0} µs |",
-        grt / 1e9,
-        grt / b
-    );
-    println!("\nper-round goodput (Gbit/s): bridge {bridge:.2?}, gateway {gw:.2?}, gateway SCHED_FIFO {gw_rt:.2?}");
-    println!(
-        "added RTT at light load (two crossings of the gateway): p50 {:.0} µs, p99 {:.0} µs (SCHED_FIFO: p50 {:.0} µs, p99 {:.0} µs)",
-        gp50 - bp50,
-        gp99 - bp99,
-        rp50 - bp50,
-        rp99 - bp99
-    );
-    if let Some(g) = last {
-        let (l, w) = (g.port("lan").unwrap(), g.port("wan").unwrap());
-        println!("gateway (last run) kernel drops: lan {} wan {}", l.kernel_drops, w.kernel_drops);
+    println!("| path | TCP goodput (median) | ratio to bridge | UDP echo RTT p50 | p99 | added RTT p50 / p99 |");
+    println!("|---|---|---|---|---|---|");
+    for (k, m) in middles.iter().enumerate() {
+        let g = med(&bps[k]);
+        let (p50, p99) = (pct(&mut rtt[k], 0.5), pct(&mut rtt[k], 0.99));
+        println!(
+            "| {} | {:.2} Gbit/s | {:.2} | {p50:.0} µs | {p99:.0} µs | {:.0} / {:.0} µs |",
+            m.label,
+            g / 1e9,
+            g / b,
+            p50 - bp50,
+            p99 - bp99
+        );
+        results.insert(format!("{}_bps", m.key), g.into());
+        results.insert(format!("{}_ratio", m.key), (g / b).into());
+        results.insert(format!("{}_rtt_us", m.key), serde_json::json!([p50, p99]));
     }
-    results.insert("bridge_bps".into(), b.into());
-    results.insert("gateway_bps".into(), g.into());
-    results.insert("gateway_fifo_bps".into(), grt.into());
-    results.insert("gateway_ratio".into(), (g / b).into());
-    results.insert("gateway_fifo_ratio".into(), (grt / b).into());
-    results.insert("bridge_rtt_us".into(), serde_json::json!([bp50, bp99]));
-    results.insert("gateway_rtt_us".into(), serde_json::json!([gp50, gp99]));
-    results.insert("gateway_fifo_rtt_us".into(), serde_json::json!([rp50, rp99]));
+    println!();
+    for (k, m) in middles.iter().enumerate() {
+        println!("per-round goodput (Gbit/s), {}: {:.2?}", m.label, bps[k].iter().map(|x| x / 1e9).collect::<Vec<_>>());
+    }
+}
+
+/// Held-frame timing of a box inside the gateway: TCP through a qdisc-link box at 10 Mbit/s
+/// (every data frame is released by the box's timer), per scheduling variant; sender and
+/// receiver directly behind the gateway.
+fn box_timing(results: &mut serde_json::Map<String, serde_json::Value>, rounds: usize) {
+    let old = SchedSpec {
+        nice: 0,
+        fair_slice: None,
+        cpu_group: false,
+        spin: Duration::from_micros(40),
+        ..Default::default()
+    };
+    let variants: Vec<(&str, Option<i32>, SchedSpec)> = vec![
+        ("before: nice 0, spin 40 µs", None, old),
+        ("after (default)", None, SchedSpec::default()),
+        ("SCHED_FIFO 50", Some(50), SchedSpec::default()),
+    ];
+    let mut per: Vec<Vec<ackshape_live::stats::HoldTiming>> = vec![vec![]; variants.len()];
+    let mut good: Vec<Vec<f64>> = vec![vec![]; variants.len()];
+    for _ in 0..rounds {
+        for (k, (_, rt, sched)) in variants.iter().enumerate() {
+            // No wanem: its own deadline spinning would compete with the gateway's.
+            let mut spec = RigSpec::new("acks-bq");
+            spec.topology.wanem = false;
+            spec.gateway.realtime_priority = *rt;
+            spec.gateway.sched = sched.clone();
+            let s = Shaper::new(10_000_000, Box::new(DropTail::new(Limit::Packets(100))));
+            spec.pipeline = Box::new(MiddleboxPipeline::new(Box::new(QdiscLink::new(Some(s), None, 14)), "qdisc-link"));
+            let mut rig = Rig::start(spec).expect("rig");
+            let flows = [traffic::FlowSpec {
+                name: "f".into(),
+                cc: Some("cubic".into()),
+                start_s: 0.0,
+                bytes: None,
+                duration_s: Some(4.0),
+            }];
+            let r = traffic::run_flows(&rig.tb, &flows, Duration::from_millis(500), 1).expect("flows");
+            let (g, _) = rig.stop();
+            per[k].push(g.unwrap().unwrap().hold_timing);
+            good[k].push(r[0].goodput_bps);
+        }
+    }
+    println!("\n| box-released frames (qdisc-link 10 Mbit/s, 100 pkt, in the gateway; 4 s cubic flow) | p50 µs (median of rounds) | p99 µs (median) | p99 per round | max µs (worst) | goodput Mbit/s (median) |");
+    println!("|---|---|---|---|---|---|");
+    for (k, (label, _, _)) in variants.iter().enumerate() {
+        let m = |mut v: Vec<f64>| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[v.len() / 2]
+        };
+        let p99s: Vec<f64> = per[k].iter().map(|t| t.p99_us).collect();
+        println!(
+            "| {label} | {:.1} | {:.1} | {} | {:.0} | {:.3} |",
+            m(per[k].iter().map(|t| t.p50_us).collect()),
+            m(p99s.clone()),
+            p99s.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", "),
+            per[k].iter().map(|t| t.max_us).fold(0.0, f64::max),
+            m(good[k].clone()) / 1e6
+        );
+        results.insert(format!("box_timing: {label}"), serde_json::to_value(&per[k]).unwrap());
+    }
 }
 
 fn main() {
@@ -157,26 +276,29 @@ fn main() {
     let secs: u64 = std::env::var("ACKS_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let rounds: usize = std::env::var("ACKS_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
     let mut results = serde_json::Map::new();
-    // ACKS_BENCH_PARTS: comma-separated subset of "throughput,timing" (default: all).
-    let parts = std::env::var("ACKS_BENCH_PARTS").unwrap_or_else(|_| "throughput,timing".into());
+    // ACKS_BENCH_PARTS: comma-separated subset of "throughput,timing,box" (default: all).
+    let parts = std::env::var("ACKS_BENCH_PARTS").unwrap_or_else(|_| "throughput,timing,box".into());
 
     if parts.contains("throughput") {
         throughput(&mut results, secs, rounds);
+    }
+    if parts.contains("box") {
+        box_timing(&mut results, rounds);
     }
     // 2. Held-frame timing: a 1 ms delay line at light load, under each way of waiting for a
     //    deadline, alternating rounds so other load on the machine spreads over all of them.
     if parts.contains("timing") {
         let spin = |us: u64| Duration::from_micros(us);
-        let old = SchedSpec { nice: 0, fair_slice: None, autogroup: false, spin: spin(40), ..Default::default() };
+        let old = SchedSpec { nice: 0, fair_slice: None, cpu_group: false, spin: spin(40), ..Default::default() };
         let variants: Vec<(&str, Option<i32>, SchedSpec)> = vec![
             ("before: nice 0, spin 40 µs (issue-5 engine)", None, old.clone()),
             ("spin 200 µs", None, SchedSpec { spin: spin(200), ..old.clone() }),
             (
                 "spin 200 µs, thread nice -20, EEVDF slice 0.1 ms",
                 None,
-                SchedSpec { autogroup: false, ..Default::default() },
+                SchedSpec { cpu_group: false, ..Default::default() },
             ),
-            ("after (default): the same + autogroup nice -20", None, SchedSpec::default()),
+            ("after (default): the same in a cpu cgroup of its own (shares 262144)", None, SchedSpec::default()),
             ("SCHED_FIFO 50, spin 200 µs", Some(50), SchedSpec::default()),
         ];
         let probes: usize = std::env::var("ACKS_BENCH_PROBES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);

@@ -22,8 +22,8 @@ const BUF_LEN: usize = 16_384;
 /// Frames taken from one port before looking at the other and at due timers.
 const BATCH: usize = 64;
 /// Default of [`SchedSpec::spin`]: how long before a deadline the engine stops sleeping and
-/// busy-polls. It covers the wake-up latency of an idle vCPU (measured 40–100 µs here; with
-/// 40 µs the held-frame p99 was 73–164 µs, with 200 µs 9–34 µs: docs/benchmarks.md).
+/// busy-polls. It covers the wake-up latency of an idle vCPU (40–100 µs on the project's
+/// machines; docs/benchmarks.md, "Held-frame timing").
 pub const SPIN_BEFORE_DEADLINE: Duration = Duration::from_micros(200);
 /// Default of [`SchedSpec::nice`]. With [`DEFAULT_FAIR_SLICE`] the data plane wins the CPU when
 /// it wakes for a deadline while other processes are busy, without a real-time class (held-frame
@@ -44,16 +44,15 @@ pub struct SchedSpec {
     /// a shorter slice preempts other tasks sooner when the thread wakes (default
     /// [`DEFAULT_FAIR_SLICE`]). None: the kernel's default slice.
     pub fair_slice: Option<Duration>,
-    /// Nice value (-20..=19) of the thread (default [`DEFAULT_NICE`]). With `autogroup`, also
-    /// of the process's scheduler autogroup while the engine runs.
+    /// Nice value (-20..=19) of the thread (default [`DEFAULT_NICE`]).
     pub nice: i32,
-    /// When the kernel groups tasks by session (`kernel.sched_autogroup_enabled`), a thread's
-    /// nice only counts against its own session's tasks; other sessions (other builds, shells)
-    /// compete group against group. With this set (default) the engine lowers its process's
-    /// autogroup nice to `nice` while it runs (restored when the last engine of the process
-    /// stops). It affects every task of the session: run the gateway in its own (a service,
-    /// or `setsid`).
-    pub autogroup: bool,
+    /// When the kernel groups tasks by session (`kernel.sched_autogroup_enabled`) a thread's nice
+    /// only weighs against its own session's tasks; other sessions (other builds, shells) compete
+    /// group against group. With this set (default) the thread joins the cgroup-v1 cpu cgroup
+    /// [`CPU_GROUP`] with [`CPU_GROUP_SHARES`] while the engine runs, so it competes as a heavy
+    /// group of its own; only the data-plane thread is affected, and it leaves the group when the
+    /// engine stops (a crash leaves an empty cgroup, which weighs nothing).
+    pub cpu_group: bool,
     /// Busy-poll the ports this long before a deadline instead of sleeping through it, so the
     /// wake-up latency of the sleep does not land in the frame's timing.
     pub spin: Duration,
@@ -65,29 +64,24 @@ impl Default for SchedSpec {
             cpu: None,
             fair_slice: Some(DEFAULT_FAIR_SLICE),
             nice: DEFAULT_NICE,
-            autogroup: true,
+            cpu_group: true,
             spin: SPIN_BEFORE_DEADLINE,
         }
     }
 }
 
-/// Engines of this process holding the autogroup at a lower nice, and the nice to restore.
-static AUTOGROUP_HOLD: std::sync::Mutex<(usize, Option<i32>)> = std::sync::Mutex::new((0, None));
+/// The cpu cgroup data-plane threads join (see [`SchedSpec::cpu_group`]).
+pub const CPU_GROUP: &str = "ackshape-dataplane";
+/// Its `cpu.shares` (the kernel's maximum; a session's autogroup at nice 0 weighs 1024).
+pub const CPU_GROUP_SHARES: u64 = 262_144;
 
-/// Restores the process's autogroup nice when the last engine that lowered it stops.
-pub struct AutogroupGuard(bool);
+/// Moves the thread back to the root cpu cgroup when the engine stops.
+pub struct CpuGroupGuard(bool);
 
-impl Drop for AutogroupGuard {
+impl Drop for CpuGroupGuard {
     fn drop(&mut self) {
-        if !self.0 {
-            return;
-        }
-        let mut h = AUTOGROUP_HOLD.lock().unwrap_or_else(|e| e.into_inner());
-        h.0 = h.0.saturating_sub(1);
-        if h.0 == 0 {
-            if let Some(n) = h.1.take() {
-                let _ = sys::set_autogroup_nice(n);
-            }
+        if self.0 {
+            let _ = sys::leave_cpu_cgroup(CPU_GROUP);
         }
     }
 }
@@ -95,7 +89,7 @@ impl Drop for AutogroupGuard {
 impl SchedSpec {
     /// Apply to the calling thread (failures are logged, not fatal). Keep the guard while the
     /// engine runs.
-    pub fn apply(&self) -> AutogroupGuard {
+    pub fn apply(&self) -> CpuGroupGuard {
         if let Some(c) = self.cpu {
             if let Err(e) = sys::pin_to_cpu(c) {
                 tracing::warn!("cannot pin the data plane to CPU {c}: {e}");
@@ -107,25 +101,16 @@ impl SchedSpec {
                 tracing::warn!("cannot set slice {:?} / nice {}: {e}", self.fair_slice, self.nice);
             }
         }
-        if !self.autogroup || self.nice >= 0 {
-            return AutogroupGuard(false);
+        if !self.cpu_group {
+            return CpuGroupGuard(false);
         }
-        let mut h = AUTOGROUP_HOLD.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(cur) = sys::autogroup_nice() else {
-            return AutogroupGuard(false);
-        };
-        if h.0 == 0 {
-            if cur <= self.nice {
-                return AutogroupGuard(false);
+        match sys::join_cpu_cgroup(CPU_GROUP, CPU_GROUP_SHARES) {
+            Ok(()) => CpuGroupGuard(true),
+            Err(e) => {
+                tracing::warn!("cannot join cpu cgroup {CPU_GROUP}: {e}");
+                CpuGroupGuard(false)
             }
-            if let Err(e) = sys::set_autogroup_nice(self.nice) {
-                tracing::warn!("cannot set the autogroup nice to {}: {e}", self.nice);
-                return AutogroupGuard(false);
-            }
-            h.1 = Some(cur);
         }
-        h.0 += 1;
-        AutogroupGuard(true)
     }
 }
 
@@ -392,6 +377,25 @@ fn send_output_dir(st: &mut State, tx: &mut dyn Port, dir: Dir, out: &[OutFrame]
     }
 }
 
+/// Call the pipeline's timer if it is due and send what it releases.
+fn serve_pipeline_timer(
+    st: &mut State,
+    a: &mut dyn Port,
+    b: &mut dyn Port,
+    pipeline: &mut dyn Pipeline,
+    now: Time,
+    pout: &mut Vec<OutFrame>,
+) {
+    if pipeline.poll_timeout().is_some_and(|t| t <= now) {
+        pout.clear();
+        pipeline.on_timeout(now);
+        pipeline.take_output(pout);
+        send_output_dir(st, b, Dir::AToB, pout);
+        send_output_dir(st, a, Dir::BToA, pout);
+        pout.clear();
+    }
+}
+
 /// One frame to send in a batch: a received one (index) or one the pipeline emitted.
 #[derive(Clone, Copy)]
 enum Item {
@@ -408,7 +412,7 @@ pub fn run_engine(
     ctl: &Control,
 ) -> std::io::Result<Snapshot> {
     let _ = sys::set_timer_slack_ns(1);
-    let _autogroup = cfg.sched.apply();
+    let _cpu_group = cfg.sched.apply();
     if let Some(prio) = cfg.realtime_priority {
         if let Err(e) = sys::set_realtime_fifo(prio) {
             tracing::warn!("SCHED_FIFO {prio} not available, running with normal priority: {e}");
@@ -451,7 +455,12 @@ pub fn run_engine(
         }
         if ctl.reload.swap(false, Ordering::SeqCst) {
             if let Some(path) = &cfg.policy_path {
-                match Policy::load(path) {
+                match Policy::load(path).map_err(|e| e.to_string()).and_then(|p| {
+                    pipeline
+                        .reload(st.clock.now(), &p)
+                        .map(|_| p)
+                        .map_err(|e| format!("policy {}: {e}", path.display()))
+                }) {
                     Ok(p) => {
                         st.flows.set_policy(p.flows.clone());
                         cfg.policy = p;
@@ -468,13 +477,7 @@ pub fn run_engine(
         }
         // Due held frames first: their timing matters most.
         let now = release_due(&mut st, &mut *a, &mut *b);
-        if pipeline.poll_timeout().is_some_and(|t| t <= now) {
-            pipeline.on_timeout(now);
-            pipeline.take_output(&mut pout);
-            send_output_dir(&mut st, &mut *b, Dir::AToB, &pout);
-            send_output_dir(&mut st, &mut *a, Dir::BToA, &pout);
-            pout.clear();
-        }
+        serve_pipeline_timer(&mut st, &mut *a, &mut *b, pipeline, now, &mut pout);
         let mut busy = false;
         for side in 0..2 {
             let (rx, tx, dir): (&mut dyn Port, &mut dyn Port, Dir) =
@@ -513,7 +516,10 @@ pub fn run_engine(
             send_counted(&mut st, tx, 1 - dir.index(), now, &frames);
             // What the pipeline sent back the other way (e.g. an ACK it answered with).
             send_output_dir(&mut st, rx, dir.reverse(), &pout);
-            release_due(&mut st, &mut *a, &mut *b);
+            // Timers again after each batch: a box that releases packets at a high rate (µs apart)
+            // is served twice per loop, not once.
+            let now = release_due(&mut st, &mut *a, &mut *b);
+            serve_pipeline_timer(&mut st, &mut *a, &mut *b, pipeline, now, &mut pout);
         }
         let now = st.clock.now();
         st.flows.sweep(now, false);

@@ -1,12 +1,17 @@
 //! The inline gateway: a bump-in-the-wire between a LAN and a WAN interface running a
-//! [`Pipeline`] (pass-through until the shaping mechanisms are plugged in).
+//! [`Pipeline`]: the policy's shaping gateway ([`PolicyPipeline`]) or any other.
 
+use crate::classify::FrameClass;
 use crate::engine::{run_engine, Control, EngineConfig, SchedSpec};
-use crate::pipeline::{PassThrough, Pipeline};
+use crate::mbpipe::MiddleboxPipeline;
+use crate::pipeline::{Dir, OutFrame, Pipeline, Verdict};
 use crate::policy::{Policy, PolicyError};
 use crate::port::{offending_offloads, offload_fix, AfPacketPort, PcapPort, Port};
 use crate::stats::{serve_prometheus, Snapshot};
 use crate::sys;
+use ackshape_core::middlebox::Middlebox;
+use ackshape_core::shape::gateway::Gateway;
+use ackshape_core::time::{Dur, Time};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -131,12 +136,89 @@ pub fn install_signal_handlers(ctl: &Control) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Bytes charged per packet on top of its IP length by the policy's gateway box: the Ethernet
+/// header (rates in the policy are rates of Ethernet frames without preamble, FCS or gap).
+pub const GATEWAY_OVERHEAD_BYTES: usize = 14;
+/// Seed of the gateway box's random streams (RED and other randomised leaf disciplines).
+pub const GATEWAY_SEED: u64 = 1;
+/// How long a replaced gateway box keeps releasing what it holds after a reload.
+pub const RELOAD_GRACE: Dur = Dur(2_000_000_000);
+
+/// The gateway's pipeline for a policy: pass-through while the policy has no shaping section,
+/// else the policy's `ackshape_core::shape::gateway::Gateway` box in a [`MiddleboxPipeline`].
+///
+/// On reload (SIGHUP) a policy that loads and validates gets a new box; the old one stops taking
+/// packets but keeps releasing what it holds at its own times for [`RELOAD_GRACE`] (its queues
+/// drain at their shaped rates, held ACKs leave on their timers), then it is dropped with whatever
+/// it still holds. Flow state of the old box (classes of tracked flows, mechanism state) does not
+/// carry over: the new box learns the flows again from their next packets. A policy that fails to
+/// load is rejected by the engine before it reaches here, and the running box keeps running.
+pub struct PolicyPipeline {
+    inner: Option<MiddleboxPipeline>,
+}
+
+impl PolicyPipeline {
+    pub fn new(policy: &Policy) -> PolicyPipeline {
+        let inner = policy.shaping.as_ref().map(|sp| {
+            MiddleboxPipeline::new(Box::new(Gateway::new(sp.clone(), GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED)), "gateway")
+        });
+        PolicyPipeline { inner }
+    }
+    /// The middlebox pipeline, when the policy shapes.
+    pub fn middlebox(&self) -> Option<&MiddleboxPipeline> {
+        self.inner.as_ref()
+    }
+}
+
+impl Pipeline for PolicyPipeline {
+    fn on_frame(&mut self, now: Time, dir: Dir, frame: &mut [u8], class: &FrameClass) -> Verdict {
+        match self.inner.as_mut() {
+            Some(p) => p.on_frame(now, dir, frame, class),
+            None => Verdict::Forward,
+        }
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        self.inner.as_ref().and_then(|p| p.poll_timeout())
+    }
+    fn on_timeout(&mut self, now: Time) {
+        if let Some(p) = self.inner.as_mut() {
+            p.on_timeout(now)
+        }
+    }
+    fn take_output(&mut self, out: &mut Vec<OutFrame>) {
+        if let Some(p) = self.inner.as_mut() {
+            p.take_output(out)
+        }
+    }
+    fn reload(&mut self, now: Time, policy: &Policy) -> Result<(), String> {
+        let new: Box<dyn Middlebox + Send> = match &policy.shaping {
+            Some(sp) => Box::new(Gateway::new(sp.clone(), GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED)),
+            // No shaping any more: let the old box drain behind a pass-through box.
+            None => Box::new(ackshape_core::middlebox::PassThrough),
+        };
+        let kind = if policy.shaping.is_some() { "gateway" } else { "pass-through" };
+        match self.inner.as_mut() {
+            Some(p) => p.replace_box(now, new, kind, RELOAD_GRACE),
+            None if policy.shaping.is_some() => self.inner = Some(MiddleboxPipeline::new(new, kind)),
+            None => {}
+        }
+        Ok(())
+    }
+    fn stats_json(&self) -> serde_json::Value {
+        self.inner.as_ref().map_or(serde_json::Value::Null, |p| p.stats_json())
+    }
+}
+
 /// Run the gateway until SIGINT/SIGTERM (the `ackshape gateway` entry point): installs signal
-/// handlers, checks ports, runs pass-through. Returns the final stats.
+/// handlers, checks ports, runs the policy ([`PolicyPipeline`]). Returns the final stats.
 pub fn run(cfg: GatewayConfig) -> Result<Snapshot, GatewayError> {
     let ctl = Control::new();
     install_signal_handlers(&ctl)?;
-    run_with(cfg, &ctl, Box::new(PassThrough))
+    let policy = match &cfg.policy {
+        Some(p) => Policy::load(p)?,
+        None => Policy::default(),
+    };
+    run_with(cfg, &ctl, Box::new(PolicyPipeline::new(&policy)))
 }
 
 /// Run the gateway with an explicit control handle and pipeline (tests, embedding, shapers).
@@ -185,8 +267,93 @@ pub fn run_ports(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::SchedSpec;
+    use crate::pipeline::PassThrough;
     use crate::port::MemPort;
     use crate::testing;
+
+    /// Send `n` 1250-byte TCP frames A→B through a gateway over MemPorts; wait for them; return
+    /// how long they took to arrive.
+    fn push_through(lh: &mut MemPort, wh: &mut MemPort, n: usize, seq0: u32) -> Duration {
+        let t0 = std::time::Instant::now();
+        for i in 0..n {
+            let f = testing::tcp_frame(
+                [10, 0, 0, 1],
+                [10, 0, 0, 2],
+                1000,
+                80,
+                seq0 + 1196 * i as u32,
+                0x18,
+                &[],
+                &[1; 1196],
+            );
+            lh.send(ackshape_core::Time(0), &f).unwrap();
+        }
+        let mut buf = vec![0u8; 2048];
+        let mut got = 0;
+        while got < n {
+            assert!(t0.elapsed() < Duration::from_secs(10), "{got} of {n} frames arrived");
+            match wh.recv(ackshape_core::Time(0), &mut buf).unwrap() {
+                Some(_) => got += 1,
+                None => std::thread::sleep(Duration::from_micros(200)),
+            }
+        }
+        t0.elapsed()
+    }
+
+    #[test]
+    fn policy_gateway_shapes_and_reloads_over_mem_ports() {
+        let dir = std::env::temp_dir().join(format!("acks-gwp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pol = dir.join("policy.toml");
+        let policy = |rate: &str| {
+            format!("default_class = \"all\"\n[link]\noutbound = \"{rate}\"\n[[class]]\nname = \"all\"\nrate = \"{rate}\"\n")
+        };
+        std::fs::write(&pol, policy("10Mbit/s")).unwrap();
+        let (mut lh, lan) = MemPort::pair("lan-host", "lan");
+        let (wan, mut wh) = MemPort::pair("wan", "wan-host");
+        let mut cfg = GatewayConfig::new("x", "y");
+        cfg.policy = Some(pol.clone());
+        cfg.sched = SchedSpec { cpu_group: false, nice: 0, fair_slice: None, ..Default::default() };
+        let loaded = Policy::load(&pol).unwrap();
+        let ctl = Control::new();
+        let (c2, cfg2) = (ctl.clone(), cfg.clone());
+        let h = std::thread::spawn(move || {
+            let pipe = Box::new(PolicyPipeline::new(&loaded));
+            run_ports(Box::new(lan), Box::new(wan), [None, None], loaded, &cfg2, &c2, pipe)
+        });
+        assert!(ctl.wait_running(Duration::from_secs(5)));
+        // 40 frames of 1250 bytes at 10 Mbit/s: 1 ms each (the class bucket lets a 3000-byte burst through).
+        let fast = push_through(&mut lh, &mut wh, 40, 1);
+        // A bad policy is rejected and the running one kept…
+        std::fs::write(&pol, "default_class = \"nope\"\n").unwrap();
+        ctl.request_reload();
+        let t0 = std::time::Instant::now();
+        while ctl.snapshot().policy_reload_errors == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // … a good one replaces the box: 2 Mbit/s, 5 ms per frame.
+        std::fs::write(&pol, policy("2Mbit/s")).unwrap();
+        ctl.request_reload();
+        while ctl.snapshot().policy_reloads == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let slow = push_through(&mut lh, &mut wh, 40, 1_000_000);
+        ctl.request_stop();
+        let snap = h.join().unwrap().unwrap();
+        eprintln!("40 frames at 10 Mbit/s took {fast:?}, at 2 Mbit/s {slow:?}; {}", snap.pipeline);
+        // Never faster than the policy's rate (load can only make it slower).
+        assert!(fast >= Duration::from_millis(36), "{fast:?}");
+        assert!(slow >= Duration::from_millis(190), "{slow:?}");
+        assert_eq!((snap.policy_reloads, snap.policy_reload_errors), (1, 1));
+        assert_eq!(snap.pipeline["kind"], "gateway");
+        assert_eq!(snap.pipeline["reloads"], 1);
+        assert_eq!(snap.pipeline["stats"]["classes"]["all"]["rate_bps"], 2_000_000, "{}", snap.pipeline);
+        assert_eq!(snap.port("wan").unwrap().tx_packets, 80);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn passthrough_over_mem_ports_counts_and_reloads() {

@@ -48,6 +48,11 @@ pub trait Pipeline: Send {
     /// Move the frames the pipeline wants sent now into `out` (called after every `on_frame`
     /// that returned [`Verdict::Consumed`] and after every `on_timeout`).
     fn take_output(&mut self, _out: &mut Vec<OutFrame>) {}
+    /// The engine reloaded its policy (SIGHUP): adopt it, or say why not (the engine then keeps
+    /// the running policy and counts a reload error). Default: nothing to do.
+    fn reload(&mut self, _now: Time, _policy: &crate::policy::Policy) -> Result<(), String> {
+        Ok(())
+    }
     /// Pipeline-specific stats merged into the JSON/Prometheus output.
     fn stats_json(&self) -> serde_json::Value {
         serde_json::Value::Null

@@ -1,8 +1,16 @@
-//! The gateway policy file (TOML). For now it covers what the pass-through data plane decides:
-//! what to do with non-IP, non-TCP and malformed frames, and the flow table's bounds. The
-//! shaping-mechanism sections will extend this struct.
+//! The gateway policy file (TOML): what the data plane does with frames it does not shape
+//! (non-IP, non-TCP, malformed, partial checksums), and the shaping policy of
+//! `ackshape_core::shape::policy` (`[link]`, `[[class]]`, `[[rule]]`, `default_class`,
+//! `borrow_interval`, `[flows]`) that the gateway runs as a `core::shape::gateway::Gateway` box.
+//! One file, the same shaping format as a scenario's `[[middlebox]] kind = "gateway"`; errors
+//! name the file and the dotted key (`docs/policy.md`).
 
 use std::path::Path;
+
+/// Flow table bounds (`[flows]`): the data plane's flow table and the shaping gateway's.
+pub use ackshape_core::shape::policy::FlowTablePolicy;
+/// The validated shaping policy.
+pub use ackshape_core::shape::policy::Policy as ShapingPolicy;
 
 /// What to do with a class of frames the pipeline does not shape.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -15,28 +23,8 @@ pub enum FrameAction {
     Drop,
 }
 
-/// Flow table bounds.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FlowTablePolicy {
-    /// Maximum tracked flows; new flows beyond it are forwarded but not tracked (counted as
-    /// `untracked`). Memory is bounded by about `max_flows × FLOW_ENTRY_BYTES`.
-    pub max_flows: usize,
-    /// A flow with no packet for this long is evicted (seconds).
-    pub idle_timeout_s: f64,
-    /// A flow that has only been seen opening (SYN, no data) is evicted after this (seconds).
-    pub embryonic_timeout_s: f64,
-}
-
-impl Default for FlowTablePolicy {
-    fn default() -> Self {
-        FlowTablePolicy { max_flows: 65_536, idle_timeout_s: 120.0, embryonic_timeout_s: 10.0 }
-    }
-}
-
 /// The gateway policy.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Policy {
     /// Frames that are not IPv4/IPv6 (ARP, LLDP, ...).
     pub non_ip: FrameAction,
@@ -47,6 +35,27 @@ pub struct Policy {
     /// Frames the kernel flagged with a partial checksum (TP_STATUS_CSUMNOTREADY).
     pub csum_not_ready: FrameAction,
     pub flows: FlowTablePolicy,
+    /// The shaping policy, if the file has any shaping key (`link`, `class`, `rule`,
+    /// `default_class`, `borrow_interval`); None: pass-through.
+    pub shaping: Option<ShapingPolicy>,
+}
+
+/// The keys of the data plane's own frame handling; every other key is the shaping policy's.
+const FRAME_KEYS: [&str; 4] = ["non_ip", "non_tcp", "malformed", "csum_not_ready"];
+/// Keys that make a file a shaping policy (`flows` alone does not).
+const SHAPING_KEYS: [&str; 5] = ["link", "class", "rule", "default_class", "borrow_interval"];
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrameKeys {
+    #[serde(default)]
+    non_ip: FrameAction,
+    #[serde(default)]
+    non_tcp: FrameAction,
+    #[serde(default)]
+    malformed: FrameAction,
+    #[serde(default)]
+    csum_not_ready: FrameAction,
 }
 
 /// A policy that could not be loaded.
@@ -61,29 +70,36 @@ pub enum PolicyError {
 impl Policy {
     /// Parse and validate a policy from TOML text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
-        let p: Policy =
-            toml::from_str(text).map_err(|e| PolicyError::Invalid { path: origin.into(), msg: e.to_string() })?;
-        p.validate().map_err(|msg| PolicyError::Invalid { path: origin.into(), msg })?;
-        Ok(p)
+        let invalid = |msg: String| PolicyError::Invalid { path: origin.into(), msg };
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+            invalid(format!("TOML syntax error{at}: {}", e.message().trim_end()))
+        })?;
+        let (frame, rest): (toml::Table, toml::Table) =
+            table.into_iter().partition(|(k, _)| FRAME_KEYS.contains(&k.as_str()));
+        let fk: FrameKeys = serde_path_to_error::deserialize(toml::Value::Table(frame))
+            .map_err(|e| invalid(format!("key `{}`: {}", e.path(), e.inner().message().trim_end())))?;
+        let is_shaping = rest.keys().any(|k| SHAPING_KEYS.contains(&k.as_str()));
+        // The shaping part (and [flows], and any unknown key) is validated by the core policy.
+        let sp = ShapingPolicy::from_table(&rest, origin).map_err(|e| match e.key {
+            Some(k) => invalid(format!("key `{k}`: {}", e.msg)),
+            None => invalid(e.msg),
+        })?;
+        Ok(Policy {
+            non_ip: fk.non_ip,
+            non_tcp: fk.non_tcp,
+            malformed: fk.malformed,
+            csum_not_ready: fk.csum_not_ready,
+            flows: sp.flows.clone(),
+            shaping: is_shaping.then_some(sp),
+        })
     }
     /// Load a policy file.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
         Policy::from_toml(&text, &path.display().to_string())
-    }
-    pub fn validate(&self) -> Result<(), String> {
-        let f = &self.flows;
-        if f.max_flows == 0 || f.max_flows > 50_000_000 {
-            return Err(format!("flows.max_flows must be in 1..=50000000, got {}", f.max_flows));
-        }
-        for (k, v) in [("flows.idle_timeout_s", f.idle_timeout_s), ("flows.embryonic_timeout_s", f.embryonic_timeout_s)]
-        {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!("{k} must be a positive number of seconds, got {v}"));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -108,5 +124,58 @@ mod tests {
         assert!(e.contains("flows.max_flows"), "{e}");
         let e = Policy::from_toml("bogus = 1", "p.toml").unwrap_err().to_string();
         assert!(e.contains("bogus"), "{e}");
+        let e = Policy::from_toml(
+            "non_ip = \"drop\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nceil = \"1kbit/s\"\n",
+            "p.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("p.toml") && e.contains("class[0].ceil"), "{e}");
+        let e = Policy::from_toml("non_ip = [", "p.toml").unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn every_toml_example_in_docs_policy_md_loads() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md")).unwrap();
+        let blocks: Vec<&str> = doc.split("```toml").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+        assert!(blocks.len() >= 3, "docs/policy.md has its examples");
+        let mut shaping = 0;
+        for (i, block) in blocks.iter().enumerate() {
+            let p = Policy::from_toml(block, &format!("docs/policy.md block {i}")).unwrap_or_else(|e| panic!("{e}"));
+            shaping += p.shaping.is_some() as usize;
+        }
+        assert!(shaping >= 3, "{shaping} shaping examples");
+        // The first example sets frame handling and the flow table as well.
+        let p = Policy::from_toml(blocks[0], "docs/policy.md").unwrap();
+        assert_eq!(p.flows.max_flows, 20000);
+        assert_eq!(p.malformed, FrameAction::Drop);
+        assert_eq!(p.shaping.expect("shapes").classes.len(), 4);
+    }
+
+    #[test]
+    fn shaping_sections_make_a_shaping_policy() {
+        let text = r#"
+non_tcp = "drop"
+default_class = "bulk"
+[link]
+outbound = "10Mbit/s"
+[[class]]
+name = "bulk"
+rate = "8Mbit/s"
+ceil = "10Mbit/s"
+mechanism = { kind = "postack" }
+[flows]
+max_flows = 1000
+"#;
+        let p = Policy::from_toml(text, "g.toml").unwrap();
+        assert_eq!(p.non_tcp, FrameAction::Drop);
+        assert_eq!(p.flows.max_flows, 1000);
+        let s = p.shaping.expect("shaping policy");
+        assert_eq!(s.classes.len(), 1);
+        assert_eq!(s.link_bps[0], Some(10_000_000));
+        assert_eq!(s.flows.max_flows, 1000);
+        // [flows] alone is not a shaping policy.
+        assert!(Policy::from_toml("[flows]\nmax_flows = 5\n", "f.toml").unwrap().shaping.is_none());
     }
 }

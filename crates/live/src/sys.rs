@@ -128,6 +128,21 @@ pub fn if_mtu(ifname: &str) -> io::Result<u32> {
     Ok(mtu.max(0) as u32)
 }
 
+/// Hardware (MAC) address of `ifname` (SIOCGIFHWADDR; the calling thread's namespace).
+pub fn if_hwaddr(ifname: &str) -> io::Result<[u8; 6]> {
+    let s = dgram_socket()?;
+    let mut r = ifreq(ifname)?;
+    // SAFETY: r is a properly sized ifreq; the kernel writes ifr_hwaddr (a struct sockaddr, 16
+    // bytes, within the 24-byte union) into it.
+    cvt(unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCGIFHWADDR as _, &mut r as *mut IfReq) })?;
+    // SAFETY: all 24 bytes of the union are initialised (zeroed by ifreq(), then written).
+    let raw = unsafe { r.data._pad };
+    // struct sockaddr: sa_family (2 bytes), then sa_data with the MAC first.
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&raw[2..8]);
+    Ok(mac)
+}
+
 /// One ethtool feature ("tx-checksum-ipv4", "rx-gro", ...) and whether it is active.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Feature {
@@ -575,18 +590,52 @@ pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
     Ok(TcpInfo { total_retrans: ti.tcpi_total_retrans, rtt_us: ti.tcpi_rtt, snd_cwnd: ti.tcpi_snd_cwnd })
 }
 
-const AUTOGROUP: &str = "/proc/self/autogroup";
+/// Mount point of the cgroup-v1 cpu controller.
+const CPU_CGROUP_V1: &str = "/sys/fs/cgroup/cpu";
 
-/// The nice value of this process's scheduler autogroup (its session's group when
-/// `kernel.sched_autogroup_enabled` is 1), or None when the kernel has no autogroups.
-pub fn autogroup_nice() -> Option<i32> {
-    // "/autogroup-9 nice 0"
-    let s = std::fs::read_to_string(AUTOGROUP).ok()?;
-    s.split_whitespace().last()?.parse().ok()
+/// The calling thread's id.
+pub fn gettid() -> i64 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i64 }
 }
 
-/// Set the nice value of this process's autogroup (negative values need CAP_SYS_NICE). Thread
-/// nice values only weigh within an autogroup; between sessions the groups' own nice decides.
-pub fn set_autogroup_nice(nice: i32) -> io::Result<()> {
-    std::fs::write(AUTOGROUP, nice.clamp(-20, 19).to_string())
+/// Move the calling thread into the cgroup-v1 cpu cgroup `name` (created if needed) with
+/// `cpu.shares` = `shares`. Outside the root cgroup a thread is not in its session's autogroup:
+/// the group competes with the machine's sessions by its own weight.
+pub fn join_cpu_cgroup(name: &str, shares: u64) -> io::Result<()> {
+    let root = std::path::Path::new(CPU_CGROUP_V1);
+    if !root.join("tasks").exists() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("no cgroup-v1 cpu controller at {CPU_CGROUP_V1}"),
+        ));
+    }
+    let dir = root.join(name);
+    match std::fs::create_dir(&dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    std::fs::write(dir.join("cpu.shares"), shares.to_string())?;
+    std::fs::write(dir.join("tasks"), gettid().to_string())
+}
+
+/// Move the calling thread back to the root cpu cgroup and remove cgroup `name` if it is empty.
+pub fn leave_cpu_cgroup(name: &str) -> io::Result<()> {
+    let root = std::path::Path::new(CPU_CGROUP_V1);
+    std::fs::write(root.join("tasks"), gettid().to_string())?;
+    // Fails while other threads are in it; the last one out removes it.
+    let _ = std::fs::remove_dir(root.join(name));
+    Ok(())
+}
+
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`): for cost measurements that
+/// other load on the machine does not inflate.
+pub fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a live timespec; the clock id is valid.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if r != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
 }

@@ -30,6 +30,8 @@ pub enum Ev {
     MbCopy(u32),
     /// Mirror mode: the head of the injections' delay line reaches the node.
     MbInject(u32),
+    /// A sender group's timer (VPS).
+    GroupTimer(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

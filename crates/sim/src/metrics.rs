@@ -230,6 +230,9 @@ pub struct Summary {
     /// One entry per `[[middlebox]]`: node, kind, packets seen/emitted and the box's own stats.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub middleboxes: Vec<serde_json::Value>,
+    /// One entry per VPS sender group: flows, weights, controller counters, virtual flows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<serde_json::Value>,
     /// Paper 002's metrics for each asymmetric access link (see [`AsymLinkSummary`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub asym_links: Vec<AsymLinkSummary>,

@@ -90,6 +90,10 @@ pub struct TcpSpec {
     pub initial_rto: Option<DurV>,
     pub rto_granularity: Option<DurV>,
     pub dupthresh: Option<u32>,
+    /// MulTCP's N (with `cc = "multcp"`).
+    pub multcp_n: Option<f64>,
+    /// Initial slow-start threshold in segments (default: unlimited).
+    pub initial_ssthresh: Option<u64>,
     /// `false`: no congestion avoidance (slow-start growth above ssthresh; losses still halve).
     pub congestion_avoidance: Option<bool>,
 }
@@ -119,6 +123,8 @@ impl TcpSpec {
             initial_rto,
             rto_granularity,
             dupthresh,
+            multcp_n,
+            initial_ssthresh,
             congestion_avoidance
         )
     }
@@ -186,6 +192,12 @@ impl TcpSpec {
         if let Some(v) = self.dupthresh {
             c.dupthresh = v;
         }
+        if let Some(v) = self.multcp_n {
+            c.multcp_n = v;
+        }
+        if let Some(v) = self.initial_ssthresh {
+            c.initial_ssthresh = v;
+        }
         if let Some(v) = self.congestion_avoidance {
             c.no_congestion_avoidance = !v;
         }
@@ -222,6 +234,11 @@ impl TcpSpec {
         if let Some(DurV(g)) = self.rto_granularity {
             if g == Dur::ZERO {
                 return Err((k("rto_granularity"), "expected a positive clock tick, got 0".into()));
+            }
+        }
+        if let Some(n) = self.multcp_n {
+            if !(n.is_finite() && n >= 1.0) {
+                return Err((k("multcp_n"), format!("expected N ≥ 1, got {n}")));
             }
         }
         Ok(())
@@ -357,6 +374,16 @@ pub struct GroupSpec {
     pub receiver_access: Option<LinkSpec>,
 }
 
+/// A group of dumbbell receivers sharing access-link settings (e.g. receivers at different
+/// distances, paper 003 Sec. 6.7).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RecvGroupSpec {
+    pub receivers: u32,
+    #[serde(default)]
+    pub access: LinkSpec,
+}
+
 /// Dumbbell: senders `s0..` → router `left` → bottleneck → router `right` → receivers `d0..`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -371,6 +398,9 @@ pub struct DumbbellSpec {
     /// Sender groups overriding `access` for consecutive senders, in order.
     #[serde(default)]
     pub groups: Vec<GroupSpec>,
+    /// Receiver groups overriding `receiver_access` for consecutive receivers, in order.
+    #[serde(default)]
+    pub receiver_groups: Vec<RecvGroupSpec>,
     /// A link from an upstream router `edge` to `left`: senders then attach to `edge`
     /// (paper 001 Fig. 4: a box at `edge` is upstream of the bottleneck, not at it).
     pub upstream: Option<LinkSpec>,
@@ -482,6 +512,51 @@ pub enum FlowKind {
     UdpCbr,
     /// Poisson UDP (exponential inter-packet gaps).
     UdpPoisson,
+    /// On/off UDP (ns-2 "Exponential"): CBR at `rate` during exponentially distributed on
+    /// periods (mean `on`), silent during exponential off periods (mean `off`).
+    UdpOnoff,
+    /// A VPS sender group (paper 003): `count` TCP flows from one sender to `count` receivers,
+    /// bandwidth split by `weights`, the group as aggressive as `count` TCP flows.
+    Vps,
+    /// `count` MulTCP flows from one sender, flow i with N = `weights[i]` (paper 003's baseline).
+    Multcp,
+    /// Application-layer weighted round robin over `count` ordinary TCP connections from one
+    /// sender: `weights[i]` units per round, blocking or non-blocking sends (paper 003 Sec. 2.1).
+    Wrr,
+}
+
+impl FlowKind {
+    /// A UDP source.
+    pub fn is_udp(self) -> bool {
+        matches!(self, FlowKind::UdpCbr | FlowKind::UdpPoisson | FlowKind::UdpOnoff)
+    }
+    /// One of the group kinds whose `count` flows leave one sender host.
+    pub fn is_group(self) -> bool {
+        matches!(self, FlowKind::Vps | FlowKind::Multcp | FlowKind::Wrr)
+    }
+}
+
+/// How the WRR application sends (`io`).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WrrIo {
+    /// Wait on a full socket buffer.
+    #[default]
+    Blocking,
+    /// Skip a flow whose socket buffer is full.
+    NonBlocking,
+}
+
+/// VPS controller settings (`vps = { ... }` on a `kind = "vps"` flow entry).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct VpsSpec {
+    /// Packets sent per ACK or timer (default 4, the thesis's maxburst).
+    pub max_burst: Option<u32>,
+    /// Temporary suspension of actual flows in recovery (default true).
+    pub suspension: Option<bool>,
+    /// False-duplicate-ACK suppression (default true).
+    pub suppression: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
@@ -514,6 +589,19 @@ pub struct FlowSpec {
     pub rate: Option<RateV>,
     pub packet_size: Option<SizeV>,
     pub tcp: Option<TcpSpec>,
+    /// `udp-onoff`: mean on and off periods (exponential).
+    pub on: Option<DurV>,
+    pub off: Option<DurV>,
+    /// `vps`, `multcp`, `wrr`: one positive weight per flow (default: all 1).
+    pub weights: Option<Vec<f64>>,
+    /// `wrr`: blocking (default) or non-blocking sends.
+    pub io: Option<WrrIo>,
+    /// `wrr`: socket send buffer (default 64KB).
+    pub sndbuf: Option<SizeV>,
+    /// `wrr`: bytes written per unit (default 1pkt = one MSS).
+    pub unit: Option<SizeV>,
+    /// `vps`: controller settings.
+    pub vps: Option<VpsSpec>,
 }
 
 /// How a middlebox is attached to its node.
@@ -700,6 +788,10 @@ impl Scenario {
                 if let Some(u) = &d.upstream {
                     u.validate("topology.upstream")?;
                 }
+                let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+                for (i, g) in d.receiver_groups.iter().enumerate() {
+                    g.access.over(&racc).validate(&format!("topology.receiver_groups[{i}].access"))?;
+                }
                 let grouped: u32 = d.groups.iter().map(|g| g.senders).sum();
                 if let Some(n) = d.senders {
                     if n == 0 {
@@ -709,6 +801,13 @@ impl Scenario {
                         return Err((
                             "topology.groups".into(),
                             format!("groups hold {grouped} senders but topology.senders is {n}"),
+                        ));
+                    }
+                    let rgrouped: u32 = d.receiver_groups.iter().map(|g| g.receivers).sum();
+                    if rgrouped > n {
+                        return Err((
+                            "topology.receiver_groups".into(),
+                            format!("receiver groups hold {rgrouped} receivers but topology.senders is {n}"),
                         ));
                     }
                 }
@@ -750,14 +849,63 @@ impl Scenario {
                         ));
                     }
                 }
-                FlowKind::UdpCbr | FlowKind::UdpPoisson => match f.rate {
+                FlowKind::UdpCbr | FlowKind::UdpPoisson | FlowKind::UdpOnoff => match f.rate {
                     None => return Err((format!("{at}.rate"), "a UDP flow needs a rate like \"1Mbit/s\"".into())),
                     Some(r) if r.0 .0 == 0 => {
                         return Err((format!("{at}.rate"), "expected a positive rate, got 0".into()))
                     }
                     _ => {}
                 },
-                FlowKind::Bulk => {}
+                FlowKind::Bulk | FlowKind::Vps | FlowKind::Multcp | FlowKind::Wrr => {}
+            }
+            if f.kind == FlowKind::UdpOnoff {
+                for (k, v) in [("on", f.on), ("off", f.off)] {
+                    if v.is_some_and(|d| d.0 == Dur::ZERO) {
+                        return Err((format!("{at}.{k}"), "expected a positive mean period, got 0".into()));
+                    }
+                }
+            } else {
+                for (k, v) in [("on", f.on.is_some()), ("off", f.off.is_some())] {
+                    if v {
+                        return Err((format!("{at}.{k}"), "only a `udp-onoff` flow has on/off periods".into()));
+                    }
+                }
+            }
+            if f.kind.is_group() {
+                if let Some(w) = &f.weights {
+                    let n = f.count.unwrap_or(1) as usize;
+                    if w.len() != n {
+                        return Err((
+                            format!("{at}.weights"),
+                            format!("expected one weight per flow ({n}, the `count`), got {}", w.len()),
+                        ));
+                    }
+                    if let Err(e) = ackshape_core::tcp::vps::check_weights(w) {
+                        return Err((format!("{at}.weights"), e));
+                    }
+                    if f.kind == FlowKind::Multcp && w.iter().any(|&x| x < 1.0) {
+                        return Err((format!("{at}.weights"), "MulTCP's N must be at least 1".into()));
+                    }
+                }
+            } else {
+                for (k, v) in [("weights", f.weights.is_some()), ("vps", f.vps.is_some())] {
+                    if v {
+                        return Err((format!("{at}.{k}"), "only `vps`, `multcp` and `wrr` flows take this key".into()));
+                    }
+                }
+            }
+            if f.kind != FlowKind::Wrr {
+                for (k, v) in [("io", f.io.is_some()), ("sndbuf", f.sndbuf.is_some()), ("unit", f.unit.is_some())] {
+                    if v {
+                        return Err((format!("{at}.{k}"), "only a `wrr` flow takes this key".into()));
+                    }
+                }
+            }
+            if f.kind != FlowKind::Vps && f.vps.is_some() {
+                return Err((format!("{at}.vps"), "only a `vps` flow takes this key".into()));
+            }
+            if f.kind.is_group() && f.bytes.is_some() {
+                return Err((format!("{at}.bytes"), "group flows are always backlogged (no `bytes`)".into()));
             }
             if let Some(SizeV(Size::Packets(_))) = f.bytes {
                 return Err((format!("{at}.bytes"), "expected a size in bytes like \"1MB\", not packets".into()));

@@ -9,7 +9,8 @@ use ackshape_core::impair::{Delay, JitterSpec, Loss};
 use ackshape_core::middlebox::Dir as MbDir;
 use ackshape_core::queue::{DropTail, Limit};
 use ackshape_core::rng::{stream, Rng};
-use ackshape_core::tcp::{Connection, TcpConfig, TcpEvent, TcpStats, TcpTrace};
+use ackshape_core::tcp::vps::{VpsConfig, VpsGroup};
+use ackshape_core::tcp::{CcAlgo, Connection, TcpConfig, TcpEvent, TcpStats, TcpTrace};
 use ackshape_core::time::{Dur, Time};
 use ackshape_core::units::Size;
 use ackshape_wire::{Ecn, IpHdr, Packet, UdpHdr, L4};
@@ -118,6 +119,44 @@ struct Flow {
     udp_sent_pkts: u64,
     completions: Vec<f64>,
     snap: Snap,
+    /// The sender group this flow belongs to (VPS, WRR), or NONE; and its index in it.
+    group: u32,
+    gidx: u32,
+    /// `udp-onoff`: end of the current on period; mean on and off periods.
+    on_until: Time,
+    on_mean: Dur,
+    off_mean: Dur,
+}
+
+/// Application-layer weighted round robin over ordinary TCP connections (paper 003 Sec. 2.1).
+struct WrrApp {
+    /// Units per round, per flow.
+    weights: Vec<u64>,
+    unit: u64,
+    sndbuf: u64,
+    blocking: bool,
+    /// Flow (index in the group) being served and units it got this round.
+    cur: usize,
+    sent: u64,
+    /// Bytes written to each flow's connection.
+    written: Vec<u64>,
+    running: bool,
+    again: bool,
+}
+
+enum GroupKind {
+    Vps(Box<VpsGroup>),
+    Wrr(WrrApp),
+}
+
+/// Flows that leave one sender together (a VPS group, a WRR application).
+struct GroupSlot {
+    kind: GroupKind,
+    /// Sender node.
+    node: u32,
+    /// Flow ids, in group order.
+    flows: Vec<u32>,
+    timer: Option<Time>,
 }
 
 /// One row of the per-flow trace.
@@ -168,6 +207,9 @@ pub struct Sim {
     /// Middleboxes, and for each node the index of its box (NONE: none).
     mbs: Vec<MbSlot>,
     node_mb: Vec<u32>,
+    groups: Vec<GroupSlot>,
+    /// Sender-side keys of group connections → (group, index in group).
+    gdemux: FxMap<(u32, u16, u16, u32), (u32, u32)>,
 }
 
 /// Errors while building a simulation from a valid scenario (e.g. unreachable hosts).
@@ -247,6 +289,12 @@ impl Sim {
                         group_of.push(gi);
                     }
                 }
+                let mut rgroup_of = Vec::new();
+                for (gi, g) in d.receiver_groups.iter().enumerate() {
+                    for _ in 0..g.receivers {
+                        rgroup_of.push(gi);
+                    }
+                }
                 let mut pairs = Vec::new();
                 for i in 0..n {
                     let s = add_node(&mut nodes, &mut hosts, format!("s{i}"), true);
@@ -260,14 +308,21 @@ impl Sim {
                     };
                     add_link(&mut links, &format!("access-s{i}"), s, attach, &acc);
                     let r = add_node(&mut nodes, &mut hosts, format!("d{i}"), true);
+                    let racc_i = match rgroup_of.get(i as usize) {
+                        Some(&g) => d.receiver_groups[g].access.over(&racc_i),
+                        None => racc_i,
+                    };
                     add_link(&mut links, &format!("access-d{i}"), right, r, &racc_i);
                     pairs.push((nodes[s as usize].host, nodes[r as usize].host));
                 }
                 let mut next = 0u32;
                 for f in &sc.flows {
                     let mut k = f.sender.unwrap_or(next);
+                    // A group's flows all leave the sender of its first pair.
+                    let src = pairs[(k % n) as usize].0;
                     for _ in 0..f.count.unwrap_or(1) {
-                        placement.push(pairs[(k % n) as usize]);
+                        let (s, d) = pairs[(k % n) as usize];
+                        placement.push((if f.kind.is_group() { src } else { s }, d));
                         k += 1;
                     }
                     next = k;
@@ -357,15 +412,73 @@ impl Sim {
         let bin = sc.bin.map(|b| b.0).unwrap_or(Dur::from_secs(1));
         let nbins = (duration.0.div_ceil(bin.0)) as usize;
         let mut flows = Vec::new();
+        let mut groups: Vec<GroupSlot> = Vec::new();
         let mut fid = 0u32;
         let mut k = 0usize;
-        for f in &sc.flows {
+        for (fi, f) in sc.flows.iter().enumerate() {
             let tcp = f.tcp.clone().unwrap_or_default().over(&sc.tcp);
             let mut cfg = tcp.to_config();
             cfg.carry_payload = sc.verify_payload;
-            for _ in 0..f.count.unwrap_or(1) {
+            let count = f.count.unwrap_or(1) as usize;
+            let weights = f.weights.clone().unwrap_or_else(|| vec![1.0; count]);
+            if sc.verify_payload && matches!(f.kind, FlowKind::Vps | FlowKind::Wrr) {
+                return Err(topo_err(
+                    format!("flows[{fi}].kind"),
+                    "verify_payload is not supported with `vps` or `wrr` flows".into(),
+                ));
+            }
+            let group = match f.kind {
+                FlowKind::Vps => {
+                    let v = f.vps.clone().unwrap_or_default();
+                    let vcfg = VpsConfig {
+                        weights: weights.clone(),
+                        max_burst: v.max_burst.unwrap_or(4),
+                        suspension: v.suspension.unwrap_or(true),
+                        suppression: v.suppression.unwrap_or(true),
+                    };
+                    let g = VpsGroup::new(vcfg, cfg.clone(), stream(seed, "vps", groups.len() as u64))
+                        .map_err(|e| topo_err(format!("flows[{fi}].weights"), e.to_string()))?;
+                    Some(GroupKind::Vps(Box::new(g)))
+                }
+                FlowKind::Wrr => {
+                    let size = |v: Option<SizeV>, d: u64| match v.map(|x| x.0) {
+                        None => d,
+                        Some(Size::Bytes(b)) => b,
+                        Some(Size::Packets(p)) => p * cfg.mss as u64,
+                    };
+                    Some(GroupKind::Wrr(WrrApp {
+                        weights: weights.iter().map(|w| (w.round() as u64).max(1)).collect(),
+                        unit: size(f.unit, cfg.mss as u64).max(1),
+                        sndbuf: size(f.sndbuf, 64 * 1024),
+                        blocking: f.io.unwrap_or_default() == WrrIo::Blocking,
+                        cur: 0,
+                        sent: 0,
+                        written: vec![0; count],
+                        running: false,
+                        again: false,
+                    }))
+                }
+                _ => None,
+            };
+            let gid = match group {
+                Some(kind) => {
+                    let src = placement[k].0;
+                    groups.push(GroupSlot { kind, node: hosts[src as usize], flows: Vec::new(), timer: None });
+                    groups.len() as u32 - 1
+                }
+                None => NONE,
+            };
+            for j in 0..count {
                 let (src, dst) = placement[k];
                 k += 1;
+                let mut cfg = cfg.clone();
+                if f.kind == FlowKind::Multcp {
+                    cfg.cc = CcAlgo::MulTcp;
+                    cfg.multcp_n = weights[j];
+                }
+                if gid != NONE {
+                    groups[gid as usize].flows.push(fid);
+                }
                 let name = match (&f.name, f.count.unwrap_or(1)) {
                     (Some(n), 1) => n.clone(),
                     (Some(n), _) => format!("{n}-{fid}"),
@@ -409,6 +522,11 @@ impl Sim {
                     udp_sent_pkts: 0,
                     completions: Vec::new(),
                     snap: Snap::default(),
+                    group: gid,
+                    gidx: j as u32,
+                    on_until: Time::ZERO,
+                    on_mean: f.on.map(|d| d.0).unwrap_or(Dur::from_millis(500)),
+                    off_mean: f.off.map(|d| d.0).unwrap_or(Dur::from_millis(500)),
                 });
                 fid += 1;
             }
@@ -489,6 +607,8 @@ impl Sim {
             class_snap: Vec::new(),
             mbs,
             node_mb,
+            groups,
+            gdemux: FxMap::default(),
         };
         for (name, cap) in opts.captures {
             match sim.links.iter_mut().find(|l| l.name == name) {
@@ -510,7 +630,7 @@ impl Sim {
                     Time(a.0 + ((b.0 - a.0) as f64 * x) as u64)
                 }
             };
-            if matches!(sim.flows[i].kind, FlowKind::UdpCbr | FlowKind::UdpPoisson) {
+            if sim.flows[i].kind.is_udp() {
                 let (dn, port) = (sim.hosts[sim.flows[i].dst as usize], sim.flows[i].udp_port);
                 sim.udp_sink.insert((dn, port), i as u32);
                 sim.q.push(t, Ev::UdpSend(i as u32));
@@ -595,6 +715,16 @@ impl Sim {
             Ev::MbTimer(m) => self.mb_timer(m),
             Ev::MbCopy(m) => self.mb_copy(m),
             Ev::MbInject(m) => self.mb_inject(m),
+            Ev::GroupTimer(g) => {
+                let slot = &mut self.groups[g as usize];
+                if slot.timer == Some(self.now) {
+                    slot.timer = None;
+                    if let GroupKind::Vps(v) = &mut slot.kind {
+                        v.handle_timeout(self.now);
+                    }
+                    self.drive_group(g);
+                }
+            }
         }
     }
 
@@ -701,6 +831,11 @@ impl Sim {
                         slot.conn.handle_packet(self.now, &pkt);
                     }
                     self.drive(c);
+                } else if let Some(&(g, i)) = self.gdemux.get(&key) {
+                    if let GroupKind::Vps(v) = &mut self.groups[g as usize].kind {
+                        v.handle_packet(self.now, i as usize, &pkt);
+                    }
+                    self.drive_group(g);
                 } else if t.dport == LISTEN_PORT {
                     if let Some(&f) = self.syn_flow.get(&(src, t.sport, node.host)) {
                         let iss = self.iss_rng.next_u32();
@@ -832,6 +967,95 @@ impl Sim {
                 self.q.push(t, Ev::ConnTimer(c));
             }
         }
+        if slot.sender {
+            let g = self.flows[slot.flow as usize].group;
+            if g != NONE && matches!(self.groups[g as usize].kind, GroupKind::Wrr(_)) {
+                self.app_step(g);
+            }
+        }
+    }
+
+    /// Send what a VPS group has to send and re-arm its timer.
+    fn drive_group(&mut self, g: u32) {
+        let node = self.groups[g as usize].node;
+        loop {
+            let GroupKind::Vps(v) = &mut self.groups[g as usize].kind else { return };
+            let Some((_, p)) = v.poll_transmit() else { break };
+            self.forward(node, p);
+        }
+        let now = self.now;
+        let slot = &mut self.groups[g as usize];
+        let GroupKind::Vps(v) = &mut slot.kind else { return };
+        while v.poll_event().is_some() {}
+        if let Some(t) = v.poll_timeout() {
+            let t = t.max(now);
+            if slot.timer.is_none_or(|p| t < p) {
+                slot.timer = Some(t);
+                self.q.push(t, Ev::GroupTimer(g));
+            }
+        }
+    }
+
+    /// Let a WRR application write what its socket buffers take (paper 003 Sec. 2.1): `w_i`
+    /// units per round; blocking waits on a full buffer, non-blocking skips the flow.
+    fn app_step(&mut self, g: u32) {
+        {
+            let GroupKind::Wrr(app) = &mut self.groups[g as usize].kind else { return };
+            if app.running {
+                app.again = true;
+                return;
+            }
+            app.running = true;
+        }
+        loop {
+            let mut touched: Vec<u32> = Vec::new();
+            let n = self.groups[g as usize].flows.len();
+            let mut skipped = 0;
+            loop {
+                let GroupKind::Wrr(app) = &self.groups[g as usize].kind else { return };
+                let (cur, unit, sndbuf, blocking) = (app.cur, app.unit, app.sndbuf, app.blocking);
+                let f = self.groups[g as usize].flows[cur];
+                let c = self.flows[f as usize].sender;
+                let fits = c != NONE
+                    && self.conns[c as usize].as_ref().is_some_and(|s| {
+                        s.conn.state() != ackshape_core::tcp::TcpState::Closed
+                            && app.written[cur].saturating_sub(s.conn.stats().bytes_acked) + unit <= sndbuf
+                    });
+                let GroupKind::Wrr(app) = &mut self.groups[g as usize].kind else { return };
+                if fits {
+                    if let Some(s) = self.conns[c as usize].as_mut() {
+                        s.conn.write(unit);
+                    }
+                    app.written[cur] += unit;
+                    if !touched.contains(&c) {
+                        touched.push(c);
+                    }
+                    skipped = 0;
+                    app.sent += 1;
+                    if app.sent >= app.weights[cur] {
+                        app.sent = 0;
+                        app.cur = (cur + 1) % n;
+                    }
+                } else if blocking {
+                    break; // wait until this socket has room
+                } else {
+                    skipped += 1;
+                    app.sent = 0;
+                    app.cur = (cur + 1) % n;
+                    if skipped >= n {
+                        break; // every socket is full
+                    }
+                }
+            }
+            for c in touched {
+                self.drive(c);
+            }
+            let GroupKind::Wrr(app) = &mut self.groups[g as usize].kind else { return };
+            if !std::mem::take(&mut app.again) {
+                app.running = false;
+                return;
+            }
+        }
     }
 
     fn on_delivered(&mut self, c: u32, f: u32, bytes: u64) {
@@ -888,7 +1112,9 @@ impl Sim {
         let mut port = node.next_port;
         for _ in 0..40000 {
             port = if port >= 60999 { 32768 } else { port + 1 };
-            if !self.demux.contains_key(&(sn, port, LISTEN_PORT, dst)) && !self.syn_flow.contains_key(&(src, port, dst))
+            if !self.demux.contains_key(&(sn, port, LISTEN_PORT, dst))
+                && !self.syn_flow.contains_key(&(src, port, dst))
+                && !self.gdemux.contains_key(&(sn, port, LISTEN_PORT, dst))
             {
                 break;
             }
@@ -897,6 +1123,21 @@ impl Sim {
         let local = SocketAddr::new(host_addr(src), port);
         let remote = SocketAddr::new(host_addr(dst), LISTEN_PORT);
         let iss = self.iss_rng.next_u32();
+        let (g, gi) = (self.flows[f as usize].group, self.flows[f as usize].gidx);
+        if g != NONE {
+            if let GroupKind::Vps(v) = &mut self.groups[g as usize].kind {
+                // A VPS actual flow: the group owns its sending side.
+                v.connect(gi as usize, local, remote, iss, now);
+                v.write(gi as usize, u64::MAX / 4, now);
+                self.flows[f as usize].transfer_start = now;
+                self.syn_flow.insert((src, port, dst), f);
+                self.flows[f as usize].syn_key = Some((src, port, dst));
+                self.gdemux.insert((sn, port, LISTEN_PORT, dst), (g, gi));
+                self.drive_group(g);
+                return;
+            }
+        }
+        let app = g != NONE; // a WRR application writes the data
         let fl = &mut self.flows[f as usize];
         let mut conn = Connection::connect(fl.cfg.clone(), local, remote, iss, now);
         fl.transfer_start = now;
@@ -906,7 +1147,7 @@ impl Sim {
             let gen = stream(self.seed, "payload", ((f as u64) << 24) + fl.completions.len() as u64);
             fl.send_gen = Some(gen.clone());
             fl.recv_gen = Some(gen);
-        } else {
+        } else if !app {
             match fl.bytes {
                 Some(b) => {
                     conn.write(b);
@@ -930,6 +1171,20 @@ impl Sim {
         let fl = &mut self.flows[f as usize];
         if fl.stop.is_some_and(|s| now >= s) {
             return;
+        }
+        if fl.kind == FlowKind::UdpOnoff {
+            let mut exp = |m: Dur| {
+                let u: f64 = fl.rng.gen::<f64>().max(1e-12);
+                Dur::from_secs_f64(-u.ln() * m.as_secs_f64())
+            };
+            if fl.on_until == Time::ZERO {
+                fl.on_until = now + exp(fl.on_mean); // first on period starts now
+            } else if now >= fl.on_until {
+                let next = now + exp(fl.off_mean);
+                fl.on_until = next + exp(fl.on_mean);
+                self.q.push(next, Ev::UdpSend(f));
+                return;
+            }
         }
         let payload = fl.pkt_size.saturating_sub(28);
         let pkt = Packet {
@@ -955,6 +1210,14 @@ impl Sim {
 
     fn flow_tcp_stats(&self, f: &Flow) -> TcpStats {
         let mut s = f.done_stats.clone();
+        if f.group != NONE {
+            if let GroupKind::Vps(v) = &self.groups[f.group as usize].kind {
+                if let Some(st) = v.flow_stats(f.gidx as usize) {
+                    add_stats(&mut s, st);
+                }
+                return s;
+            }
+        }
         if f.sender != NONE {
             if let Some(slot) = &self.conns[f.sender as usize] {
                 add_stats(&mut s, slot.conn.stats());
@@ -1167,6 +1430,39 @@ impl Sim {
             .collect()
     }
 
+    /// Stats of every VPS group: its flows, weights, the controller's counters and each virtual
+    /// flow's congestion-control counters.
+    pub fn group_stats(&self) -> Vec<serde_json::Value> {
+        self.groups
+            .iter()
+            .filter_map(|g| match &g.kind {
+                GroupKind::Vps(v) => {
+                    let virt: Vec<serde_json::Value> = (0..v.len())
+                        .map(|i| {
+                            let c = v.virtual_flow(i);
+                            let st = c.stats();
+                            serde_json::json!({
+                                "fast_retransmits": st.fast_retransmits,
+                                "timeouts": st.timeouts,
+                                "retransmitted_segments": st.retrans_segs,
+                                "segments": st.data_segs_sent,
+                                "cwnd_segments": c.cwnd_bytes() as f64 / v.actual(i).map_or(1000, |a| a.mss()) as f64,
+                            })
+                        })
+                        .collect();
+                    Some(serde_json::json!({
+                        "kind": "vps",
+                        "flows": g.flows,
+                        "weights": v.weights(),
+                        "stats": v.stats(),
+                        "virtual": virt,
+                    }))
+                }
+                GroupKind::Wrr(_) => None,
+            })
+            .collect()
+    }
+
     pub fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
         let mut out = Vec::new();
         let b = self.bin.as_secs_f64();
@@ -1191,7 +1487,7 @@ impl Sim {
             let sent = s.data_bytes_sent + f.udp_sent_bytes - f.snap.sent_bytes;
             let segs = s.data_segs_sent + f.udp_sent_pkts - f.snap.data_segs;
             let retr = s.retrans_segs - f.snap.retrans;
-            let tcp = !matches!(f.kind, FlowKind::UdpCbr | FlowKind::UdpPoisson);
+            let tcp = !f.kind.is_udp();
             if f.kind == FlowKind::Short {
                 short.extend_from_slice(&f.completions);
             }
@@ -1312,6 +1608,7 @@ impl Sim {
             short_transfers,
             verify: if self.verify { Some(vsum) } else { None },
             middleboxes: self.middlebox_stats(),
+            groups: self.group_stats(),
             asym_links,
         }
     }

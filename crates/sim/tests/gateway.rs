@@ -137,3 +137,231 @@ fn policy_file_is_read_relative_to_the_scenario_and_errors_name_the_key() {
         assert!(e.contains(&format!("gw.toml: key `{key}`")), "{gw}\n=> {e}");
     }
 }
+
+/// `scenario` with receivers ACKing every segment (paper 000's assumption).
+fn scenario_ack_every(n: u32, duration: &str, gateway: &str) -> String {
+    scenario(n, duration, gateway).replace("timestamps = false", "timestamps = false\ndelack = 1\nrcv_buf = \"64KB\"")
+}
+
+fn jain(s: &ackshape_sim::Summary) -> f64 {
+    ackshape_sim::metrics::jain(&s.flows.iter().map(|f| f.goodput_bps).collect::<Vec<_>>())
+}
+
+fn report(label: &str, s: &ackshape_sim::Summary, class_name: &str) {
+    let c = class(s, class_name);
+    let total: f64 = s.flows.iter().map(|f| f.goodput_bps).sum();
+    eprintln!(
+        "{label:>24}: goodput {total:>9.0} jain {:.4} data avg {:>6.2} max {:>4} acks avg {:>6.2} max {:>4} drops {} rtx {}",
+        jain(s),
+        c["data_queue_avg_pkts"].as_f64().unwrap(),
+        c["data_queue_max_pkts"],
+        c["acks_held_avg"].as_f64().unwrap(),
+        c["acks_held_max"],
+        c["drops"],
+        s.flows.iter().map(|f| f.retransmitted_packets).sum::<u64>(),
+    );
+}
+
+/// Paper 000's picture (Fig. 8, Table 1) in one 2 Mbit/s class with 4 flows: per-flow queuing
+/// holds the windows as data; PostACK holds them as ACKs; TCR shrinks the windows. All reach the
+/// class rate.
+#[test]
+fn mechanisms_move_the_class_queue_from_data_to_acks() {
+    let pol = |extra: &str| {
+        format!(r#"policy = {{ class = [{{ name = "c", rate = "2Mbit/s"{extra} }}], rule = [{{ class = "c" }}] }}"#)
+    };
+    let runs: Vec<(&str, ackshape_sim::Summary)> = [
+        ("fifo", pol("")),
+        ("pfq-drr", pol(r#", qdisc = { kind = "pfq-drr" }"#)),
+        ("pfq token buckets", pol(r#", qdisc = { kind = "pfq" }"#)),
+        (
+            "postack zero-timer",
+            pol(r#", qdisc = { kind = "pfq-drr" }, mechanism = { kind = "postack", variant = "zero-timer" }"#),
+        ),
+        ("postack on-off", pol(r#", mechanism = { kind = "postack" }"#)),
+        ("tcr", pol(r#", mechanism = { kind = "tcr" }"#)),
+    ]
+    .into_iter()
+    .map(|(l, gw)| {
+        let s = run(&scenario_ack_every(4, "30s", &gw));
+        report(l, &s, "c");
+        (l, s)
+    })
+    .collect();
+    let get = |l: &str| &runs.iter().find(|r| r.0 == l).unwrap().1;
+    let f = |l: &str, k: &str| class(get(l), "c")[k].as_f64().unwrap();
+    for (l, s) in &runs {
+        let total: f64 = s.flows.iter().map(|f| f.goodput_bps).sum();
+        assert!((total / adjusted(2e6) - 1.0).abs() < 0.02, "{l}: {total}");
+        // The gateway-wide buffer is the class's here.
+        let b = &s.middleboxes[0]["stats"]["buffer"];
+        assert!((b["data_avg_pkts"].as_f64().unwrap() - f(l, "data_queue_avg_pkts")).abs() < 1e-6, "{l}");
+        assert!((b["acks_avg"].as_f64().unwrap() - f(l, "acks_held_avg")).abs() < 1e-6, "{l}");
+    }
+    // A shared FIFO overflows; the per-flow schemes lose nothing and are fair.
+    assert!(f("fifo", "drops") > 0.0);
+    for l in ["pfq-drr", "pfq token buckets", "postack zero-timer", "postack on-off", "tcr"] {
+        assert_eq!(f(l, "drops"), 0.0, "{l}");
+        assert!(jain(get(l)) > 0.99, "{l}");
+    }
+    // PFQ queues the windows as data; PostACK relocates that queue to the ACKs.
+    assert!(f("pfq-drr", "data_queue_avg_pkts") > 40.0);
+    assert!(f("pfq token buckets", "data_queue_avg_pkts") > 40.0);
+    assert_eq!(f("pfq-drr", "acks_held_max"), 0.0);
+    for l in ["postack zero-timer", "postack on-off"] {
+        assert!(f(l, "data_queue_avg_pkts") < f("pfq-drr", "data_queue_avg_pkts") / 5.0, "{l}");
+        assert!(f(l, "acks_held_avg") > f("pfq-drr", "data_queue_avg_pkts") / 2.0, "{l}");
+    }
+    // TCR keeps both short (the window is rewritten to the pipe).
+    assert!(f("tcr", "data_queue_avg_pkts") < 5.0 && f("tcr", "acks_held_avg") < 5.0);
+    // Mechanism metrics come through.
+    assert!(class(get("tcr"), "c")["mechanism_stats"]["outbound"].is_object());
+}
+
+/// Paper 000 App. A: an inbound rule shapes WAN → LAN data and its mechanism acts on the
+/// LAN → WAN ACKs.
+#[test]
+fn inbound_rules_shape_downloads_through_their_acks() {
+    // The gateway at `right` (the receivers' side): WAN is the bottleneck back to `left`.
+    let sc = scenario_ack_every(
+        3,
+        "30s",
+        r#"policy = { class = [{ name = "down", rate = "2Mbit/s", mechanism = { kind = "postack" } }], rule = [{ class = "down", direction = "inbound" }] }"#,
+    )
+    .replace("node = \"left\"\nwan = \"bottleneck\"", "node = \"right\"\nwan = \"bottleneck:rev\"");
+    let s = run(&sc);
+    report("inbound postack", &s, "down");
+    let total: f64 = s.flows.iter().map(|f| f.goodput_bps).sum();
+    assert!((total / adjusted(2e6) - 1.0).abs() < 0.02, "{total}");
+    let c = class(&s, "down");
+    assert_eq!(c["directions"], serde_json::json!(["inbound"]));
+    assert!(c["acks_in"].as_u64().unwrap() > 1000, "{c}");
+    assert!(c["acks_held_avg"].as_f64().unwrap() > c["data_queue_avg_pkts"].as_f64().unwrap(), "{c}");
+}
+
+/// The mechanism of a class that may borrow sees the rate it can get: its ceiling while the
+/// other class is idle.
+#[test]
+fn borrowing_raises_the_rate_a_mechanism_sees() {
+    let gw = r#"policy = { link = { outbound = "10Mbit/s" }, class = [
+  { name = "a", rate = "2Mbit/s", ceil = "10Mbit/s", mechanism = { kind = "postack" } },
+  { name = "b", rate = "8Mbit/s" },
+], rule = [
+  { class = "a", src = ["10.0.0.1", "10.0.0.3"] },
+  { class = "b", src = ["10.0.0.5", "10.0.0.7"] },
+] }"#;
+    let s = run(&scenario_ack_every(2, "20s", gw));
+    report("a alone, borrowing", &s, "a");
+    let total: f64 = s.flows.iter().map(|f| f.goodput_bps).sum();
+    let seen = class(&s, "a")["mechanism_rate_bps"]["outbound"].as_u64().unwrap();
+    assert!(seen > 9_500_000, "mechanism rate {seen}");
+    assert!(total > adjusted(9e6), "{total}");
+    // With class b busy too, a is back at its assured rate and b gets its own.
+    let s = run(&scenario_ack_every(4, "20s", gw));
+    let seen = class(&s, "a")["mechanism_rate_bps"]["outbound"].as_u64().unwrap();
+    let a: f64 = s.flows[0].goodput_bps + s.flows[1].goodput_bps;
+    let b: f64 = s.flows[2].goodput_bps + s.flows[3].goodput_bps;
+    eprintln!("both busy: a {a:.0} b {b:.0}, a's mechanism sees {seen}");
+    assert!(seen < 2_100_000, "mechanism rate {seen}");
+    assert!((a / adjusted(2e6) - 1.0).abs() < 0.05 && (b / adjusted(8e6) - 1.0).abs() < 0.05, "a {a} b {b}");
+}
+
+/// RED with ECN marking as a class's leaf discipline keeps its queue near the thresholds mostly by
+/// marking (it still drops when the average passes max_th, as RFC 3168 RED does).
+#[test]
+fn red_ecn_leaf_marks_instead_of_dropping() {
+    let gw = r#"policy = { class = [{ name = "c", rate = "2Mbit/s", qdisc = { kind = "red", ecn = true, limit_pkts = 200 } }], rule = [{ class = "c" }] }"#;
+    let s = run(&scenario(4, "30s", gw).replace("timestamps = false", "timestamps = false\necn = true"));
+    report("red/ecn", &s, "c");
+    let c = class(&s, "c");
+    let q = &c["qdisc"]["outbound"]["counters"];
+    let (marks, drops) = (q["red_ecn_marks"].as_u64().unwrap(), c["drops"].as_u64().unwrap());
+    assert!(marks > 2 * drops, "{c}");
+    assert!((drops as f64) < 0.02 * c["enqueued_pkts"].as_f64().unwrap(), "{c}");
+    assert!(c["data_queue_avg_pkts"].as_f64().unwrap() < 40.0, "{c}");
+    let total: f64 = s.flows.iter().map(|f| f.goodput_bps).sum();
+    assert!((total / adjusted(2e6) - 1.0).abs() < 0.03, "{total}");
+}
+
+/// Two-way TCP on an asymmetric access link (paper 002): the gateway with one outbound class at
+/// the uplink rate and AFVQ as its discipline behaves like the same discipline on the link, and
+/// each direction's discipline is chosen by the class its rule names.
+#[test]
+fn asymmetric_link_disciplines_per_direction() {
+    let sc = |uplink: &str, boxed: &str| {
+        format!(
+            r#"
+seed = 2
+duration = "40s"
+warmup = "10s"
+[tcp]
+cc = "reno"
+sack = false
+delack = 2
+max_window = "200pkt"
+[topology]
+kind = "graph"
+nodes = [{{ name = "local", kind = "host" }}, {{ name = "gw", kind = "router" }}, {{ name = "isp", kind = "router" }}, {{ name = "remote", kind = "host" }}]
+links = [
+  {{ name = "home", a = "local", b = "gw", rate = "100Mbit/s", delay = "100us" }},
+  {{ name = "access", a = "gw", b = "isp", {uplink}, delay = "10ms", reverse = {{ rate = "2.1Mbit/s", qdisc = {{ kind = "fifo", limit_pkts = 100 }} }} }},
+  {{ name = "internet", a = "isp", b = "remote", rate = "100Mbit/s", delay = "20ms" }},
+]
+[[flows]]
+name = "upload"
+from = "local"
+to = "remote"
+[[flows]]
+name = "download"
+from = "remote"
+to = "local"
+start = "100ms"
+[[middlebox]]
+node = "gw"
+wan = "access"
+{boxed}
+"#
+        )
+    };
+    let util = |s: &ackshape_sim::Summary| (s.flows[0].goodput_bps / 800e3, s.flows[1].goodput_bps / 2.1e6);
+    let qlink =
+        run(&sc(r#"rate = "100Mbit/s""#, "kind = \"qdisc-link\"\nrate = \"800kbit/s\"\nqdisc = { kind = \"afvq\" }"));
+    let gw = |up: &str| {
+        run(&sc(
+            r#"rate = "100Mbit/s""#,
+            &format!(
+                r#"kind = "gateway"
+policy = {{ link = {{ outbound = "800kbit/s" }}, class = [
+  {{ name = "up", rate = "800kbit/s", qdisc = {{ kind = "{up}" }} }},
+  {{ name = "down", rate = "100Mbit/s" }},
+], rule = [{{ class = "up" }}, {{ class = "down", direction = "inbound" }}] }}"#
+            ),
+        ))
+    };
+    let afvq = gw("afvq");
+    let fifo = gw("fifo");
+    let (qu, qd) = util(&qlink);
+    let (au, ad) = util(&afvq);
+    let (fu, fd) = util(&fifo);
+    eprintln!("up/down utilisation: qdisc-link AFVQ {qu:.3}/{qd:.3}; gateway AFVQ {au:.3}/{ad:.3}; gateway FIFO {fu:.3}/{fd:.3}");
+    assert!((qu - au).abs() < 0.05 && (qd - ad).abs() < 0.05, "gateway AFVQ differs from the qdisc-link box");
+    // AFVQ on the uplink class lets the download's ACKs through: the download does better than
+    // behind a FIFO uplink.
+    assert!(ad > fd + 0.1, "AFVQ {ad} vs FIFO {fd}");
+    let s = &afvq.middleboxes[0]["stats"]["classes"];
+    assert_eq!(s["up"]["directions"], serde_json::json!(["outbound"]));
+    assert_eq!(s["down"]["directions"], serde_json::json!(["inbound"]));
+    assert!(s["up"]["qdisc"]["outbound"]["asym"].is_object(), "{}", s["up"]);
+}
+
+#[test]
+fn the_gateway_example_in_docs_scenario_md_runs() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/scenario.md")).unwrap();
+    let sec = doc.split("### `kind = \"gateway\"`").nth(1).expect("gateway section");
+    let block = sec.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
+    let sc = scenario(3, "8s", "")
+        .replace("[[middlebox]]\nnode = \"left\"\nwan = \"bottleneck\"\nkind = \"gateway\"\n", block);
+    let s = run(&sc);
+    let total: f64 = s.flows.iter().map(|f| f.goodput_bps).sum();
+    assert!((total / adjusted(2e6) - 1.0).abs() < 0.03, "{total}");
+}

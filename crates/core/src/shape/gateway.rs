@@ -310,6 +310,10 @@ struct ClassState {
     burst_ns: i64,
     cburst_ns: i64,
     deficit: i64,
+    /// Nanoseconds per byte at the rate and at the ceiling, ×2^32 (a multiply per packet
+    /// instead of a division).
+    rate_q: u128,
+    ceil_q: u128,
     leaf: Option<LeafQ>,
     mech: Option<Box<dyn AckMechanism + Send>>,
     /// Rate last handed to the mechanism.
@@ -381,6 +385,18 @@ fn is_flow_data(p: &Packet) -> bool {
     }
 }
 
+/// 8·10⁹·2³² / rate: nanoseconds per byte in 32.32 fixed point.
+fn per_byte_q32(bps: u64) -> u128 {
+    ((8_000_000_000u128) << 32) / bps.max(1) as u128
+}
+
+/// Nanoseconds `bytes` take at the rate encoded by `q` (rounded up).
+#[inline]
+fn cost(bytes: usize, q: u128) -> i64 {
+    let v = (bytes as u128 * q).div_ceil(1 << 32);
+    v.min(i64::MAX as u128) as i64
+}
+
 fn ns(d: Dur) -> i64 {
     d.0.min(i64::MAX as u64) as i64
 }
@@ -422,6 +438,8 @@ impl Gateway {
                         burst_ns,
                         cburst_ns,
                         deficit: c.quantum_bytes as i64,
+                        rate_q: per_byte_q32(c.rate_bps),
+                        ceil_q: per_byte_q32(c.ceil_bps),
                         leaf,
                         mech,
                         mech_rate: c.rate_bps,
@@ -489,6 +507,11 @@ impl Gateway {
     pub fn mechanism_rate(&self, class: usize, dir: Dir) -> Option<u64> {
         let c = &self.sides[dir.index()].cls[class];
         c.mech.as_ref().map(|_| c.mech_rate)
+    }
+
+    /// ACKs the mechanisms hold now, over all classes and directions.
+    pub fn acks_held(&self) -> usize {
+        self.sides.iter().flat_map(|s| s.cls.iter()).filter_map(|c| c.mech.as_ref()).map(|m| m.acks_held()).sum()
     }
 
     /// Packets (data) queued in `class` in `dir`.
@@ -652,8 +675,8 @@ impl Gateway {
             let pc = &self.policy.classes[c];
             let s = &mut self.sides[d].cls[c];
             Self::refill(s, now);
-            s.tokens -= ns(Dur::tx_time(bytes, pc.rate_bps));
-            s.ctokens -= ns(Dur::tx_time(bytes, pc.ceil_bps));
+            s.tokens -= cost(bytes, s.rate_q);
+            s.ctokens -= cost(bytes, s.ceil_q);
             at = pc.parent;
         }
     }
@@ -1085,10 +1108,11 @@ impl Middlebox for Gateway {
                     if let Some(l) = &cs.leaf {
                         let c: Map<String, Value> =
                             l.counters().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
-                        q.insert(
-                            dir_name(d).into(),
-                            json!({ "queue_pkts": l.len_pkts(), "queue_bytes": l.len_bytes(), "counters": c }),
-                        );
+                        let mut e = json!({ "queue_pkts": l.len_pkts(), "queue_bytes": l.len_bytes(), "counters": c });
+                        if let Some(a) = l.q().asym_stats() {
+                            e["asym"] = serde_json::to_value(a).unwrap_or_default();
+                        }
+                        q.insert(dir_name(d).into(), e);
                     }
                     if let Some(mm) = &cs.mech {
                         mech.insert(dir_name(d).into(), mm.stats_json());

@@ -4,6 +4,11 @@
 //!   link (paper 002): FIFO, ACKs-first, two ACK filters (the paper's classic one and a
 //!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
 //! - [`drr`]: per-flow queuing with Deficit Round Robin and longest-queue drop (PFQ).
+//! - [`gateway`]: the edge gateway box: classify by policy rules, track flows, link-share
+//!   among classes (HTB-like: rate, ceiling, priority, borrowing), leaf queues, and each class's
+//!   ACK mechanism ([`ackmech`]: TCR, PostACK).
+//! - [`policy`]: the gateway's shaping policy file (classes, rules) and its validation.
+//! - [`qdisc_spec`]: the `qdisc = { kind = … }` table shared by scenario and policy files.
 //! - [`pfq`]: per-flow token-bucket shaping at BW_c/n (paper 000's PFQ baseline).
 //! - [`postack`]: PostACK (paper 000 §3, §6), an [`ackmech::AckMechanism`] that holds ACKs in
 //!   per-flow ACK queues: basic, on-off (per-class timer) and zero-timer (clocked by PFQ+DRR).

@@ -446,6 +446,13 @@ pub struct Policy {
     pub flows: FlowTablePolicy,
 }
 
+impl Default for Policy {
+    /// The empty policy (no classes: everything passes).
+    fn default() -> Self {
+        Policy::empty()
+    }
+}
+
 /// Default bucket depth of `burst` and `cburst`.
 pub const DEFAULT_BURST_BYTES: u64 = 3000;
 /// Default leaf queue.

@@ -87,6 +87,10 @@ use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
+
+/// Flow index with the crate's fast flow hasher (bounded table; flooding costs CPU only).
+type FlowIndex = HashMap<FlowKey, usize, BuildHasherDefault<super::asym::FlowHasher>>;
 
 /// Which PostACK (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -310,7 +314,7 @@ pub struct PostAck {
     cfg: PostAckConfig,
     rate_bps: u64,
     flows: Vec<Flow>,
-    index: HashMap<FlowKey, usize>,
+    index: FlowIndex,
     free: Vec<usize>,
     spare_queues: Vec<VecDeque<Held>>,
     next_gen: u64,
@@ -334,7 +338,7 @@ impl PostAck {
             cfg,
             rate_bps: 0,
             flows: Vec::new(),
-            index: HashMap::new(),
+            index: FlowIndex::default(),
             free: Vec::new(),
             spare_queues: Vec::new(),
             next_gen: 0,

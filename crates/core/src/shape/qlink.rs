@@ -67,7 +67,12 @@ impl QdiscLink {
 
     /// Send what has finished serialising; start the next packet when the line is free. A packet
     /// leaves the box at the end of its serialisation, as it leaves a link.
-    fn pump(&mut self, now: Time, d: usize, out: &mut Emit) {
+    ///
+    /// `arrived_to_empty`: the pump follows the enqueue of a packet into an empty queue (it may
+    /// start now). Otherwise a packet dequeued right after another finished was already waiting
+    /// when the line freed up, so it starts back to back at `busy_until` even if the driver calls
+    /// late (a real clock's timer): lateness must not stretch the schedule and lower the rate.
+    fn pump(&mut self, now: Time, d: usize, out: &mut Emit, arrived_to_empty: bool) {
         let dir = if d == 0 { Dir::AToB } else { Dir::BToA };
         let ovh = self.overhead_bytes;
         let Some(s) = self.dirs[d].as_mut() else { return };
@@ -75,14 +80,19 @@ impl QdiscLink {
             if s.busy_until > now {
                 break;
             }
-            if let Some(p) = s.in_tx.take() {
-                out.push((dir, p));
-                s.counters[1] += 1;
-            }
+            let was_sending = match s.in_tx.take() {
+                Some(p) => {
+                    out.push((dir, p));
+                    s.counters[1] += 1;
+                    true
+                }
+                None => false,
+            };
             s.account(now);
             let Some(p) = s.queue.dequeue(now) else { break };
-            // Back-to-back when the previous one just ended, else from now.
-            let start = if s.busy_until + Dur(1) >= now { s.busy_until } else { now };
+            // Back to back when the previous one just ended and this one was waiting, else from now.
+            let back_to_back = (was_sending && !arrived_to_empty) || s.busy_until + Dur(1) >= now;
+            let start = if back_to_back { s.busy_until } else { now };
             s.busy_until = start.max(s.busy_until) + Dur::tx_time(p.ip_len() + ovh, s.rate_bps);
             s.in_tx = Some(p);
         }
@@ -118,11 +128,12 @@ impl Middlebox for QdiscLink {
         };
         s.account(now);
         s.counters[0] += 1;
+        let was_empty = s.queue.len_pkts() == 0;
         if let Enqueue::Dropped(_) = s.queue.enqueue(now, pkt) {
             s.counters[2] += 1;
         }
         s.max_pkts = s.max_pkts.max(s.queue.len_pkts());
-        self.pump(now, d, out);
+        self.pump(now, d, out, was_empty);
     }
 
     fn poll_timeout(&self) -> Option<Time> {
@@ -131,7 +142,7 @@ impl Middlebox for QdiscLink {
 
     fn on_timeout(&mut self, now: Time, out: &mut Emit) {
         for d in 0..2 {
-            self.pump(now, d, out);
+            self.pump(now, d, out, false);
         }
     }
 
@@ -157,5 +168,42 @@ impl Middlebox for QdiscLink {
             }
         };
         serde_json::json!({ "a_to_b": dir(&self.dirs[0]), "b_to_a": dir(&self.dirs[1]) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::{DropTail, Limit};
+    use ackshape_wire::testing::{sample_tcp, Rng};
+
+    /// Drive a 10 Mbit/s box with `n` packets queued at t = 0, calling `on_timeout` `late` after
+    /// each deadline (a real clock's timer); return when each packet left.
+    fn drain(late: Dur, n: usize) -> Vec<Time> {
+        let s = Shaper::new(10_000_000, Box::new(DropTail::new(Limit::Packets(n + 1))));
+        let mut b = QdiscLink::new(Some(s), None, 14);
+        let mut rng = Rng::new(1);
+        let mut out = Emit::new();
+        for _ in 0..n {
+            b.on_packet(Time::ZERO, Dir::AToB, sample_tcp(false, 1000, &mut rng), &mut out);
+        }
+        let mut left = Vec::new();
+        while let Some(t) = b.poll_timeout() {
+            let now = t + late;
+            b.on_timeout(now, &mut out);
+            left.extend(out.drain(..).map(|_| now));
+        }
+        left
+    }
+
+    #[test]
+    fn a_late_driver_does_not_stretch_the_schedule() {
+        let exact = drain(Dur::ZERO, 200);
+        let late = drain(Dur::from_micros(300), 200);
+        assert_eq!((exact.len(), late.len()), (200, 200));
+        // Each packet leaves at most the lateness after its exact time: the rate is kept.
+        for (e, l) in exact.iter().zip(&late) {
+            assert!(*l >= *e && l.since(*e) <= Dur::from_micros(300), "{e:?} vs {l:?}");
+        }
     }
 }

@@ -492,6 +492,8 @@ pub struct Tap {
     flows: Vec<Option<FlowState>>,
     free: Vec<usize>,
     index: HashMap<FlowKey, usize, Hasher>,
+    /// Handshake facts (receiver's window scale, sender scales, when) of flows not tracked yet.
+    handshakes: HashMap<FlowKey, (Option<u8>, bool, Time), Hasher>,
     rules: Vec<RuleState>,
     next_id: u64,
     next_tick: Option<Time>,
@@ -524,6 +526,7 @@ impl Tap {
             flows: Vec::new(),
             free: Vec::new(),
             index: HashMap::default(),
+            handshakes: HashMap::default(),
             rules,
             next_id: 0,
             next_tick: None,
@@ -600,6 +603,11 @@ impl Tap {
             snd_ws: false,
             ctl,
         };
+        let mut st = st;
+        if let Some((ws, snd, _)) = self.handshakes.remove(&key) {
+            st.rcv_ws = ws;
+            st.snd_ws = snd;
+        }
         self.next_id += 1;
         self.rules[rule].flows += 1;
         let i = match self.free.pop() {
@@ -674,23 +682,46 @@ impl Tap {
                 }
             }
         }
-        self.next_tick = if self.index.is_empty() { None } else { Some(now + self.spec.interval) };
+        let idle = self.spec.idle_timeout;
+        self.handshakes.retain(|_, h| now.since(h.2) <= idle);
+        self.next_tick =
+            if self.index.is_empty() && self.handshakes.is_empty() { None } else { Some(now + self.spec.interval) };
     }
 
+    /// A SYN or SYN-ACK: remember the window scale it announces for the flow toward its
+    /// sender (whose receiver it is) and whether its sender scales, until that flow shows up.
     fn on_syn(&mut self, now: Time, pkt: &Packet) {
         let t = pkt.tcp().expect("tcp");
-        // Data toward the SYN's sender: the SYN's sender is that flow's receiver.
-        let to_me = FlowKey { src: pkt.ip.dst, sport: t.dport, dst: pkt.ip.src, dport: t.sport };
-        if let Some(i) = self.flow(now, to_me) {
-            let f = self.flows[i].as_mut().unwrap();
-            f.rcv_ws = t.opts.wscale;
-            f.last_seen = now;
+        for (key, rcv) in [
+            (FlowKey { src: pkt.ip.dst, sport: t.dport, dst: pkt.ip.src, dport: t.sport }, true),
+            (FlowKey { src: pkt.ip.src, sport: t.sport, dst: pkt.ip.dst, dport: t.dport }, false),
+        ] {
+            if !self.spec.rule.iter().any(|r| r.matches(&key)) {
+                continue;
+            }
+            if let Some(&i) = self.index.get(&key) {
+                let f = self.flows[i].as_mut().unwrap();
+                if rcv {
+                    f.rcv_ws = t.opts.wscale;
+                } else {
+                    f.snd_ws = t.opts.wscale.is_some();
+                }
+                continue;
+            }
+            if !self.handshakes.contains_key(&key) && self.handshakes.len() >= self.spec.max_flows {
+                continue;
+            }
+            let h = self.handshakes.entry(key).or_insert((None, false, now));
+            if rcv {
+                h.0 = t.opts.wscale;
+            } else {
+                h.1 = t.opts.wscale.is_some();
+            }
+            h.2 = now;
         }
-        let from_me = FlowKey { src: pkt.ip.src, sport: t.sport, dst: pkt.ip.dst, dport: t.dport };
-        if let Some(i) = self.flow(now, from_me) {
-            let f = self.flows[i].as_mut().unwrap();
-            f.snd_ws = t.opts.wscale.is_some();
-            f.last_seen = now;
+        if self.next_tick.is_none() {
+            self.next_tick = Some(now + self.spec.interval);
+            self.last_tick = now;
         }
     }
 }
@@ -1013,6 +1044,7 @@ mod tests {
         tap.on_packet(Time(0), Dir::AToB, syn, &mut out);
         tap.on_packet(Time(0), Dir::BToA, synack, &mut out);
         assert!(out.is_empty(), "handshake packets are not ACKs to duplicate");
+        assert_eq!(tap.flow_count(), 0, "a handshake alone tracks no flow");
         let outs = drive(&mut tap, 3);
         for (i, o) in outs.iter().enumerate() {
             assert_eq!(o.len(), 1);

@@ -691,7 +691,8 @@ mod tests {
 
     #[test]
     fn every_scheme_id_is_unique() {
-        let ids: Vec<&str> = schemes().iter().map(|s| s.id).collect();
+        let all = schemes();
+        let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
         let mut d = ids.clone();
         d.sort();
         d.dedup();

@@ -25,12 +25,15 @@ use crate::metrics::Summary;
 use crate::scenario::Scenario;
 use crate::world::{RunOptions, Sim};
 use serde::Serialize;
+
+mod p4;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub mod edge;
 pub mod p0;
 pub mod p1;
+pub mod p2;
 
 /// One checked statement of a paper.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -240,6 +243,30 @@ impl ExpFile {
         })
     }
 
+    /// The whole file as `T` (other keys ignored unless `T` denies them); errors name the file
+    /// and the key.
+    pub fn section_root<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        serde_path_to_error::deserialize::<_, T>(toml::Value::Table(self.table.clone())).map_err(|e| {
+            let path = e.path().to_string();
+            format!("{}: key `{path}`: {}", self.file, e.into_inner().message().trim_end())
+        })
+    }
+
+    /// Report notes from the file's `[paper]` table: `source`, each `stated` item and each
+    /// `assumed` item (strings), prefixed so the report shows which is which.
+    pub fn paper_notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(src) = get_path(&self.table, "paper.source").and_then(|v| v.as_str()) {
+            out.push(format!("Source: {src}."));
+        }
+        for (key, label) in [("paper.stated", "Paper"), ("paper.assumed", "Assumed")] {
+            if let Some(a) = get_path(&self.table, key).and_then(|v| v.as_array()) {
+                out.extend(a.iter().filter_map(|x| x.as_str()).map(|x| format!("{label}: {x}")));
+            }
+        }
+        out
+    }
+
     /// The base scenario with `edits` applied (dotted paths, see [`set_path`]).
     pub fn scenario_with(&self, edits: &[(String, toml::Value)]) -> Result<Scenario, String> {
         let mut t = self.table.clone();
@@ -348,10 +375,12 @@ pub struct Experiment {
 /// Every registered experiment, in paper order.
 pub fn registry() -> Vec<Experiment> {
     let mut v: Vec<Experiment> = Vec::new();
-    // Each paper module appends its experiments here, e.g. `v.extend(p2::experiments());`.
+    // Each paper module appends its experiments here.
+    v.extend(p2::experiments());
+    v.extend(p4::experiments());
     v.extend(p0::experiments());
     v.extend(p1::experiments());
-    v.sort_by(|a, b| a.id.cmp(b.id));
+    v.sort_by_key(|e| id_order(e.id));
     v
 }
 
@@ -363,7 +392,13 @@ pub fn select<'a>(all: &'a [Experiment], ids: &[String]) -> Result<Vec<&'a Exper
     let mut out = Vec::new();
     for id in ids {
         let up = id.to_ascii_uppercase();
-        let hits: Vec<&Experiment> = all.iter().filter(|e| e.id == up || e.id.starts_with(&format!("{up}-"))).collect();
+        let hits: Vec<&Experiment> = all
+            .iter()
+            .filter(|e| {
+                let eu = e.id.to_ascii_uppercase();
+                eu == up || eu.starts_with(&format!("{up}-"))
+            })
+            .collect();
         if hits.is_empty() {
             let known: Vec<&str> = all.iter().map(|e| e.id).collect();
             return Err(format!("unknown experiment `{id}`; known: {}", known.join(", ")));
@@ -503,7 +538,7 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
             runs.push((run, claims));
         }
     }
-    runs.sort_by(|a, b| id_order(&a.0.id).cmp(&id_order(&b.0.id)));
+    runs.sort_by_key(|r| id_order(&r.0.id));
     let mut s = String::from("# Reproduced experiments\n\n");
     s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots).\n\n";
     s += "| experiment | title | claims hold | mode | wall time | command |\n|---|---|---|---|---|---|\n";
@@ -652,6 +687,8 @@ mod tests {
         ];
         assert_eq!(select(&all, &["p2".into()]).unwrap().len(), 2);
         assert_eq!(select(&all, &["P3-F2".into()]).unwrap()[0].id, "P3-F2");
+        let all2 = vec![Experiment { id: "P4-S4.1a", title: "", file: "", text: "", run: dummy }];
+        assert_eq!(select(&all2, &["p4-s4.1A".into()]).unwrap()[0].id, "P4-S4.1a", "IDs with lower-case letters");
         let e = select(&all, &["P9".into()]).err().unwrap();
         assert!(e.contains("unknown experiment `P9`") && e.contains("P2-F10"), "{e}");
     }
@@ -755,6 +792,14 @@ seeds = 3
         assert!(e.unwrap_err().contains("key `topology.links[5].rate`: `links` has 2 elements, no index 5"));
         let e = f.scenario_with(&[("topology.links[1].rate".into(), toml::Value::String("slow".into()))]);
         assert!(e.unwrap_err().starts_with("experiments/t.toml: key `topology.links[1].rate`"));
+    }
+
+    #[test]
+    fn paper_notes_come_from_the_paper_table() {
+        let text = format!("{SCEN}\n[paper]\nsource = \"Fig. 1\"\nstated = [\"a\", \"b\"]\nassumed = [\"X-1: c\"]\n");
+        let f = ExpFile::parse_text(&text, "t.toml").unwrap();
+        assert_eq!(f.paper_notes(), ["Source: Fig. 1.", "Paper: a", "Paper: b", "Assumed: X-1: c"]);
+        assert!(ExpFile::parse_text(SCEN, "t.toml").unwrap().paper_notes().is_empty());
     }
 
     #[test]

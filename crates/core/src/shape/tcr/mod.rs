@@ -61,6 +61,7 @@
 
 pub mod alloc;
 mod config;
+pub mod workload;
 pub use config::*;
 
 use super::ackmech::{AckMechanism, FlowKey};
@@ -68,6 +69,11 @@ use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+
+/// Allocation passes triggered by flows starting or ending run at most this often; a flow
+/// that starts in between gets B/N (Eq. 2) until the pass. A pass costs O(n log n) in the
+/// class's flows, so without this a burst of n flow starts would cost O(n² log n).
+pub const MIN_PASS_GAP: Dur = Dur::from_millis(1);
 
 /// The segment being timed for an RTT sample.
 #[derive(Clone, Copy, Debug)]
@@ -102,6 +108,12 @@ struct Flow {
     timed: Option<Timed>,
     srtt: Option<f64>,
     rtt_min: f64,
+    /// LAN side: the advertised right edge being timed (release → data reaching it).
+    lan_timed: Option<(SeqNum, Time)>,
+    /// Highest right edge advertised.
+    edge_max: Option<SeqNum>,
+    /// Smallest LAN round trip seen (gateway → sender → gateway), s.
+    lan_rtt: Option<f64>,
     // --- allocation ---
     joined: bool,
     finished: bool,
@@ -170,6 +182,9 @@ impl Flow {
             timed: None,
             srtt: None,
             rtt_min: f64::INFINITY,
+            lan_timed: None,
+            edge_max: None,
+            lan_rtt: None,
             joined: true,
             finished: false,
             idle: false,
@@ -258,7 +273,7 @@ impl Flow {
     }
 
     fn target_window(&self, cfg: &TcrConfig) -> Option<f64> {
-        let rtt = self.srtt?;
+        let rtt = self.srtt? + self.lan_rtt.unwrap_or(0.0);
         let mss = self.mss.max(1) as f64;
         // A·RTT, plus what the receiver's ACK stride makes the ACK queue hold: an ACK that
         // covers k segments is released over k pacing slots, so k − 1 segments of the window
@@ -326,6 +341,8 @@ pub struct FlowInfo {
     pub member: bool,
     pub srtt_ms: Option<f64>,
     pub rtt_min_ms: Option<f64>,
+    /// Gateway → sender → gateway, smallest seen.
+    pub lan_rtt_ms: Option<f64>,
     pub mss: u32,
     /// A full segment as the class counts it, bytes.
     pub segment_bytes: u32,
@@ -345,7 +362,7 @@ pub struct FlowInfo {
 pub struct Tcr {
     cfg: TcrConfig,
     rate_bps: u64,
-    index: HashMap<FlowKey, u32>,
+    index: HashMap<FlowKey, u32, FxBuild>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     heap: BinaryHeap<Reverse<(Time, u32, u32)>>,
@@ -356,6 +373,11 @@ pub struct Tcr {
     next_sample: Option<Time>,
     /// The sampling interval in force (recomputed at each allocation pass).
     interval: Dur,
+    /// Flows in the allocation.
+    members: usize,
+    last_pass: Option<Time>,
+    /// A pass deferred by flow starts/ends within `MIN_PASS_GAP` of the last one.
+    pass_due: Option<Time>,
     scratch: Vec<alloc::Entry>,
     scratch_idx: Vec<u32>,
     scratch_f: Vec<f64>,
@@ -369,7 +391,7 @@ impl Tcr {
         Tcr {
             cfg,
             rate_bps,
-            index: HashMap::new(),
+            index: HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             heap: BinaryHeap::new(),
@@ -379,6 +401,9 @@ impl Tcr {
             tick_period: Dur::ZERO,
             next_sample: None,
             interval: Dur::from_millis(1),
+            members: 0,
+            last_pass: None,
+            pass_due: None,
             scratch: Vec::new(),
             scratch_idx: Vec::new(),
             scratch_f: Vec::new(),
@@ -393,6 +418,11 @@ impl Tcr {
 
     pub fn stats(&self) -> &TcrStats {
         &self.stats
+    }
+
+    /// Entries in the pacing timer heap (live and superseded).
+    pub fn timer_entries(&self) -> usize {
+        self.heap.len()
     }
 
     /// Flows tracked.
@@ -428,6 +458,7 @@ impl Tcr {
             member: f.member(),
             srtt_ms: f.srtt.map(|s| s * 1e3),
             rtt_min_ms: f.rtt_min.is_finite().then_some(f.rtt_min * 1e3),
+            lan_rtt_ms: f.lan_rtt.map(|s| s * 1e3),
             mss: f.mss,
             segment_bytes: f.seg_wire(self.cfg.overhead_bytes) as u32,
             rcv_scale: f.rcv_scale,
@@ -466,7 +497,8 @@ impl Tcr {
         };
         self.index.insert(key, i);
         self.stats.flows_started += 1;
-        self.realloc(now);
+        self.members += 1;
+        self.membership_changed(now, Some(i));
         if self.next_sample.is_none() {
             self.next_sample = Some(now + self.interval);
         }
@@ -492,8 +524,35 @@ impl Tcr {
         Dur::from_secs_f64((n as f64 * s_max / b).max(rtt_max).max(1e-3))
     }
 
+    /// A flow joined (`newcomer`) or left the allocation: run a pass now, or at most
+    /// `MIN_PASS_GAP` after the last one (the newcomer gets B/N meanwhile).
+    fn membership_changed(&mut self, now: Time, newcomer: Option<u32>) {
+        if self.last_pass.is_none_or(|t| now >= t + MIN_PASS_GAP) {
+            self.realloc(now);
+            return;
+        }
+        if let Some(i) = newcomer {
+            let share = self.capacity() / self.members.max(1) as f64;
+            let f = self.flow_mut(i);
+            f.accumulate_alloc(now);
+            f.alloc = share;
+        }
+        let due = self.last_pass.unwrap() + MIN_PASS_GAP;
+        self.pass_due = Some(self.pass_due.map_or(due, |t| t.min(due)));
+    }
+
+    /// Runs a deferred allocation pass if it is due.
+    #[inline]
+    fn catch_up(&mut self, now: Time) {
+        if self.pass_due.is_some_and(|t| t <= now) {
+            self.realloc(now);
+        }
+    }
+
     /// Runs an allocation pass over the member flows and applies the result.
     fn realloc(&mut self, now: Time) {
+        self.last_pass = Some(now);
+        self.pass_due = None;
         let b = self.capacity();
         let mut entries = std::mem::take(&mut self.scratch);
         let mut idx = std::mem::take(&mut self.scratch_idx);
@@ -571,6 +630,7 @@ impl Tcr {
                 }
             }
         }
+        self.members = entries.len();
         self.scratch = entries;
         self.scratch_idx = idx;
         if self.cfg.pacing == Pacing::ClassTick {
@@ -595,7 +655,8 @@ impl Tcr {
         let g = self.cfg.rate_gain;
         let idle_after = Dur::from_secs_f64(self.cfg.idle_timeout_ms * 1e-3);
         let equal = self.cfg.allocation == Allocation::Equal;
-        for f in self.slots.iter_mut().filter_map(|s| s.flow.as_mut()) {
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let Some(f) = slot.flow.as_mut() else { continue };
             f.accumulate_alloc(now);
             if let Some(start) = f.sample_start {
                 let span = now.since(start).as_secs_f64();
@@ -618,7 +679,13 @@ impl Tcr {
                 f.alloc_int = 0.0;
             }
             if equal && f.member() && now.since(f.last_data) > idle_after {
+                // Out of n: what it holds goes now, and its ACKs pass unpaced until it sends again.
                 f.idle = true;
+                if f.has_queue() && !f.flush {
+                    f.flush = true;
+                    self.flush_list.push(i as u32);
+                    self.flush_at = Some(self.flush_at.map_or(now, |t| t.min(now)));
+                }
             }
         }
         self.realloc(now);
@@ -660,7 +727,7 @@ impl Tcr {
 
     /// The window field for a (non-duplicate) ACK with number `ack` leaving now, and its
     /// bookkeeping. `syn` marks the SYN-ACK (unscaled field).
-    fn window_field(&mut self, i: u32, ack: SeqNum, syn: bool) -> u16 {
+    fn window_field(&mut self, i: u32, now: Time, ack: SeqNum, syn: bool) -> u16 {
         let cfg = &self.cfg;
         let f = self.slots[i as usize].flow.as_mut().unwrap();
         let recv = f.recv_field;
@@ -688,8 +755,15 @@ impl Tcr {
         if field != recv {
             self.stats.window_rewrites += 1;
         }
-        f.adv_right = Some(ack + ((field as u32) << scale));
+        let edge = ack + ((field as u32) << scale);
+        f.adv_right = Some(edge);
         f.last_field = field;
+        if f.edge_max.is_none_or(|m| edge > m) {
+            f.edge_max = Some(edge);
+            if f.lan_timed.is_none() {
+                f.lan_timed = Some((edge, now));
+            }
+        }
         field
     }
 
@@ -697,7 +771,7 @@ impl Tcr {
 
     /// Releases one unit of flow `i`'s queue (an advance of the ACK number, or a duplicate
     /// once `right` has gone). Returns the class bytes it lets the sender send.
-    fn release_one(&mut self, i: u32, out: &mut Vec<Packet>) -> Option<f64> {
+    fn release_one(&mut self, i: u32, now: Time, out: &mut Vec<Packet>) -> Option<f64> {
         let release = self.cfg.release;
         let overhead = self.cfg.overhead_bytes;
         let f = self.flow_mut(i);
@@ -710,7 +784,7 @@ impl Tcr {
             f.left = new_left;
             let cost = adv as f64 * s / f.mss.max(1) as f64;
             let withhold = new_left < f.right;
-            let field = self.window_field(i, new_left, false);
+            let field = self.window_field(i, now, new_left, false);
             let f = self.flow_mut(i);
             let mut p = f.template.clone().unwrap();
             let rcv_nxt = f.rcv_nxt;
@@ -839,11 +913,15 @@ impl Tcr {
         if f.finished {
             return;
         }
+        let was_member = f.member();
         f.finished = true;
         f.flush = true;
         self.flush_list.push(i);
         self.flush_at = Some(self.flush_at.map_or(now, |t| t.min(now)));
-        self.realloc(now);
+        if was_member {
+            self.members -= 1;
+            self.membership_changed(now, None);
+        }
     }
 
     /// One class tick (paper 000): every flow earns A_i·T of credit and spends it on releases.
@@ -867,7 +945,7 @@ impl Tcr {
                 if !f.has_queue() || f.credit < f.next_cost(&self.cfg) {
                     break;
                 }
-                match self.release_one(i, out) {
+                match self.release_one(i, now, out) {
                     Some(c) => self.flow_mut(i).credit -= c,
                     None => break,
                 }
@@ -926,7 +1004,7 @@ impl Tcr {
         f.rcv_nxt = seq + 1;
         f.rcv_valid = true;
         f.recv_field = win;
-        let field = self.window_field(i, ack, true);
+        let field = self.window_field(i, now, ack, true);
         pkt.tcp_mut().unwrap().window = field;
         self.stats.acks_out += 1;
         out.push(pkt);
@@ -939,6 +1017,7 @@ impl Tcr {
             return None;
         };
         let (flags, a, seq, win) = (t.flags, t.ack, t.seq, t.window);
+        self.catch_up(now);
         let i = self.lookup_or_create(now, flow);
         self.stats.acks_in += 1;
         if flags.contains(TcpFlags::RST) {
@@ -1017,20 +1096,19 @@ impl Tcr {
             self.stats.flows_without_handshake += 1;
         }
         // Newest timestamps/ECE come from any packet; the template is a pure ACK.
-        let mut tmpl = (!stale).then(|| template_of(&pkt));
-        if pacing == Pacing::None {
+        if pacing == Pacing::None || self.flow_mut(i).idle {
             let f = self.flow_mut(i);
             f.left = f.right;
             f.dups = 0;
-            if let Some(tp) = tmpl.take() {
-                f.template = Some(tp);
+            if !stale {
+                f.template = Some(template_of(&pkt));
             }
             if stale && !is_data {
                 self.stats.acks_stale_dropped += 1;
                 return Some(i);
             }
             let left = self.flow_mut(i).left;
-            let field = self.window_field(i, left, false);
+            let field = self.window_field(i, now, left, false);
             let t = pkt.tcp_mut().unwrap();
             t.ack = left;
             t.window = field;
@@ -1041,10 +1119,10 @@ impl Tcr {
             out.push(pkt);
             return Some(i);
         }
-        if let Some(tp) = tmpl.take() {
-            self.flow_mut(i).template = Some(tp);
-        }
         if is_data {
+            if !stale {
+                self.flow_mut(i).template = Some(template_of(&pkt));
+            }
             // Piggy-backed ACK: never hold the data; it carries a release if one is due.
             let f = self.slots[i as usize].flow.as_ref().unwrap();
             if f.queued_bytes() > 0 && self.release_due(f, now) {
@@ -1058,7 +1136,7 @@ impl Tcr {
             let f = self.flow_mut(i);
             let left = f.left;
             let withhold = left < f.right;
-            let field = self.window_field(i, left, false);
+            let field = self.window_field(i, now, left, false);
             let t = pkt.tcp_mut().unwrap();
             t.ack = left;
             t.window = field;
@@ -1076,12 +1154,14 @@ impl Tcr {
             self.stats.acks_stale_dropped += 1;
             return Some(i);
         }
+        // A pure ACK: it becomes the template (no copy).
+        self.flow_mut(i).template = Some(into_template(pkt));
         let f = self.slots[i as usize].flow.as_ref().unwrap();
         if (first || window_update) && !f.has_queue() {
             // Nothing queued: a window update (or the first ACK of a flow picked up
             // mid-stream) goes at once; window updates are not clocked.
             let left = f.left;
-            let field = self.window_field(i, left, false);
+            let field = self.window_field(i, now, left, false);
             let f = self.flow_mut(i);
             let mut p = f.template.clone().unwrap();
             let rcv_nxt = f.rcv_nxt;
@@ -1094,7 +1174,7 @@ impl Tcr {
             return Some(i);
         }
         if f.scheduled.is_none() && f.has_queue() && self.release_due(f, now) && pacing == Pacing::PerFlow {
-            if let Some(c) = self.release_one(i, out) {
+            if let Some(c) = self.release_one(i, now, out) {
                 self.after_release(i, now, c);
             }
         }
@@ -1133,17 +1213,22 @@ impl AckMechanism for Tcr {
 
     fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet) {
         let Some(t) = pkt.tcp() else { return };
+        self.catch_up(now);
         let i = self.lookup_or_create(now, flow);
         let f = self.slots[i as usize].flow.as_mut().unwrap();
         if t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) && (f.finished || f.mss_known) {
             // A new connection on the same addresses and ports: start over.
             let counted = f.counted as u64;
+            let was_member = f.member();
             *f = Flow::new(flow, &self.cfg, now);
             self.held -= counted;
             let slot = &mut self.slots[i as usize];
             slot.gen = slot.gen.wrapping_add(1);
             self.stats.flows_started += 1;
-            self.realloc(now);
+            if !was_member {
+                self.members += 1;
+            }
+            self.membership_changed(now, Some(i));
         }
         let overhead = self.cfg.overhead_bytes as u64;
         let f = self.flow_mut(i);
@@ -1166,8 +1251,19 @@ impl AckMechanism for Tcr {
                     f.timed = None;
                     self.stats.rtt_samples_discarded += 1;
                 }
-            } else if f.timed.is_none() {
-                f.timed = Some(Timed { seq_end: end, idx, t_enq: now, t_fwd: None });
+            } else {
+                if f.timed.is_none() {
+                    f.timed = Some(Timed { seq_end: end, idx, t_enq: now, t_fwd: None });
+                }
+                // New data up to an edge advertised at t: the sender had it a LAN round trip
+                // after t at the earliest (later if its cwnd held it back: keep the minimum).
+                if let Some((edge, t0)) = f.lan_timed {
+                    if end >= edge {
+                        let s = now.since(t0).as_secs_f64();
+                        f.lan_rtt = Some(f.lan_rtt.map_or(s, |m| m.min(s)));
+                        f.lan_timed = None;
+                    }
+                }
             }
             let f = self.flow_mut(i);
             if !f.snd_valid || end > f.snd_max {
@@ -1195,10 +1291,12 @@ impl AckMechanism for Tcr {
             f.idle = false;
             changed = true;
         }
+        if changed {
+            self.members += 1;
+            self.membership_changed(now, Some(i));
+        }
         if t.flags.contains(TcpFlags::RST) || fin {
             self.finish(i, now);
-        } else if changed {
-            self.realloc(now);
         }
     }
 
@@ -1226,6 +1324,7 @@ impl AckMechanism for Tcr {
     }
 
     fn on_flow_end(&mut self, now: Time, flow: FlowKey, out: &mut Vec<Packet>) {
+        self.catch_up(now);
         let Some(i) = self.index.remove(&flow) else { return };
         self.flush(i, out);
         self.sync_held(i);
@@ -1236,7 +1335,8 @@ impl AckMechanism for Tcr {
         self.free.push(i);
         self.stats.flows_ended += 1;
         if member {
-            self.realloc(now);
+            self.members -= 1;
+            self.membership_changed(now, None);
         }
         if self.index.is_empty() {
             self.next_sample = None;
@@ -1254,10 +1354,12 @@ impl AckMechanism for Tcr {
         take(self.heap.peek().map(|r| r.0 .0));
         take(self.next_tick);
         take(self.flush_at);
+        take(self.pass_due);
         t
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.catch_up(now);
         if self.flush_at.is_some_and(|t| t <= now) {
             let list = std::mem::take(&mut self.flush_list);
             for &i in &list {
@@ -1286,7 +1388,7 @@ impl AckMechanism for Tcr {
             let f = self.flow_mut(i);
             f.scheduled = None;
             if !f.finished && now >= f.next_allowed {
-                if let Some(c) = self.release_one(i, out) {
+                if let Some(c) = self.release_one(i, now, out) {
                     self.after_release(i, now, c);
                 }
             }
@@ -1309,6 +1411,7 @@ impl AckMechanism for Tcr {
             m.insert("kind".into(), "tcr".into());
             m.insert("acks_held".into(), self.held.into());
             m.insert("flows".into(), self.index.len().into());
+            m.insert("timer_entries".into(), self.heap.len().into());
             let infos: Vec<FlowInfo> = self.flow_infos().take(LISTED).collect();
             m.insert("per_flow".into(), serde_json::to_value(infos).unwrap_or_default());
         }
@@ -1319,10 +1422,58 @@ impl AckMechanism for Tcr {
 /// A header-only copy of a receiver's packet, as the template of paced ACKs (a pure ACK:
 /// flags ACK and ECE only, no payload).
 fn template_of(p: &Packet) -> Packet {
-    let mut t = Packet { ip: p.ip, l4: p.l4.clone(), payload_len: 0, payload: None };
+    into_template(Packet { ip: p.ip, l4: p.l4.clone(), payload_len: 0, payload: None })
+}
+
+/// [`template_of`] in place.
+fn into_template(mut t: Packet) -> Packet {
+    t.payload_len = 0;
+    t.payload = None;
     if let Some(h) = t.tcp_mut() {
         h.flags = TcpFlags(h.flags.0 & (TcpFlags::ACK.0 | TcpFlags::ECE.0));
         h.urgent = 0;
     }
     t
 }
+
+/// FxHash (rustc's) for the flow table: fast and deterministic; flow keys are not chosen
+/// freely by an attacker at the rates this runs.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<Fx>;

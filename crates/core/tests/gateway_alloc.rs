@@ -1,0 +1,154 @@
+//! The gateway's memory: no heap allocation per packet in steady state, and the bytes of state
+//! each tracked flow costs (flow table entry, per-flow queue, mechanism state), measured with a
+//! counting global allocator. Prints the per-flow bytes (`docs/benchmarks.md`).
+
+use ackshape_core::middlebox::{Dir, Emit, Middlebox};
+use ackshape_core::shape::gateway::Gateway;
+use ackshape_core::shape::policy::Policy;
+use ackshape_core::time::Time;
+use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, L4};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+static LIVE: AtomicI64 = AtomicI64::new(0);
+/// Tests measure one at a time (the allocator is global).
+static ONE: Mutex<()> = Mutex::new(());
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        LIVE.fetch_add(l.size() as i64, Ordering::Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size() as i64, Ordering::Relaxed);
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        LIVE.fetch_add(n as i64 - l.size() as i64, Ordering::Relaxed);
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn pkt(f: u32, ack: bool, seq: u32) -> (Dir, Packet) {
+    let lan = IpAddr::V4(Ipv4Addr::from(0x0A00_0000 + f));
+    let wan = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
+    let sport = 1024 + (f % 60000) as u16;
+    let ip = |src, dst| IpHdr { src, dst, ttl: 64, dscp: 0, ecn: Ecn::NotEct, id: 0 };
+    let tcp = |sport, dport, flags| TcpHdr {
+        sport,
+        dport,
+        seq: SeqNum(seq),
+        ack: SeqNum(seq),
+        flags,
+        window: 502,
+        ..Default::default()
+    };
+    if ack {
+        (
+            Dir::BToA,
+            Packet { ip: ip(wan, lan), l4: L4::Tcp(tcp(80, sport, TcpFlags::ACK)), payload_len: 0, payload: None },
+        )
+    } else {
+        (
+            Dir::AToB,
+            Packet { ip: ip(lan, wan), l4: L4::Tcp(tcp(sport, 80, TcpFlags::ACK)), payload_len: 1448, payload: None },
+        )
+    }
+}
+
+const LEAVES: &[(&str, &str)] = &[
+    ("fifo, no mechanism", ""),
+    ("pfq-drr", "qdisc = { kind = \"pfq-drr\" }"),
+    (
+        "pfq-drr + postack zero-timer",
+        "qdisc = { kind = \"pfq-drr\" }\nmechanism = { kind = \"postack\", variant = \"zero-timer\" }",
+    ),
+    ("fifo + postack on-off", "mechanism = { kind = \"postack\" }"),
+    ("fifo + tcr", "mechanism = { kind = \"tcr\" }"),
+];
+
+fn gateway(leaf: &str) -> Gateway {
+    let p = format!(
+        "[flows]\nmax_flows = 1000000\n[[class]]\nname = \"c\"\nrate = \"10Gbit/s\"\n{leaf}\n[[rule]]\nclass = \"c\"\n"
+    );
+    Gateway::new(Policy::parse(&p, "alloc.toml").unwrap(), 0, 1)
+}
+
+/// Drive `n` packets of `flows` flows (60 % data, 40 % ACKs), 1 µs apart, from `t`.
+fn drive(g: &mut Gateway, out: &mut Emit, flows: u32, n: u32, t: &mut Time) {
+    for i in 0..n {
+        let h = i.wrapping_mul(2_654_435_761);
+        let (d, p) = pkt((h >> 8) % flows, (h >> 24) % 100 < 40, i.wrapping_mul(1448));
+        t.0 += 1_000;
+        g.on_packet(*t, d, p, out);
+        if g.poll_timeout().is_some_and(|x| x <= *t) {
+            g.on_timeout(*t, out);
+        }
+        out.clear();
+    }
+}
+
+#[test]
+fn no_allocation_per_packet_in_steady_state() {
+    let _one = ONE.lock().unwrap();
+    for (name, leaf) in LEAVES {
+        let mut g = gateway(leaf);
+        let mut out = Emit::with_capacity(64);
+        let mut t = Time::ZERO;
+        drive(&mut g, &mut out, 64, 200_000, &mut t);
+        let before = ALLOCS.load(Ordering::Relaxed);
+        drive(&mut g, &mut out, 64, 50_000, &mut t);
+        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        eprintln!("{name}: {n} allocations in 50000 packets");
+        // Periodic work (flow sweeps, borrow recomputation) may allocate; packets must not.
+        assert!(n < 50, "{name}: {n} allocations in 50000 packets");
+    }
+}
+
+#[test]
+fn bytes_of_state_per_flow() {
+    let _one = ONE.lock().unwrap();
+    const N: u32 = 5_000;
+    for (name, leaf) in LEAVES {
+        let mut g = gateway(leaf);
+        let mut out = Emit::with_capacity(64);
+        let base = LIVE.load(Ordering::Relaxed);
+        let mut t = Time::ZERO;
+        // Each flow: one data packet in and out, one ACK back; all stay tracked.
+        for f in 0..N {
+            for ack in [false, true] {
+                let (d, p) = pkt(f, ack, 1);
+                t.0 += 1_000;
+                g.on_packet(t, d, p, &mut out);
+            }
+            out.clear();
+        }
+        // Let the mechanisms release what they hold (held ACKs are traffic, not state).
+        let end = t + ackshape_core::time::Dur::from_secs(1);
+        while let Some(x) = g.poll_timeout() {
+            if x > end || g.acks_held() == 0 {
+                break;
+            }
+            g.on_timeout(x, &mut out);
+            out.clear();
+        }
+        assert_eq!(g.acks_held(), 0, "{name}: ACKs still held");
+        assert_eq!(g.flows_tracked(), N as usize);
+        let per_flow = (LIVE.load(Ordering::Relaxed) - base) as f64 / N as f64;
+        eprintln!("{name}: {per_flow:.0} bytes of heap per tracked flow ({N} flows)");
+        // Bounded per flow: the flow table entry (and the per-flow queue slots) alone, or with
+        // the mechanism's per-flow record and its emptied ACK queue.
+        let bound = if leaf.contains("mechanism") { 4096.0 } else { 256.0 };
+        assert!(per_flow < bound, "{name}: {per_flow} B per flow");
+        drop(g);
+    }
+}

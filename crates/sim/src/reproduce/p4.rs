@@ -1,0 +1,1250 @@
+//! Paper 004 (Bansal & Ward, *Third-Party Flow Control*): triple-ACK duplication and zero-window
+//! ACKs from a tap beside the router, and the feedback controller the paper leaves as future work.
+//!
+//! Every experiment file is a valid scenario (one point of the sweep) plus a `[paper]` table: the
+//! stated claims, our assumptions with their trap IDs (EXPERIMENTS.md §6), tolerances, the sweep
+//! (`[paper.sweep]`) and a second TCP profile (`[paper.profiles.modern.tcp]`, overriding the
+//! file's ns-2-like `[tcp]`). Each experiment runs both profiles and reports both (trap P4-7).
+
+use super::{Claim, Ctx, ExpOutput, Experiment, Table};
+use crate::plot::{line_chart, Series};
+use crate::scenario::Scenario;
+use crate::world::{RunOptions, Sim};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+pub fn experiments() -> Vec<Experiment> {
+    vec![
+        Experiment {
+            id: "P4-S4.1a",
+            title: "Triple-ACK extremes: f = 1 raises bandwidth, f = 2 cuts it at a goodput cost; a cap set by RTT",
+            file: "experiments/p4/s4-1a-triple-ack-extremes.toml",
+            text: include_str!("../../../../experiments/p4/s4-1a-triple-ack-extremes.toml"),
+            run: run_s41a,
+        },
+        Experiment {
+            id: "P4-F6",
+            title: "Triple-ACK at f = 6: reduction over bandwidth × RTT",
+            file: "experiments/p4/f6-triple-ack-surface.toml",
+            text: include_str!("../../../../experiments/p4/f6-triple-ack-surface.toml"),
+            run: run_f6,
+        },
+        Experiment {
+            id: "P4-F7",
+            title: "Maximum bandwidth reduction vs triple-ACK frequency f",
+            file: "experiments/p4/f7-reduction-vs-f.toml",
+            text: include_str!("../../../../experiments/p4/f7-reduction-vs-f.toml"),
+            run: run_f7,
+        },
+        Experiment {
+            id: "P4-F8",
+            title: "Zero-window duplicate ACKs: reduction over bandwidth × RTT",
+            file: "experiments/p4/f8-zero-window.toml",
+            text: include_str!("../../../../experiments/p4/f8-zero-window.toml"),
+            run: run_f8,
+        },
+        Experiment {
+            id: "P4-S4.2b",
+            title: "Shaper delay: a hard switch at the inter-ACK gap",
+            file: "experiments/p4/s4-2b-shaper-delay.toml",
+            text: include_str!("../../../../experiments/p4/s4-2b-shaper-delay.toml"),
+            run: run_s42b,
+        },
+        Experiment {
+            id: "P4-A3",
+            title: "Feedback controller: hold a flow at 50% and 25% of its unshaped rate",
+            file: "experiments/p4/a3-controller.toml",
+            text: include_str!("../../../../experiments/p4/a3-controller.toml"),
+            run: run_a3,
+        },
+    ]
+}
+
+// ------------------------------------------------------------------ the experiment file
+
+/// An experiment file: the base scenario table and its `[paper]` table.
+struct Base {
+    file: &'static str,
+    table: toml::Table,
+    paper: toml::Table,
+    /// (profile name, tcp overrides); "ns2" (the file's own [tcp]) first.
+    profiles: Vec<(String, toml::Table)>,
+}
+
+fn load(exp: &Experiment) -> Result<Base, String> {
+    let table: toml::Table = toml::from_str(exp.text).map_err(|e| format!("{}: {e}", exp.file))?;
+    // The file must also be a valid scenario as it is.
+    Scenario::parse(exp.text, exp.file).map_err(|e| e.to_string())?;
+    let paper =
+        table.get("paper").and_then(|p| p.as_table()).cloned().ok_or(format!("{}: no [paper] table", exp.file))?;
+    let mut profiles = vec![("ns2".to_string(), toml::Table::new())];
+    if let Some(p) = paper.get("profiles").and_then(|p| p.as_table()) {
+        for (name, v) in p {
+            let tcp = v
+                .get("tcp")
+                .and_then(|t| t.as_table())
+                .cloned()
+                .ok_or(format!("{}: key `paper.profiles.{name}.tcp`: expected a table", exp.file))?;
+            profiles.push((name.clone(), tcp));
+        }
+    }
+    Ok(Base { file: exp.file, table, paper, profiles })
+}
+
+impl Base {
+    fn f64(&self, key: &str) -> Result<f64, String> {
+        match self.paper.get(key) {
+            Some(toml::Value::Float(f)) => Ok(*f),
+            Some(toml::Value::Integer(i)) => Ok(*i as f64),
+            _ => Err(format!("{}: key `paper.{key}`: expected a number", self.file)),
+        }
+    }
+    fn list(&self, key: &str, quick: bool) -> Result<Vec<f64>, String> {
+        let sweep = self.paper.get("sweep").and_then(|s| s.as_table());
+        let qk = format!("quick_{key}");
+        let v = sweep
+            .and_then(|s| if quick { s.get(&qk).or(s.get(key)) } else { s.get(key) })
+            .and_then(|v| v.as_array())
+            .ok_or(format!("{}: key `paper.sweep.{key}`: expected an array of numbers", self.file))?;
+        v.iter()
+            .map(|x| match x {
+                toml::Value::Float(f) => Ok(*f),
+                toml::Value::Integer(i) => Ok(*i as f64),
+                _ => Err(format!("{}: key `paper.sweep.{key}`: expected numbers, got {x}", self.file)),
+            })
+            .collect()
+    }
+    fn strings(&self, key: &str) -> Vec<String> {
+        self.paper
+            .get(key)
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    }
+    /// The assumptions and the stated claims, as report notes.
+    fn notes(&self) -> Vec<String> {
+        let mut n: Vec<String> = self.strings("stated").into_iter().map(|s| format!("Paper: {s}")).collect();
+        n.extend(self.strings("assumed").into_iter().map(|s| format!("Assumed: {s}")));
+        n
+    }
+}
+
+/// What to put beside the router.
+#[derive(Clone, Debug)]
+enum TapCfg {
+    /// No box: the unshaped baseline.
+    Off,
+    /// A `kind = "tap"` table (the keys after `kind`), with a shaper one-way delay.
+    Tap { delay_us: f64, settings: toml::Table },
+}
+
+fn tap(technique: &str, every: f64) -> TapCfg {
+    let mut t = toml::Table::new();
+    t.insert("technique".into(), technique.into());
+    t.insert("every".into(), every.into());
+    TapCfg::Tap { delay_us: 0.0, settings: t }
+}
+
+/// One simulation: profile, bandwidth, RTT, tap, and optional overrides of the run length.
+#[derive(Clone, Debug)]
+struct Point {
+    profile: usize,
+    bw_mbps: f64,
+    rtt_ms: f64,
+    tap: TapCfg,
+    /// (duration s, warmup s) instead of the file's.
+    times: Option<(f64, f64)>,
+    /// Extra [tcp] keys for this point (e.g. cc).
+    tcp: toml::Table,
+}
+
+impl Point {
+    fn new(profile: usize, bw_mbps: f64, rtt_ms: f64, tap: TapCfg) -> Point {
+        Point { profile, bw_mbps, rtt_ms, tap, times: None, tcp: toml::Table::new() }
+    }
+}
+
+fn dur(s: f64) -> toml::Value {
+    toml::Value::String(format!("{}us", (s * 1e6).round() as u64))
+}
+
+fn scenario_for(base: &Base, p: &Point, quick: bool) -> Result<Scenario, String> {
+    let mut t = base.table.clone();
+    t.remove("paper");
+    let tcp = t.entry("tcp").or_insert(toml::Value::Table(Default::default()));
+    let tcp = tcp.as_table_mut().ok_or("[tcp] is not a table")?;
+    for (k, v) in base.profiles[p.profile].1.iter().chain(p.tcp.iter()) {
+        tcp.insert(k.clone(), v.clone());
+    }
+    let links = t
+        .get_mut("topology")
+        .and_then(|x| x.get_mut("links"))
+        .and_then(|x| x.as_array_mut())
+        .ok_or(format!("{}: expected topology.links (src — r — sink)", base.file))?;
+    for l in links.iter_mut() {
+        let l = l.as_table_mut().ok_or("link is not a table")?;
+        l.insert("rate".into(), toml::Value::String(format!("{}kbit/s", (p.bw_mbps * 1000.0).round() as u64)));
+        l.insert("delay".into(), dur(p.rtt_ms / 4000.0));
+    }
+    match &p.tap {
+        TapCfg::Off => {
+            t.remove("middlebox");
+        }
+        TapCfg::Tap { delay_us, settings } => {
+            let mut m = toml::Table::new();
+            m.insert("node".into(), "r".into());
+            m.insert("wan".into(), "down".into());
+            m.insert("mode".into(), "mirror".into());
+            m.insert("delay".into(), dur(delay_us * 1e-6));
+            m.insert("kind".into(), "tap".into());
+            for (k, v) in settings {
+                m.insert(k.clone(), v.clone());
+            }
+            t.insert("middlebox".into(), toml::Value::Array(vec![toml::Value::Table(m)]));
+        }
+    }
+    let (d, w) = match p.times {
+        Some(x) => x,
+        None if quick => (20.0, 5.0),
+        None => {
+            let get = |k: &str| -> f64 {
+                t.get(k)
+                    .and_then(|v| v.as_str())
+                    .and_then(|s| ackshape_core::units::parse_duration(s).ok())
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0)
+            };
+            (get("duration"), get("warmup"))
+        }
+    };
+    t.insert("duration".into(), dur(d));
+    t.insert("warmup".into(), dur(w));
+    let text = toml::to_string(&t).map_err(|e| e.to_string())?;
+    Scenario::parse(&text, base.file).map_err(|e| e.to_string())
+}
+
+/// The flow's numbers from one run.
+#[derive(Clone, Debug, Default)]
+struct Res {
+    thr: f64,
+    good: f64,
+    retx: u64,
+    fast_retransmits: u64,
+    timeouts: u64,
+    injections: u64,
+    tap: Value,
+}
+
+fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool) -> Result<Res, String> {
+    let sc = scenario_for(base, p, quick)?;
+    let mut sim = Sim::build(&sc, base.file, Some(ctx_seed), RunOptions::default()).map_err(|e| e.to_string())?;
+    sim.run(None);
+    let s = sim.summary(0.0);
+    let f = s.flows.first().ok_or("no flow")?;
+    let tap = s.middleboxes.first().map(|m| m["stats"].clone()).unwrap_or(Value::Null);
+    Ok(Res {
+        thr: f.throughput_bps,
+        good: f.goodput_bps,
+        retx: f.retransmitted_packets,
+        fast_retransmits: f.fast_retransmits,
+        timeouts: f.timeouts,
+        injections: tap["injections"].as_u64().unwrap_or(0),
+        tap,
+    })
+}
+
+/// Run every point on the runner's worker pool (`--jobs`), reporting progress; results in order.
+fn run_all(base: &Base, points: &[Point], ctx: &mut Ctx) -> Result<Vec<Res>, String> {
+    let (seed, quick) = (ctx.seed, ctx.quick);
+    let n = points.len().max(1) as f64;
+    let mut progress = |done: usize| ctx.progress(done as f64 / n);
+    super::run_parallel(points, super::workers(), |p| run_point(base, p, seed, quick), &mut progress)
+        .into_iter()
+        .collect()
+}
+
+fn reduction(r: &Res, base: &Res) -> f64 {
+    if base.thr > 0.0 {
+        1.0 - r.thr / base.thr
+    } else {
+        0.0
+    }
+}
+
+fn gfrac(r: &Res) -> f64 {
+    if r.thr > 0.0 {
+        r.good / r.thr
+    } else {
+        0.0
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn claim(id: &str, claim: &str, paper: &str, measured: String, tolerance: &str, holds: bool) -> Claim {
+    Claim { id: id.into(), claim: claim.into(), paper: paper.into(), measured, tolerance: tolerance.into(), holds }
+}
+
+fn setup_note(base: &Base, quick: bool) -> String {
+    let names: Vec<&str> = base.profiles.iter().map(|p| p.0.as_str()).collect();
+    format!(
+        "Profiles: {} (ns2 = the file's [tcp]: ns-2 defaults; modern = [paper.profiles.modern.tcp]). {}",
+        names.join(", "),
+        if quick { "Quick mode: 20 s runs (5 s warm-up) on a reduced grid." } else { "" }
+    )
+}
+
+/// One grid point: the baseline and one result per tap config.
+type Cell = (Res, Vec<Res>);
+
+/// Grid of baselines + shaped runs: for each profile, bandwidth, RTT and tap config.
+struct Grid {
+    bws: Vec<f64>,
+    rtts: Vec<f64>,
+    /// (label, tap) columns.
+    cfgs: Vec<(String, TapCfg)>,
+    /// [profile][bw][rtt] → (baseline, [cfg] results).
+    res: Vec<Vec<Vec<Cell>>>,
+}
+
+fn run_grid(
+    base: &Base,
+    ctx: &mut Ctx,
+    bws: Vec<f64>,
+    rtts: Vec<f64>,
+    cfgs: Vec<(String, TapCfg)>,
+) -> Result<Grid, String> {
+    let mut points = Vec::new();
+    for pi in 0..base.profiles.len() {
+        for &b in &bws {
+            for &r in &rtts {
+                points.push(Point::new(pi, b, r, TapCfg::Off));
+                for (_, c) in &cfgs {
+                    points.push(Point::new(pi, b, r, c.clone()));
+                }
+            }
+        }
+    }
+    let mut all = run_all(base, &points, ctx)?.into_iter();
+    let mut res = Vec::new();
+    for _ in 0..base.profiles.len() {
+        let mut pb = Vec::new();
+        for _ in &bws {
+            let mut pr = Vec::new();
+            for _ in &rtts {
+                let b = all.next().unwrap();
+                let v: Vec<Res> = cfgs.iter().map(|_| all.next().unwrap()).collect();
+                pr.push((b, v));
+            }
+            pb.push(pr);
+        }
+        res.push(pb);
+    }
+    Ok(Grid { bws, rtts, cfgs, res })
+}
+
+impl Grid {
+    fn table(&self, base: &Base, name: &str) -> Table {
+        let mut t = Table {
+            name: name.into(),
+            columns: [
+                "profile",
+                "bandwidth_mbps",
+                "rtt_ms",
+                "config",
+                "unshaped_mbps",
+                "throughput_mbps",
+                "goodput_mbps",
+                "reduction",
+                "goodput_fraction",
+                "retransmitted_packets",
+                "fast_retransmits",
+                "timeouts",
+                "injections",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows: Vec::new(),
+        };
+        for (pi, p) in self.res.iter().enumerate() {
+            for (bi, pb) in p.iter().enumerate() {
+                for (ri, (b0, v)) in pb.iter().enumerate() {
+                    for (ci, r) in v.iter().enumerate() {
+                        t.rows.push(vec![
+                            json!(base.profiles[pi].0),
+                            json!(self.bws[bi]),
+                            json!(self.rtts[ri]),
+                            json!(self.cfgs[ci].0),
+                            json!(b0.thr / 1e6),
+                            json!(r.thr / 1e6),
+                            json!(r.good / 1e6),
+                            json!(reduction(r, b0)),
+                            json!(gfrac(r)),
+                            json!(r.retx),
+                            json!(r.fast_retransmits),
+                            json!(r.timeouts),
+                            json!(r.injections),
+                        ]);
+                    }
+                }
+            }
+        }
+        t
+    }
+    fn get(&self, pi: usize, bw: f64, rtt: f64, ci: usize) -> Option<(&Res, &Res)> {
+        let bi = self.bws.iter().position(|&b| b == bw)?;
+        let ri = self.rtts.iter().position(|&r| r == rtt)?;
+        let (b0, v) = &self.res[pi][bi][ri];
+        Some((b0, &v[ci]))
+    }
+    /// Reduction vs RTT, one series per bandwidth, for config `ci` of profile `pi`.
+    fn plot_vs_rtt(&self, base: &Base, pi: usize, ci: usize, title: &str) -> String {
+        let series: Vec<Series> = self
+            .bws
+            .iter()
+            .enumerate()
+            .map(|(bi, b)| Series {
+                name: format!("{b} Mbit/s"),
+                points: self
+                    .rtts
+                    .iter()
+                    .enumerate()
+                    .map(|(ri, r)| {
+                        let (b0, v) = &self.res[pi][bi][ri];
+                        (*r, reduction(&v[ci], b0) * 100.0)
+                    })
+                    .collect(),
+            })
+            .collect();
+        line_chart(&format!("{title} ({})", base.profiles[pi].0), "RTT (ms)", "bandwidth reduction (%)", 1.0, &series)
+    }
+}
+
+// ------------------------------------------------------------------ P4-F7
+
+fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
+    let base = load(exp)?;
+    let everies = base.list("every", ctx.quick)?;
+    let cfgs: Vec<(String, TapCfg)> = everies.iter().map(|&f| (format!("f={f}"), tap("triple-ack", f))).collect();
+    let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
+    let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
+    out.tables.push(g.table(&base, "grid"));
+    let (pmin, pmax) = (base.f64("peak_every_min")?, base.f64("peak_every_max")?);
+    let (plateau_tol, decline_min) = (base.f64("peak_plateau")?, base.f64("decline_min")?);
+    let (peak_v, peak_tol) = (base.f64("peak_reduction")?, base.f64("peak_reduction_tol")?);
+    let (hi_g, hi_r, hi_tol) =
+        (base.f64("high_every_goodput")?, base.f64("high_every_reduction")?, base.f64("high_every_reduction_tol")?);
+    let mut summary = Table {
+        name: "max_reduction_vs_f".into(),
+        columns: [
+            "profile",
+            "every",
+            "max_reduction",
+            "at_bandwidth_mbps",
+            "at_rtt_ms",
+            "goodput_fraction_there",
+            "mean_reduction",
+            "min_goodput_fraction",
+            "mean_goodput_fraction",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: Vec::new(),
+    };
+    let mut plot = Vec::new();
+    let mut gplot = Vec::new();
+    for (pi, (pname, _)) in base.profiles.iter().enumerate() {
+        // For each f: the maximum reduction over the grid, where, and the goodput there.
+        let mut per_f = Vec::new();
+        for (ci, &f) in everies.iter().enumerate() {
+            let mut best = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
+            let (mut sum, mut n, mut gmin, mut gsum) = (0.0, 0.0, f64::INFINITY, 0.0);
+            for &b in &g.bws {
+                for &r in &g.rtts {
+                    let (b0, x) = g.get(pi, b, r, ci).unwrap();
+                    let red = reduction(x, b0);
+                    if red > best.0 {
+                        best = (red, b, r, gfrac(x));
+                    }
+                    sum += red;
+                    n += 1.0;
+                    gmin = gmin.min(gfrac(x));
+                    gsum += gfrac(x);
+                }
+            }
+            summary.rows.push(vec![
+                json!(pname),
+                json!(f),
+                json!(best.0),
+                json!(best.1),
+                json!(best.2),
+                json!(best.3),
+                json!(sum / n),
+                json!(gmin),
+                json!(gsum / n),
+            ]);
+            per_f.push((f, best, sum / n, gsum / n));
+        }
+        plot.push(Series {
+            name: format!("{pname}: max"),
+            points: per_f.iter().map(|x| (x.0, x.1 .0 * 100.0)).collect(),
+        });
+        plot.push(Series {
+            name: format!("{pname}: mean"),
+            points: per_f.iter().map(|x| (x.0, x.2 * 100.0)).collect(),
+        });
+        gplot.push(Series {
+            name: format!("{pname}: mean goodput fraction"),
+            points: per_f.iter().map(|x| (x.0, x.3 * 100.0)).collect(),
+        });
+        let peak = per_f.iter().max_by(|a, b| a.1 .0.total_cmp(&b.1 .0)).unwrap();
+        let plateau: Vec<f64> = per_f.iter().filter(|x| x.1 .0 >= peak.1 .0 - plateau_tol).map(|x| x.0).collect();
+        let last = per_f.last().unwrap();
+        let in_mid = plateau.iter().any(|&f| f >= pmin && f <= pmax);
+        let declines = last.1 .0 <= peak.1 .0 - decline_min;
+        out.claims.push(claim(
+            &format!("peak-f-{pname}"),
+            &format!("[{pname}] the maximum reduction peaks in the mid single digits of f and declines after"),
+            "peak at f ≈ 6, declining gracefully",
+            format!(
+                "largest at f = {} ({} at {} Mbit/s, {} ms); within {} points of it: f = {:?}; at f = {}: {}",
+                peak.0,
+                pct(peak.1 .0),
+                peak.1 .1,
+                peak.1 .2,
+                plateau_tol * 100.0,
+                plateau,
+                last.0,
+                pct(last.1 .0)
+            ),
+            &format!(
+                "the peak includes an f in [{pmin}, {pmax}]; ≥ {} points lower at the largest f",
+                decline_min * 100.0
+            ),
+            in_mid && declines,
+        ));
+        out.claims.push(claim(
+            &format!("peak-value-{pname}"),
+            &format!("[{pname}] the largest reduction"),
+            &pct(peak_v),
+            pct(peak.1 .0),
+            &format!("± {} points", peak_tol * 100.0),
+            (peak.1 .0 - peak_v).abs() <= peak_tol,
+        ));
+        if let Some((ci1, _)) = everies.iter().enumerate().find(|x| *x.1 == 1.0) {
+            let mut inc = 0;
+            let mut tot = 0;
+            for &b in &g.bws {
+                for &r in &g.rtts {
+                    let (b0, x) = g.get(pi, b, r, ci1).unwrap();
+                    tot += 1;
+                    if x.thr > b0.thr {
+                        inc += 1;
+                    }
+                }
+            }
+            out.claims.push(claim(
+                &format!("f1-increase-{pname}"),
+                &format!("[{pname}] duplicating every ACK (f = 1) increases total bandwidth"),
+                "bandwidth increases",
+                format!("throughput above unshaped at {inc} of {tot} grid points"),
+                "at every grid point",
+                inc == tot,
+            ));
+        }
+        // Goodput > 90% only for f > 10, where the max reduction still reaches ≈ 83%.
+        let lo: Vec<_> = per_f.iter().filter(|x| x.0 <= 10.0).collect();
+        let hi: Vec<_> = per_f.iter().filter(|x| x.0 > 10.0).collect();
+        if !hi.is_empty() && !lo.is_empty() {
+            let hi_ok = hi.iter().all(|x| x.1 .3 > hi_g);
+            let lo_below = lo.iter().filter(|x| x.1 .3 <= hi_g).count();
+            out.claims.push(claim(
+                &format!("goodput-threshold-{pname}"),
+                &format!("[{pname}] goodput (at the point of maximum reduction) exceeds 90% of the data sent only for f > 10"),
+                "only for f > 10",
+                format!(
+                    "above {} for all f > 10: {}; at or below it for {} of {} f ≤ 10 (values: {})",
+                    pct(hi_g),
+                    hi_ok,
+                    lo_below,
+                    lo.len(),
+                    per_f.iter().map(|x| format!("f={}: {}", x.0, pct(x.1 .3))).collect::<Vec<_>>().join(", ")
+                ),
+                "every f > 10 above, every f ≤ 10 at or below",
+                hi_ok && lo_below == lo.len(),
+            ));
+            let best_hi = hi.iter().map(|x| x.1 .0).fold(f64::NEG_INFINITY, f64::max);
+            out.claims.push(claim(
+                &format!("high-f-reduction-{pname}"),
+                &format!("[{pname}] for f > 10 the maximum reduction still reaches about 83%"),
+                &pct(hi_r),
+                pct(best_hi),
+                &format!("± {} points", hi_tol * 100.0),
+                (best_hi - hi_r).abs() <= hi_tol,
+            ));
+        }
+    }
+    out.tables.push(summary);
+    out.plots.push((
+        "reduction_vs_f.svg".into(),
+        line_chart(
+            "P4-F7: bandwidth reduction vs f (max and mean over the grid)",
+            "f (ACKs per injection)",
+            "reduction (%)",
+            1.0,
+            &plot,
+        ),
+    ));
+    out.plots.push((
+        "goodput_vs_f.svg".into(),
+        line_chart(
+            "P4-F7: goodput fraction vs f (mean over the grid)",
+            "f (ACKs per injection)",
+            "goodput / throughput (%)",
+            1.0,
+            &gplot,
+        ),
+    ));
+    out.notes.push(setup_note(&base, ctx.quick));
+    out.notes.extend(base.notes());
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ P4-S4.1a
+
+fn run_s41a(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
+    let base = load(exp)?;
+    let everies = base.list("every", ctx.quick)?;
+    let cfgs: Vec<(String, TapCfg)> = everies.iter().map(|&f| (format!("f={f}"), tap("triple-ack", f))).collect();
+    let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
+    let (collapse, severe, spread) =
+        (base.f64("collapse_goodput")?, base.f64("severe_goodput_fraction")?, base.f64("cap_spread")?);
+    let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
+    out.tables.push(g.table(&base, "grid"));
+    let ci = |f: f64| everies.iter().position(|&x| x == f);
+    for (pi, (pname, _)) in base.profiles.iter().enumerate() {
+        let pts: Vec<(f64, f64)> = g.bws.iter().flat_map(|&b| g.rtts.iter().map(move |&r| (b, r))).collect();
+        if let Some(c1) = ci(1.0) {
+            let inc = pts.iter().filter(|(b, r)| g.get(pi, *b, *r, c1).is_some_and(|(b0, x)| x.thr > b0.thr)).count();
+            let reds: Vec<f64> =
+                pts.iter().map(|(b, r)| g.get(pi, *b, *r, c1).map(|(b0, x)| reduction(x, b0)).unwrap()).collect();
+            out.claims.push(claim(
+                &format!("f1-more-bandwidth-{pname}"),
+                &format!("[{pname}] f = 1 increases the bandwidth used"),
+                "increase",
+                format!(
+                    "above unshaped at {inc} of {} points (reduction {} to {})",
+                    pts.len(),
+                    pct(reds.iter().cloned().fold(f64::INFINITY, f64::min)),
+                    pct(reds.iter().cloned().fold(f64::NEG_INFINITY, f64::max))
+                ),
+                "at every point",
+                inc == pts.len(),
+            ));
+            let ratios: Vec<f64> = pts
+                .iter()
+                .map(|(b, r)| g.get(pi, *b, *r, c1).map(|(b0, x)| x.good / b0.good.max(1.0)).unwrap())
+                .collect();
+            let worst = ratios.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            out.claims.push(claim(
+                &format!("f1-goodput-collapse-{pname}"),
+                &format!("[{pname}] f = 1: goodput collapses completely"),
+                "complete collapse",
+                format!(
+                    "goodput {} to {} of unshaped",
+                    pct(ratios.iter().cloned().fold(f64::INFINITY, f64::min)),
+                    pct(worst)
+                ),
+                &format!("below {} of unshaped at every point", pct(collapse)),
+                worst < collapse,
+            ));
+        }
+        if let Some(c2) = ci(2.0) {
+            let red = pts.iter().filter(|(b, r)| g.get(pi, *b, *r, c2).is_some_and(|(b0, x)| x.thr < b0.thr)).count();
+            let gf: Vec<f64> = pts.iter().map(|(b, r)| gfrac(g.get(pi, *b, *r, c2).unwrap().1)).collect();
+            let gmax = gf.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            out.claims.push(claim(
+                &format!("f2-reduces-{pname}"),
+                &format!("[{pname}] f = 2 reduces bandwidth, with a severe goodput loss"),
+                "reduction; severe goodput loss",
+                format!(
+                    "reduced at {red} of {} points; goodput fraction {} to {}",
+                    pts.len(),
+                    pct(gf.iter().cloned().fold(f64::INFINITY, f64::min)),
+                    pct(gmax)
+                ),
+                &format!("reduced at every point, goodput fraction below {} everywhere", pct(severe)),
+                red == pts.len() && gmax < severe,
+            ));
+        }
+        // The cap: at the largest RTT all bandwidths agree; the RTT where it is reached does not
+        // grow with bandwidth.
+        for (c, f) in everies.iter().enumerate().filter(|x| *x.1 >= 2.0) {
+            let last = *g.rtts.last().unwrap();
+            let at_last: Vec<f64> =
+                g.bws.iter().map(|&b| g.get(pi, b, last, c).map(|(b0, x)| reduction(x, b0)).unwrap()).collect();
+            let lo = at_last.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = at_last.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let reach: Vec<f64> = g
+                .bws
+                .iter()
+                .enumerate()
+                .map(|(bi, &b)| {
+                    g.rtts
+                        .iter()
+                        .copied()
+                        .find(|&r| g.get(pi, b, r, c).is_some_and(|(b0, x)| reduction(x, b0) >= at_last[bi] - spread))
+                        .unwrap_or(last)
+                })
+                .collect();
+            let monotone = reach.windows(2).all(|w| w[1] <= w[0]);
+            out.claims.push(claim(
+                &format!("cap-f{f}-{pname}"),
+                &format!("[{pname}] f = {f}: a cap independent of bandwidth, reached at an RTT that does not grow with bandwidth"),
+                "cap independent of bandwidth; RTT decides where",
+                format!(
+                    "at {last} ms: {} to {}; cap reached at RTT {:?} ms for {:?} Mbit/s",
+                    pct(lo),
+                    pct(hi),
+                    reach,
+                    g.bws
+                ),
+                &format!("spread ≤ {} points; reach RTT non-increasing in bandwidth", spread * 100.0),
+                hi - lo <= spread && monotone,
+            ));
+        }
+        if let Some(c6) = ci(6.0) {
+            out.plots.push((
+                format!("reduction_f6_{pname}.svg"),
+                g.plot_vs_rtt(&base, pi, c6, "P4-S4.1a: reduction at f = 6"),
+            ));
+        }
+        if let Some(c1) = ci(1.0) {
+            out.plots.push((
+                format!("reduction_f1_{pname}.svg"),
+                g.plot_vs_rtt(&base, pi, c1, "P4-S4.1a: reduction at f = 1"),
+            ));
+        }
+    }
+    out.notes.push(setup_note(&base, ctx.quick));
+    out.notes.extend(base.notes());
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ P4-F6
+
+fn run_f6(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
+    let base = load(exp)?;
+    let cfgs = vec![
+        ("f=6".to_string(), tap("triple-ack", 6.0)),
+        ("f=4".into(), tap("triple-ack", 4.0)),
+        ("f=20".into(), tap("triple-ack", 20.0)),
+    ];
+    let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
+    let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
+    out.tables.push(g.table(&base, "grid"));
+    let (cap, cap_tol, gcap, gcap_tol) =
+        (base.f64("cap")?, base.f64("cap_tol")?, base.f64("goodput_at_cap")?, base.f64("goodput_at_cap_tol")?);
+    let (p1, p5, ptol) = (base.f64("point_1mbps_50ms")?, base.f64("point_5mbps_30ms")?, base.f64("point_tol")?);
+    let (half, half_tol, crit, slack) =
+        (base.f64("half_ratio")?, base.f64("half_ratio_tol")?, base.f64("critical_min")?, base.f64("trend_slack")?);
+    for (pi, (pname, _)) in base.profiles.iter().enumerate() {
+        let red = |b: f64, r: f64, c: usize| g.get(pi, b, r, c).map(|(b0, x)| (reduction(x, b0), gfrac(x)));
+        // Trend with RTT.
+        let mut worst = (0.0, 0.0, 0.0);
+        for &b in &g.bws {
+            for w in g.rtts.windows(2) {
+                let d = red(b, w[0], 0).unwrap().0 - red(b, w[1], 0).unwrap().0;
+                if d > worst.0 {
+                    worst = (d, b, w[1]);
+                }
+            }
+        }
+        out.claims.push(claim(
+            &format!("trend-{pname}"),
+            &format!("[{pname}] at f = 6 the reduction grows with RTT"),
+            "grows with RTT",
+            if worst.0 > 0.0 {
+                format!(
+                    "largest drop to a larger RTT: {} points (at {} Mbit/s, {} ms)",
+                    fmt1(worst.0 * 100.0),
+                    worst.1,
+                    worst.2
+                )
+            } else {
+                "never falls with RTT".into()
+            },
+            &format!("no drop larger than {} points", slack * 100.0),
+            worst.0 <= slack,
+        ));
+        let mut best = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
+        for &b in &g.bws {
+            for &r in &g.rtts {
+                let (x, gf) = red(b, r, 0).unwrap();
+                if x > best.0 {
+                    best = (x, b, r, gf);
+                }
+            }
+        }
+        out.claims.push(claim(
+            &format!("cap-{pname}"),
+            &format!("[{pname}] the reduction caps at about 85%"),
+            &pct(cap),
+            format!("{} (at {} Mbit/s, {} ms)", pct(best.0), best.1, best.2),
+            &format!("± {} points", cap_tol * 100.0),
+            (best.0 - cap).abs() <= cap_tol,
+        ));
+        out.claims.push(claim(
+            &format!("goodput-at-cap-{pname}"),
+            &format!("[{pname}] goodput at the cap, as a fraction of the data transmitted"),
+            &pct(gcap),
+            pct(best.3),
+            &format!("± {} points", gcap_tol * 100.0),
+            (best.3 - gcap).abs() <= gcap_tol,
+        ));
+        if let (Some((a, _)), Some((b20, _))) = (red(1.0, 50.0, 0), red(1.0, 50.0, 2)) {
+            out.claims.push(claim(
+                &format!("1mbps-50ms-{pname}"),
+                &format!("[{pname}] 1 Mbit/s, 50 ms, f = 6"),
+                &pct(p1),
+                pct(a),
+                &format!("± {} points", ptol * 100.0),
+                (a - p1).abs() <= ptol,
+            ));
+            let ratio = if a > 0.0 { b20 / a } else { 0.0 };
+            out.claims.push(claim(
+                &format!("1mbps-50ms-f20-{pname}"),
+                &format!("[{pname}] 1 Mbit/s, 50 ms: f = 20 gives about half the reduction of f = 6"),
+                &format!("ratio {half}"),
+                format!("ratio {:.2} ({} vs {})", ratio, pct(b20), pct(a)),
+                &format!("{half} ± {half_tol}"),
+                (ratio - half).abs() <= half_tol,
+            ));
+        }
+        if let Some((a, _)) = red(5.0, 30.0, 0) {
+            out.claims.push(claim(
+                &format!("5mbps-30ms-{pname}"),
+                &format!("[{pname}] 5 Mbit/s, 30 ms, f = 6: almost 70%"),
+                &pct(p5),
+                pct(a),
+                &format!("± {} points", ptol * 100.0),
+                (a - p5).abs() <= ptol,
+            ));
+        }
+        // Critical range: low single-digit Mbit/s, RTT 20–30 ms.
+        let crit_pts: Vec<(f64, f64)> = g
+            .bws
+            .iter()
+            .filter(|&&b| b <= 5.0)
+            .flat_map(|&b| g.rtts.iter().filter(|&&r| (20.0..=30.0).contains(&r)).map(move |&r| (b, r)))
+            .collect();
+        if !crit_pts.is_empty() {
+            let vals: Vec<String> =
+                crit_pts.iter().map(|&(b, r)| format!("{b}/{r}: {}", pct(red(b, r, 0).unwrap().0))).collect();
+            let ok = crit_pts.iter().all(|&(b, r)| red(b, r, 0).unwrap().0 > crit);
+            out.claims.push(claim(
+                &format!("critical-{pname}"),
+                &format!("[{pname}] critical range (≤ 5 Mbit/s, RTT 20–30 ms): more than 20% at f = 6"),
+                &format!("> {}", pct(crit)),
+                vals.join(", "),
+                "at every such point",
+                ok,
+            ));
+            // f = 4 reaches 20% at an RTT no larger than f = 6 does.
+            let first = |b: f64, c: usize| g.rtts.iter().copied().find(|&r| red(b, r, c).unwrap().0 > crit);
+            let lows: Vec<f64> = g.bws.iter().copied().filter(|&b| b <= 5.0).collect();
+            let cmp: Vec<String> = lows
+                .iter()
+                .map(|&b| format!("{b} Mbit/s: f=4 {:?} ms, f=6 {:?} ms", first(b, 1), first(b, 0)))
+                .collect();
+            let ok4 = lows.iter().all(|&b| match (first(b, 1), first(b, 0)) {
+                (Some(a), Some(c)) => a <= c,
+                (Some(_), None) => true,
+                (None, _) => false,
+            });
+            out.claims.push(claim(
+                &format!("critical-f4-{pname}"),
+                &format!("[{pname}] with f = 4 somewhat lower RTTs are reduced by more than 20% as well"),
+                "lower RTTs with f = 4",
+                format!("first RTT above 20%: {}", cmp.join("; ")),
+                "f = 4's first RTT ≤ f = 6's at each bandwidth ≤ 5 Mbit/s",
+                ok4,
+            ));
+        }
+        out.plots.push((format!("reduction_f6_{pname}.svg"), g.plot_vs_rtt(&base, pi, 0, "P4-F6: reduction at f = 6")));
+    }
+    out.notes.push(setup_note(&base, ctx.quick));
+    out.notes.extend(base.notes());
+    Ok(out)
+}
+
+fn fmt1(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+// ------------------------------------------------------------------ P4-F8
+
+fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
+    let base = load(exp)?;
+    let cfgs =
+        vec![("zero-window".to_string(), tap("zero-window", 1.0)), ("triple-ack f=6".into(), tap("triple-ack", 6.0))];
+    let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
+    let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
+    out.tables.push(g.table(&base, "grid"));
+    let (cap, cap_tol, p5max, ctol) =
+        (base.f64("cap")?, base.f64("cap_tol")?, base.f64("point_5mbps_30ms_max")?, base.f64("coincide_tol")?);
+    for (pi, (pname, _)) in base.profiles.iter().enumerate() {
+        let pts: Vec<(f64, f64)> = g.bws.iter().flat_map(|&b| g.rtts.iter().map(move |&r| (b, r))).collect();
+        let reds: Vec<f64> =
+            pts.iter().map(|&(b, r)| g.get(pi, b, r, 0).map(|(b0, x)| reduction(x, b0)).unwrap()).collect();
+        let hi = reds.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let lo = reds.iter().cloned().fold(f64::INFINITY, f64::min);
+        out.claims.push(claim(
+            &format!("cap-{pname}"),
+            &format!("[{pname}] zero-window: the reduction caps at about 40%"),
+            &pct(cap),
+            format!("largest {} (smallest {})", pct(hi), pct(lo)),
+            &format!("largest within ± {} points", cap_tol * 100.0),
+            (hi - cap).abs() <= cap_tol,
+        ));
+        let extra: Vec<(f64, f64, u64, u64)> = pts
+            .iter()
+            .map(|&(b, r)| {
+                let (b0, x) = g.get(pi, b, r, 0).unwrap();
+                (b, r, x.retx, b0.retx)
+            })
+            .filter(|x| x.2 > x.3)
+            .collect();
+        let tot: u64 = pts.iter().map(|&(b, r)| g.get(pi, b, r, 0).unwrap().1.retx).sum();
+        out.claims.push(claim(
+            &format!("no-retransmissions-{pname}"),
+            &format!("[{pname}] zero-window causes no retransmissions"),
+            "none",
+            format!("{tot} retransmissions in all shaped runs; {} points with more than unshaped", extra.len()),
+            "no point with more retransmissions than unshaped",
+            extra.is_empty(),
+        ));
+        if let Some((b0, x)) = g.get(pi, 5.0, 30.0, 0) {
+            let tri = g.get(pi, 5.0, 30.0, 1).map(|(b0, x)| reduction(x, b0)).unwrap_or(f64::NAN);
+            out.claims.push(claim(
+                &format!("weak-small-bdp-{pname}"),
+                &format!("[{pname}] 5 Mbit/s, 30 ms: zero-window below 10% (triple-ACK f = 6: almost 70%)"),
+                &format!("< {} (triple-ACK ≈ 70%)", pct(p5max)),
+                format!("{} (triple-ACK {})", pct(reduction(x, b0)), pct(tri)),
+                &format!("below {}", pct(p5max)),
+                reduction(x, b0) < p5max,
+            ));
+        }
+        if g.bws.contains(&13.0) && g.bws.contains(&15.0) {
+            let d = g
+                .rtts
+                .iter()
+                .map(|&r| {
+                    let a = g.get(pi, 13.0, r, 0).map(|(b0, x)| reduction(x, b0)).unwrap();
+                    let b = g.get(pi, 15.0, r, 0).map(|(b0, x)| reduction(x, b0)).unwrap();
+                    (a - b).abs()
+                })
+                .fold(0.0, f64::max);
+            out.claims.push(claim(
+                &format!("coincide-{pname}"),
+                &format!("[{pname}] the 13 and 15 Mbit/s curves coincide"),
+                "coincide",
+                format!("largest difference {} points", fmt1(d * 100.0)),
+                &format!("≤ {} points", ctol * 100.0),
+                d <= ctol,
+            ));
+        }
+        out.plots
+            .push((format!("reduction_zw_{pname}.svg"), g.plot_vs_rtt(&base, pi, 0, "P4-F8: zero-window reduction")));
+    }
+    out.notes.push(setup_note(&base, ctx.quick));
+    out.notes.push(
+        "Why zero-window does nothing here: a duplicate that follows the true ACK it copies reaches the sender after \
+         the sender has already sent what that ACK allowed (an ACK-clocked sender transmits only on ACK arrival); \
+         the zero window then stalls a sender that has nothing to send until the next true ACK, which reopens the \
+         window. The duplicate changes the window, so it is not a dupACK (P4-9) and triggers no retransmission. \
+         ns-2's FullTcp has no advertised-window field, so the paper's authors must have added one; how their \
+         sender reacted is not described (P4-1). A sender that spreads its transmissions between ACKs (pacing) \
+         would be slowed; ours and ns-2's do not pace."
+            .into(),
+    );
+    out.notes.extend(base.notes());
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ P4-S4.2b
+
+fn run_s42b(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
+    let base = load(exp)?;
+    let gaps = base.list("round_trip_gaps", ctx.quick)?;
+    let (bw, rtt) = (base.f64("bandwidth_mbps")?, base.f64("rtt_ms")?);
+    let (wb, wtol, oa, omax) =
+        (base.f64("works_below")?, base.f64("works_tol")?, base.f64("off_above")?, base.f64("off_max")?);
+    let techs = [("triple-ack f=6", "triple-ack", 6.0), ("zero-window", "zero-window", 1.0)];
+    // The inter-ACK gap of each profile: b × (mss + 40 B) at the bottleneck.
+    let mut gap_s = Vec::new();
+    for (_, over) in &base.profiles {
+        let tcp = base.table.get("tcp").and_then(|t| t.as_table()).cloned().unwrap_or_default();
+        let get = |k: &str| over.get(k).or(tcp.get(k)).and_then(|v| v.as_integer());
+        let mss = get("mss").unwrap_or(1448) as f64;
+        let b = get("delack").unwrap_or(2) as f64;
+        gap_s.push(b * (mss + 40.0) * 8.0 / (bw * 1e6));
+    }
+    let mut points = Vec::new();
+    for (pi, gap) in gap_s.iter().enumerate() {
+        points.push(Point::new(pi, bw, rtt, TapCfg::Off));
+        for (_, t, f) in techs {
+            for &k in &gaps {
+                let TapCfg::Tap { settings, .. } = tap(t, f) else { unreachable!() };
+                // One-way delay = half the round trip.
+                points.push(Point::new(pi, bw, rtt, TapCfg::Tap { delay_us: k * gap * 1e6 / 2.0, settings }));
+            }
+        }
+    }
+    let res = run_all(&base, &points, ctx)?;
+    let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
+    let mut table = Table {
+        name: "delay_sweep".into(),
+        columns: [
+            "profile",
+            "technique",
+            "round_trip_gaps",
+            "round_trip_ms",
+            "reduction",
+            "goodput_fraction",
+            "fast_retransmits",
+            "injections",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: Vec::new(),
+    };
+    let mut series = Vec::new();
+    let per = 1 + techs.len() * gaps.len();
+    for (pi, (pname, _)) in base.profiles.iter().enumerate() {
+        let b0 = &res[pi * per];
+        for (ti, (label, _, _)) in techs.iter().enumerate() {
+            let rs: Vec<&Res> = (0..gaps.len()).map(|k| &res[pi * per + 1 + ti * gaps.len() + k]).collect();
+            let reds: Vec<f64> = rs.iter().map(|r| reduction(r, b0)).collect();
+            for (k, r) in rs.iter().enumerate() {
+                table.rows.push(vec![
+                    json!(pname),
+                    json!(label),
+                    json!(gaps[k]),
+                    json!(gaps[k] * gap_s[pi] * 1e3),
+                    json!(reds[k]),
+                    json!(gfrac(r)),
+                    json!(r.fast_retransmits),
+                    json!(r.injections),
+                ]);
+            }
+            series.push(Series {
+                name: format!("{pname}: {label}"),
+                points: gaps.iter().zip(&reds).map(|(g, r)| (*g, r * 100.0)).collect(),
+            });
+            let r0 = reds[0];
+            let works: Vec<f64> = gaps.iter().zip(&reds).filter(|x| *x.0 <= wb).map(|x| *x.1).collect();
+            let off: Vec<f64> = gaps.iter().zip(&reds).filter(|x| *x.0 >= oa).map(|x| *x.1).collect();
+            let works_ok = works.iter().all(|r| (r - r0).abs() <= wtol);
+            let off_ok = off.iter().all(|r| *r < omax);
+            let switch = gaps.iter().zip(&reds).find(|x| *x.1 < r0 / 2.0).map(|x| *x.0);
+            out.claims.push(claim(
+                &format!("hard-switch-{}-{pname}", label.split(' ').next().unwrap()),
+                &format!("[{pname}] {label}: as if undelayed below the inter-ACK gap, no effect above it"),
+                "hard switch at the inter-ACK gap",
+                format!(
+                    "undelayed {}; up to {wb} g: {}; from {oa} g: {}; first below half at {} g (g = {:.2} ms)",
+                    pct(r0),
+                    works.iter().map(|r| pct(*r)).collect::<Vec<_>>().join(", "),
+                    off.iter().map(|r| pct(*r)).collect::<Vec<_>>().join(", "),
+                    switch.map(|s| s.to_string()).unwrap_or("never".into()),
+                    gap_s[pi] * 1e3
+                ),
+                &format!("within ± {} points of undelayed up to {wb} g; below {} from {oa} g", wtol * 100.0, pct(omax)),
+                works_ok && off_ok && r0 > omax,
+            ));
+        }
+    }
+    out.tables.push(table);
+    out.plots.push((
+        "reduction_vs_delay.svg".into(),
+        line_chart(
+            "P4-S4.2b: reduction vs shaper round trip",
+            "round trip / inter-ACK gap g",
+            "reduction (%)",
+            1.0,
+            &series,
+        ),
+    ));
+    out.notes.push(setup_note(&base, ctx.quick));
+    out.notes.push(format!(
+        "{bw} Mbit/s, {rtt} ms RTT; inter-ACK gap g per profile: {}",
+        base.profiles
+            .iter()
+            .zip(&gap_s)
+            .map(|(p, g)| format!("{} {:.3} ms", p.0, g * 1e3))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    out.notes.extend(base.notes());
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ P4-A3
+
+fn run_a3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
+    let base = load(exp)?;
+    let fracs: Vec<f64> = base.list("fractions", false).or_else(|_| {
+        base.paper
+            .get("fractions")
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|x| x.as_float()).collect())
+            .ok_or("no fractions".to_string())
+    })?;
+    let (tol, bin_s, bw, rtt) =
+        (base.f64("hold_tol")?, base.f64("bin_s")?, base.f64("bandwidth_mbps")?, base.f64("rtt_ms")?);
+    let ccs: Vec<String> = base.strings("modern_cc");
+    let times = if ctx.quick { Some((40.0, 10.0)) } else { None };
+    // Cases: (profile, cc override).
+    let mut cases: Vec<(usize, Option<String>)> = Vec::new();
+    for pi in 0..base.profiles.len() {
+        if base.profiles[pi].0 == "modern" && !ccs.is_empty() {
+            cases.extend(ccs.iter().map(|c| (pi, Some(c.clone()))));
+        } else {
+            cases.push((pi, None));
+        }
+    }
+    let mk = |pi: usize, cc: &Option<String>, t: TapCfg| {
+        let mut p = Point::new(pi, bw, rtt, t);
+        p.times = times;
+        if let Some(c) = cc {
+            p.tcp.insert("cc".into(), c.clone().into());
+        }
+        p
+    };
+    let baselines = run_all(&base, &cases.iter().map(|(pi, cc)| mk(*pi, cc, TapCfg::Off)).collect::<Vec<_>>(), ctx)?;
+    let mut points = Vec::new();
+    for (ci, (pi, cc)) in cases.iter().enumerate() {
+        for &f in &fracs {
+            let mut s = toml::Table::new();
+            s.insert("technique".into(), "triple-ack".into());
+            s.insert("target".into(), format!("{}bit/s", (baselines[ci].thr * f).round() as u64).into());
+            s.insert("history".into(), true.into());
+            points.push(mk(*pi, cc, TapCfg::Tap { delay_us: 0.0, settings: s }));
+        }
+    }
+    let res = run_all(&base, &points, ctx)?;
+    let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
+    let mut table = Table {
+        name: "controller".into(),
+        columns: [
+            "profile",
+            "cc",
+            "target_fraction",
+            "unshaped_mbps",
+            "target_mbps",
+            "throughput_mbps",
+            "error",
+            "worst_bin_error",
+            "goodput_mbps",
+            "goodput_loss",
+            "final_every",
+            "injections",
+            "fast_retransmits",
+            "timeouts",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: Vec::new(),
+    };
+    let mut series = Vec::new();
+    for (ci, (pi, cc)) in cases.iter().enumerate() {
+        let pname = &base.profiles[*pi].0;
+        let cc_name = cc.clone().unwrap_or_else(|| {
+            base.table.get("tcp").and_then(|t| t.get("cc")).and_then(|v| v.as_str()).unwrap_or("sack").to_string()
+        });
+        let sc = scenario_for(&base, &points[ci * fracs.len()], ctx.quick)?;
+        let (dur_s, warm_s) = (sc.duration.0.as_secs_f64(), sc.warmup.map(|w| w.0.as_secs_f64()).unwrap_or(0.0));
+        for (fi, &f) in fracs.iter().enumerate() {
+            let r = &res[ci * fracs.len() + fi];
+            let target = baselines[ci].thr * f;
+            let err = r.thr / target - 1.0;
+            // Bins of the controller's per-interval measurements inside the window.
+            // The controller of the flow (the one with the most data).
+            let fid = r.tap["top_flows"][0]["id"].clone();
+            let hist: Vec<(f64, f64, f64)> = r.tap["history"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter(|s| s["flow"] == fid)
+                        .filter_map(|s| Some((s["t_s"].as_f64()?, s["raw_bps"].as_f64()?, s["every"].as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut bins: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+            for &(t, raw, _) in &hist {
+                if t > warm_s && t <= dur_s + 1e-9 {
+                    let e = bins.entry(((t - warm_s - 1e-9) / bin_s) as u64).or_default();
+                    e.0 += raw;
+                    e.1 += 1.0;
+                }
+            }
+            let worst = bins.values().map(|(s, n)| (s / n / target - 1.0).abs()).fold(0.0, f64::max);
+            let every = hist.last().map(|x| x.2).unwrap_or(f64::NAN);
+            table.rows.push(vec![
+                json!(pname),
+                json!(cc_name),
+                json!(f),
+                json!(baselines[ci].thr / 1e6),
+                json!(target / 1e6),
+                json!(r.thr / 1e6),
+                json!(err),
+                json!(worst),
+                json!(r.good / 1e6),
+                json!(1.0 - gfrac(r)),
+                json!(every),
+                json!(r.injections),
+                json!(r.fast_retransmits),
+                json!(r.timeouts),
+            ]);
+            out.claims.push(claim(
+                &format!("hold-{pname}-{cc_name}-{}", (f * 100.0).round()),
+                &format!(
+                    "[{pname}, {cc_name}] hold {}% of the unshaped rate ({:.2} Mbit/s) over {:.0} s",
+                    (f * 100.0).round(),
+                    target / 1e6,
+                    dur_s - warm_s
+                ),
+                &format!("± {}% (issue bar)", tol * 100.0),
+                format!(
+                    "{:.2} Mbit/s ({:+.1}%); worst {bin_s} s bin {:.1}%; goodput loss {}",
+                    r.thr / 1e6,
+                    err * 100.0,
+                    worst * 100.0,
+                    pct(1.0 - gfrac(r))
+                ),
+                &format!("mean and every {bin_s} s bin within ± {}%", tol * 100.0),
+                err.abs() <= tol && worst <= tol && !bins.is_empty(),
+            ));
+            series.push(Series {
+                name: format!("{pname} {cc_name} {}%", (f * 100.0).round()),
+                points: hist.iter().map(|&(t, raw, _)| (t, raw / target * 100.0)).collect(),
+            });
+        }
+    }
+    out.tables.push(table);
+    out.plots.push((
+        "rate_over_target.svg".into(),
+        line_chart("P4-A3: measured rate / target over time", "time (s)", "rate / target (%)", 1.0, &series),
+    ));
+    out.notes.push(setup_note(&base, ctx.quick));
+    out.notes.push(format!("{bw} Mbit/s, {rtt} ms RTT; targets are fractions of each case's unshaped throughput."));
+    out.notes.extend(base.notes());
+    Ok(out)
+}
