@@ -28,6 +28,22 @@ pub enum Residual {
     Increment,
 }
 
+/// What Algorithm 1 does with the residual when every flow is bottlenecked (no hungry flow to
+/// take it; trap P1-8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AllBottlenecked {
+    /// Spread it equally over all flows, so Σ A = B: the class rate is always handed out.
+    #[default]
+    Spread,
+    /// Leave it unallocated, as paper 001 states ("repeat until there is no residual bandwidth
+    /// or all flows are bottlenecked"): allocations follow the measured rates (step 6) and Σ A ≤ B;
+    /// a flow whose rate then reaches p·A turns hungry and takes the residual at the next pass.
+    /// This is what removes the excess allocation of flows limited elsewhere when TCR runs
+    /// upstream of a remote bottleneck (P1-T10–12).
+    Leave,
+}
+
 /// How held ACKs are clocked out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -95,6 +111,8 @@ pub struct TcrConfig {
     pub allocation: Allocation,
     /// Max-min: `"equalize"` (default) or `"increment"` (Eq. 3 literally).
     pub residual: Residual,
+    /// Max-min, every flow bottlenecked: `"spread"` (default) or `"leave"` the residual.
+    pub all_bottlenecked: AllBottlenecked,
     /// Max-min satisfaction percentage p in (0, 1]: a flow with measured rate R < p·A is
     /// bottlenecked. Default 0.9 (assumed; the paper does not give it).
     pub satisfaction: f64,
@@ -137,6 +155,7 @@ impl Default for TcrConfig {
         TcrConfig {
             allocation: Allocation::MaxMin,
             residual: Residual::Equalize,
+            all_bottlenecked: AllBottlenecked::Spread,
             satisfaction: 0.9,
             sample_interval_ms: 0.0,
             rate_gain: 0.25,
@@ -160,6 +179,7 @@ impl Default for TcrConfig {
 pub const KEYS: &[&str] = &[
     "allocation",
     "residual",
+    "all_bottlenecked",
     "satisfaction",
     "sample_interval_ms",
     "rate_gain",

@@ -603,7 +603,14 @@ impl Tcr {
                         }
                     }
                 }
-                alloc::max_min_pass(b, self.cfg.satisfaction, self.cfg.residual, &mut entries, &mut self.scratch_f);
+                alloc::max_min_pass_with(
+                    b,
+                    self.cfg.satisfaction,
+                    self.cfg.residual,
+                    self.cfg.all_bottlenecked,
+                    &mut entries,
+                    &mut self.scratch_f,
+                );
             }
         }
         self.stats.allocations += 1;
