@@ -4,7 +4,9 @@
 
 use ackshape_core::shape::ackmech::{self, AckMechanism, FlowKey};
 use ackshape_core::shape::tcr::alloc::{self, Entry};
-use ackshape_core::shape::tcr::{AllBottlenecked, Allocation, Pacing, Release, Residual, RttFrom, Tcr, TcrConfig};
+use ackshape_core::shape::tcr::{
+    AllBottlenecked, Allocation, Pacing, Release, Residual, RttFrom, Tcr, TcrConfig, WindowRtt,
+};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Ecn, IpHdr, Packet, SackBlock, SeqNum, TcpFlags, TcpHdr, TcpOptions, L4};
 use proptest::prelude::*;
@@ -178,6 +180,8 @@ fn config_parses_with_defaults_and_names_bad_keys() {
         ("rate_gain = 1.5", "rate_gain"),
         ("min_window_segments = 0", "min_window_segments"),
         ("window_step_segments = -1", "window_step_segments"),
+        ("window_rtt = \"max\"", "window_rtt"),
+        ("all_bottlenecked = \"share\"", "all_bottlenecked"),
     ] {
         let t: toml::Table = toml::from_str(src).unwrap();
         let (k, msg) = ackmech::build("tcr", &t).err().unwrap_or_else(|| panic!("{src} accepted"));
@@ -209,6 +213,27 @@ fn handshake_learns_scale_and_windows_are_a_times_rtt() {
     assert_eq!(h(&out[0]).window, 306);
     assert_eq!(h(&out[0]).ack, SeqNum(sq(MSS)));
     assert!(t.stats().window_rewrites >= 2);
+}
+
+#[test]
+fn min_window_rtt_ignores_queueing_beyond_the_gateway() {
+    // Handshake RTT 40 ms, then a segment whose ACK takes 120 ms (a queue beyond the gateway):
+    // the smoothed RTT grows (40 + (120 − 40)/8 = 50 ms) and the window with it; the minimum
+    // stays at 40 ms and so does the window (27 segments, as in the test above).
+    let mut got = Vec::new();
+    for wr in [WindowRtt::Smoothed, WindowRtt::Min] {
+        let mut t = tcr(TcrConfig { window_rtt: wr, ..TcrConfig::default() }, 8_000_000);
+        handshake(&mut t, 0, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+        send(&mut t, 0, at(40.0), 0, 1);
+        let mut out = Vec::new();
+        t.on_ack(at(160.0), key(0), ack(0, 1, 4000), &mut out);
+        let fi = t.flow_info(&key(0)).unwrap();
+        let (srtt, min) = (fi.srtt_ms.unwrap(), fi.rtt_min_ms.unwrap());
+        assert!((srtt - 50.0).abs() < 1e-6 && (min - 40.0).abs() < 1e-6, "{wr:?}: {srtt} {min}");
+        got.push(fi.window_target_bytes.unwrap());
+    }
+    // Smoothed: 1e6 × 0.05 × 1448/1500 = 48 267 B → 34 segments.
+    assert_eq!(got, [34 * 1448, 27 * 1448]);
 }
 
 #[test]

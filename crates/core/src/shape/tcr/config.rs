@@ -87,6 +87,19 @@ pub enum RttFrom {
     Enqueue,
 }
 
+/// Which RTT the window A·RTT uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowRtt {
+    /// The EWMA of the samples (gain `rtt_gain`).
+    #[default]
+    Smoothed,
+    /// The smallest sample seen: "the round trip time of the flow, not including queuing
+    /// delays" (paper 001 §1.1.2) also where the queue is beyond the gateway (a remote
+    /// bottleneck, P1-T10–12), which the dequeue-timed samples cannot exclude.
+    Min,
+}
+
 /// Rounding of the computed window A·RTT to whole segments (traps P0-11, P1-6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -144,6 +157,8 @@ pub struct TcrConfig {
     pub rtt_gain: f64,
     /// `"dequeue"` (default) or `"enqueue"`.
     pub rtt_from: RttFrom,
+    /// `"smoothed"` (default) or `"min"`: the RTT in the window A·RTT.
+    pub window_rtt: WindowRtt,
     /// Equal allocation: a flow with no data for this long no longer counts in n, ms. Default 1000.
     pub idle_timeout_ms: f64,
     /// Segment size assumed until the handshake or data tell, bytes. Default 1460.
@@ -169,6 +184,7 @@ impl Default for TcrConfig {
             window_step_segments: 1,
             rtt_gain: 0.125,
             rtt_from: RttFrom::Dequeue,
+            window_rtt: WindowRtt::Smoothed,
             idle_timeout_ms: 1000.0,
             default_mss: 1460,
         }
@@ -193,6 +209,7 @@ pub const KEYS: &[&str] = &[
     "window_step_segments",
     "rtt_gain",
     "rtt_from",
+    "window_rtt",
     "idle_timeout_ms",
     "default_mss",
 ];
