@@ -255,7 +255,7 @@ mod tests {
                 ecn: Ecn::NotEct,
                 id: 0,
             },
-            l4: if flow % 2 == 0 {
+            l4: if flow.is_multiple_of(2) {
                 L4::Udp(UdpHdr { sport: 1000 + flow as u16, dport: 9 })
             } else {
                 L4::Tcp(TcpHdr { sport: 1000 + flow as u16, dport: 80, ..Default::default() })

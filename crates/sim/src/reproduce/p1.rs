@@ -372,7 +372,7 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         let bad: Vec<String> = x
             .iter()
             .zip(&y)
-            .filter(|(p, q)| !(p.1.is_nan() || q.1.is_nan()) && !(p.1 < q.1))
+            .filter(|(p, q)| !(p.1.is_nan() || q.1.is_nan() || p.1 < q.1))
             .map(|(p, q)| format!("{} ({:.d$} ≥ {:.d$})", fmt_speed(p.0), p.1, q.1))
             .collect();
         let mut tol = if undefined.is_empty() {
