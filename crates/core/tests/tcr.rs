@@ -4,7 +4,9 @@
 
 use ackshape_core::shape::ackmech::{self, AckMechanism, FlowKey};
 use ackshape_core::shape::tcr::alloc::{self, Entry};
-use ackshape_core::shape::tcr::{Allocation, Pacing, Release, Residual, RttFrom, Tcr, TcrConfig};
+use ackshape_core::shape::tcr::{
+    AllBottlenecked, Allocation, Pacing, Release, Residual, RttFrom, Tcr, TcrConfig, WindowRtt,
+};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Ecn, IpHdr, Packet, SackBlock, SeqNum, TcpFlags, TcpHdr, TcpOptions, L4};
 use proptest::prelude::*;
@@ -178,6 +180,8 @@ fn config_parses_with_defaults_and_names_bad_keys() {
         ("rate_gain = 1.5", "rate_gain"),
         ("min_window_segments = 0", "min_window_segments"),
         ("window_step_segments = -1", "window_step_segments"),
+        ("window_rtt = \"max\"", "window_rtt"),
+        ("all_bottlenecked = \"share\"", "all_bottlenecked"),
     ] {
         let t: toml::Table = toml::from_str(src).unwrap();
         let (k, msg) = ackmech::build("tcr", &t).err().unwrap_or_else(|| panic!("{src} accepted"));
@@ -209,6 +213,27 @@ fn handshake_learns_scale_and_windows_are_a_times_rtt() {
     assert_eq!(h(&out[0]).window, 306);
     assert_eq!(h(&out[0]).ack, SeqNum(sq(MSS)));
     assert!(t.stats().window_rewrites >= 2);
+}
+
+#[test]
+fn min_window_rtt_ignores_queueing_beyond_the_gateway() {
+    // Handshake RTT 40 ms, then a segment whose ACK takes 120 ms (a queue beyond the gateway):
+    // the smoothed RTT grows (40 + (120 − 40)/8 = 50 ms) and the window with it; the minimum
+    // stays at 40 ms and so does the window (27 segments, as in the test above).
+    let mut got = Vec::new();
+    for wr in [WindowRtt::Smoothed, WindowRtt::Min] {
+        let mut t = tcr(TcrConfig { window_rtt: wr, ..TcrConfig::default() }, 8_000_000);
+        handshake(&mut t, 0, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+        send(&mut t, 0, at(40.0), 0, 1);
+        let mut out = Vec::new();
+        t.on_ack(at(160.0), key(0), ack(0, 1, 4000), &mut out);
+        let fi = t.flow_info(&key(0)).unwrap();
+        let (srtt, min) = (fi.srtt_ms.unwrap(), fi.rtt_min_ms.unwrap());
+        assert!((srtt - 50.0).abs() < 1e-6 && (min - 40.0).abs() < 1e-6, "{wr:?}: {srtt} {min}");
+        got.push(fi.window_target_bytes.unwrap());
+    }
+    // Smoothed: 1e6 × 0.05 × 1448/1500 = 48 267 B → 34 segments.
+    assert_eq!(got, [34 * 1448, 27 * 1448]);
 }
 
 #[test]
@@ -752,6 +777,68 @@ proptest! {
             }
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// `all_bottlenecked = "leave"`: Σ A never exceeds B, allocations stay non-negative; a pass
+    /// in which every flow is bottlenecked hands out nothing beyond step 6 (each A_k is at most
+    /// max(its previous A_k, R_k/p²)), and one with a hungry flow still hands out all of B.
+    #[test]
+    fn leaving_the_residual_never_over_allocates(
+        flows in prop::collection::vec((0.0f64..20.0, 0.0f64..20.0, 0.0f64..20.0, any::<bool>()), 1..40),
+        b in 0.1f64..100.0,
+        p in 0.5f64..1.0,
+        eq in any::<bool>(),
+    ) {
+        let residual = if eq { Residual::Equalize } else { Residual::Increment };
+        let mut e: Vec<Entry> = flows.iter().map(|&(r, a, aa, s)| Entry { rate: r, alloc: a, alloc_avg: aa, sampled: s, bottlenecked: false }).collect();
+        alloc::rescale(b, &mut e);
+        let mut scratch = Vec::new();
+        for _ in 0..4 {
+            let before: Vec<Entry> = e.clone();
+            let nb = alloc::max_min_pass_with(b, p, residual, AllBottlenecked::Leave, &mut e, &mut scratch);
+            let s: f64 = e.iter().map(|x| x.alloc).sum();
+            prop_assert!(s <= b * (1.0 + 1e-9), "Σ A = {} > B = {}", s, b);
+            prop_assert!(e.iter().all(|x| x.alloc >= 0.0));
+            if nb == e.len() {
+                for (x, y) in e.iter().zip(&before) {
+                    let cap = y.alloc.max(y.rate / (p * p));
+                    prop_assert!(x.alloc <= cap * (1.0 + 1e-12) + 1e-12, "A {} above max(A {}, R/p² {})", x.alloc, y.alloc, y.rate / (p * p));
+                }
+            } else {
+                prop_assert!((s - b).abs() <= 1e-9 * b.max(s), "Σ A = {} with a hungry flow, B = {}", s, b);
+            }
+            // Let the measured rates follow the allocations a little, as senders would.
+            for x in e.iter_mut() {
+                x.alloc_avg = x.alloc;
+            }
+        }
+    }
+}
+
+#[test]
+fn leave_lets_allocations_follow_flows_limited_elsewhere() {
+    // Four flows limited elsewhere at 1 each, B = 40: "spread" keeps handing each ~10 (the
+    // window TCR writes stays 10× what the flow can use); "leave" converges to R/p².
+    let run = |all| {
+        let mut e: Vec<Entry> = (0..4)
+            .map(|_| Entry { rate: 1.0, alloc: 10.0, alloc_avg: 10.0, sampled: true, bottlenecked: false })
+            .collect();
+        let mut scratch = Vec::new();
+        for _ in 0..30 {
+            alloc::max_min_pass_with(40.0, 0.9, Residual::Equalize, all, &mut e, &mut scratch);
+            for x in e.iter_mut() {
+                x.alloc_avg = x.alloc;
+            }
+        }
+        e.iter().map(|x| x.alloc).collect::<Vec<_>>()
+    };
+    let spread = run(AllBottlenecked::Spread);
+    let leave = run(AllBottlenecked::Leave);
+    assert!(spread.iter().all(|a| (a - 10.0).abs() < 1e-6), "{spread:?}");
+    assert!(leave.iter().all(|a| (a - 1.0 / 0.81).abs() < 1e-3), "{leave:?}");
 }
 
 /// Feeds each flow's data at min(demand, A) through the mechanism and lets it sample.

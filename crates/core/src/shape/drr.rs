@@ -255,7 +255,7 @@ mod tests {
                 ecn: Ecn::NotEct,
                 id: 0,
             },
-            l4: if flow % 2 == 0 {
+            l4: if flow.is_multiple_of(2) {
                 L4::Udp(UdpHdr { sport: 1000 + flow as u16, dport: 9 })
             } else {
                 L4::Tcp(TcpHdr { sport: 1000 + flow as u16, dport: 80, ..Default::default() })
@@ -289,6 +289,43 @@ mod tests {
         let (mx, mn) = (*bytes[1..].iter().max().unwrap(), *bytes[1..].iter().min().unwrap());
         println!("bytes per flow {:?}", &bytes[1..]);
         assert!(mx - mn <= 2 * 1514, "byte fairness within one quantum (+ one packet): {bytes:?}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Any number of backlogged flows with any packet sizes and any quantum at least the
+        /// largest packet: after every dequeue, the bytes two flows have been sent differ by
+        /// less than one quantum plus one packet (Shreedhar–Varghese: at most one quantum of
+        /// the current round plus the deficit carried, < one packet).
+        #[test]
+        fn byte_fairness_within_one_quantum(
+            sizes in proptest::collection::vec(proptest::collection::vec(0u32..1460, 1..8), 2..7),
+            extra_quantum in 0u32..3000,
+            dequeues in 50usize..600,
+        ) {
+            let max_frame = sizes.iter().flatten().map(|&p| pkt(1, p).frame_len() as u32).max().unwrap();
+            let quantum = max_frame + extra_quantum;
+            let mut d = Drr::new(DrrConfig { quantum_bytes: quantum, limit_pkts: 1_000_000, flow_limit_pkts: 1_000_000 });
+            // Every flow cycles through its own sizes and stays backlogged for the whole test.
+            let n = sizes.len();
+            for k in 0..dequeues + 10 {
+                for (f, sz) in sizes.iter().enumerate() {
+                    d.enqueue(Time::ZERO, pkt(f as u8 + 1, sz[k % sz.len()]));
+                }
+            }
+            let mut bytes = vec![0u64; n];
+            for _ in 0..dequeues {
+                let p = d.dequeue(Time::ZERO).unwrap();
+                let f = match p.ip.src {
+                    IpAddr::V4(a) => a.octets()[3] as usize - 1,
+                    _ => unreachable!(),
+                };
+                bytes[f] += p.frame_len() as u64;
+                let (mx, mn) = (*bytes.iter().max().unwrap(), *bytes.iter().min().unwrap());
+                proptest::prop_assert!(mx - mn < (quantum + max_frame) as u64, "{:?} quantum {}", bytes, quantum);
+            }
+        }
     }
 
     #[test]

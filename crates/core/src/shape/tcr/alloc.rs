@@ -29,10 +29,13 @@
 //!      this floor a flow limited elsewhere at rate d is re-marked hungry as soon as its
 //!      allocation comes within 1/p of d, jumps back to μ, and oscillates (measured in the
 //!      tests); with it the flow stays bottlenecked until its rate grows by more than 1/p.
-//! 4. If every flow is bottlenecked, U = B − ΣA is spread evenly over all flows, so Σ A = B
-//!    always holds (a bottlenecked flow keeps some headroom to grow into).
+//! 4. If every flow is bottlenecked, what happens to U = B − ΣA is [`AllBottlenecked`]: by
+//!    default (`Spread`) it is spread evenly over all flows, so Σ A = B always holds (a
+//!    bottlenecked flow keeps some headroom to grow into); with `Leave` (the paper's "repeat
+//!    until … all flows are bottlenecked") it stays unallocated and the allocations keep
+//!    following the measured rates, Σ A ≤ B.
 
-use super::config::Residual;
+use super::config::{AllBottlenecked, Residual};
 
 /// One flow's allocation state.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -84,6 +87,19 @@ pub fn rescale(b: f64, e: &mut [Entry]) {
 /// is reused storage (no allocation once it has grown to the number of flows). Returns the
 /// number of bottlenecked flows. Afterwards Σ A = b (up to rounding) whenever `e` is not empty.
 pub fn max_min_pass(b: f64, p: f64, residual: Residual, e: &mut [Entry], scratch: &mut Vec<f64>) -> usize {
+    max_min_pass_with(b, p, residual, AllBottlenecked::Spread, e, scratch)
+}
+
+/// [`max_min_pass`] with the choice of what happens to the residual when every flow is
+/// bottlenecked: with [`AllBottlenecked::Leave`] it stays unallocated and Σ A ≤ b afterwards.
+pub fn max_min_pass_with(
+    b: f64,
+    p: f64,
+    residual: Residual,
+    all: AllBottlenecked,
+    e: &mut [Entry],
+    scratch: &mut Vec<f64>,
+) -> usize {
     if e.is_empty() {
         return 0;
     }
@@ -103,6 +119,9 @@ pub fn max_min_pass(b: f64, p: f64, residual: Residual, e: &mut [Entry], scratch
     let h = e.len() - nb;
     if h == 0 {
         let sum: f64 = e.iter().map(|x| x.alloc).sum();
+        if sum <= b && all == AllBottlenecked::Leave {
+            return nb;
+        }
         if sum <= b {
             let add = (b - sum) / e.len() as f64;
             for x in e.iter_mut() {

@@ -28,6 +28,22 @@ pub enum Residual {
     Increment,
 }
 
+/// What Algorithm 1 does with the residual when every flow is bottlenecked (no hungry flow to
+/// take it; trap P1-8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AllBottlenecked {
+    /// Spread it equally over all flows, so Σ A = B: the class rate is always handed out.
+    #[default]
+    Spread,
+    /// Leave it unallocated, as paper 001 states ("repeat until there is no residual bandwidth
+    /// or all flows are bottlenecked"): allocations follow the measured rates (step 6) and Σ A ≤ B;
+    /// a flow whose rate then reaches p·A turns hungry and takes the residual at the next pass.
+    /// This is what removes the excess allocation of flows limited elsewhere when TCR runs
+    /// upstream of a remote bottleneck (P1-T10–12).
+    Leave,
+}
+
 /// How held ACKs are clocked out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -71,6 +87,19 @@ pub enum RttFrom {
     Enqueue,
 }
 
+/// Which RTT the window A·RTT uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowRtt {
+    /// The EWMA of the samples (gain `rtt_gain`).
+    #[default]
+    Smoothed,
+    /// The smallest sample seen: "the round trip time of the flow, not including queuing
+    /// delays" (paper 001 §1.1.2) also where the queue is beyond the gateway (a remote
+    /// bottleneck, P1-T10–12), which the dequeue-timed samples cannot exclude.
+    Min,
+}
+
 /// Rounding of the computed window A·RTT to whole segments (traps P0-11, P1-6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -95,6 +124,8 @@ pub struct TcrConfig {
     pub allocation: Allocation,
     /// Max-min: `"equalize"` (default) or `"increment"` (Eq. 3 literally).
     pub residual: Residual,
+    /// Max-min, every flow bottlenecked: `"spread"` (default) or `"leave"` the residual.
+    pub all_bottlenecked: AllBottlenecked,
     /// Max-min satisfaction percentage p in (0, 1]: a flow with measured rate R < p·A is
     /// bottlenecked. Default 0.9 (assumed; the paper does not give it).
     pub satisfaction: f64,
@@ -126,6 +157,8 @@ pub struct TcrConfig {
     pub rtt_gain: f64,
     /// `"dequeue"` (default) or `"enqueue"`.
     pub rtt_from: RttFrom,
+    /// `"smoothed"` (default) or `"min"`: the RTT in the window A·RTT.
+    pub window_rtt: WindowRtt,
     /// Equal allocation: a flow with no data for this long no longer counts in n, ms. Default 1000.
     pub idle_timeout_ms: f64,
     /// Segment size assumed until the handshake or data tell, bytes. Default 1460.
@@ -137,6 +170,7 @@ impl Default for TcrConfig {
         TcrConfig {
             allocation: Allocation::MaxMin,
             residual: Residual::Equalize,
+            all_bottlenecked: AllBottlenecked::Spread,
             satisfaction: 0.9,
             sample_interval_ms: 0.0,
             rate_gain: 0.25,
@@ -150,6 +184,7 @@ impl Default for TcrConfig {
             window_step_segments: 1,
             rtt_gain: 0.125,
             rtt_from: RttFrom::Dequeue,
+            window_rtt: WindowRtt::Smoothed,
             idle_timeout_ms: 1000.0,
             default_mss: 1460,
         }
@@ -160,6 +195,7 @@ impl Default for TcrConfig {
 pub const KEYS: &[&str] = &[
     "allocation",
     "residual",
+    "all_bottlenecked",
     "satisfaction",
     "sample_interval_ms",
     "rate_gain",
@@ -173,6 +209,7 @@ pub const KEYS: &[&str] = &[
     "window_step_segments",
     "rtt_gain",
     "rtt_from",
+    "window_rtt",
     "idle_timeout_ms",
     "default_mss",
 ];

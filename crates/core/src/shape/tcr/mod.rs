@@ -26,7 +26,8 @@
 //!   queue, paper 000's D_w) to when the ACK covering it reaches the gateway, so neither the
 //!   data queue nor the ACK queue counts. The handshake (SYN → SYN-ACK) gives the first sample.
 //!   Samples are smoothed by an EWMA (gain `rtt_gain`, as TCP's SRTT; the "inaccurate D_w"
-//!   side effect of paper 000 §2.4.3 item 3).
+//!   side effect of paper 000 §2.4.3 item 3); `window_rtt = "min"` sizes windows with the
+//!   smallest sample instead (queueing beyond the gateway excluded too).
 //! - **Window**: W = A·RTT·MSS/S + (k − 1)·MSS (A counts class bytes, S = MSS + headers +
 //!   `overhead_bytes` is a full segment as the class counts it, so W is in sequence bytes; k is
 //!   an EWMA of the segments each receiver ACK covers, ≈ 2 with delayed ACKs: an ACK covering k
@@ -273,7 +274,11 @@ impl Flow {
     }
 
     fn target_window(&self, cfg: &TcrConfig) -> Option<f64> {
-        let rtt = self.srtt? + self.lan_rtt.unwrap_or(0.0);
+        let wan = match cfg.window_rtt {
+            WindowRtt::Smoothed => self.srtt?,
+            WindowRtt::Min => self.srtt.map(|_| self.rtt_min)?,
+        };
+        let rtt = wan + self.lan_rtt.unwrap_or(0.0);
         let mss = self.mss.max(1) as f64;
         // A·RTT, plus what the receiver's ACK stride makes the ACK queue hold: an ACK that
         // covers k segments is released over k pacing slots, so k − 1 segments of the window
@@ -603,7 +608,14 @@ impl Tcr {
                         }
                     }
                 }
-                alloc::max_min_pass(b, self.cfg.satisfaction, self.cfg.residual, &mut entries, &mut self.scratch_f);
+                alloc::max_min_pass_with(
+                    b,
+                    self.cfg.satisfaction,
+                    self.cfg.residual,
+                    self.cfg.all_bottlenecked,
+                    &mut entries,
+                    &mut self.scratch_f,
+                );
             }
         }
         self.stats.allocations += 1;
