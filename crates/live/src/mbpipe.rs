@@ -259,7 +259,13 @@ pub struct MiddleboxPipeline {
     packets_seen: u64,
     stats: MbPipelineStats,
     scratch: Vec<u8>,
+    /// When the box's measurement window starts ([`Middlebox::start_window`]), once the owner
+    /// sets it (None: not asked for, or started).
+    window_at: Option<WindowStart>,
 }
+
+/// When a box's measurement window starts, set once by the owner of the run.
+pub type WindowStart = std::sync::Arc<std::sync::OnceLock<std::time::Instant>>;
 
 impl MiddleboxPipeline {
     /// Run `mb` (its `kind` names it in stats) with the default bounds.
@@ -286,6 +292,23 @@ impl MiddleboxPipeline {
             packets_seen: 0,
             stats: MbPipelineStats::default(),
             scratch: Vec::new(),
+            window_at: None,
+        }
+    }
+
+    /// Start the box's measurement window (the scenario's warm-up over) at the first frame or
+    /// timer at or after the instant the owner sets in `at` (from another thread, e.g. once the
+    /// flows start): the box then reports its occupancy maxima and averages since then too.
+    pub fn start_window_at(mut self, at: WindowStart) -> MiddleboxPipeline {
+        self.window_at = Some(at);
+        self
+    }
+
+    #[inline]
+    fn window_check(&mut self, now: Time) {
+        if self.window_at.as_ref().and_then(|w| w.get()).is_some_and(|at| std::time::Instant::now() >= *at) {
+            self.window_at = None;
+            self.mb.start_window(now);
         }
     }
 
@@ -546,6 +569,7 @@ impl Pipeline for MiddleboxPipeline {
             return Verdict::Forward;
         }
         self.sweep(now, false);
+        self.window_check(now);
         let fb = Bytes::copy_from_slice(frame);
         let mut pkt = parsed.packet.clone();
         let key = FlowKey::of(&pkt, dir);
@@ -577,6 +601,7 @@ impl Pipeline for MiddleboxPipeline {
     }
 
     fn on_timeout(&mut self, now: Time) {
+        self.window_check(now);
         if let Some(due) = self.mb.poll_timeout().filter(|&t| t <= now) {
             self.mb.on_timeout(now, &mut self.emit);
             self.process_emit(Some(due));
