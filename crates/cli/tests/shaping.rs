@@ -395,6 +395,7 @@ fn reno_cubic_bbr_shaped_by_tcr_and_postack_reach_their_rate() {
     let loss: f64 = std::env::var("ACKS_LS_LOSS").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0);
     let mut fails = Vec::new();
     for (mname, m) in [
+        ("FIFO", ""),
         ("TCR", "mechanism = { kind = \"tcr\", overhead_bytes = 14 }"),
         ("PostACK", "mechanism = { kind = \"postack\", variant = \"on-off\" }"),
     ] {
@@ -407,7 +408,8 @@ fn reno_cubic_bbr_shaped_by_tcr_and_postack_reach_their_rate() {
                 target / 1e6,
                 load_avg()
             );
-            if loss == 0.0 && (g / target - 1.0).abs() > 0.15 {
+            // The class-only FIFO row is the reference (reported, not asserted).
+            if mname != "FIFO" && loss == 0.0 && (g / target - 1.0).abs() > 0.15 {
                 fails.push(format!("{mname} {cc}: {g:.0} not within 15% of {target:.0}"));
             }
         }
