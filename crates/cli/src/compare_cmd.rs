@@ -3,7 +3,8 @@
 //! Per scenario: aggregate goodput (live / sim, within a tolerance), per-flow goodput CoV and
 //! maximum buffer occupancy (the middlebox's data queue if the scenario has one, else the
 //! bottleneck queue). Across scenarios: whether the mechanisms rank the same on buffer occupancy and
-//! on CoV in both drivers.
+//! on CoV in both drivers — no pair of scenarios ordered oppositely, values within a tie margin
+//! (`--cov-tie`, `--buffer-tie`) counting as ties; the strict rankings are reported too.
 
 use ackshape_sim::run::{fmt_rate, run_scenario, RunRequest};
 use ackshape_sim::Scenario;
@@ -28,14 +29,42 @@ pub struct CompareArgs {
     /// Exit with status 1 if a scenario's goodput gap exceeds the tolerance or the orderings differ.
     #[arg(long)]
     pub strict: bool,
+    /// Two scenarios' per-flow CoVs closer than this (absolute) count as a tie when comparing
+    /// orderings (CoVs of a few hundredths are run-to-run noise).
+    #[arg(long, default_value_t = 0.02)]
+    pub cov_tie: f64,
+    /// Two scenarios' buffer maxima closer than this fraction of the larger (or 2 packets) count
+    /// as a tie when comparing orderings.
+    #[arg(long, default_value_t = 0.10)]
+    pub buffer_tie: f64,
 }
 
-/// Maximum buffer occupancy in packets: a middlebox's data queue if it reports one, else the
-/// bottleneck's queue maximum.
+/// Pairs of scenarios (i, j) that the two drivers order oppositely: `a[i] < a[j]` beyond the tie
+/// margin in one and `b[i] > b[j]` beyond it in the other. A pair tied in either driver is not
+/// discordant.
+pub fn discordant_pairs(a: &[f64], b: &[f64], tie: &dyn Fn(f64, f64) -> f64) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for i in 0..a.len() {
+        for j in i + 1..a.len() {
+            let da = a[i] - a[j];
+            let db = b[i] - b[j];
+            let ordered_a = da.abs() > tie(a[i], a[j]);
+            let ordered_b = db.abs() > tie(b[i], b[j]);
+            if ordered_a && ordered_b && da.signum() != db.signum() || da.is_nan() || db.is_nan() {
+                out.push((i, j));
+            }
+        }
+    }
+    out
+}
+
+/// Maximum buffer occupancy in packets: a middlebox's data queue if it reports one (after the
+/// warm-up if the box reports that), else the bottleneck's queue maximum.
 pub fn buffer_max(s: &Value) -> Option<f64> {
     if let Some(mbs) = s["middleboxes"].as_array() {
         for m in mbs {
-            for key in ["data_queue_max_pkts", "buffer_data_max_pkts"] {
+            // After the warm-up where the box reports it (start-up bursts excluded), else whole run.
+            for key in ["data_queue_max_pkts_after_warmup", "data_queue_max_pkts", "buffer_data_max_pkts"] {
                 if let Some(v) = find_key(&m["stats"], key) {
                     return Some(v);
                 }
@@ -137,14 +166,55 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
     let col = |side: &str, key: &str| -> Vec<f64> {
         rows.iter().map(|r| r[side][key].as_f64().unwrap_or(f64::NAN)).collect()
     };
-    let same_buffer_order = ranking(&col("sim", "buffer_max_pkts")) == ranking(&col("live", "buffer_max_pkts"));
-    let same_cov_order = ranking(&col("sim", "cov")) == ranking(&col("live", "cov"));
+    let strict_buffer = ranking(&col("sim", "buffer_max_pkts")) == ranking(&col("live", "buffer_max_pkts"));
+    let strict_cov = ranking(&col("sim", "cov")) == ranking(&col("live", "cov"));
+    let btie = a.buffer_tie;
+    let ctie = a.cov_tie;
+    let names: Vec<String> = rows.iter().map(|r| r["scenario"].as_str().unwrap_or("").to_string()).collect();
+    let pairs =
+        |d: Vec<(usize, usize)>| -> Vec<Value> { d.into_iter().map(|(i, j)| json!([names[i], names[j]])).collect() };
+    let buf_disc =
+        pairs(discordant_pairs(&col("sim", "buffer_max_pkts"), &col("live", "buffer_max_pkts"), &|x: f64, y: f64| {
+            (btie * x.max(y)).max(2.0)
+        }));
+    let cov_disc = pairs(discordant_pairs(&col("sim", "cov"), &col("live", "cov"), &|_, _| ctie));
+    let same_buffer_order = buf_disc.is_empty();
+    let same_cov_order = cov_disc.is_empty();
     let all_within = rows.iter().all(|r| r["goodput_within_tolerance"] == true);
+    // One object per metric and scenario (`metric`, `sim`, `live`, `tolerance`, `holds`): goodput
+    // has a tolerance of its own; CoV and buffer are judged across scenarios by their ordering.
+    let mut metrics = Vec::new();
+    for r in &rows {
+        metrics.push(json!({
+            "scenario": r["scenario"], "metric": "aggregate_goodput_bps",
+            "sim": r["sim"]["goodput_bps"], "live": r["live"]["goodput_bps"],
+            "tolerance": a.tolerance, "holds": r["goodput_within_tolerance"],
+        }));
+        metrics.push(json!({
+            "scenario": r["scenario"], "metric": "per_flow_cov",
+            "sim": r["sim"]["cov"], "live": r["live"]["cov"],
+            "tolerance": format!("same ordering across scenarios (ties within {})", a.cov_tie),
+            "holds": same_cov_order,
+        }));
+        metrics.push(json!({
+            "scenario": r["scenario"], "metric": "buffer_max_pkts",
+            "sim": r["sim"]["buffer_max_pkts"], "live": r["live"]["buffer_max_pkts"],
+            "tolerance": format!("same ordering across scenarios (ties within {:.0}% or 2 packets)", a.buffer_tie * 100.0),
+            "holds": same_buffer_order,
+        }));
+    }
     let report = json!({
         "tolerance": a.tolerance,
+        "metrics": metrics,
         "scenarios": rows,
         "same_buffer_ordering": same_buffer_order,
         "same_cov_ordering": same_cov_order,
+        "buffer_tie": btie,
+        "cov_tie": ctie,
+        "buffer_discordant_pairs": buf_disc,
+        "cov_discordant_pairs": cov_disc,
+        "same_buffer_ranking_strict": strict_buffer,
+        "same_cov_ranking_strict": strict_cov,
         "all_goodput_within_tolerance": all_within,
     });
     if let Some(out) = &a.out {
@@ -177,12 +247,22 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             );
         }
         println!(
-            "goodput within {:.0}%: {}; same ordering on buffer: {}; on CoV: {}",
+            "goodput within {:.0}%: {}; same ordering on buffer: {} (ties within {:.0}% or 2 pkts; strict ranking {}); \
+             on CoV: {} (ties within {}; strict ranking {})",
             a.tolerance * 100.0,
             all_within,
             same_buffer_order,
-            same_cov_order
+            btie * 100.0,
+            strict_buffer,
+            same_cov_order,
+            ctie,
+            strict_cov
         );
+        for (what, d) in [("buffer", &report["buffer_discordant_pairs"]), ("CoV", &report["cov_discordant_pairs"])] {
+            for p in d.as_array().into_iter().flatten() {
+                println!("  ordered oppositely on {what}: {} and {}", p[0], p[1]);
+            }
+        }
     }
     if a.strict && !(all_within && same_buffer_order && same_cov_order) {
         return ExitCode::FAILURE;
@@ -201,6 +281,23 @@ mod tests {
         assert_eq!(buffer_max(&s), Some(7.0));
         let s = json!({"links": [{"name": "bottleneck:rev", "queue_max_pkts": 3}, {"name": "bottleneck", "queue_max_pkts": 50}]});
         assert_eq!(buffer_max(&s), Some(50.0));
+    }
+
+    #[test]
+    fn buffer_max_prefers_the_window_after_warmup() {
+        let s = json!({"middleboxes": [{"stats": {"classes": {"c": {"data_queue_max_pkts": 77, "data_queue_max_pkts_after_warmup": 8}}}}]});
+        assert_eq!(buffer_max(&s), Some(8.0));
+    }
+
+    #[test]
+    fn discordant_pairs_ignore_ties() {
+        let tie = |_: f64, _: f64| 0.02;
+        // 0.010 vs 0.011 is a tie; 0.05 vs 0.2 is ordered the same way in both.
+        assert!(discordant_pairs(&[0.010, 0.011, 0.2], &[0.016, 0.011, 0.05], &tie).is_empty());
+        // Ordered oppositely beyond the margin.
+        assert_eq!(discordant_pairs(&[0.01, 0.2], &[0.3, 0.05], &tie), vec![(0, 1)]);
+        // Missing values never agree.
+        assert_eq!(discordant_pairs(&[f64::NAN, 0.2], &[0.3, 0.05], &tie), vec![(0, 1)]);
     }
 
     #[test]

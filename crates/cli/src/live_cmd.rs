@@ -321,6 +321,38 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
     }
 }
 
+/// The receivers' TCP as the scenario's `[tcp]` says, where Linux has a knob for it:
+/// `delack = 1` (an ACK for every segment, paper 000's assumption) → the receiver's route to the
+/// senders gets `quickack 1`; `rcv_buf` → the receiver namespace's `tcp_rmem` default and maximum
+/// (twice the size: Linux advertises about half its buffer, so the window is approximate).
+/// Other `[tcp]` keys (except `cc`) are the simulator's only.
+fn receiver_tcp(tb: &testbed::Testbed, tcp: &ackshape_sim::scenario::TcpSpec) -> Result<(), String> {
+    if tcp.delack == Some(1) {
+        let route = format!("{}/32", tb.sender_addr);
+        testbed::sh(
+            "ip",
+            &["-n", &tb.ns_receiver, "route", "replace", &route, "dev", &tb.if_receiver, "quickack", "1"],
+        )
+        .map_err(|e| format!("delack = 1: setting quickack on the receiver's route: {e}"))?;
+    }
+    if let Some(b) = &tcp.rcv_buf {
+        let bytes = match b.0 {
+            units::Size::Bytes(x) => x,
+            units::Size::Packets(p) => p * 1448,
+        };
+        let v = format!("4096 {} {}", 2 * bytes, 2 * bytes);
+        let h = testbed::spawn_in_netns(&tb.ns_receiver, "acks-rmem", move || {
+            std::fs::write("/proc/sys/net/ipv4/tcp_rmem", v)
+        })
+        .map_err(|e| format!("rcv_buf: {e}"))?;
+        h.join()
+            .map_err(|_| "rcv_buf: the thread setting tcp_rmem panicked".to_string())?
+            .and_then(|r| r)
+            .map_err(|e| format!("rcv_buf: writing tcp_rmem in the receiver namespace: {e}"))?;
+    }
+    Ok(())
+}
+
 /// `ackshape run --live`: the scenario's dumbbell as sender — gateway — wanem — receiver
 /// namespaces with real Linux TCP. The wanem carries the bottleneck (rate, queue, loss, jitter)
 /// and the path's whole one-way delay.
@@ -385,8 +417,11 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     spec.topology = topo;
     spec.wanem = (wan_link(&bf, af.delay + rf.delay), wan_link(&br, ar.delay + rr.delay));
     spec.wanem_seed = sc.seed;
+    // The box's measurement window starts after the warm-up, counted from when the flows start.
+    let warmup = sc.warmup.map(|w| Duration::from_nanos(w.0 .0)).unwrap_or_default();
+    let window_at = ackshape_live::mbpipe::WindowStart::default();
     if let Some((_, kind, mb)) = boxes.pop() {
-        spec.pipeline = Box::new(MiddleboxPipeline::new(mb, &kind));
+        spec.pipeline = Box::new(MiddleboxPipeline::new(mb, &kind).start_window_at(window_at.clone()));
     }
     let live_cc = sc.live.as_ref().and_then(|l| l.get("cc")).and_then(|v| v.as_str()).map(str::to_string);
     let mut flows = Vec::new();
@@ -436,6 +471,11 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
         Err(e) => return fail(1, format!("starting the testbed: {e}")),
     };
     let bin = sc.bin.map(|b| Duration::from_nanos(b.0 .0)).unwrap_or(Duration::from_secs(1));
+    if let Err(e) = receiver_tcp(&rig.tb, &sc.tcp) {
+        drop(rig);
+        return fail(1, format!("{file}: key `tcp`: {e}"));
+    }
+    let _ = window_at.set(Instant::now() + warmup);
     let reports = traffic::run_flows(&rig.tb, &flows, bin, sc.seed);
     let (gw, wan) = rig.stop();
     drop(rig);

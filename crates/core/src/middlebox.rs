@@ -51,6 +51,11 @@ pub trait Middlebox {
     }
     /// Called at or after the time [`Middlebox::poll_timeout`] returned.
     fn on_timeout(&mut self, _now: Time, _out: &mut Emit) {}
+    /// The measurement window (the scenario's warm-up is over) starts at `now`: a box that
+    /// reports maxima or averages of its occupancy also reports them since then (under keys of
+    /// its own, e.g. `…_after_warmup`), so start-up transients can be told apart. Counters and
+    /// the whole-run values stay.
+    fn start_window(&mut self, _now: Time) {}
     /// Box-specific metrics for reports (JSON object), e.g. ACKs held, windows rewritten.
     fn stats_json(&self) -> serde_json::Value {
         serde_json::Value::Null

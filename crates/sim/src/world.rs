@@ -1248,6 +1248,9 @@ impl Sim {
             })
             .collect();
         self.class_snap = self.links.iter().map(|l| (l.c.class_q_integral, l.queue.asym_stats().cloned())).collect();
+        for slot in self.mbs.iter_mut() {
+            slot.mb.start_window(now);
+        }
     }
 
     /// The link directions a packet from host `src` to host `dst` crosses, in order.

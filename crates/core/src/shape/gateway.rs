@@ -115,7 +115,8 @@ struct FlowEntry {
     last_seen: Time,
 }
 
-/// Time-weighted occupancy: current, maximum, and the integral since start.
+/// Time-weighted occupancy: current, maximum, and the integral since start; and the same
+/// maximum and integral since the measurement window started ([`Middlebox::start_window`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Occ {
     cur: usize,
@@ -124,6 +125,11 @@ struct Occ {
     last: Time,
     /// Start of the averaging window (0, or the stats reset).
     start: Time,
+    /// Maximum since the window started (since start until then).
+    wmax: usize,
+    /// `area` when the window started, and when that was.
+    warea0: u128,
+    wsince: Option<Time>,
 }
 impl Occ {
     /// Start a new window at `from` (≤ `now`, the time of the call): the level is kept, the
@@ -133,6 +139,12 @@ impl Occ {
         self.last = now;
         self.max = self.cur;
         self.start = from;
+        // A measurement window already open restarts too (its area is the new area from `from`).
+        if self.wsince.is_some() {
+            self.warea0 = 0;
+            self.wmax = self.cur;
+            self.wsince = Some(from);
+        }
     }
     #[inline]
     fn set(&mut self, now: Time, v: usize) {
@@ -142,6 +154,25 @@ impl Occ {
         }
         self.cur = v;
         self.max = self.max.max(v);
+        self.wmax = self.wmax.max(v);
+    }
+    /// Start the measurement window now: its maximum restarts from the current occupancy.
+    fn start_window(&mut self, now: Time) {
+        let cur = self.cur;
+        self.set(now, cur);
+        self.wmax = cur;
+        self.warea0 = self.area;
+        self.wsince = Some(now);
+    }
+    /// Average since the window started (None before it did).
+    fn window_avg(&self, now: Time) -> Option<f64> {
+        let since = self.wsince?;
+        let span = now.0.saturating_sub(since.0);
+        if span == 0 {
+            return Some(self.cur as f64);
+        }
+        let area = self.area - self.warea0 + self.cur as u128 * now.0.saturating_sub(self.last.0) as u128;
+        Some(area as f64 / span as f64)
     }
     fn avg(&self, now: Time) -> f64 {
         let span = now.0.saturating_sub(self.start.0);
@@ -1113,6 +1144,18 @@ impl Middlebox for Gateway {
         self.drain_reinject(now, out);
     }
 
+    fn start_window(&mut self, now: Time) {
+        self.last_now = self.last_now.max(now);
+        for side in self.sides.iter_mut() {
+            for c in side.cls.iter_mut() {
+                c.st.data.start_window(now);
+                c.st.acks.start_window(now);
+            }
+        }
+        self.g.data_total.start_window(now);
+        self.g.acks_total.start_window(now);
+    }
+
     fn stats_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
         let now = self.last_now;
@@ -1143,6 +1186,13 @@ impl Middlebox for Gateway {
                 "acks_held_avg": avg(&|s| s.acks.avg(now)),
                 "acks_held_max": maxu(&|s| s.acks.max),
             });
+            // After the scenario's warm-up (start-up bursts, e.g. the flows' initial windows,
+            // which no ACK can pace, excluded).
+            if used.iter().any(|&d| self.sides[d].cls[i].st.data.wsince.is_some()) {
+                m["data_queue_max_pkts_after_warmup"] = maxu(&|s| s.data.wmax).into();
+                m["data_queue_avg_pkts_after_warmup"] = avg(&|s| s.data.window_avg(now).unwrap_or(0.0)).into();
+                m["acks_held_max_after_warmup"] = maxu(&|s| s.acks.wmax).into();
+            }
             if pc.is_leaf() {
                 let mut q = Map::new();
                 let mut mech = Map::new();
@@ -1179,6 +1229,9 @@ impl Middlebox for Gateway {
                 "data_max_pkts": g.data_total.max,
                 "acks_avg": g.acks_total.avg(now),
                 "acks_max": g.acks_total.max,
+                "data_max_pkts_after_warmup": g.data_total.wsince.map(|_| g.data_total.wmax),
+                "data_avg_pkts_after_warmup": g.data_total.window_avg(now),
+                "acks_max_after_warmup": g.acks_total.wsince.map(|_| g.acks_total.wmax),
             },
             "flows": {
                 "tracked": self.flows.len(),
