@@ -163,6 +163,26 @@ fn slot_period_is_recomputed_when_n_changes() {
     assert_eq!(m.slot_period(), Some(Dur::from_millis(5)));
 }
 
+/// A learned packet size counts the gateway's per-packet overhead (the live path charges 1514 per
+/// 1500-byte IP packet); an explicit `packet_bytes` is taken as given.
+#[test]
+fn learned_packet_size_includes_the_gateway_overhead() {
+    let mut m = PostAck::new(PostAckConfig::default());
+    m.set_overhead(14);
+    m.set_rate(Time::ZERO, 1_514 * 8 * 100);
+    assert_eq!(m.packet_bytes(), 1514, "before the first data packet: 1500 + overhead");
+    m.on_data(ms(0), key(0), &data(0, 1, 1000));
+    assert_eq!(m.packet_bytes(), 1040 + 14, "the first data packet sets it");
+    m.on_data(ms(1), key(0), &data(0, 1001, 1460));
+    assert_eq!(m.packet_bytes(), 1514, "the largest so far");
+    m.on_data(ms(2), key(0), &data(0, 2461, 500));
+    assert_eq!(m.packet_bytes(), 1514, "a smaller packet does not lower it");
+    assert_eq!(m.slot_period(), Some(Dur::from_millis(10)), "Δ_c = 1514 B / (100 × 1514 B/s)");
+    let mut m = PostAck::new(PostAckConfig { packet_bytes: 1500, ..PostAckConfig::default() });
+    m.set_overhead(14);
+    assert_eq!(m.packet_bytes(), 1500, "explicit value kept");
+}
+
 /// Each slot releases at most one ACK per flow, and one for every flow whose i.out ≤ 1.
 #[test]
 fn one_ack_per_flow_per_slot() {

@@ -190,6 +190,17 @@ fn config_parses_with_defaults_and_names_bad_keys() {
     }
 }
 
+/// `overhead_bytes = 0` takes the gateway's per-packet overhead; an explicit value is kept.
+#[test]
+fn default_overhead_is_the_gateways() {
+    let mut t = Tcr::new(TcrConfig::default(), 10_000_000);
+    t.set_overhead(14);
+    assert_eq!(t.config().overhead_bytes, 14);
+    let mut t = Tcr::new(TcrConfig { overhead_bytes: 4, ..TcrConfig::default() }, 10_000_000);
+    t.set_overhead(14);
+    assert_eq!(t.config().overhead_bytes, 4);
+}
+
 // ---------------------------------------------------------------- window sizing
 
 #[test]

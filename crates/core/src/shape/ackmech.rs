@@ -18,6 +18,10 @@ pub type FlowKey = (std::net::IpAddr, std::net::IpAddr, u16, u16);
 pub trait AckMechanism {
     /// The class's rate (bits/s) changed (set at construction, and when borrowing changes it).
     fn set_rate(&mut self, now: Time, bps: u64);
+    /// Bytes the gateway charges per packet beyond the IP packet (its `overhead`: 14 for
+    /// Ethernet on the live path, 0 in most simulator scenarios). Called once, right after the
+    /// mechanism is built, so that the mechanism counts packets as the class does. Default: ignored.
+    fn set_overhead(&mut self, _bytes: u32) {}
     /// A data packet (or SYN/FIN) of `flow` in the shaped direction, accepted by the class.
     fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet);
     /// A packet travelling to the shaped sender of `flow` (ACK, possibly piggy-backed on data).

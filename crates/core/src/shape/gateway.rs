@@ -468,6 +468,7 @@ impl Gateway {
                             let mut m = ackmech::build(kind, settings)
                                 .expect("validated by Policy")
                                 .expect("kind \"none\" is not stored");
+                            m.set_overhead(overhead_bytes as u32);
                             m.set_rate(Time::ZERO, c.rate_bps);
                             Some(m)
                         }
@@ -525,12 +526,13 @@ impl Gateway {
     }
 
     /// Replace the mechanism of leaf `class` in `dir` (e.g. a mechanism built outside the
-    /// factory, or a test double); it gets the class's rate. Panics if the class carries no
+    /// factory, or a test double); it gets the gateway's overhead and the class's rate. Panics if the class carries no
     /// traffic in `dir`.
     pub fn set_mechanism(&mut self, class: usize, dir: Dir, mut m: Box<dyn AckMechanism + Send>) {
         let rate = self.policy.classes[class].rate_bps;
         let c = &mut self.sides[dir.index()].cls[class];
         assert!(c.leaf.is_some(), "class {class} carries no traffic in {dir:?}");
+        m.set_overhead(self.overhead as u32);
         m.set_rate(self.last_now, rate);
         c.mech = Some(m);
         c.mech_rate = rate;

@@ -125,9 +125,10 @@ pub struct PostAckConfig {
     /// `"basic"`, `"on-off"` (default) or `"zero-timer"`.
     #[serde(default)]
     pub variant: Variant,
-    /// IP bytes of a full-size data packet, the MSS of Δ_c = MSS / BW_i and of the basic delay
-    /// (counted like the class rate, IP bytes). 0 (default) = learned: the largest data packet
-    /// seen in the class, 1500 until the first one.
+    /// Bytes of a full-size data packet as the class counts them (IP bytes plus the gateway's
+    /// per-packet overhead): the MSS of Δ_c = MSS / BW_i and of the basic delay. 0 (default) =
+    /// learned: the largest IP data packet seen in the class (1500 until the first one) plus the
+    /// gateway's overhead.
     #[serde(default)]
     pub packet_bytes: u32,
     /// A flow with no data for this long (and no ACK held) leaves n, ms. Default 1000.
@@ -335,6 +336,8 @@ pub struct PostAck {
     /// Flows counted in n.
     n: usize,
     learned_pkt: u32,
+    /// The gateway's per-packet overhead, added to a learned packet size.
+    overhead: u32,
     // on-off timer
     delta: Option<Dur>,
     last_slot: Option<Time>,
@@ -358,6 +361,7 @@ impl PostAck {
             next_gen: 0,
             n: 0,
             learned_pkt: 0,
+            overhead: 0,
             delta: None,
             last_slot: None,
             next_slot: None,
@@ -382,14 +386,16 @@ impl PostAck {
     pub fn slot_period(&self) -> Option<Dur> {
         self.delta
     }
-    /// IP bytes of a full-size data packet as used for Δ_c.
+    /// Bytes the class is charged for a full-size data packet, as used for Δ_c: the configured
+    /// `packet_bytes`, or the largest IP data packet seen (1500 before the first) plus the
+    /// gateway's overhead.
     pub fn packet_bytes(&self) -> u32 {
         if self.cfg.packet_bytes != 0 {
             self.cfg.packet_bytes
         } else if self.learned_pkt != 0 {
-            self.learned_pkt
+            self.learned_pkt + self.overhead
         } else {
-            1500
+            1500 + self.overhead
         }
     }
     /// ACKs held for `flow` now.
@@ -705,6 +711,9 @@ fn is_control(pkt: &Packet) -> bool {
 }
 
 impl AckMechanism for PostAck {
+    fn set_overhead(&mut self, bytes: u32) {
+        self.overhead = bytes;
+    }
     fn set_rate(&mut self, now: Time, bps: u64) {
         self.rate_bps = bps;
         self.recompute_delta(now);

@@ -1206,6 +1206,13 @@ fn pace_interval(cost: f64, alloc: f64, max_d: f64) -> f64 {
 }
 
 impl AckMechanism for Tcr {
+    /// `overhead_bytes = 0` (the default) takes the gateway's per-packet overhead, so TCR counts
+    /// packets as the class does; an explicit value is kept.
+    fn set_overhead(&mut self, bytes: u32) {
+        if self.cfg.overhead_bytes == 0 {
+            self.cfg.overhead_bytes = bytes;
+        }
+    }
     fn set_rate(&mut self, now: Time, bps: u64) {
         if bps == self.rate_bps {
             return;
