@@ -4,7 +4,13 @@
 //! maximum buffer occupancy (the middlebox's data queue if the scenario has one, else the
 //! bottleneck queue). Across scenarios: whether the mechanisms rank the same on buffer occupancy and
 //! on CoV in both drivers — no pair of scenarios ordered oppositely, values within a tie margin
-//! (`--cov-tie`, `--buffer-tie`) counting as ties; the strict rankings are reported too.
+//! counting as ties; the strict rankings are reported too.
+//!
+//! The simulator runs each scenario with `--sim-seeds` seeds (the scenario's seed and the next
+//! ones) and reports the mean; the spread over those seeds is the run-to-run noise of each metric.
+//! Two scenarios count as tied on a metric when their difference is within `--noise-z` standard
+//! deviations of the difference (√(sd_i² + sd_j²), the simulator's spread standing in for the live
+//! run's, which is one sample), or within the fixed floor (`--cov-tie`, `--buffer-tie`).
 
 use ackshape_sim::run::{fmt_rate, run_scenario, RunRequest};
 use ackshape_sim::Scenario;
@@ -23,7 +29,7 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Write OUT/NAME/{sim,live}/summary.json and OUT/compare.json.
+    /// Write OUT/NAME/{sim,live}/summary.json (sim: the scenario's own seed) and OUT/compare.json.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Exit with status 1 if a scenario's goodput gap exceeds the tolerance or the orderings differ.
@@ -37,19 +43,45 @@ pub struct CompareArgs {
     /// as a tie when comparing orderings.
     #[arg(long, default_value_t = 0.10)]
     pub buffer_tie: f64,
+    /// Simulator runs per scenario (seeds: the scenario's and the next ones). Their spread is the
+    /// run-to-run noise the orderings allow for; 1 = one run, fixed tie margins only.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub sim_seeds: u32,
+    /// Differences within this many standard deviations of the seed-to-seed noise count as ties.
+    #[arg(long, default_value_t = 2.0)]
+    pub noise_z: f64,
+}
+
+/// Mean and sample standard deviation (0 for one value); NaN values are skipped.
+pub fn mean_sd(x: &[f64]) -> (f64, f64) {
+    let v: Vec<f64> = x.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (m, 0.0);
+    }
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
+    (m, var.sqrt())
 }
 
 /// Pairs of scenarios (i, j) that the two drivers order oppositely: `a[i] < a[j]` beyond the tie
 /// margin in one and `b[i] > b[j]` beyond it in the other. A pair tied in either driver is not
-/// discordant.
-pub fn discordant_pairs(a: &[f64], b: &[f64], tie: &dyn Fn(f64, f64) -> f64) -> Vec<(usize, usize)> {
+/// discordant. `tie(i, j, x, y)` is the margin for scenarios i and j with values x and y.
+pub fn discordant_pairs(
+    a: &[f64],
+    b: &[f64],
+    tie: &dyn Fn(usize, usize, f64, f64) -> f64,
+) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for i in 0..a.len() {
         for j in i + 1..a.len() {
             let da = a[i] - a[j];
             let db = b[i] - b[j];
-            let ordered_a = da.abs() > tie(a[i], a[j]);
-            let ordered_b = db.abs() > tie(b[i], b[j]);
+            let ordered_a = da.abs() > tie(i, j, a[i], a[j]);
+            let ordered_b = db.abs() > tie(i, j, b[i], b[j]);
             if ordered_a && ordered_b && da.signum() != db.signum() || da.is_nan() || db.is_nan() {
                 out.push((i, j));
             }
@@ -126,13 +158,18 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         };
         let file = p.display().to_string();
         let name = sc.name.clone().unwrap_or_else(|| file.clone());
-        let sim = match run_scenario(&sc, &file, &RunRequest::default(), None) {
-            Ok(s) => serde_json::to_value(&s).expect("summary serialises"),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
+        let mut sims = Vec::new();
+        for k in 0..a.sim_seeds as u64 {
+            let req = RunRequest { seed: Some(sc.seed.wrapping_add(k)), ..RunRequest::default() };
+            match run_scenario(&sc, &file, &req, None) {
+                Ok(s) => sims.push(serde_json::to_value(&s).expect("summary serialises")),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
             }
-        };
+        }
+        let sim = sims[0].clone();
         let live = match live_summary(p) {
             Ok(v) => v,
             Err(e) => {
@@ -151,13 +188,24 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
                 }
             }
         }
-        let gs = sim["aggregate"]["goodput_bps"].as_f64().unwrap_or(0.0);
+        let over = |f: &dyn Fn(&Value) -> Option<f64>| -> (f64, f64) {
+            mean_sd(&sims.iter().map(|s| f(s).unwrap_or(f64::NAN)).collect::<Vec<_>>())
+        };
+        let (gs, gs_sd) = over(&|s| s["aggregate"]["goodput_bps"].as_f64());
+        let (cs, cs_sd) = over(&|s| s["aggregate"]["cov"].as_f64());
+        let (bs, bs_sd) = over(&buffer_max);
+        let gs = if gs.is_nan() { 0.0 } else { gs };
         let gl = live["aggregate"]["goodput_bps"].as_f64().unwrap_or(0.0);
         let gap = if gs > 0.0 { (gl - gs).abs() / gs } else { f64::INFINITY };
+        let seeds: Vec<u64> = (0..a.sim_seeds as u64).map(|k| sc.seed.wrapping_add(k)).collect();
         rows.push(json!({
             "scenario": name,
             "file": file,
-            "sim": { "goodput_bps": gs, "cov": sim["aggregate"]["cov"], "buffer_max_pkts": buffer_max(&sim) },
+            "sim": {
+                "goodput_bps": gs, "cov": cs, "buffer_max_pkts": bs,
+                "seeds": seeds,
+                "sd": { "goodput_bps": gs_sd, "cov": cs_sd, "buffer_max_pkts": bs_sd },
+            },
             "live": { "goodput_bps": gl, "cov": live["aggregate"]["cov"], "buffer_max_pkts": buffer_max(&live) },
             "goodput_gap": gap,
             "goodput_within_tolerance": gap <= a.tolerance,
@@ -173,11 +221,18 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
     let names: Vec<String> = rows.iter().map(|r| r["scenario"].as_str().unwrap_or("").to_string()).collect();
     let pairs =
         |d: Vec<(usize, usize)>| -> Vec<Value> { d.into_iter().map(|(i, j)| json!([names[i], names[j]])).collect() };
-    let buf_disc =
-        pairs(discordant_pairs(&col("sim", "buffer_max_pkts"), &col("live", "buffer_max_pkts"), &|x: f64, y: f64| {
-            (btie * x.max(y)).max(2.0)
-        }));
-    let cov_disc = pairs(discordant_pairs(&col("sim", "cov"), &col("live", "cov"), &|_, _| ctie));
+    let sd = |key: &str| -> Vec<f64> { rows.iter().map(|r| r["sim"]["sd"][key].as_f64().unwrap_or(0.0)).collect() };
+    let z = a.noise_z;
+    let noise = |s: &[f64], i: usize, j: usize| z * (s[i] * s[i] + s[j] * s[j]).sqrt();
+    let (bsd, csd) = (sd("buffer_max_pkts"), sd("cov"));
+    let buf_disc = pairs(discordant_pairs(
+        &col("sim", "buffer_max_pkts"),
+        &col("live", "buffer_max_pkts"),
+        &|i, j, x: f64, y: f64| (btie * x.max(y)).max(2.0).max(noise(&bsd, i, j)),
+    ));
+    let cov_disc = pairs(discordant_pairs(&col("sim", "cov"), &col("live", "cov"), &|i, j, _, _| {
+        ctie.max(noise(&csd, i, j))
+    }));
     let same_buffer_order = buf_disc.is_empty();
     let same_cov_order = cov_disc.is_empty();
     let all_within = rows.iter().all(|r| r["goodput_within_tolerance"] == true);
@@ -193,13 +248,21 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         metrics.push(json!({
             "scenario": r["scenario"], "metric": "per_flow_cov",
             "sim": r["sim"]["cov"], "live": r["live"]["cov"],
-            "tolerance": format!("same ordering across scenarios (ties within {})", a.cov_tie),
+            "tolerance": format!(
+                "same ordering across scenarios (ties within {} or {} sd of the simulator's {}-seed spread)",
+                a.cov_tie, a.noise_z, a.sim_seeds
+            ),
             "holds": same_cov_order,
         }));
         metrics.push(json!({
             "scenario": r["scenario"], "metric": "buffer_max_pkts",
             "sim": r["sim"]["buffer_max_pkts"], "live": r["live"]["buffer_max_pkts"],
-            "tolerance": format!("same ordering across scenarios (ties within {:.0}% or 2 packets)", a.buffer_tie * 100.0),
+            "tolerance": format!(
+                "same ordering across scenarios (ties within {:.0}%, 2 packets or {} sd of the simulator's {}-seed spread)",
+                a.buffer_tie * 100.0,
+                a.noise_z,
+                a.sim_seeds
+            ),
             "holds": same_buffer_order,
         }));
     }
@@ -211,6 +274,8 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         "same_cov_ordering": same_cov_order,
         "buffer_tie": btie,
         "cov_tie": ctie,
+        "sim_seeds": a.sim_seeds,
+        "noise_z": a.noise_z,
         "buffer_discordant_pairs": buf_disc,
         "cov_discordant_pairs": cov_disc,
         "same_buffer_ranking_strict": strict_buffer,
@@ -247,15 +312,18 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             );
         }
         println!(
-            "goodput within {:.0}%: {}; same ordering on buffer: {} (ties within {:.0}% or 2 pkts; strict ranking {}); \
-             on CoV: {} (ties within {}; strict ranking {})",
+            "sim: mean of {} seeds; goodput within {:.0}%: {}; same ordering on buffer: {} (ties within {:.0}%, 2 pkts \
+             or {} sd of the seed spread; strict ranking {}); on CoV: {} (ties within {} or {} sd; strict ranking {})",
+            a.sim_seeds,
             a.tolerance * 100.0,
             all_within,
             same_buffer_order,
             btie * 100.0,
+            a.noise_z,
             strict_buffer,
             same_cov_order,
             ctie,
+            a.noise_z,
             strict_cov
         );
         for (what, d) in [("buffer", &report["buffer_discordant_pairs"]), ("CoV", &report["cov_discordant_pairs"])] {
@@ -291,13 +359,33 @@ mod tests {
 
     #[test]
     fn discordant_pairs_ignore_ties() {
-        let tie = |_: f64, _: f64| 0.02;
+        let tie = |_: usize, _: usize, _: f64, _: f64| 0.02;
         // 0.010 vs 0.011 is a tie; 0.05 vs 0.2 is ordered the same way in both.
         assert!(discordant_pairs(&[0.010, 0.011, 0.2], &[0.016, 0.011, 0.05], &tie).is_empty());
         // Ordered oppositely beyond the margin.
         assert_eq!(discordant_pairs(&[0.01, 0.2], &[0.3, 0.05], &tie), vec![(0, 1)]);
         // Missing values never agree.
         assert_eq!(discordant_pairs(&[f64::NAN, 0.2], &[0.3, 0.05], &tie), vec![(0, 1)]);
+    }
+
+    #[test]
+    fn seed_noise_widens_the_tie_of_noisy_pairs_only() {
+        // Two noisy scenarios (sd 0.1 each) and a steady one (sd 0).
+        let sd: [f64; 3] = [0.1, 0.1, 0.0];
+        let tie = |i: usize, j: usize, _: f64, _: f64| 0.02f64.max(2.0 * (sd[i] * sd[i] + sd[j] * sd[j]).sqrt());
+        // 0.21 vs 0.43 in one driver and 0.16 vs 0.13 in the other: within the noise, a tie.
+        assert!(discordant_pairs(&[0.21, 0.43, 0.0], &[0.16, 0.13, 0.01], &tie).is_empty());
+        // The steady one ordered oppositely against a noisy one beyond its noise: discordant.
+        assert_eq!(discordant_pairs(&[0.0, 0.1, 0.5], &[0.0, 0.9, 0.5], &tie), vec![(1, 2)]);
+    }
+
+    #[test]
+    fn mean_sd_of_samples() {
+        let (m, s) = mean_sd(&[1.0, 3.0, f64::NAN]);
+        assert_eq!(m, 2.0);
+        assert!((s - 2f64.sqrt()).abs() < 1e-12);
+        assert_eq!(mean_sd(&[5.0]), (5.0, 0.0));
+        assert!(mean_sd(&[]).0.is_nan());
     }
 
     #[test]

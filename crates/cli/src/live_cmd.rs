@@ -417,6 +417,14 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     spec.topology = topo;
     spec.wanem = (wan_link(&bf, af.delay + rf.delay), wan_link(&br, ar.delay + rr.delay));
     spec.wanem_seed = sc.seed;
+    // With --out, the gateway's stats (ports, flows, the box's per-class and per-flow counters)
+    // every second as JSON lines: the run's course, not only its end.
+    if let Some(o) = &out {
+        if let Err(e) = std::fs::create_dir_all(o) {
+            return fail(1, format!("{}: {e}", o.display()));
+        }
+        spec.gateway.stats_json = Some(o.join("gateway-stats.jsonl"));
+    }
     // The box's measurement window starts after the warm-up, counted from when the flows start.
     let warmup = sc.warmup.map(|w| Duration::from_nanos(w.0 .0)).unwrap_or_default();
     let window_at = ackshape_live::mbpipe::WindowStart::default();

@@ -72,7 +72,8 @@ struct RunArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// Write summary.json, timeseries.csv (and trace.csv, pcaps) into this directory.
+    /// Write summary.json, timeseries.csv (and trace.csv, pcaps) into this directory; with --live,
+    /// summary.json and gateway-stats.jsonl (the gateway's stats every second).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Capture a link direction into OUT/NAME.pcap (repeatable; names as in the table, e.g. bottleneck).

@@ -163,11 +163,14 @@ fn class_rate_and_sim_live_agreement_with_every_mechanism() {
     if r["same_buffer_ordering"] != true {
         fails.push("the mechanisms rank differently on buffer occupancy in sim and live".into());
     }
-    // Reported, not asserted: the CoVs of class-only FIFO and AFVQ (4 flows sharing one drop-tail
-    // data queue) are run-to-run noise live (0.13–0.26 in three runs) and their order flips
-    // (docs/live.md, point 6); the other pairs keep their order.
+    // The CoVs of class-only FIFO and AFVQ (4 flows sharing one drop-tail data queue) are
+    // run-to-run noise (simulator over 5 seeds: 0.21–0.47, live 0.13–0.26 in three runs), so
+    // `compare` counts differences within 2 sd of the simulator's seed-to-seed spread as ties
+    // (docs/live.md, point 6); every pair ordered beyond that must keep its order.
+    println!("CoV discordant pairs: {}; sim sd per scenario: {:?}", r["cov_discordant_pairs"],
+        r["scenarios"].as_array().unwrap().iter().map(|x| f(&x["sim"]["sd"]["cov"])).collect::<Vec<_>>());
     if r["same_cov_ordering"] != true {
-        println!("CoV ordering DOES NOT HOLD in this run: {}", r["cov_discordant_pairs"]);
+        fails.push(format!("the mechanisms rank differently on per-flow CoV: {}", r["cov_discordant_pairs"]));
     }
     // The per-metric form of the same report: three metrics per scenario, each with a verdict.
     let m = r["metrics"].as_array().unwrap();

@@ -1073,6 +1073,8 @@ mod e2e {
         pub retrans: u64,
         pub timeouts: u64,
         pub acks_held_max: u64,
+        /// The mechanism's LAN round trip per flow at the end, ms.
+        pub lan_rtt_ms: Vec<Option<f64>>,
     }
 
     impl Outcome {
@@ -1275,6 +1277,9 @@ mod e2e {
             retrans: snd.iter().flatten().map(|c| c.stats().retrans_segs).sum(),
             timeouts: snd.iter().flatten().map(|c| c.stats().timeouts).sum(),
             acks_held_max: mech.as_ref().map_or(0, |m| m.stats().acks_held_max),
+            lan_rtt_ms: (0..n)
+                .map(|i| mech.as_ref().and_then(|m| m.flow_info(&key(i as u16))).and_then(|f| f.lan_rtt_ms))
+                .collect(),
         }
     }
 }
@@ -1369,13 +1374,14 @@ fn e2e_windows_below_one_segment_are_paced_not_queued() {
 #[test]
 fn e2e_periodic_wan_loss_recovers_without_stalls() {
     // 1 % periodic loss after the gateway: fast retransmits through the paced dupacks and
-    // withheld SACK blocks, no timeouts, flows stay fair.
+    // withheld SACK blocks repair the losses, flows stay fair. A retransmission is dropped like
+    // any packet (every 100th), and only a timeout repairs that: about 1 in 100 losses.
     let mut s = e2e::Setup::new(4, 10_000_000, 20.0);
     s.loss_every = Some(100);
     let r = e2e::run(&s);
     eprintln!("loss {r:?} total {:.3} CoV {:.4}", r.total() / 1e6, r.cov());
     let ceiling = 10e6 * 1448.0 / 1500.0;
-    assert_eq!(r.timeouts, 0);
+    assert!(r.timeouts * 50 <= r.retrans, "timeouts {} for {} retransmissions", r.timeouts, r.retrans);
     assert!(r.retrans > 0 && r.cov() <= 0.1, "{r:?}");
     assert!(r.total() >= 0.75 * ceiling, "{}", r.total());
     // Paper 000's halved-BDP side effect (§2.4.3): the same pacing without window sizing loses
@@ -1427,6 +1433,24 @@ fn the_lan_round_trip_is_measured_from_release_to_data_at_the_edge() {
     t.on_ack(at(82.0), key(0), ack(0, 1, 65535), &mut out);
     send(&mut t, 0, at(92.0), edge, edge + 2);
     assert_eq!(t.flow_info(&key(0)).unwrap().lan_rtt_ms, Some(2.0));
+}
+
+#[test]
+fn e2e_the_lan_round_trip_is_the_lans_when_the_edge_is_off_the_segment_grid() {
+    // Window scale (4 MiB windows): the advertised right edge is rounded up to the scale unit
+    // and lies a few bytes past the last whole segment, so the sender never sends data ending
+    // exactly at it. The LAN round trip (0.1 ms each way here) must still be measured as such —
+    // not as the wait for the next paced release (MSS/A = 4.6 ms at 2.5 Mbit/s per flow), which
+    // would inflate every window A·(RTT + LAN RTT) by a segment or more.
+    let mut s = e2e::Setup::new(4, 10_000_000, 20.0);
+    s.end = at(12_000.0);
+    let o = e2e::run(&s);
+    eprintln!("LAN RTT per flow: {:?} ms", o.lan_rtt_ms);
+    for (i, l) in o.lan_rtt_ms.iter().enumerate() {
+        let l = l.expect("a LAN sample");
+        // 0.2 ms of propagation plus at most a few packet times at the 1 Gbit/s-free LAN.
+        assert!(l < 1.0, "flow {i}: LAN round trip {l} ms");
+    }
 }
 
 #[test]
