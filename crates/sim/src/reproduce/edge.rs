@@ -336,9 +336,25 @@ pub struct Scheme {
 }
 
 impl Scheme {
-    /// Shape the variant `v` as this scheme does.
+    /// Shape the variant `v` as this scheme does. The scheme's settings may also carry
+    /// `tcp = { … }`: keys of the scenario's `[tcp]` that this scheme's runs override (e.g. a
+    /// sensitivity variant with another sender, `"pfq/tahoe" = { tcp = { cc = "tahoe" } }`).
     pub fn apply(&self, v: &mut Variant, s: &Shape) -> Result<(), String> {
-        (self.apply)(v, s, &self.id)
+        (self.apply)(v, s, &self.id)?;
+        if let Some(toml::Value::Table(t)) = s.file.get(&self.id) {
+            match t.get("tcp") {
+                None => {}
+                Some(toml::Value::Table(tcp)) => {
+                    for (k, x) in tcp {
+                        v.set(&format!("tcp.{k}"), x.clone());
+                    }
+                }
+                Some(other) => {
+                    return Err(s.file.err(&format!("{}.tcp", self.id), "a table of [tcp] keys", Some(other)))
+                }
+            }
+        }
+        Ok(())
     }
 }
 
