@@ -520,13 +520,13 @@ fn class_tick_keeps_its_grid_while_idle() {
     assert!(out.is_empty(), "released between two timeouts");
     let got = run(&mut t, at(100.0));
     assert_eq!(got.len(), 1);
-    assert!(got[0].0.0.abs_diff(at(90.0).0) <= 1, "released at {:?}", got[0].0);
+    assert!(got[0].0 .0.abs_diff(at(90.0).0) <= 1, "released at {:?}", got[0].0);
     // After several idle periods: the next grid point (130 ms), not at once.
     t.on_ack(at(125.0), key(0), ack(0, 3, 65535), &mut out);
     assert!(out.is_empty());
     let got = run(&mut t, at(200.0));
     assert_eq!(got.len(), 1);
-    assert!(got[0].0.0.abs_diff(at(130.0).0) <= 1, "released at {:?}", got[0].0);
+    assert!(got[0].0 .0.abs_diff(at(130.0).0) <= 1, "released at {:?}", got[0].0);
     assert_eq!(h(&got[0].1).ack, SeqNum(sq(3 * MSS)));
 }
 

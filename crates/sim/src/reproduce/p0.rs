@@ -933,7 +933,9 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             w5.iter().find(|x| x.0 == "Ww5").map(|x| x.2 < x.1).unwrap_or(false),
         ));
         // Sensitivity: the WAN emulator drops every k-th packet in both directions (unstated).
-        for c in configs.iter().filter(|c| flag(c, "sensitivity").unwrap_or(false) && flag(c, "both_ways").unwrap_or(false)) {
+        for c in
+            configs.iter().filter(|c| flag(c, "sensitivity").unwrap_or(false) && flag(c, "both_ways").unwrap_or(false))
+        {
             let cn = field(c, "configs", "name")?;
             let (_, fl, tl) = stat(&cn, lin, "tcr");
             let (_, fc, tc) = stat(&cn, coarse, "tcr");
@@ -994,12 +996,12 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     }
     if ran(&schemes, "postack") && ran(&schemes, "pfq") {
         out.notes.push(
-            "Why PostACK stays below target at W_w = 1 even with a fine timer (its senders see no timeouts): PostACK does not shrink the window, so the sender's excess over W_w (up to rwnd − W_w ≈ 21 packets here) waits at the gateway as held ACKs. After a loss the sender halves its window and sends nothing new until half its outstanding window has been acknowledged; the held (duplicate) ACKs come back one per pacing slot and the class has no data queued to fill those slots, so about W/2 slots go idle per loss. PFQ holds the same excess as data, which keeps the class busy through the sender's pause (PFQ stays at target). The cost grows with rwnd/W_w and the loss rate (1/40 here).".into(),
+            "Why PostACK stays below target at W_w = 1 even with a fine timer (its senders see no timeouts): each class slot releases at most one held ACK per flow (Fig. 4), whatever ACK it is. After a loss the sender's fast recovery sends nothing new until its pipe falls below the halved window, about W/2 − 3 duplicate ACKs later; those duplicates come back one per 150 ms slot and the class has nothing queued to fill the slots: the segments that triggered them have already left the class (held ACKs are not work the class can do during the pause; PFQ's queued data is). Traced (seed 1, coarse profile): in steady state W ≈ 8–9 segments and 2–3 slots idle per loss (one loss per ≈ 6.3 s), ≈ 6–7% of the target; in the first seconds of the window the start-up transient adds a longer pause (slow start behind held ACKs reaches the 22-segment rwnd before the first loss is seen). The cost grows with W/W_w and the loss rate.".into(),
         );
     }
     if ran(&schemes, "tcr") {
         out.notes.push(
-            "TCR's Tiny-Window cost is bounded by the paper's own arithmetic: one loss in 40 packets at 10 KB/s (≈ 6.7 packets/s) is one loss per 6 s, and a coarse timer idles about 1–1.5 s per loss (RTO ≥ 1 s, fired on a 500 ms tick), so the coarse sender loses ≈ 15% of the target at most; the class bucket's 2-packet burst recovers about 0.3 s of each idle. Sender profiles differ here only in their RTO timers: at W_w ≥ 3.3 every periodic loss is repaired by fast retransmit (no timeouts), so the profiles cannot differ there.".into(),
+            "TCR's Tiny-Window cost follows the paper's own arithmetic: one lost data packet in 40 at 10 KB/s (≈ 6.7 packets/s) is one timeout per 6 s, and the coarse timer fires 1.0–1.5 s after the lost packet was sent (RTO ≥ 1 s on a 500 ms tick; traced gaps 1.3–1.4 s), so the coarse sender loses about 16% of the target, not more: below 80% needs more than one timeout per 40 data packets, e.g. the periodic drop hitting the ACKs as well (Ww1-both: a lost ACK of a one-segment window is a timeout too). At W_w ≥ 3.3 every periodic loss of data is repaired by fast retransmit (no timeouts), so sender profiles that differ only in their RTO timers cannot differ there.".into(),
         );
     }
     Ok(out)
@@ -1087,9 +1089,7 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         .iter()
         .map(|s| Series {
             name: s.label.clone(),
-            points: (0..pairs)
-                .map(|i| ((i + 1) as f64, pair_mean(s.id.as_str(), i, &gp)))
-                .collect(),
+            points: (0..pairs).map(|i| ((i + 1) as f64, pair_mean(s.id.as_str(), i, &gp))).collect(),
         })
         .collect();
     out.plots.push((

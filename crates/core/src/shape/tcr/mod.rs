@@ -45,8 +45,13 @@
 //!   Δ_i = S_i/A_i, on one timer heap for the class ([`AckMechanism::poll_timeout`] is the
 //!   earliest release). [`Pacing::ClassTick`] (paper 000): one class timer of period
 //!   T = n·S/B, each tick releasing one ACK per flow with ACKs queued (each flow earns
-//!   A_i·T of credit per tick, one release with equal shares). An ACK arriving after its
-//!   slot has passed is released at once; there is no catching up after idle time.
+//!   A_i·T of credit per tick, one release with equal shares). Per flow: an ACK arriving
+//!   after its slot has passed is released at once; there is no catching up after idle time.
+//!   Class tick: the timer keeps its grid while no flow has an ACK queued ("times out at
+//!   intervals of MSS_i/BW_i"), so an ACK arriving between two timeouts waits for the next.
+//!   The LAN round trip of the window's RTT is timed from an ACK advertising a new right edge
+//!   to data filling the window up to that edge as far as full segments go (an edge in
+//!   2^scale-byte units is rarely a segment boundary).
 //!
 //! ## Flow life
 //!
