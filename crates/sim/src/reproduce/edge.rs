@@ -741,6 +741,36 @@ mod tests {
     }
 
     #[test]
+    fn scheme_settings_may_override_tcp_keys() {
+        let paper: Tbl =
+            "\"pfq/tahoe\" = { tcp = { cc = \"tahoe\", min_rto = \"1s\" } }\nbad = { tcp = 3 }\n".parse().unwrap();
+        let file = ExpFile { file: "x.toml", base: Tbl::new(), paper, quick: false };
+        let shape = |f| Shape {
+            link: "topology.bottleneck",
+            node: "left",
+            wan: "bottleneck",
+            rate_bps: 8_000_000,
+            fifo_pkts: 10,
+            file: f,
+        };
+        let mut v = Variant { t: "[tcp]\ncc = \"sack\"\n".parse().unwrap() };
+        scheme("pfq/tahoe").unwrap().apply(&mut v, &shape(&file)).unwrap();
+        assert_eq!(v.t["tcp"]["cc"].as_str(), Some("tahoe"));
+        assert_eq!(v.t["tcp"]["min_rto"].as_str(), Some("1s"));
+        assert_eq!(v.t["topology"]["bottleneck"]["qdisc"]["kind"].as_str(), Some("pfq"));
+        // Without settings the scenario's [tcp] stays; a `tcp` that is not a table is an error naming it.
+        let mut w = Variant { t: "[tcp]\ncc = \"sack\"\n".parse().unwrap() };
+        scheme("pfq").unwrap().apply(&mut w, &shape(&file)).unwrap();
+        assert_eq!(w.t["tcp"]["cc"].as_str(), Some("sack"));
+        let e = scheme("pfq/bad").map(|mut s| {
+            s.id = "bad".into();
+            s.apply(&mut w, &shape(&file))
+        });
+        let e = e.unwrap().unwrap_err();
+        assert!(e.contains("x.toml") && e.contains("paper.bad.tcp"), "{e}");
+    }
+
+    #[test]
     fn every_scheme_id_is_unique() {
         let all = schemes();
         let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
