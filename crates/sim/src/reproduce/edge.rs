@@ -336,9 +336,25 @@ pub struct Scheme {
 }
 
 impl Scheme {
-    /// Shape the variant `v` as this scheme does.
+    /// Shape the variant `v` as this scheme does. The scheme's settings may also carry
+    /// `tcp = { … }`: keys of the scenario's `[tcp]` that this scheme's runs override (e.g. a
+    /// sensitivity variant with another sender, `"pfq/tahoe" = { tcp = { cc = "tahoe" } }`).
     pub fn apply(&self, v: &mut Variant, s: &Shape) -> Result<(), String> {
-        (self.apply)(v, s, &self.id)
+        (self.apply)(v, s, &self.id)?;
+        if let Some(toml::Value::Table(t)) = s.file.get(&self.id) {
+            match t.get("tcp") {
+                None => {}
+                Some(toml::Value::Table(tcp)) => {
+                    for (k, x) in tcp {
+                        v.set(&format!("tcp.{k}"), x.clone());
+                    }
+                }
+                Some(other) => {
+                    return Err(s.file.err(&format!("{}.tcp", self.id), "a table of [tcp] keys", Some(other)))
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -722,6 +738,36 @@ mod tests {
         assert_eq!(mean(&[1.0, 3.0]), 2.0);
         assert!((std(&[1.0, 3.0]) - 2f64.sqrt()).abs() < 1e-12);
         assert!((sem(&[1.0, 3.0]) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn scheme_settings_may_override_tcp_keys() {
+        let paper: Tbl =
+            "\"pfq/tahoe\" = { tcp = { cc = \"tahoe\", min_rto = \"1s\" } }\nbad = { tcp = 3 }\n".parse().unwrap();
+        let file = ExpFile { file: "x.toml", base: Tbl::new(), paper, quick: false };
+        let shape = |f| Shape {
+            link: "topology.bottleneck",
+            node: "left",
+            wan: "bottleneck",
+            rate_bps: 8_000_000,
+            fifo_pkts: 10,
+            file: f,
+        };
+        let mut v = Variant { t: "[tcp]\ncc = \"sack\"\n".parse().unwrap() };
+        scheme("pfq/tahoe").unwrap().apply(&mut v, &shape(&file)).unwrap();
+        assert_eq!(v.t["tcp"]["cc"].as_str(), Some("tahoe"));
+        assert_eq!(v.t["tcp"]["min_rto"].as_str(), Some("1s"));
+        assert_eq!(v.t["topology"]["bottleneck"]["qdisc"]["kind"].as_str(), Some("pfq"));
+        // Without settings the scenario's [tcp] stays; a `tcp` that is not a table is an error naming it.
+        let mut w = Variant { t: "[tcp]\ncc = \"sack\"\n".parse().unwrap() };
+        scheme("pfq").unwrap().apply(&mut w, &shape(&file)).unwrap();
+        assert_eq!(w.t["tcp"]["cc"].as_str(), Some("sack"));
+        let e = scheme("pfq/bad").map(|mut s| {
+            s.id = "bad".into();
+            s.apply(&mut w, &shape(&file))
+        });
+        let e = e.unwrap().unwrap_err();
+        assert!(e.contains("x.toml") && e.contains("paper.bad.tcp"), "{e}");
     }
 
     #[test]

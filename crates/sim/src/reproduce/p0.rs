@@ -45,6 +45,14 @@ pub fn experiments() -> Vec<Experiment> {
     ]
 }
 
+/// Where WAN loss is applied: the receivers' access links, which carry the WAN delay (wan-emu),
+/// i.e. after the gateway and after the bottleneck link's queue discipline. Every scheme's dropped
+/// packet has then used its class or per-flow token-bucket slot, as in the paper's testbed, where
+/// the WAN emulator sits behind the gateway (App. D). (On `topology.bottleneck`, loss is applied
+/// when a packet enters the link, before its queue discipline: PFQ, which is that discipline,
+/// would not have been charged for the packets the WAN drops.)
+const WAN_LOSS: &str = "topology.receiver_access.loss";
+
 /// The edge gateway shapes `left → right` (LAN → WAN).
 fn shape(f: &ExpFile, rate_bps: u64, fifo_pkts: usize) -> Shape<'_> {
     Shape { link: "topology.bottleneck", node: "left", wan: "bottleneck", rate_bps, fifo_pkts, file: f }
@@ -391,7 +399,7 @@ fn f9(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             for k in 0..seeds {
                 let mut v = f.variant();
                 if p > 0.0 {
-                    v.set("topology.bottleneck.loss", loss_table(p));
+                    v.set(WAN_LOSS, loss_table(p));
                 }
                 s.apply(&mut v, &shape(&f, rate, fifo))?;
                 jobs.push(Job {
@@ -783,11 +791,23 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             .map(str::to_string)
             .ok_or_else(|| format!("{}: key `paper.{key}[].{k}`: expected a string", f.file))
     };
+    // Optional booleans of a configuration: `both_ways` (the periodic drop applies to the ACKs
+    // coming back as well) and `sensitivity` (not one of the paper's configurations: reported and
+    // checked by its own claim, left out of the claims about the paper's configurations).
+    let flag = |t: &Tbl, k: &str| -> Result<bool, String> {
+        match t.get(k) {
+            None => Ok(false),
+            Some(toml::Value::Boolean(b)) => Ok(*b),
+            Some(v) => Err(format!("{}: key `paper.configs[].{k}`: expected true or false, got {v}", f.file)),
+        }
+    };
+    let primary: Vec<&Tbl> = configs.iter().filter(|c| !flag(c, "sensitivity").unwrap_or(false)).collect();
     let pkt = f.packet_bytes();
     let mss = f.mss();
     let mut jobs = Vec::new();
     let mut keys = Vec::new();
     for c in &configs {
+        flag(c, "sensitivity")?;
         let cname = field(c, "configs", "name")?;
         let rate = ackshape_core::units::parse_rate(&field(c, "configs", "class_rate")?)
             .map_err(|e| format!("{}: key `paper.configs[].class_rate`: {e}", f.file))?
@@ -799,16 +819,17 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         let rtt = ackshape_core::units::parse_duration(&field(c, "configs", "rtt")?)
             .map_err(|e| format!("{}: key `paper.configs[].rtt`: {e}", f.file))?
             .as_secs_f64();
+        let both_ways = flag(c, "both_ways")?;
         for p in &profiles {
             let pname = field(p, "profiles", "name")?;
             for s in available(&schemes) {
                 for k in 0..seeds {
                     let mut v = f.variant();
                     v.set("topology.receiver_access.delay", secs_str(rtt / 2.0));
-                    v.set(
-                        "topology.bottleneck.loss",
-                        toml::Value::Table(tbl(&[("kind", "periodic".into()), ("every", every.into())])),
-                    );
+                    v.set(WAN_LOSS, toml::Value::Table(tbl(&[("kind", "periodic".into()), ("every", every.into())])));
+                    if both_ways {
+                        v.set("topology.receiver_access.loss_both_ways", true);
+                    }
                     v.set("tcp.rto_granularity", field(p, "profiles", "rto_granularity")?);
                     v.set("tcp.min_rto", field(p, "profiles", "min_rto")?);
                     s.apply(&mut v, &shape(&f, rate, fifo))?;
@@ -911,10 +932,30 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             "coarse < Linux at the captioned W_w = 5".into(),
             w5.iter().find(|x| x.0 == "Ww5").map(|x| x.2 < x.1).unwrap_or(false),
         ));
+        // Sensitivity: the WAN emulator drops every k-th packet in both directions (unstated).
+        for c in
+            configs.iter().filter(|c| flag(c, "sensitivity").unwrap_or(false) && flag(c, "both_ways").unwrap_or(false))
+        {
+            let cn = field(c, "configs", "name")?;
+            let (_, fl, tl) = stat(&cn, lin, "tcr");
+            let (_, fc, tc) = stat(&cn, coarse, "tcr");
+            out.claims.push(claim(
+                "tcr-tiny-window-both-ways",
+                &format!("sensitivity ({cn}: the periodic drop hits the ACKs too): TCR at W_w = 1, a coarse-timer sender falls far below the target while the Linux sender does best"),
+                "Solaris \"performs badly\", Linux best (Fig. 11a)".into(),
+                format!(
+                    "coarse {:.0}% ({tc:.0} timeouts), Linux {:.0}% ({tl:.0} timeouts) of target",
+                    fc * 100.0,
+                    fl * 100.0
+                ),
+                format!("coarse < {:.0}% of target and Linux ≥ coarse × {:.2}", far * 100.0, 1.0 + better),
+                fc < far && fl >= fc * (1.0 + better),
+            ));
+        }
     }
     if ran(&schemes, "postack") {
         let mut worst = (String::new(), f64::INFINITY);
-        for c in &configs {
+        for c in &primary {
             let cn = field(c, "configs", "name")?;
             for p in &profiles {
                 let pn = field(p, "profiles", "name")?;
@@ -935,7 +976,7 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         // "Regardless of TCP implementations": the timer profile barely moves PostACK's goodput.
         let indep = f.f64("tolerance.timer_independent")?;
         let mut gaps = Vec::new();
-        for c in &configs {
+        for c in &primary {
             let cn = field(c, "configs", "name")?;
             let (a, b) = (stat(&cn, lin, "postack").1, stat(&cn, coarse, "postack").1);
             gaps.push((cn, a, b));
@@ -955,12 +996,12 @@ fn f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     }
     if ran(&schemes, "postack") && ran(&schemes, "pfq") {
         out.notes.push(
-            "Why PostACK stays below target at W_w = 1 even with a fine timer (its senders see no timeouts): PostACK does not shrink the window, so the sender's excess over W_w (up to rwnd − W_w ≈ 21 packets here) waits at the gateway as held ACKs. After a loss the sender halves its window and sends nothing new until half its outstanding window has been acknowledged; the held (duplicate) ACKs come back one per pacing slot and the class has no data queued to fill those slots, so about W/2 slots go idle per loss. PFQ holds the same excess as data, which keeps the class busy through the sender's pause (PFQ stays at target). The cost grows with rwnd/W_w and the loss rate (1/40 here).".into(),
+            "Why PostACK stays below target at W_w = 1 even with a fine timer (its senders see no timeouts): each class slot releases at most one held ACK per flow (Fig. 4), whatever ACK it is. After a loss the sender's fast recovery sends nothing new until its pipe falls below the halved window, about W/2 − 3 duplicate ACKs later; those duplicates come back one per 150 ms slot and the class has nothing queued to fill the slots: the segments that triggered them have already left the class (held ACKs are not work the class can do during the pause; PFQ's queued data is). Traced (seed 1, coarse profile): in steady state W ≈ 8–9 segments and 2–3 slots idle per loss (one loss per ≈ 6.3 s), ≈ 6–7% of the target; in the first seconds of the window the start-up transient adds a longer pause (slow start behind held ACKs reaches the 22-segment rwnd before the first loss is seen). The cost grows with W/W_w and the loss rate.".into(),
         );
     }
     if ran(&schemes, "tcr") {
         out.notes.push(
-            "TCR's Tiny-Window cost is bounded by the paper's own arithmetic: one loss in 40 packets at 10 KB/s (≈ 6.7 packets/s) is one loss per 6 s, and a coarse timer idles about 1–1.5 s per loss (RTO ≥ 1 s, fired on a 500 ms tick), so the coarse sender loses ≈ 15% of the target at most; the class bucket's 2-packet burst recovers about 0.3 s of each idle. Sender profiles differ here only in their RTO timers: at W_w ≥ 3.3 every periodic loss is repaired by fast retransmit (no timeouts), so the profiles cannot differ there.".into(),
+            "TCR's Tiny-Window cost follows the paper's own arithmetic: one lost data packet in 40 at 10 KB/s (≈ 6.7 packets/s) is one timeout per 6 s, and the coarse timer fires 1.0–1.5 s after the lost packet was sent (RTO ≥ 1 s on a 500 ms tick; traced gaps 1.3–1.4 s), so the coarse sender loses about 16% of the target, not more: below 80% needs more than one timeout per 40 data packets, e.g. the periodic drop hitting the ACKs as well (Ww1-both: a lost ACK of a one-segment window is a timeout too). At W_w ≥ 3.3 every periodic loss of data is repaired by fast retransmit (no timeouts), so sender profiles that differ only in their RTO timers cannot differ there.".into(),
         );
     }
     Ok(out)
@@ -980,29 +1021,41 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     }
     let schemes = f.schemes()?;
     let warm = f.warmup_secs()?;
+    let seeds = f.usize_or("seeds", 1)?.max(1);
     let lerp = |a: f64, b: f64, i: usize| if pairs == 1 { a } else { a + (b - a) * i as f64 / (pairs - 1) as f64 };
     let pts: Vec<(f64, f64)> = (0..pairs).map(|i| (lerp(lr[0], lr[1], i), lerp(rr[0], rr[1], i))).collect();
     let mut jobs = Vec::new();
     let mut keys = Vec::new();
     for s in available(&schemes) {
         for (i, &(p, rtt)) in pts.iter().enumerate() {
-            let mut v = f.variant();
-            v.set("topology.bottleneck.loss", loss_table(p));
-            v.set("topology.receiver_access.delay", secs_str(rtt / 2e3));
-            s.apply(&mut v, &shape(&f, rate, fifo))?;
-            jobs.push(Job {
-                label: format!("{}, loss {p:.4}, RTT {rtt:.0} ms", s.id.as_str()),
-                variant: v,
-                seed: ctx.seed + i as u64,
-                series: true,
-            });
-            keys.push((s.id.as_str(), i));
+            for k in 0..seeds {
+                let mut v = f.variant();
+                v.set(WAN_LOSS, loss_table(p));
+                v.set("topology.receiver_access.delay", secs_str(rtt / 2e3));
+                s.apply(&mut v, &shape(&f, rate, fifo))?;
+                jobs.push(Job {
+                    label: format!("{}, loss {p:.4}, RTT {rtt:.0} ms, seed {k}", s.id.as_str()),
+                    variant: v,
+                    // Every (pair, seed) its own seed; the schemes share them (paired runs).
+                    seed: ctx.seed + (k * pairs + i) as u64,
+                    series: true,
+                });
+                keys.push((s.id.as_str(), i, k));
+            }
         }
     }
     let outs = run_jobs(ctx, f.file, &jobs)?;
     let mut out = base_output(exp, &f, &schemes);
     out.notes.push(cost_note(&jobs, &outs));
-    let get = |s: &str, i: usize| keys.iter().zip(&outs).find(|(k, _)| k.0 == s && k.1 == i).map(|(_, o)| o);
+    let get = |s: &str, i: usize, k: usize| {
+        keys.iter().zip(&outs).find(|(x, _)| x.0 == s && x.1 == i && x.2 == k).map(|(_, o)| o)
+    };
+    // Per pair: the mean over its seeds.
+    let pair_mean = |s: &str, i: usize, m: &dyn Fn(&Outcome) -> f64| {
+        mean(&(0..seeds).map(|k| m(get(s, i, k).expect("ran"))).collect::<Vec<_>>())
+    };
+    let gp = |o: &Outcome| class_goodput_bytes(&o.summary);
+    let cv = |o: &Outcome| bin_cov(o, warm);
     let av = available(&schemes);
     let mut cols = vec!["run".to_string(), "loss".into(), "rtt_ms".into()];
     for s in &av {
@@ -1015,24 +1068,28 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         .map(|(i, &(p, rtt))| {
             let mut row = vec![J::from(i + 1), r(p, 5), r(rtt, 1)];
             for s in &av {
-                let o = get(s.id.as_str(), i).expect("ran");
-                row.extend([kb(class_goodput_bytes(&o.summary)), r(bin_cov(o, warm), 3)]);
+                row.extend([kb(pair_mean(s.id.as_str(), i, &gp)), r(pair_mean(s.id.as_str(), i, &cv), 3)]);
             }
             row
         })
         .collect();
     let colr: Vec<&str> = cols.iter().map(String::as_str).collect();
     out.tables.push(table("fig12", &colr, rows));
-    let avg =
-        |s: &str| mean(&(0..pairs).map(|i| class_goodput_bytes(&get(s, i).expect("ran").summary)).collect::<Vec<_>>());
-    let fluct = |s: &str| mean(&(0..pairs).map(|i| bin_cov(get(s, i).expect("ran"), warm)).collect::<Vec<_>>());
+    let avg = |s: &str| mean(&(0..pairs).map(|i| pair_mean(s, i, &gp)).collect::<Vec<_>>());
+    let fluct = |s: &str| mean(&(0..pairs).map(|i| pair_mean(s, i, &cv)).collect::<Vec<_>>());
+    // Standard error of the mean paired difference of the CoV (same pair and seed), over all runs.
+    let cov_diff_se = |a: &str, b: &str| {
+        let d: Vec<f64> = (0..pairs)
+            .flat_map(|i| (0..seeds).map(move |k| (i, k)))
+            .map(|(i, k)| cv(get(a, i, k).expect("ran")) - cv(get(b, i, k).expect("ran")))
+            .collect();
+        sem(&d)
+    };
     let sa: Vec<Series> = av
         .iter()
         .map(|s| Series {
             name: s.label.clone(),
-            points: (0..pairs)
-                .map(|i| ((i + 1) as f64, class_goodput_bytes(&get(s.id.as_str(), i).expect("ran").summary)))
-                .collect(),
+            points: (0..pairs).map(|i| ((i + 1) as f64, pair_mean(s.id.as_str(), i, &gp))).collect(),
         })
         .collect();
     out.plots.push((
@@ -1044,7 +1101,7 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         .iter()
         .map(|s| Series {
             name: s.label.clone(),
-            points: flow_bins(&get(s.id.as_str(), mid).expect("ran").series, 0, 0.0)
+            points: flow_bins(&get(s.id.as_str(), mid, 0).expect("ran").series, 0, 0.0)
                 .into_iter()
                 .map(|(t, g)| (t, g / 8.0))
                 .collect(),
@@ -1082,8 +1139,14 @@ fn f12(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 "PostACK has the smallest rate fluctuation",
                 "Fig. 12b".into(),
                 format!(
-                    "CoV of 1 s bins: PostACK {p:.3}; {}",
-                    others.iter().map(|s| format!("{} {:.3}", label(s), fluct(s))).collect::<Vec<_>>().join(", ")
+                    "CoV of 1 s bins (mean of {} runs): PostACK {p:.3}; {} (s.e. of the paired difference from PostACK: {})",
+                    pairs * seeds,
+                    others.iter().map(|s| format!("{} {:.3}", label(s), fluct(s))).collect::<Vec<_>>().join(", "),
+                    others
+                        .iter()
+                        .map(|s| format!("{} {:.3}", label(s), cov_diff_se("postack", s)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 "PostACK's below each of the others".into(),
                 others.iter().all(|s| p < fluct(s)),
@@ -1108,7 +1171,7 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     for s in available(&schemes) {
         for (i, &p) in losses.iter().enumerate() {
             let mut v = f.variant();
-            v.set("topology.bottleneck.loss", loss_table(p));
+            v.set(WAN_LOSS, loss_table(p));
             s.apply(&mut v, &shape(&f, rate, fifo))?;
             jobs.push(Job {
                 label: format!("{}, loss {p}", s.id.as_str()),
@@ -1126,7 +1189,10 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let pkt = f.packet_bytes();
     let mss = f.mss();
     let ww = model_edge::ww(rate as f64, dw, pkt);
-    let model = |s: &str, p: f64| (if s == "tcr" { model_edge::tcr(p, ww) } else { model_edge::pfq(p, ww) }) * mss / dw;
+    // A variant (`tcr/tahoe`) is compared with its base scheme's model.
+    let model = |s: &str, p: f64| {
+        (if s.split('/').next() == Some("tcr") { model_edge::tcr(p, ww) } else { model_edge::pfq(p, ww) }) * mss / dw
+    };
     let sim = |s: &str, p: f64| {
         keys.iter()
             .zip(&outs)
@@ -1164,7 +1230,7 @@ fn f16(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         ];
         let c = (b'a' + panel as u8) as char;
         out.plots.push((
-            format!("fig16{c}-{}.svg", s.id.as_str()),
+            format!("fig16{c}-{}.svg", s.id.as_str().replace('/', "-")),
             line_chart(
                 &format!("Fig. 16{c}: {} model vs simulation", s.label.as_str()),
                 "random loss (%)",

@@ -45,8 +45,13 @@
 //!   Δ_i = S_i/A_i, on one timer heap for the class ([`AckMechanism::poll_timeout`] is the
 //!   earliest release). [`Pacing::ClassTick`] (paper 000): one class timer of period
 //!   T = n·S/B, each tick releasing one ACK per flow with ACKs queued (each flow earns
-//!   A_i·T of credit per tick, one release with equal shares). An ACK arriving after its
-//!   slot has passed is released at once; there is no catching up after idle time.
+//!   A_i·T of credit per tick, one release with equal shares). Per flow: an ACK arriving
+//!   after its slot has passed is released at once; there is no catching up after idle time.
+//!   Class tick: the timer keeps its grid while no flow has an ACK queued ("times out at
+//!   intervals of MSS_i/BW_i"), so an ACK arriving between two timeouts waits for the next.
+//!   The LAN round trip of the window's RTT is timed from an ACK advertising a new right edge
+//!   to data filling the window up to that edge as far as full segments go (an edge in
+//!   2^scale-byte units is rarely a segment boundary).
 //!
 //! ## Flow life
 //!
@@ -109,8 +114,9 @@ struct Flow {
     timed: Option<Timed>,
     srtt: Option<f64>,
     rtt_min: f64,
-    /// LAN side: the advertised right edge being timed (release → data reaching it).
-    lan_timed: Option<(SeqNum, Time)>,
+    /// LAN side: the advertised right edge being timed (release → data reaching it), the
+    /// highest edge advertised before it, and when it was advertised.
+    lan_timed: Option<(SeqNum, SeqNum, Time)>,
     /// Highest right edge advertised.
     edge_max: Option<SeqNum>,
     /// Smallest LAN round trip seen (gateway → sender → gateway), s.
@@ -374,6 +380,9 @@ pub struct Tcr {
     flush_list: Vec<u32>,
     flush_at: Option<Time>,
     next_tick: Option<Time>,
+    /// Grid time of the last class tick run: the class timer keeps this grid while it has
+    /// nothing to release (paper 000: it "times out at intervals of MSS_i/BW_i").
+    last_tick: Option<Time>,
     tick_period: Dur,
     next_sample: Option<Time>,
     /// The sampling interval in force (recomputed at each allocation pass).
@@ -403,6 +412,7 @@ impl Tcr {
             flush_list: Vec::new(),
             flush_at: None,
             next_tick: None,
+            last_tick: None,
             tick_period: Dur::ZERO,
             next_sample: None,
             interval: Dur::from_millis(1),
@@ -771,9 +781,10 @@ impl Tcr {
         f.adv_right = Some(edge);
         f.last_field = field;
         if f.edge_max.is_none_or(|m| edge > m) {
+            let prev = f.edge_max.unwrap_or(ack);
             f.edge_max = Some(edge);
             if f.lan_timed.is_none() {
-                f.lan_timed = Some((edge, now));
+                f.lan_timed = Some((edge, prev, now));
             }
         }
         field
@@ -882,11 +893,30 @@ impl Tcr {
             }
             Pacing::ClassTick => {
                 if self.next_tick.is_none() {
-                    self.tick(now, out);
+                    // The class timer was idle. It keeps its grid: the ACK waits for the next
+                    // timeout on it (at once only if this is the timer's first start or `now`
+                    // is a grid point), as a periodic timer would release it.
+                    match self.next_grid_tick(now) {
+                        Some(t) if t > now => self.next_tick = Some(t),
+                        _ => self.tick(now, out),
+                    }
                 }
             }
             Pacing::None => {}
         }
+    }
+
+    /// The first point of the class timer's grid (`last_tick + k·T`, k ≥ 1) at or after `now`;
+    /// None before the first tick.
+    fn next_grid_tick(&self, now: Time) -> Option<Time> {
+        let last = self.last_tick?;
+        let d = self.tick_period.0.max(1);
+        let first = last + Dur(d);
+        if first >= now {
+            return Some(first);
+        }
+        let k = now.since(last).0.div_ceil(d);
+        Some(last + Dur(k.saturating_mul(d)))
     }
 
     /// Releases everything flow `i` holds: one ACK up to `right` (with its SACK blocks and the
@@ -965,13 +995,12 @@ impl Tcr {
             self.sync_held(i);
             any |= self.slots[i as usize].flow.as_ref().unwrap().has_queue();
         }
-        let t = self.tick_period;
-        self.next_tick = if any {
-            let n = self.next_tick.unwrap_or(now) + t;
-            Some(if n <= now { now + t } else { n })
-        } else {
-            None
-        };
+        let t = Dur(self.tick_period.0.max(1));
+        // This tick's grid time: the scheduled one (a live timer may run late), or now.
+        // A tick more than a period late restarts the grid from now.
+        let at = self.next_tick.filter(|&x| x <= now && x + t > now).unwrap_or(now);
+        self.last_tick = Some(at);
+        self.next_tick = if any { Some(at + t) } else { None };
     }
 
     /// Brings `held` up to date with flow `i`'s queue (idempotent).
@@ -1276,8 +1305,14 @@ impl AckMechanism for Tcr {
                 }
                 // New data up to an edge advertised at t: the sender had it a LAN round trip
                 // after t at the earliest (later if its cwnd held it back: keep the minimum).
-                if let Some((edge, t0)) = f.lan_timed {
-                    if end >= edge {
+                // "Up to the edge" means the sender filled the window as far as full segments
+                // go: an edge that is not a segment boundary (a window in 2^scale-byte units,
+                // or not a multiple of the MSS) is never reached exactly by a window-limited
+                // sender, whose next segment only fits after the next release. The data must
+                // also pass the previous edge, so that it needed this release.
+                if let Some((edge, prev, t0)) = f.lan_timed {
+                    let mss = f.mss.max(1);
+                    if end >= edge || (end > prev && edge - end < mss as i32) {
                         let s = now.since(t0).as_secs_f64();
                         f.lan_rtt = Some(f.lan_rtt.map_or(s, |m| m.min(s)));
                         f.lan_timed = None;
@@ -1360,6 +1395,7 @@ impl AckMechanism for Tcr {
         if self.index.is_empty() {
             self.next_sample = None;
             self.next_tick = None;
+            self.last_tick = None;
         }
     }
 
