@@ -184,11 +184,10 @@ impl QueueDisc for Red {
                 pkt.ip.ecn = Ecn::Ce;
                 self.stats.ecn_marks += 1;
             }
+            Some(false) if mark_only && ect && self.cfg.pass_above_max_th => {}
             Some(false) if mark_only && ect => {
-                if !self.cfg.pass_above_max_th {
-                    pkt.ip.ecn = Ecn::Ce;
-                    self.stats.ecn_marks += 1;
-                }
+                pkt.ip.ecn = Ecn::Ce;
+                self.stats.ecn_marks += 1;
             }
             Some(_) if mark_only => {}
             Some(true) => {
