@@ -5,7 +5,7 @@
 //! errors, and every error names the file, the key and what was expected.
 
 use ackshape_core::impair::LossSpec;
-use ackshape_core::tcp::{CcAlgo, TcpConfig};
+use ackshape_core::tcp::{CcAlgo, RtoModel, TcpConfig};
 use ackshape_core::time::Dur;
 use ackshape_core::units::{self, Rate, Size};
 use serde::{Deserialize, Deserializer};
@@ -89,6 +89,8 @@ pub struct TcpSpec {
     pub max_rto: Option<DurV>,
     pub initial_rto: Option<DurV>,
     pub rto_granularity: Option<DurV>,
+    /// `"rfc6298"` (default; the timer fires on tick boundaries) or `"ns2"` (ns-2's TcpAgent timer).
+    pub rto_model: Option<RtoModel>,
     pub dupthresh: Option<u32>,
     /// MulTCP's N (with `cc = "multcp"`).
     pub multcp_n: Option<f64>,
@@ -122,6 +124,7 @@ impl TcpSpec {
             max_rto,
             initial_rto,
             rto_granularity,
+            rto_model,
             dupthresh,
             multcp_n,
             initial_ssthresh,
@@ -188,6 +191,9 @@ impl TcpSpec {
         }
         if let Some(DurV(v)) = self.rto_granularity {
             c.rto.granularity = v;
+        }
+        if let Some(v) = self.rto_model {
+            c.rto_model = v;
         }
         if let Some(v) = self.dupthresh {
             c.dupthresh = v;

@@ -41,6 +41,12 @@ pub struct RedConfig {
     /// With `ecn`: never drop for congestion (see the module documentation). Off by default
     /// (RFC 3168 drops above max_th).
     pub mark_only: bool,
+    /// With `mark_only`: while avg ≥ max_th (non-gentle), ECN-capable packets are admitted
+    /// without a mark instead of being marked — an ECN router that only turns RED's *early*
+    /// drops into marks and, its buffer being unlimited, has no forced-drop region to turn into
+    /// anything. Off by default (every region marks). Paper 001 does not describe its ECN;
+    /// this is a sensitivity reading for its Tables 8 and 11.
+    pub pass_above_max_th: bool,
 }
 
 impl Default for RedConfig {
@@ -54,6 +60,7 @@ impl Default for RedConfig {
             ecn: false,
             gentle: false,
             mark_only: false,
+            pass_above_max_th: false,
         }
     }
 }
@@ -177,6 +184,7 @@ impl QueueDisc for Red {
                 pkt.ip.ecn = Ecn::Ce;
                 self.stats.ecn_marks += 1;
             }
+            Some(false) if mark_only && ect && self.cfg.pass_above_max_th => {}
             Some(false) if mark_only && ect => {
                 pkt.ip.ecn = Ecn::Ce;
                 self.stats.ecn_marks += 1;
@@ -315,6 +323,31 @@ mod tests {
         assert!(matches!(r.enqueue(t, pkt(Ecn::Ect0)), Enqueue::Dropped(_)));
         assert_eq!(r.stats().forced_drops, 1);
         assert_eq!(r.stats().early_drops, 0);
+    }
+
+    #[test]
+    fn pass_above_max_th_admits_unmarked_but_still_marks_early() {
+        let cfg =
+            RedConfig { limit_pkts: 600, ecn: true, mark_only: true, pass_above_max_th: true, ..RedConfig::default() };
+        let mut r = Red::new(cfg, Dur::from_micros(1), stream(3, "red", 0));
+        // Between the thresholds it marks like mark_only.
+        let (early, forced) = hold(&mut r, 20, 20_000, Ecn::Ect0);
+        assert!(early > 1000, "{early}");
+        assert_eq!(forced, 0);
+        // Above max_th: admitted, neither marked nor dropped.
+        let mut t = Time(1 << 30);
+        for _ in 0..400 {
+            t += Dur::from_micros(1);
+            let _ = r.enqueue(t, pkt(Ecn::Ect0));
+        }
+        assert!(r.avg() >= 30.0, "avg {}", r.avg());
+        let marks = r.stats().ecn_marks;
+        for _ in 0..100 {
+            t += Dur::from_micros(1);
+            assert!(matches!(r.enqueue(t, pkt(Ecn::Ect0)), Enqueue::Queued));
+        }
+        assert_eq!(r.stats().ecn_marks, marks, "no marks above max_th");
+        assert_eq!(r.stats().forced_drops + r.stats().early_drops, 0);
     }
 
     #[test]

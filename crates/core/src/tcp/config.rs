@@ -53,6 +53,24 @@ impl Default for RtoConfig {
     }
 }
 
+/// How the retransmission timer is computed and when it fires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RtoModel {
+    /// RFC 6298 with the clock granularity G of [`RtoConfig`]: RTO = SRTT + max(G, 4·RTTVAR),
+    /// rounded up to a tick and floored at `min`; the timer fires on the first tick boundary
+    /// (a multiple of G since time 0) at or after its deadline, as BSD's slow timer does, so
+    /// every connection that times out within one tick retransmits at the same instant.
+    #[default]
+    Rfc6298,
+    /// ns-2's `TcpAgent` of the late 1990s (tcp.cc, `rfc2988_` off): an RTT sample is the number
+    /// of ticks G it spans (at least 1); SRTT and RTTVAR are kept in ticks with 3 and 2
+    /// fraction bits; RTO = ⌊SRTT + 4·RTTVAR⌋ ticks; the timeout is RTO × backoff (backoff
+    /// ≤ 64), raised to `min` and to 2 ticks, capped at `max`; and the timer is armed for
+    /// exactly that long from now (`rtx_timer_.resched`), not aligned to a tick.
+    Ns2,
+}
+
 /// Delayed-ACK behaviour of the receiving half.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DelAckConfig {
@@ -94,6 +112,9 @@ pub struct TcpConfig {
     pub max_cwnd_bytes: u64,
     pub delack: DelAckConfig,
     pub rto: RtoConfig,
+    /// How `rto` is applied (RFC 6298 with tick-aligned firing, or ns-2's timer).
+    #[serde(default)]
+    pub rto_model: RtoModel,
     /// Duplicate-ACK threshold for fast retransmit.
     pub dupthresh: u32,
     /// Carry real payload bytes in segments (needed for content checks; slower).
@@ -152,6 +173,7 @@ impl Default for TcpConfig {
             max_cwnd_bytes: 0,
             delack: DelAckConfig::default(),
             rto: RtoConfig::default(),
+            rto_model: RtoModel::Rfc6298,
             dupthresh: 3,
             carry_payload: false,
             limited_transmit: false,

@@ -274,7 +274,7 @@ impl Connection {
             pending_rtx: None,
             rescue_rxt: None,
             sboard: Scoreboard::default(),
-            rtt: RttEstimator::new(cfg.rto),
+            rtt: RttEstimator::new(cfg.rto, cfg.rto_model),
             rtt_timing: None,
             rtx_deadline: None,
             consecutive_rtos: 0,
@@ -495,8 +495,8 @@ impl Connection {
         }
     }
 
-    fn rtt_sample(&mut self, r: Dur) {
-        self.rtt.sample(r);
+    fn rtt_sample(&mut self, now: Time, r: Dur) {
+        self.rtt.sample(now, r);
         let s = &mut self.stats;
         s.rtt_samples += 1;
         s.rtt_sum_ns += r.0;
@@ -546,10 +546,10 @@ impl Connection {
                     if let Some((tsval, tsecr)) = t.opts.timestamps.filter(|_| self.ts_ok) {
                         self.ts_recent = tsval;
                         if tsecr != 0 && self.syn_retx == 0 {
-                            self.rtt_sample(Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
+                            self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
                         }
                     } else if let (Some(t0), 0) = (self.syn_sent_at, self.syn_retx) {
-                        self.rtt_sample(now.since(t0));
+                        self.rtt_sample(now, now.since(t0));
                     }
                     self.rwnd = t.window as u64;
                     self.rwnd_max = self.rwnd;
@@ -576,9 +576,9 @@ impl Connection {
                 }
                 if self.syn_retx == 0 {
                     if let Some((_, tsecr)) = t.opts.timestamps.filter(|x| self.ts_ok && x.1 != 0) {
-                        self.rtt_sample(Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
+                        self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
                     } else if let Some(t0) = self.syn_sent_at {
-                        self.rtt_sample(now.since(t0));
+                        self.rtt_sample(now, now.since(t0));
                     }
                 }
                 self.rtx_deadline = None;
@@ -734,13 +734,13 @@ impl Connection {
                 if tsecr != 0 {
                     let us = ts_now(now).wrapping_sub(tsecr);
                     if (us as i32) >= 0 {
-                        self.rtt_sample(Dur(us as u64 * 1000));
+                        self.rtt_sample(now, Dur(us as u64 * 1000));
                     }
                 }
             }
         } else if let Some((end, t0)) = self.rtt_timing {
             if ack >= end {
-                self.rtt_sample(now.since(t0));
+                self.rtt_sample(now, now.since(t0));
                 self.rtt_timing = None;
             }
         }

@@ -29,6 +29,9 @@
 //!      this floor a flow limited elsewhere at rate d is re-marked hungry as soon as its
 //!      allocation comes within 1/p of d, jumps back to μ, and oscillates (measured in the
 //!      tests); with it the flow stays bottlenecked until its rate grows by more than 1/p.
+//!    * `Unused` (Eq. 3 with step 4's U as "the bandwidth which remains unutilized by the
+//!      bottlenecked flows"): U = Σ_k (A_k − R_k) before step 2 halves it, A_j += U/H. No
+//!      normalisation to B: what no allocation holds any more is never handed out again.
 //! 4. If every flow is bottlenecked, what happens to U = B − ΣA is [`AllBottlenecked`]: by
 //!    default (`Spread`) it is spread evenly over all flows, so Σ A = B always holds (a
 //!    bottlenecked flow keeps some headroom to grow into); with `Leave` (the paper's "repeat
@@ -104,19 +107,32 @@ pub fn max_min_pass_with(
         return 0;
     }
     let mut nb = 0usize;
+    let mut unused = 0.0;
     for x in e.iter_mut() {
         x.bottlenecked = x.sampled && x.rate < p * x.alloc_avg;
         if x.bottlenecked {
             nb += 1;
+            unused += (x.alloc - x.rate).max(0.0);
             let half = (x.alloc + x.rate) / 2.0;
             x.alloc = match residual {
                 Residual::Equalize => half.max(x.rate / (p * p)),
                 // Never more than before (R can exceed the current A when A just fell).
-                Residual::Increment => half.min(x.alloc),
+                Residual::Increment | Residual::Unused => half.min(x.alloc),
             };
         }
     }
     let h = e.len() - nb;
+    if residual == Residual::Unused {
+        // Steps 4–5 with U = Σ_k (A_k − R_k); when every flow is bottlenecked there is no one
+        // to give it to and it is dropped (the algorithm stops), whatever `all` says.
+        if h > 0 {
+            let add = unused / h as f64;
+            for x in e.iter_mut().filter(|x| !x.bottlenecked) {
+                x.alloc += add;
+            }
+        }
+        return nb;
+    }
     if h == 0 {
         let sum: f64 = e.iter().map(|x| x.alloc).sum();
         if sum <= b && all == AllBottlenecked::Leave {
@@ -137,7 +153,7 @@ pub fn max_min_pass_with(
         return nb;
     }
     match residual {
-        Residual::Increment => {
+        Residual::Increment | Residual::Unused => {
             let u = b - e.iter().map(|x| x.alloc).sum::<f64>();
             let add = u / h as f64;
             let mut clipped = false;
@@ -189,6 +205,30 @@ pub fn water_level(b: f64, h: usize, demands: impl Iterator<Item = f64>, scratch
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(rate: f64, alloc: f64) -> Entry {
+        Entry { rate, alloc_avg: alloc, alloc, sampled: true, bottlenecked: false }
+    }
+
+    #[test]
+    fn unused_hands_hungry_flows_only_what_the_bottlenecked_leave() {
+        let mut s = Vec::new();
+        // B = 100, but allocations hold only 40: two flows limited elsewhere (R 5 of A 10),
+        // two hungry ones using their 10.
+        let mut e = [entry(5.0, 10.0), entry(5.0, 10.0), entry(10.0, 10.0), entry(10.0, 10.0)];
+        let nb = max_min_pass_with(100.0, 0.9, Residual::Unused, AllBottlenecked::Spread, &mut e, &mut s);
+        assert_eq!(nb, 2);
+        // Step 6: (10 + 5)/2; step 5: U = (10 − 5)·2 = 10 over H = 2 → +5 each. The 60 that no
+        // allocation held stay out (Increment would hand them over: 10 + 35 each).
+        assert_eq!(e.iter().map(|x| x.alloc).collect::<Vec<_>>(), [7.5, 7.5, 15.0, 15.0]);
+        let mut f = [entry(5.0, 10.0), entry(5.0, 10.0), entry(10.0, 10.0), entry(10.0, 10.0)];
+        max_min_pass_with(100.0, 0.9, Residual::Increment, AllBottlenecked::Spread, &mut f, &mut s);
+        assert_eq!(f.iter().map(|x| x.alloc).collect::<Vec<_>>(), [7.5, 7.5, 42.5, 42.5]);
+        // Every flow bottlenecked: the halving happens and nothing is re-spread, even with Spread.
+        let mut g = [entry(5.0, 10.0), entry(2.0, 10.0)];
+        assert_eq!(max_min_pass_with(100.0, 0.9, Residual::Unused, AllBottlenecked::Spread, &mut g, &mut s), 2);
+        assert_eq!(g.iter().map(|x| x.alloc).collect::<Vec<_>>(), [7.5, 6.0]);
+    }
 
     #[test]
     fn water_level_caps_large_demands() {

@@ -26,6 +26,13 @@ pub enum Residual {
     /// Eq. 3 literally: A_j += U/H with U = B − ΣA after step 6 (so Σ A = B). A hungry flow
     /// never gains from another hungry flow, so one left with a small allocation stays there.
     Increment,
+    /// Eq. 3 with step 4's U read as "the bandwidth which remains unutilized by the
+    /// bottlenecked flows": U = Σ_k (A_k − R_k) over the bottlenecked flows (before step 6
+    /// halves their excess), A_j += U/H. Nothing else is ever handed out: capacity that no
+    /// flow's allocation holds any more (Σ A < B, e.g. after every flow was bottlenecked
+    /// elsewhere) is not re-injected, so a flow turning hungry gains only what the others
+    /// currently leave unused. Newcomers get B/N (Eq. 2), the others making room in proportion.
+    Unused,
 }
 
 /// What Algorithm 1 does with the residual when every flow is bottlenecked (no hungry flow to
@@ -122,7 +129,8 @@ pub enum Rounding {
 pub struct TcrConfig {
     /// `"max-min"` (default, paper 001) or `"equal"` (paper 000).
     pub allocation: Allocation,
-    /// Max-min: `"equalize"` (default) or `"increment"` (Eq. 3 literally).
+    /// Max-min: `"equalize"` (default), `"increment"` (Eq. 3 with U = B − ΣA) or `"unused"`
+    /// (Eq. 3 with U = what the bottlenecked flows leave unused).
     pub residual: Residual,
     /// Max-min, every flow bottlenecked: `"spread"` (default) or `"leave"` the residual.
     pub all_bottlenecked: AllBottlenecked,

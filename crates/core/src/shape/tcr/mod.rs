@@ -598,7 +598,7 @@ impl Tcr {
         match self.cfg.allocation {
             Allocation::Equal => alloc::equal_share(b, &mut entries),
             Allocation::MaxMin => {
-                if joined > 0 && self.cfg.residual == Residual::Increment {
+                if joined > 0 && matches!(self.cfg.residual, Residual::Increment | Residual::Unused) {
                     // Eq. 2 for the newcomers; the others make room in proportion.
                     let share = b / entries.len() as f64;
                     let old: f64 = idx
