@@ -467,19 +467,25 @@ fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String
     let mut variants = Vec::new();
     if !ctx.quick {
         for (i, var) in cfg.variants.iter().enumerate() {
-            let mut table = f.table.clone();
-            for (k, v) in &var.set {
-                super::set_path(&mut table, &expand(k, li), v.clone()).map_err(|e| {
-                    format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name)
-                })?;
-            }
-            let vf = ExpFile { file: f.file.clone(), table };
+            let vf = adsl_variant_file(f, li, i, var)?;
             let label = format!("{}: ", var.name);
             let vrows = adsl_rows(&vf, &cfg, li, &[assumed_down_q], &[], &label, ctx)?;
             variants.push((var.clone(), vrows));
         }
     }
     Ok((cfg, AdslResults { rows, assumed_down_q, variants }))
+}
+
+/// The experiment file with variant `i`'s edits applied (checked as a scenario).
+fn adsl_variant_file(f: &ExpFile, li: usize, i: usize, var: &AdslVariant) -> Result<ExpFile, String> {
+    let mut table = f.table.clone();
+    for (k, v) in &var.set {
+        super::set_path(&mut table, &expand(k, li), v.clone())
+            .map_err(|e| format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name))?;
+    }
+    crate::scenario::Scenario::from_table(table.clone(), &f.file)
+        .map_err(|e| format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name))?;
+    Ok(ExpFile { file: f.file.clone(), table })
 }
 
 /// Which direction a configuration hits: the one below `0.9` of alone, the worse of the two.
@@ -2052,6 +2058,29 @@ mod tests {
         let e = with_text("P2-F8", |t| t.replacen("min = 0.9\n", "", 1));
         let m = err_of(&e);
         assert!(m.contains("experiments/p2/f8.toml: key `paper.claims[0].min`: missing"), "{m}");
+    }
+
+    #[test]
+    fn adsl_variants_make_valid_runs_and_bad_ones_name_the_key() {
+        let e = experiments().into_iter().find(|e| e.id == "P2-F3").unwrap();
+        let f = ExpFile::parse(&e).unwrap();
+        let cfg: AdslCfg = f.section("reproduce").unwrap();
+        let li = link_index(&f, &cfg.link).unwrap();
+        assert!(cfg.variants.len() >= 3);
+        for (i, v) in cfg.variants.iter().enumerate() {
+            let vf = adsl_variant_file(&f, li, i, v).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+            // Per-flow TCP settings survive the alone cases' flow filtering.
+            if let Some(t) = get_path(&vf.table, "flows[0].tcp") {
+                assert_eq!(get_path(&f.table, "flows[0].tcp"), None, "{}: the file's flows carry no tcp", v.name);
+                assert!(t.get("max_window").is_some() || t.get("rcv_buf").is_some(), "{}", v.name);
+            }
+        }
+        let bad = AdslVariant { name: "x".into(), note: String::new(), set: r#""flows[5].tcp" = 1"#.parse().unwrap() };
+        let m = adsl_variant_file(&f, li, 7, &bad).err().unwrap();
+        assert!(m.starts_with("experiments/p2/f3.toml: key `reproduce.variants[7].set`"), "{m}");
+        let bad = AdslVariant { name: "y".into(), note: String::new(), set: r#""tcp.rcv_buf" = "lots""#.parse().unwrap() };
+        let m = adsl_variant_file(&f, li, 1, &bad).err().unwrap();
+        assert!(m.contains("reproduce.variants[1].set") && m.contains("rcv_buf"), "{m}");
     }
 
     #[test]
