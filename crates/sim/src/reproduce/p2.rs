@@ -2078,7 +2078,8 @@ mod tests {
         let bad = AdslVariant { name: "x".into(), note: String::new(), set: r#""flows[5].tcp" = 1"#.parse().unwrap() };
         let m = adsl_variant_file(&f, li, 7, &bad).err().unwrap();
         assert!(m.starts_with("experiments/p2/f3.toml: key `reproduce.variants[7].set`"), "{m}");
-        let bad = AdslVariant { name: "y".into(), note: String::new(), set: r#""tcp.rcv_buf" = "lots""#.parse().unwrap() };
+        let bad =
+            AdslVariant { name: "y".into(), note: String::new(), set: r#""tcp.rcv_buf" = "lots""#.parse().unwrap() };
         let m = adsl_variant_file(&f, li, 1, &bad).err().unwrap();
         assert!(m.contains("reproduce.variants[1].set") && m.contains("rcv_buf"), "{m}");
     }
