@@ -26,7 +26,7 @@
 //! ACK) are never touched and never filter anything.
 
 use super::slots::{Replaced, Slots};
-use super::{classify, AsymQueue, AsymStats, DropReason, FlowKey, FlowMap, PktClass};
+use super::{classify, AsymQueue, AsymStats, DropReason, FlowKey, FlowMap, PktClass, FLOW_TABLE_SOFT_MAX};
 use crate::queue::{Enqueue, QueueDisc};
 use crate::time::Time;
 use ackshape_wire::{Packet, SeqNum};
@@ -38,8 +38,11 @@ pub struct AckFilterClassic {
     limit: usize,
     keep_position: bool,
     /// Ids of each flow's queued pure ACKs, oldest first; they all carry the same ACK number
-    /// (the flow's newest, repeated by duplicate ACKs).
+    /// (the flow's newest, repeated by duplicate ACKs). Emptied lists are kept (no allocation
+    /// per packet) and purged when the table grows past [`FLOW_TABLE_SOFT_MAX`] flows.
     acks: FlowMap<Vec<u64>>,
+    /// Spare list swapped with a flow's list while its ACKs are purged.
+    scratch: Vec<u64>,
     stats: AsymStats,
 }
 
@@ -51,6 +54,7 @@ impl AckFilterClassic {
             limit,
             keep_position,
             acks: FlowMap::default(),
+            scratch: Vec::new(),
             stats: AsymStats { ack_q_limit: limit, ..AsymStats::default() },
         }
     }
@@ -71,7 +75,6 @@ impl QueueDisc for AckFilterClassic {
         let key = if c == PktClass::TcpAck { FlowKey::of(&pkt) } else { None };
         let (Some(key), Some(newer)) = (key, pkt.tcp().map(|t| t.ack)) else { return self.append(c, key, pkt) };
         let Some(queued) = self.acks.get(&key).and_then(|ids| self.queued_ack(ids)) else {
-            self.acks.remove(&key);
             return self.append(c, Some(key), pkt);
         };
         if newer < queued {
@@ -85,24 +88,30 @@ impl QueueDisc for AckFilterClassic {
         if !purge {
             return self.append(c, Some(key), pkt);
         }
-        let mut ids = self.acks.remove(&key).unwrap_or_default().into_iter();
-        let head = if self.keep_position { ids.next() } else { None };
-        for id in ids {
+        // Take the flow's list out (its slot keeps the empty spare), purge, keep the spare.
+        let mut ids = std::mem::take(&mut self.scratch);
+        if let Some(list) = self.acks.get_mut(&key) {
+            std::mem::swap(list, &mut ids);
+        }
+        let head = if self.keep_position { ids.first().copied() } else { None };
+        for &id in ids.iter().skip(usize::from(head.is_some())) {
             if self.q.take(id).is_some() {
                 self.stats.drop(c, DropReason::AckFiltered, true);
             }
         }
+        ids.clear();
+        self.scratch = ids;
         let Some(head) = head else { return self.append(c, Some(key), pkt) };
         match self.q.replace(head, pkt) {
             Replaced::Old(_old) => {
                 // The old ACK leaves, the new one takes its slot: net zero.
                 self.stats.drop(c, DropReason::AckFiltered, false);
-                self.acks.insert(key, vec![head]);
+                self.acks.entry(key).or_default().push(head);
                 Enqueue::Queued
             }
             Replaced::WasTombstone => {
                 self.stats.queued(c);
-                self.acks.insert(key, vec![head]);
+                self.acks.entry(key).or_default().push(head);
                 Enqueue::Queued
             }
             // Not queued after all (stale entry): append instead.
@@ -114,14 +123,11 @@ impl QueueDisc for AckFilterClassic {
         let (id, p) = self.q.pop()?;
         let c = classify(&p);
         if c == PktClass::TcpAck {
-            if let Some(key) = FlowKey::of(&p) {
-                if let Some(ids) = self.acks.get_mut(&key) {
-                    if let Some(i) = ids.iter().position(|&x| x == id) {
-                        ids.remove(i);
-                    }
-                    if ids.is_empty() {
-                        self.acks.remove(&key);
-                    }
+            if let Some(ids) = FlowKey::of(&p).and_then(|key| self.acks.get_mut(&key)) {
+                if ids.first() == Some(&id) {
+                    ids.remove(0);
+                } else if let Some(i) = ids.iter().position(|&x| x == id) {
+                    ids.remove(i);
                 }
             }
         }
@@ -146,6 +152,9 @@ impl AckFilterClassic {
         let id = self.q.push(pkt);
         self.stats.queued(c);
         if let Some(key) = key {
+            if self.acks.len() >= FLOW_TABLE_SOFT_MAX && !self.acks.contains_key(&key) {
+                self.acks.retain(|_, l| !l.is_empty());
+            }
             self.acks.entry(key).or_default().push(id);
         }
         Enqueue::Queued
