@@ -337,6 +337,43 @@ fn classic_filter_keeps_newest_ack_one_per_flow() {
 }
 
 #[test]
+fn classic_filter_keeps_duplicate_acks_and_purges_them_on_a_newer_ack() {
+    // ns-2's reference AF (semantic-packetqueue.cc, filterAcks) removes only queued ACKs with a
+    // smaller number: a run of dupACKs survives, so the sender can still fast-retransmit.
+    let mut q = AckFilterClassic::new(100, false);
+    q.enqueue(T0, ack(1, 100));
+    q.enqueue(T0, data(9));
+    for _ in 0..3 {
+        assert!(queued(q.enqueue(T0, ack(1, 200))));
+    }
+    // The 100 went (older than 200); the three dupACKs of 200 all stay.
+    assert_eq!(q.stats().drops.ack_filtered, 1);
+    assert_eq!(q.stats().ack_q_len, 3);
+    // One of them leaves; a fourth dupACK joins the remaining two.
+    let first = q.dequeue(T0).expect("data");
+    assert!(!first.is_pure_ack());
+    assert_eq!(ack_no(&q.dequeue(T0).expect("dupACK")), 200);
+    assert!(queued(q.enqueue(T0, ack(1, 200))));
+    assert_eq!(q.stats().ack_q_len, 3);
+    // A newer cumulative ACK makes every queued dupACK redundant.
+    assert!(queued(q.enqueue(T0, ack(1, 300))));
+    assert_eq!(q.stats().drops.ack_filtered, 4);
+    let out: Vec<u32> = drain(&mut q).iter().map(ack_no).collect();
+    assert_eq!(out, [300]);
+    // keep_position (ns-2's replace_head_) also purges equal ACKs: the newest takes the
+    // place of the oldest, so dupACKs are thinned to one.
+    let mut q = AckFilterClassic::new(100, true);
+    q.enqueue(T0, ack(1, 200));
+    q.enqueue(T0, data(9));
+    q.enqueue(T0, ack(1, 200));
+    q.enqueue(T0, ack(1, 200));
+    assert_eq!(q.stats().ack_q_len, 1);
+    let out = drain(&mut q);
+    assert_eq!(out.len(), 2);
+    assert!(out[0].is_pure_ack() && !out[1].is_pure_ack(), "the ACK kept the head position");
+}
+
+#[test]
 fn classic_filter_keep_position_and_stale_ack() {
     let mut q = AckFilterClassic::new(100, true);
     q.enqueue(T0, ack(1, 100));

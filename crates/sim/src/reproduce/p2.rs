@@ -344,37 +344,50 @@ struct AdslCfg {
     quick_down_queues: Vec<usize>,
     quick_duration: String,
     quick_warmup: String,
+    /// Sensitivity runs (full mode only): each uplink FIFO at the assumed downlink queue.
+    #[serde(default)]
+    variants: Vec<AdslVariant>,
 }
+
+/// A sensitivity run of the ADSL cases: dotted-path edits of the file (`link.` is the access
+/// link's entry, `flows[i]` the file's flows before the alone cases pick one).
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct AdslVariant {
+    name: String,
+    note: String,
+    set: toml::Table,
+}
+
+/// (uplink FIFO, downlink queue, upload alone, download alone, upload both, download both),
+/// goodput in bit/s.
+type AdslRow = (usize, usize, f64, f64, f64, f64);
 
 /// Goodput (up, down) in bit/s for each case, by (uplink queue, downlink queue).
 struct AdslResults {
-    /// (up_q, down_q, upload alone, download alone, upload both, download both)
-    rows: Vec<(usize, usize, f64, f64, f64, f64)>,
+    rows: Vec<AdslRow>,
     assumed_down_q: usize,
+    /// Sensitivity runs at the assumed downlink queue.
+    variants: Vec<(AdslVariant, Vec<AdslRow>)>,
 }
 
 impl AdslResults {
-    fn at(&self, up_q: usize) -> Option<&(usize, usize, f64, f64, f64, f64)> {
+    fn at(&self, up_q: usize) -> Option<&AdslRow> {
         self.rows.iter().find(|r| r.0 == up_q && r.1 == self.assumed_down_q)
     }
 }
 
-fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String> {
-    let cfg: AdslCfg = f.section("reproduce")?;
-    let li = link_index(f, &cfg.link)?;
-    let assumed_down_q = get_path(&f.table, &format!("topology.links[{li}].reverse.qdisc.limit_pkts"))
-        .and_then(|v| v.as_integer())
-        .ok_or_else(|| {
-            format!(
-                "{}: key `topology.links[{li}].reverse.qdisc.limit_pkts`: expected the assumed downlink FIFO size",
-                f.file
-            )
-        })? as usize;
-    let mut downs = if ctx.quick { cfg.quick_down_queues.clone() } else { cfg.down_queues.clone() };
-    if !downs.contains(&assumed_down_q) {
-        downs.push(assumed_down_q);
-    }
-    let quick = quick_edits(ctx.quick, &cfg.quick_duration, &cfg.quick_warmup);
+/// Run the three cases (upload alone, download alone, both) for every uplink FIFO of `cfg` and
+/// every downlink queue of `downs`, on file `f` (possibly edited by a variant).
+fn adsl_rows(
+    f: &ExpFile,
+    cfg: &AdslCfg,
+    li: usize,
+    downs: &[usize],
+    quick: &[(String, toml::Value)],
+    label: &str,
+    ctx: &mut Ctx,
+) -> Result<Vec<AdslRow>, String> {
     let flows = get_path(&f.table, "flows").and_then(|v| v.as_array()).cloned().unwrap_or_default();
     let only = |upload: bool| -> toml::Value {
         toml::Value::Array(
@@ -388,9 +401,9 @@ fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String
     let mut jobs = Vec::new();
     let mut keys = Vec::new();
     for &uq in &cfg.up_queues {
-        for &dq in &downs {
+        for &dq in downs {
             for case in 0..3 {
-                let mut e = quick.clone();
+                let mut e = quick.to_vec();
                 e.push((format!("topology.links[{li}].qdisc"), disc_spec("fifo", 0.0, 0.0, uq, &toml::Table::new())?));
                 e.push((
                     format!("topology.links[{li}].reverse.qdisc"),
@@ -401,7 +414,7 @@ fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String
                     1 => e.push(("flows".into(), only(false))),
                     _ => {}
                 }
-                jobs.push(job(f, format!("up FIFO {uq}, down FIFO {dq}, case {case}"), &e, ctx.seed)?);
+                jobs.push(job(f, format!("{label}up FIFO {uq}, down FIFO {dq}, case {case}"), &e, ctx.seed)?);
                 keys.push((uq, dq, case));
             }
         }
@@ -409,7 +422,7 @@ fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String
     let res = ctx.run_sims(&jobs);
     let mut rows = Vec::new();
     for &uq in &cfg.up_queues {
-        for &dq in &downs {
+        for &dq in downs {
             let mut v = [0.0; 6];
             for (k, r) in keys.iter().zip(&res) {
                 if k.0 != uq || k.1 != dq {
@@ -431,7 +444,104 @@ fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String
             rows.push((uq, dq, v[0], v[1], v[2], v[3]));
         }
     }
-    Ok((cfg, AdslResults { rows, assumed_down_q }))
+    Ok(rows)
+}
+
+fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String> {
+    let cfg: AdslCfg = f.section("reproduce")?;
+    let li = link_index(f, &cfg.link)?;
+    let assumed_down_q = get_path(&f.table, &format!("topology.links[{li}].reverse.qdisc.limit_pkts"))
+        .and_then(|v| v.as_integer())
+        .ok_or_else(|| {
+            format!(
+                "{}: key `topology.links[{li}].reverse.qdisc.limit_pkts`: expected the assumed downlink FIFO size",
+                f.file
+            )
+        })? as usize;
+    let mut downs = if ctx.quick { cfg.quick_down_queues.clone() } else { cfg.down_queues.clone() };
+    if !downs.contains(&assumed_down_q) {
+        downs.push(assumed_down_q);
+    }
+    let quick = quick_edits(ctx.quick, &cfg.quick_duration, &cfg.quick_warmup);
+    let rows = adsl_rows(f, &cfg, li, &downs, &quick, "", ctx)?;
+    let mut variants = Vec::new();
+    if !ctx.quick {
+        for (i, var) in cfg.variants.iter().enumerate() {
+            let vf = adsl_variant_file(f, li, i, var)?;
+            let label = format!("{}: ", var.name);
+            let vrows = adsl_rows(&vf, &cfg, li, &[assumed_down_q], &[], &label, ctx)?;
+            variants.push((var.clone(), vrows));
+        }
+    }
+    Ok((cfg, AdslResults { rows, assumed_down_q, variants }))
+}
+
+/// The experiment file with variant `i`'s edits applied (checked as a scenario).
+fn adsl_variant_file(f: &ExpFile, li: usize, i: usize, var: &AdslVariant) -> Result<ExpFile, String> {
+    let mut table = f.table.clone();
+    for (k, v) in &var.set {
+        super::set_path(&mut table, &expand(k, li), v.clone())
+            .map_err(|e| format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name))?;
+    }
+    crate::scenario::Scenario::from_table(table.clone(), &f.file)
+        .map_err(|e| format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name))?;
+    Ok(ExpFile { file: f.file.clone(), table })
+}
+
+/// Which direction a configuration hits: the one below `0.9` of alone, the worse of the two.
+fn adsl_hit(ru: f64, rd: f64) -> &'static str {
+    if ru.min(rd) >= 0.9 {
+        "neither"
+    } else if ru < rd {
+        "upload"
+    } else {
+        "download"
+    }
+}
+
+/// The sensitivity runs: one row per (variant, uplink FIFO), the primary first.
+fn adsl_variant_table(r: &AdslResults) -> Table {
+    let mut rows = Vec::new();
+    let mut push = |name: &str, row: &AdslRow| {
+        let &(uq, _, ua, da, ub, db) = row;
+        let (ru, rd) = (ub / ua.max(1.0), db / da.max(1.0));
+        rows.push(vec![
+            json!(name),
+            json!(uq),
+            json!((ua / 1e3).round() as i64),
+            json!((ub / 1e3).round() as i64),
+            json!(format!("{:+.0}%", (ru - 1.0) * 100.0)),
+            json!((da / 1e3).round() as i64),
+            json!((db / 1e3).round() as i64),
+            json!(format!("{:+.0}%", (rd - 1.0) * 100.0)),
+            json!(adsl_hit(ru, rd)),
+        ]);
+    };
+    for row in r.rows.iter().filter(|x| x.1 == r.assumed_down_q) {
+        push("primary (stated assumptions)", row);
+    }
+    for (v, vrows) in &r.variants {
+        for row in vrows {
+            push(&v.name, row);
+        }
+    }
+    Table {
+        name: "variants".into(),
+        columns: [
+            "variant",
+            "uplink FIFO (pkts)",
+            "upload alone (kbit/s)",
+            "upload with download (kbit/s)",
+            "upload change",
+            "download alone (kbit/s)",
+            "download with upload (kbit/s)",
+            "download change",
+            "hit",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
 }
 
 fn adsl_table(r: &AdslResults) -> Table {
@@ -455,20 +565,14 @@ fn adsl_table(r: &AdslResults) -> Table {
             .iter()
             .map(|&(uq, dq, ua, da, ub, db)| {
                 let (ru, rd) = (ub / ua.max(1.0), db / da.max(1.0));
-                let hit = if ru.min(rd) >= 0.9 {
-                    "neither"
-                } else if ru < rd {
-                    "upload"
-                } else {
-                    "download"
-                };
+                let hit = adsl_hit(ru, rd);
                 vec![
                     json!(uq),
                     json!(if dq == r.assumed_down_q { format!("{dq} (assumed)") } else { dq.to_string() }),
-                    json!((ua / 1e3).round()),
-                    json!((da / 1e3).round()),
-                    json!((ub / 1e3).round()),
-                    json!((db / 1e3).round()),
+                    json!((ua / 1e3).round() as i64),
+                    json!((da / 1e3).round() as i64),
+                    json!((ub / 1e3).round() as i64),
+                    json!((db / 1e3).round() as i64),
                     json!((ru * 1000.0).round() / 1000.0),
                     json!((rd * 1000.0).round() / 1000.0),
                     json!(hit),
@@ -503,6 +607,19 @@ fn adsl_notes(r: &AdslResults) -> Vec<String> {
         ));
     }
     notes.push("No random loss: the runs are deterministic, so one seed is used.".into());
+    for (v, rows) in &r.variants {
+        let what: Vec<String> = rows
+            .iter()
+            .map(|&(uq, _, ua, da, ub, db)| {
+                format!(
+                    "FIFO {uq}: upload {:+.0}%, download {:+.0}%",
+                    (ub / ua.max(1.0) - 1.0) * 100.0,
+                    (db / da.max(1.0) - 1.0) * 100.0
+                )
+            })
+            .collect();
+        notes.push(format!("Variant '{}' ({}): {}.", v.name, v.note, what.join("; ")));
+    }
     notes
 }
 
@@ -536,6 +653,9 @@ fn run_f3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         db / da >= ratio,
     )?);
     out.tables.push(adsl_table(&r));
+    if !r.variants.is_empty() {
+        out.tables.push(adsl_variant_table(&r));
+    }
     out.notes = f.paper_notes();
     out.notes.extend(adsl_notes(&r));
     Ok(out)
@@ -593,6 +713,9 @@ fn run_s2b(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         !hu.is_empty() && !hd.is_empty(),
     )?);
     out.tables.push(adsl_table(&r));
+    if !r.variants.is_empty() {
+        out.tables.push(adsl_variant_table(&r));
+    }
     out.notes = f.paper_notes();
     out.notes.extend(adsl_notes(&r));
     Ok(out)
@@ -1935,6 +2058,30 @@ mod tests {
         let e = with_text("P2-F8", |t| t.replacen("min = 0.9\n", "", 1));
         let m = err_of(&e);
         assert!(m.contains("experiments/p2/f8.toml: key `paper.claims[0].min`: missing"), "{m}");
+    }
+
+    #[test]
+    fn adsl_variants_make_valid_runs_and_bad_ones_name_the_key() {
+        let e = experiments().into_iter().find(|e| e.id == "P2-F3").unwrap();
+        let f = ExpFile::parse(&e).unwrap();
+        let cfg: AdslCfg = f.section("reproduce").unwrap();
+        let li = link_index(&f, &cfg.link).unwrap();
+        assert!(cfg.variants.len() >= 3);
+        for (i, v) in cfg.variants.iter().enumerate() {
+            let vf = adsl_variant_file(&f, li, i, v).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+            // Per-flow TCP settings survive the alone cases' flow filtering.
+            if let Some(t) = get_path(&vf.table, "flows[0].tcp") {
+                assert_eq!(get_path(&f.table, "flows[0].tcp"), None, "{}: the file's flows carry no tcp", v.name);
+                assert!(t.get("max_window").is_some() || t.get("rcv_buf").is_some(), "{}", v.name);
+            }
+        }
+        let bad = AdslVariant { name: "x".into(), note: String::new(), set: r#""flows[5].tcp" = 1"#.parse().unwrap() };
+        let m = adsl_variant_file(&f, li, 7, &bad).err().unwrap();
+        assert!(m.starts_with("experiments/p2/f3.toml: key `reproduce.variants[7].set`"), "{m}");
+        let bad =
+            AdslVariant { name: "y".into(), note: String::new(), set: r#""tcp.rcv_buf" = "lots""#.parse().unwrap() };
+        let m = adsl_variant_file(&f, li, 1, &bad).err().unwrap();
+        assert!(m.contains("reproduce.variants[1].set") && m.contains("rcv_buf"), "{m}");
     }
 
     #[test]

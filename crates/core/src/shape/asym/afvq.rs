@@ -18,8 +18,11 @@
 //!   `s` or more, the arriving ACK joins the candidates and ACKs chosen uniformly at random
 //!   among *all* candidates (queued + arriving) are dropped until `s` remain (our reading of
 //!   "a randomly selected packet is dropped from the queue"; EXPERIMENTS.md P2-12 assumes the
-//!   same). If `s` shrank below the occupancy, the excess goes at the next ACK arrival, not at
-//!   once. `s ≥ 1`, so the ACK queue is never emptied by a drop.
+//!   same). It is also ns-2's convention for a random forced drop (`REDQueue::enque` with
+//!   `drop_rand_`: the arriving packet is enqueued first, then `Random::integer(length())`
+//!   picks the victim), the simulator the paper used. If `s` shrank below the occupancy, the
+//!   excess goes at the next ACK arrival, not at once. `s ≥ 1`, so the ACK queue is never
+//!   emptied by a drop.
 //! - TCP data and non-TCP FIFOs are drop-tail at `data_limit` / `non_tcp_limit` packets
 //!   (the paper: the system default; in its simulations "arbitrarily large").
 //!

@@ -7,7 +7,7 @@
 //! |---|---|---|---|
 //! | FIFO drop-tail | [`Fifo`] (wraps [`DropTail`](crate::queue::DropTail)) | `fifo` | one FIFO, the problem case of §2.1 |
 //! | ACKs-first | [`AcksFirst`] | `acks-first` | strict priority for pure TCP ACKs over everything else |
-//! | classic ACK filter | [`AckFilterClassic`] | `ack-filter-classic` | a newer cumulative ACK of a flow replaces its older queued ACK |
+//! | classic ACK filter | [`AckFilterClassic`] | `ack-filter-classic` | a newer cumulative ACK of a flow removes its queued ACKs with a smaller number (dupACKs stay) |
 //! | CAKE-safe ACK filter | [`AckFilterCake`] | `ack-filter-cake` | drops only provably redundant ACKs (Linux CAKE's rules) |
 //! | ACQ | [`Acq`] | `acq` | ACK and data classes with adaptive DRR weights (Louati et al.) |
 //! | AFVQ | [`Afvq`] | `afvq` | ACKs first, ACK queue sized by Eq. 16, round robin data/non-TCP |
