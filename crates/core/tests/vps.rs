@@ -271,8 +271,11 @@ fn psr_freed_when_both_edges_pass() {
     // A_1[2] SACK-less cumulative ACK: actual edge passes it, virtual edge waits on V_1[2].
     ack(&mut t, A1, 3, &[]);
     assert_eq!(t.live(), 2, "A_1[2] held by the virtual list (buffered)");
+    assert_eq!(t.retained(A1), 1, "A_1[2]: passed by A_1's edge, still held for V_1");
+    assert_eq!(t.retained(A2), 0);
     ack(&mut t, A2, 2, &[]);
     assert_eq!(t.live(), 0);
+    assert_eq!(t.retained(A1), 0, "released with the virtual edge");
     assert_eq!(t.stats().psr_created, 3);
     assert_eq!(t.stats().psr_freed, 3);
     const { assert!(PSR_BYTES <= 24) };

@@ -105,6 +105,9 @@ pub struct VpsStats {
     /// Histogram of PSRs scanned per actual ACK (index = iterations; the last bucket holds
     /// everything at or above it) (Fig. 21).
     pub scan_hist: Vec<u64>,
+    /// The same, counting the scan from the head of a PSR list that also still holds the records
+    /// the actual cumulative ACK has passed but a virtual flow has not (Sec. 4.6's freeing rule).
+    pub scan_head_hist: Vec<u64>,
     /// Histogram of virtual ACKs generated per actual ACK (Fig. 22).
     pub vacks_hist: Vec<u64>,
     /// Virtual new packets substituted by actual new packets (= PSRs created).
@@ -219,6 +222,7 @@ impl VpsGroup {
         let flows = (0..n).map(|_| Actual { conn: None, susp: None, established: false, pre_written: 0 }).collect();
         let stats = VpsStats {
             scan_hist: vec![0; SCAN_BUCKETS],
+            scan_head_hist: vec![0; SCAN_BUCKETS],
             vacks_hist: vec![0; VACK_BUCKETS],
             psr_bytes: PSR_BYTES as u64,
             ..Default::default()
@@ -477,9 +481,11 @@ impl VpsGroup {
         let sack_hi = conn.sack_highest();
         let mut vacks = std::mem::take(&mut self.vacks);
         vacks.clear();
+        let held = self.tr.retained(i);
         let iters = self.tr.on_actual_ack(i, cum, &sacks[..ns], sack_hi, &mut vacks);
         self.stats.actual_acks += 1;
         self.stats.scan_hist[(iters as usize).min(SCAN_BUCKETS - 1)] += 1;
+        self.stats.scan_head_hist[((held + iters) as usize).min(SCAN_BUCKETS - 1)] += 1;
         self.stats.vacks_hist[vacks.len().min(VACK_BUCKETS - 1)] += 1;
         for &idx in &self.tr.newly_buffered {
             self.b_since.insert(idx, now);
