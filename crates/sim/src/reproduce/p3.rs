@@ -696,7 +696,8 @@ fn run_f21(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let (e2lo, e2hi) = tol_range(&ef, "scan_eq_2")?;
     let (v1lo, v1hi) = tol_range(&ef, "vack_eq_1")?;
     let live_max = tol(&ef, "psr_live_max_per_flow")?;
-    let points = vec![Point { rate_mbit: None, delay: None, weights: vec![1.0, 2.0, 3.0], y_ms: None, ..Default::default() }];
+    let points =
+        vec![Point { rate_mbit: None, delay: None, weights: vec![1.0, 2.0, 3.0], y_ms: None, ..Default::default() }];
     let res = Results::run(ctx, batch(&ef, ctx, &points, &[Proto::Vps], seeds, &duration)?)?;
     let mut scan: Vec<u64> = Vec::new();
     let mut scan_head: Vec<u64> = Vec::new();
@@ -859,8 +860,16 @@ fn run_f24(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let (flo, fhi) = tol_range(&ef, "vps_fairness")?;
     let mul_fmin = tol(&ef, "multcp_fairness_min")?;
     let w = vec![1.0, 2.0, 3.0];
-    let points: Vec<Point> =
-        dl.iter().map(|d| Point { rate_mbit: None, delay: Some(d.clone()), weights: w.clone(), y_ms: None, ..Default::default() }).collect();
+    let points: Vec<Point> = dl
+        .iter()
+        .map(|d| Point {
+            rate_mbit: None,
+            delay: Some(d.clone()),
+            weights: w.clone(),
+            y_ms: None,
+            ..Default::default()
+        })
+        .collect();
     let protos = [Proto::Vps, Proto::MulTcp, Proto::Tcp];
     let res = Results::run(ctx, batch(&ef, ctx, &points, &protos, seeds, &duration)?)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
@@ -1260,7 +1269,13 @@ fn run_f30(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let window = rep.window_s.unwrap_or(5) as usize;
     let points: Vec<Point> = rs
         .iter()
-        .map(|&r| Point { rate_mbit: Some(r), delay: None, weights: vec![1.0, 2.0, 3.0], y_ms: None, ..Default::default() })
+        .map(|&r| Point {
+            rate_mbit: Some(r),
+            delay: None,
+            weights: vec![1.0, 2.0, 3.0],
+            y_ms: None,
+            ..Default::default()
+        })
         .collect();
     let protos = vec![Proto::Vps, Proto::MulTcp, Proto::Tcp];
     let res = Results::run(ctx, batch(&ef, ctx, &points, &protos, seeds, &duration)?)?;
@@ -1375,9 +1390,10 @@ fn sensitivity(
             for &proto in &protos[..protos.len() - 1] {
                 let st = stat(&res, pi, proto, &points[pi].weights, window);
                 let runs = res.get(pi, proto);
-                let to = runs.iter().map(|(_, o)| o.summary.flows[..n].iter().map(|f| f.timeouts).sum::<u64>()).sum::<u64>()
-                    as f64
-                    / (runs.len().max(1) * n) as f64;
+                let to =
+                    runs.iter().map(|(_, o)| o.summary.flows[..n].iter().map(|f| f.timeouts).sum::<u64>()).sum::<u64>()
+                        as f64
+                        / (runs.len().max(1) * n) as f64;
                 let (a, f) = (mean(&st.a_win), mean(&st.f_whole));
                 if proto == Proto::Vps && !(n == 1) {
                     vps_amin = vps_amin.min(a);
@@ -1410,7 +1426,10 @@ fn sensitivity(
         for &r in &sv.rates_mbit {
             let m: Vec<&(f64, u32, f64)> = mul_f.iter().filter(|m| m.0 == r).collect();
             if let (Some(a), Some(b)) = (m.first(), m.last()) {
-                note += &format!(" MulTCP F at {r} Mbit/s: {:.3} ({x_name} = {}) → {:.3} ({x_name} = {});", a.2, a.1, b.2, b.1);
+                note += &format!(
+                    " MulTCP F at {r} Mbit/s: {:.3} ({x_name} = {}) → {:.3} ({x_name} = {});",
+                    a.2, a.1, b.2, b.1
+                );
             }
         }
         out.notes.push(note.trim_end_matches(';').to_string() + ".");
@@ -1535,7 +1554,11 @@ fn run_f36(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         let _ = pts;
     }
     out.tables.push(sw.table(&s, "vs_flows"));
-    let mk = |r: f64, n: u32| Point { rate_mbit: Some(r), weights: (1..=n).map(|i| i as f64).collect(), ..Default::default() };
+    let mk = |r: f64, n: u32| Point {
+        rate_mbit: Some(r),
+        weights: (1..=n).map(|i| i as f64).collect(),
+        ..Default::default()
+    };
     sensitivity(&ef, ctx, &rep, seeds, &duration, window, "N", &ns, &mk, &mut out)?;
     out.plots.push((
         "fig36_37_accuracy.svg".into(),
@@ -1841,7 +1864,13 @@ mod tests {
                 let r = Rep::read(&ef, q).unwrap();
                 assert!(r.seeds.is_some() && r.duration.is_some(), "{}", e.file);
             }
-            let p = Point { rate_mbit: Some(2.0), delay: Some("long".into()), weights: vec![1.0, 3.0], y_ms: Some(4), ..Default::default() };
+            let p = Point {
+                rate_mbit: Some(2.0),
+                delay: Some("long".into()),
+                weights: vec![1.0, 3.0],
+                y_ms: Some(4),
+                ..Default::default()
+            };
             for proto in [Proto::Vps, Proto::MulTcp, Proto::Tcp, Proto::WrrBlocking, Proto::VpsNoSuspension] {
                 let sc = scenario(&ef, &p, proto, "10s").unwrap_or_else(|m| panic!("{m}"));
                 assert_eq!(sc.flow_count(), 5);
