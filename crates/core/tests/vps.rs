@@ -468,7 +468,7 @@ fn rto_suspension_holds_new_data_until_the_hole_is_repaired() {
         let (mut nxt_at_rto, mut nxt_before_repair, mut repaired) = (None, 0, None);
         let mut t = Time::ZERO;
         while t < secs(20) && repaired.is_none() {
-            t = t + Dur::from_millis(1);
+            t += Dur::from_millis(1);
             a.run(t);
             let c = a.vps().actual(0).unwrap();
             if nxt_at_rto.is_none() && c.stats().timeouts >= 1 {

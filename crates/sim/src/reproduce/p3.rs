@@ -1395,7 +1395,7 @@ fn sensitivity(
                         as f64
                         / (runs.len().max(1) * n) as f64;
                 let (a, f) = (mean(&st.a_win), mean(&st.f_whole));
-                if proto == Proto::Vps && !(n == 1) {
+                if proto == Proto::Vps && n != 1 {
                     vps_amin = vps_amin.min(a);
                 }
                 if proto == Proto::Vps {
