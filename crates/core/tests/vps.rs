@@ -271,8 +271,11 @@ fn psr_freed_when_both_edges_pass() {
     // A_1[2] SACK-less cumulative ACK: actual edge passes it, virtual edge waits on V_1[2].
     ack(&mut t, A1, 3, &[]);
     assert_eq!(t.live(), 2, "A_1[2] held by the virtual list (buffered)");
+    assert_eq!(t.retained(A1), 1, "A_1[2]: passed by A_1's edge, still held for V_1");
+    assert_eq!(t.retained(A2), 0);
     ack(&mut t, A2, 2, &[]);
     assert_eq!(t.live(), 0);
+    assert_eq!(t.retained(A1), 0, "released with the virtual edge");
     assert_eq!(t.stats().psr_created, 3);
     assert_eq!(t.stats().psr_freed, 3);
     const { assert!(PSR_BYTES <= 24) };
@@ -446,6 +449,45 @@ fn actual_timeout_propagates_to_virtual_flow() {
     assert_eq!(vto, to);
     assert_eq!(a.delivered(), vec![40_000, 40_000], "everything delivered");
     assert_eq!(a.vps().translator().live(), 0, "every PSR freed");
+}
+
+/// After an RTO the actual flow is suspended like a TCP in slow start (`rto_suspension`, our
+/// assumption) until its retransmission is acknowledged; without it (the thesis's literal
+/// Sec. 4.2/5.2) it keeps taking virtual packets while the hole waits for the next RTO.
+#[test]
+fn rto_suspension_holds_new_data_until_the_hole_is_repaired() {
+    let run = |rto_suspension: bool| {
+        let net = NetCfg { rate_bps: 2_000_000, delay: Dur::from_millis(20), queue: 10_000, ..NetCfg::default() };
+        let cfg = VpsConfig { rto_suspension, ..vps_cfg(&[1.0, 1.0]) };
+        let g = VpsGroup::new(cfg, tcp_cfg(), rng::stream(1, "vps", 0)).unwrap();
+        let mut a = Net::new(net, Box::new(g), 2);
+        // The segment at 50 kB of flow 0: lost, its fast retransmit lost, its first RTO
+        // retransmission lost; the second RTO repairs it.
+        a.drop_seg = Some((0, 50_000, 3));
+        // Highest new data sent at the first RTO, and just before the hole is repaired.
+        let (mut nxt_at_rto, mut nxt_before_repair, mut repaired) = (None, 0, None);
+        let mut t = Time::ZERO;
+        while t < secs(20) && repaired.is_none() {
+            t += Dur::from_millis(1);
+            a.run(t);
+            let c = a.vps().actual(0).unwrap();
+            if nxt_at_rto.is_none() && c.stats().timeouts >= 1 {
+                nxt_at_rto = Some(c.nxt_off());
+            }
+            if c.una_off() > 50_000 {
+                repaired = Some(c.stats().timeouts);
+            } else {
+                nxt_before_repair = c.nxt_off();
+            }
+        }
+        let (n1, n2, to) = (nxt_at_rto.expect("an RTO"), nxt_before_repair, repaired.expect("the hole repaired"));
+        assert!(to >= 2, "the first RTO retransmission was lost too: {to} timeouts");
+        a.run(secs(30));
+        assert!(a.delivered().iter().all(|&d| d > 1_000_000), "both flows keep going: {:?}", a.delivered());
+        n2 - n1
+    };
+    assert_eq!(run(true), 0, "suspended: no new data between the RTO and the repair");
+    assert!(run(false) >= 5_000, "literal reading: new data goes out while the hole waits");
 }
 
 /// Receivers with different RTTs: suppression buffers translations and no virtual fast

@@ -98,6 +98,9 @@ pub struct TcpSpec {
     pub initial_ssthresh: Option<u64>,
     /// `false`: no congestion avoidance (slow-start growth above ssthresh; losses still halve).
     pub congestion_avoidance: Option<bool>,
+    /// RFC 3042 limited transmit: one new segment on each of the first two duplicate ACKs
+    /// (default false; ns-2's `singledup_`, on by default since 2001).
+    pub limited_transmit: Option<bool>,
 }
 
 impl TcpSpec {
@@ -128,7 +131,8 @@ impl TcpSpec {
             dupthresh,
             multcp_n,
             initial_ssthresh,
-            congestion_avoidance
+            congestion_avoidance,
+            limited_transmit
         )
     }
 
@@ -206,6 +210,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.congestion_avoidance {
             c.no_congestion_avoidance = !v;
+        }
+        if let Some(v) = self.limited_transmit {
+            c.limited_transmit = v;
         }
         c
     }
@@ -563,6 +570,9 @@ pub struct VpsSpec {
     pub suspension: Option<bool>,
     /// False-duplicate-ACK suppression (default true).
     pub suppression: Option<bool>,
+    /// Also suspend an actual flow after an RTO, slow-start style (default true; an assumption,
+    /// the thesis suspends in fast recovery only).
+    pub rto_suspension: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]

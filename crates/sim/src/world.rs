@@ -435,6 +435,7 @@ impl Sim {
                         max_burst: v.max_burst.unwrap_or(4),
                         suspension: v.suspension.unwrap_or(true),
                         suppression: v.suppression.unwrap_or(true),
+                        rto_suspension: v.rto_suspension.unwrap_or(true),
                     };
                     let g = VpsGroup::new(vcfg, cfg.clone(), stream(seed, "vps", groups.len() as u64))
                         .map_err(|e| topo_err(format!("flows[{fi}].weights"), e.to_string()))?;

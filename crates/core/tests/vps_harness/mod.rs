@@ -143,6 +143,9 @@ pub struct Net {
     pub write_limit: Option<u64>,
     /// Drop every first transmission of flow `.0` at or above stream offset `.1`.
     pub drop_tail_of: Option<(usize, u64)>,
+    /// Drop the first `.2` transmissions (the original and retransmissions) of the segment of
+    /// flow `.0` that starts at stream offset `.1`.
+    pub drop_seg: Option<(usize, u64, u32)>,
     max_off: Vec<u64>,
     started: bool,
     n: usize,
@@ -174,6 +177,7 @@ impl Net {
             cwnd_trace: Vec::new(),
             write_limit: None,
             drop_tail_of: None,
+            drop_seg: None,
             max_off: vec![0; n],
             started: false,
             n,
@@ -210,6 +214,16 @@ impl Net {
                 let new = off >= self.max_off[i];
                 self.max_off[i] = self.max_off[i].max(off + p.payload_len as u64);
                 if new && off >= from {
+                    self.drops += 1;
+                    return;
+                }
+            }
+        }
+        if let Some((f, at, left)) = self.drop_seg {
+            if f == i && left > 0 && p.payload_len > 0 {
+                let off = p.tcp().unwrap().seq.0.wrapping_sub(iss(i).wrapping_add(1)) as u64;
+                if off == at {
+                    self.drop_seg = Some((f, at, left - 1));
                     self.drops += 1;
                     return;
                 }

@@ -75,7 +75,27 @@ struct Rep {
     /// suppression).
     ablation_rate_mbit: Option<f64>,
     ablation_delay: Option<String>,
+    /// Sensitivity variants of the sweep (unstated settings that decide a result).
+    sensitivity: Option<Vec<Sens>>,
     quick: Option<Box<Rep>>,
+}
+
+/// One `[[reproduce.sensitivity]]` entry: the sweep re-run with some unstated setting changed.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Sens {
+    /// What changes and why (the report's series label).
+    label: String,
+    /// `[tcp]` keys over the file's (every flow, the paired TCP runs too).
+    tcp: Option<toml::Table>,
+    /// VPS controller keys (`vps = { ... }`).
+    vps: Option<toml::Table>,
+    rates_mbit: Vec<f64>,
+    seeds: Option<u64>,
+    /// Subset of the sweep's x values (d or N); default all.
+    x: Option<Vec<u32>>,
+    /// "vps" and/or "multcp" (the paired TCP runs are always made).
+    protocols: Vec<String>,
 }
 
 impl Rep {
@@ -97,7 +117,8 @@ impl Rep {
                     scales_s,
                     window_s,
                     ablation_rate_mbit,
-                    ablation_delay
+                    ablation_delay,
+                    sensitivity
                 );
             }
         }
@@ -164,13 +185,17 @@ impl Proto {
 }
 
 /// One sweep point: the settings that differ from the experiment file.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Point {
     rate_mbit: Option<f64>,
     delay: Option<String>,
     weights: Vec<f64>,
     /// Extra one-way delay step of the group's receivers (heterogeneous receivers), ms.
     y_ms: Option<u64>,
+    /// Sensitivity variants: `[tcp]` keys over the file's, for every flow of the run.
+    tcp: Option<toml::Table>,
+    /// Sensitivity variants: VPS controller keys (`vps = { ... }`), for VPS runs.
+    vps: Option<toml::Table>,
 }
 
 fn delays(label: &str) -> Result<(u64, u64), String> {
@@ -227,6 +252,11 @@ fn scenario(ef: &ExpFile, p: &Point, proto: Proto, duration: &str) -> Result<Sce
             }
         }
     }
+    if let Some(over) = &p.tcp {
+        for (k, v) in over {
+            e(set_path(&mut t, &format!("tcp.{k}"), v.clone()))?;
+        }
+    }
     e(set_path(&mut t, "topology.senders", tv(2 * n as i64 + 1)))?;
     e(set_path(&mut t, "flows[0].count", tv(n as i64)))?;
     e(set_path(&mut t, "flows[1].count", tv(n as i64)))?;
@@ -244,7 +274,7 @@ fn scenario(ef: &ExpFile, p: &Point, proto: Proto, duration: &str) -> Result<Sce
         Proto::Vps | Proto::VpsNoSuspension | Proto::VpsNoSuppression => {
             g.insert("kind".into(), tv("vps"));
             g.insert("weights".into(), w);
-            let mut v = toml::Table::new();
+            let mut v = p.vps.clone().unwrap_or_default();
             if proto == Proto::VpsNoSuspension {
                 v.insert("suspension".into(), tv(false));
             }
@@ -524,6 +554,7 @@ fn run_f2(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             delay: None,
             weights: (0..3).map(|i| 1.0 + (i * d) as f64).collect(),
             y_ms: None,
+            ..Default::default()
         })
         .collect();
     let protos = [Proto::WrrBlocking, Proto::WrrNonBlocking, Proto::Tcp];
@@ -665,9 +696,11 @@ fn run_f21(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let (e2lo, e2hi) = tol_range(&ef, "scan_eq_2")?;
     let (v1lo, v1hi) = tol_range(&ef, "vack_eq_1")?;
     let live_max = tol(&ef, "psr_live_max_per_flow")?;
-    let points = vec![Point { rate_mbit: None, delay: None, weights: vec![1.0, 2.0, 3.0], y_ms: None }];
+    let points =
+        vec![Point { rate_mbit: None, delay: None, weights: vec![1.0, 2.0, 3.0], y_ms: None, ..Default::default() }];
     let res = Results::run(ctx, batch(&ef, ctx, &points, &[Proto::Vps], seeds, &duration)?)?;
     let mut scan: Vec<u64> = Vec::new();
+    let mut scan_head: Vec<u64> = Vec::new();
     let mut vack: Vec<u64> = Vec::new();
     let mut live: u64 = 0;
     let mut psr_bytes = 0;
@@ -684,6 +717,7 @@ fn run_f21(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             }
         };
         add(&mut scan, "scan_hist");
+        add(&mut scan_head, "scan_head_hist");
         add(&mut vack, "vacks_hist");
         live = live.max(g["stats"]["translator"]["psr_live_max"].as_u64().unwrap_or(0));
         psr_bytes = g["stats"]["psr_bytes"].as_u64().unwrap_or(0);
@@ -697,6 +731,10 @@ fn run_f21(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let v1 = frac(&vack, &|i| i == 1);
     let v2 = frac(&vack, &|i| i == 2);
     let v0 = frac(&vack, &|i| i == 0);
+    let h2 = frac(&scan_head, &|i| i == 2);
+    let h20 = frac(&scan_head, &|i| i < 20);
+    // Of the actual ACKs that produce at least one virtual ACK (Fig. 22's CDF starts at 1).
+    let v1_given = v1 / (1.0 - v0).max(1e-12);
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
     out.claims.push(claim(
         "scan-below-20",
@@ -745,12 +783,16 @@ fn run_f21(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let vack_cdf: Vec<(f64, f64)> = cdf(&vack).into_iter().take_while(|(i, _)| *i <= 8.0).collect();
     let mut t = Table {
         name: "cdfs".into(),
-        columns: ["count", "scan_cdf_percent", "vack_cdf_percent"].map(String::from).to_vec(),
+        columns: ["count", "scan_cdf_percent", "scan_from_head_cdf_percent", "vack_cdf_percent"]
+            .map(String::from)
+            .to_vec(),
         rows: Vec::new(),
     };
+    let head_cdf = cdf(&scan_head);
     for (i, (x, y)) in scan_cdf.iter().enumerate().take(41) {
         let v = vack_cdf.get(i).map_or(serde_json::Value::Null, |p| f4(p.1));
-        t.rows.push(vec![serde_json::json!(*x as u64), f4(*y), v]);
+        let h = head_cdf.get(i).map_or(serde_json::Value::Null, |p| f4(p.1));
+        t.rows.push(vec![serde_json::json!(*x as u64), f4(*y), h, v]);
     }
     out.tables.push(t);
     out.plots.push((
@@ -787,6 +829,19 @@ fn run_f21(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
          differently or scanned more PSRs per ACK; it does not define an iteration."
             .into(),
     );
+    out.notes.push(format!(
+        "Alternative count (the thesis frees a PSR only once both the actual and the virtual edge have passed \
+         it, Sec. 4.6, so a list linked from both sides still holds, at its head, records the actual ACK has \
+         passed but a virtual flow has not): scanning from that head, {:.1}% of actual ACKs take exactly 2 \
+         iterations and {:.1}% fewer than 20.",
+        h2 * 100.0,
+        h20 * 100.0
+    ));
+    out.notes.push(format!(
+        "Of the actual ACKs that produce at least one virtual ACK, {:.2}% produce exactly one (the thesis's \
+         Fig. 22 starts at 1: 99.7%).",
+        v1_given * 100.0
+    ));
     out.notes.extend(paper_notes(&ef));
     Ok(out)
 }
@@ -805,8 +860,16 @@ fn run_f24(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let (flo, fhi) = tol_range(&ef, "vps_fairness")?;
     let mul_fmin = tol(&ef, "multcp_fairness_min")?;
     let w = vec![1.0, 2.0, 3.0];
-    let points: Vec<Point> =
-        dl.iter().map(|d| Point { rate_mbit: None, delay: Some(d.clone()), weights: w.clone(), y_ms: None }).collect();
+    let points: Vec<Point> = dl
+        .iter()
+        .map(|d| Point {
+            rate_mbit: None,
+            delay: Some(d.clone()),
+            weights: w.clone(),
+            y_ms: None,
+            ..Default::default()
+        })
+        .collect();
     let protos = [Proto::Vps, Proto::MulTcp, Proto::Tcp];
     let res = Results::run(ctx, batch(&ef, ctx, &points, &protos, seeds, &duration)?)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
@@ -1206,7 +1269,13 @@ fn run_f30(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let window = rep.window_s.unwrap_or(5) as usize;
     let points: Vec<Point> = rs
         .iter()
-        .map(|&r| Point { rate_mbit: Some(r), delay: None, weights: vec![1.0, 2.0, 3.0], y_ms: None })
+        .map(|&r| Point {
+            rate_mbit: Some(r),
+            delay: None,
+            weights: vec![1.0, 2.0, 3.0],
+            y_ms: None,
+            ..Default::default()
+        })
         .collect();
     let protos = vec![Proto::Vps, Proto::MulTcp, Proto::Tcp];
     let res = Results::run(ctx, batch(&ef, ctx, &points, &protos, seeds, &duration)?)?;
@@ -1254,6 +1323,121 @@ fn trend(s: &SweepStats, si: usize, proto: Proto, what: usize) -> (f64, f64) {
     (pts.first().copied().unwrap_or(f64::NAN), pts.last().copied().unwrap_or(f64::NAN))
 }
 
+/// Sensitivity variants of a sweep (`[[reproduce.sensitivity]]`): each entry re-runs the sweep's
+/// points at its own rates, with its `[tcp]` and VPS keys over the file's, and reports A (whole
+/// run and per window), F and the group's timeouts per flow, next to the main results. Quick
+/// mode runs one seed at the first and last x value.
+#[allow(clippy::too_many_arguments)]
+fn sensitivity(
+    ef: &ExpFile,
+    ctx: &mut Ctx,
+    rep: &Rep,
+    seeds: u64,
+    duration: &str,
+    window: usize,
+    x_name: &str,
+    xs: &[u32],
+    point: &dyn Fn(f64, u32) -> Point,
+    out: &mut ExpOutput,
+) -> Result<(), String> {
+    let Some(list) = rep.sensitivity.clone() else { return Ok(()) };
+    let mut t = Table {
+        name: "sensitivity".into(),
+        columns: vec![
+            "variant".into(),
+            "rate_mbit".into(),
+            x_name.into(),
+            "protocol".into(),
+            "A_whole_run".into(),
+            format!("mean_A_{window}s"),
+            "mean_F".into(),
+            "group_timeouts_per_flow".into(),
+        ],
+        rows: Vec::new(),
+    };
+    for (vi, sv) in list.iter().enumerate() {
+        let at = format!("{}: key `reproduce.sensitivity[{vi}]`", ef.file);
+        let mut protos = Vec::new();
+        for name in &sv.protocols {
+            protos.push(match name.as_str() {
+                "vps" => Proto::Vps,
+                "multcp" => Proto::MulTcp,
+                other => return Err(format!("{at}.protocols: expected \"vps\" or \"multcp\", got {other:?}")),
+            });
+        }
+        protos.push(Proto::Tcp);
+        let mut vx = sv.x.clone().unwrap_or_else(|| xs.to_vec());
+        let vseeds = if ctx.quick { 1 } else { sv.seeds.unwrap_or(seeds) };
+        if ctx.quick && vx.len() > 2 {
+            vx = vec![vx[0], vx[vx.len() - 1]];
+        }
+        let mut keys = Vec::new();
+        let mut points = Vec::new();
+        for &r in &sv.rates_mbit {
+            for &x in &vx {
+                let mut p = point(r, x);
+                p.tcp = sv.tcp.clone();
+                p.vps = sv.vps.clone();
+                keys.push((r, x));
+                points.push(p);
+            }
+        }
+        let res = Results::run(ctx, batch(ef, ctx, &points, &protos, vseeds, duration)?)?;
+        let (mut vps_amin, mut vps_fmin, mut vps_fmax) = (f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+        let mut mul_f: Vec<(f64, u32, f64)> = Vec::new();
+        for (pi, (r, x)) in keys.iter().enumerate() {
+            let n = points[pi].weights.len();
+            for &proto in &protos[..protos.len() - 1] {
+                let st = stat(&res, pi, proto, &points[pi].weights, window);
+                let runs = res.get(pi, proto);
+                let to =
+                    runs.iter().map(|(_, o)| o.summary.flows[..n].iter().map(|f| f.timeouts).sum::<u64>()).sum::<u64>()
+                        as f64
+                        / (runs.len().max(1) * n) as f64;
+                let (a, f) = (mean(&st.a_win), mean(&st.f_whole));
+                if proto == Proto::Vps && n != 1 {
+                    vps_amin = vps_amin.min(a);
+                }
+                if proto == Proto::Vps {
+                    vps_fmin = vps_fmin.min(f);
+                    vps_fmax = vps_fmax.max(f);
+                }
+                if proto == Proto::MulTcp {
+                    mul_f.push((*r, *x, f));
+                }
+                t.rows.push(vec![
+                    serde_json::json!(sv.label),
+                    f4(*r),
+                    serde_json::json!(x),
+                    serde_json::json!(proto.name()),
+                    f4(mean(&st.a_whole)),
+                    f4(a),
+                    f4(f),
+                    f4(to),
+                ]);
+            }
+        }
+        let mut note = format!("Sensitivity \"{}\" ({vseeds} seed(s) per point):", sv.label);
+        if protos.contains(&Proto::Vps) {
+            note += &format!(
+                " VPS mean A over {window} s windows ≥ {vps_amin:.4}, VPS F in [{vps_fmin:.3}, {vps_fmax:.3}];"
+            );
+        }
+        for &r in &sv.rates_mbit {
+            let m: Vec<&(f64, u32, f64)> = mul_f.iter().filter(|m| m.0 == r).collect();
+            if let (Some(a), Some(b)) = (m.first(), m.last()) {
+                note += &format!(
+                    " MulTCP F at {r} Mbit/s: {:.3} ({x_name} = {}) → {:.3} ({x_name} = {});",
+                    a.2, a.1, b.2, b.1
+                );
+            }
+        }
+        out.notes.push(note.trim_end_matches(';').to_string() + ".");
+    }
+    out.tables.push(t);
+    Ok(())
+}
+
 fn run_f32(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let ef = ExpFile::parse(exp)?;
     let rep = Rep::read(&ef, ctx.quick)?;
@@ -1273,6 +1457,7 @@ fn run_f32(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 delay: None,
                 weights: (0..3).map(|i| 1.0 + (i * d) as f64).collect(),
                 y_ms: None,
+                ..Default::default()
             });
         }
         series.push((format!("{r} Mbit/s"), pts));
@@ -1304,6 +1489,12 @@ fn run_f32(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         ));
     }
     out.tables.push(sw.table(&s, "vs_ratio_differential"));
+    let mk = |r: f64, d: u32| Point {
+        rate_mbit: Some(r),
+        weights: (0..3).map(|i| 1.0 + (i * d) as f64).collect(),
+        ..Default::default()
+    };
+    sensitivity(&ef, ctx, &rep, seeds, &duration, window, "d", &ds, &mk, &mut out)?;
     out.plots.push((
         "fig32_33_accuracy.svg".into(),
         sw.plot(&s, 1, "Fig. 32/33: accuracy vs ratio differential d", "mean A", vec![(1.0, "perfect".into())]),
@@ -1336,6 +1527,7 @@ fn run_f36(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 delay: None,
                 weights: (1..=n).map(|i| i as f64).collect(),
                 y_ms: None,
+                ..Default::default()
             });
         }
         series.push((format!("{r} Mbit/s"), pts));
@@ -1362,6 +1554,12 @@ fn run_f36(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         let _ = pts;
     }
     out.tables.push(sw.table(&s, "vs_flows"));
+    let mk = |r: f64, n: u32| Point {
+        rate_mbit: Some(r),
+        weights: (1..=n).map(|i| i as f64).collect(),
+        ..Default::default()
+    };
+    sensitivity(&ef, ctx, &rep, seeds, &duration, window, "N", &ns, &mk, &mut out)?;
     out.plots.push((
         "fig36_37_accuracy.svg".into(),
         sw.plot(&s, 1, "Fig. 36/37: accuracy vs number of flows", "mean A", vec![(1.0, "perfect".into())]),
@@ -1399,6 +1597,7 @@ fn run_f40(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                     delay: Some(d.clone()),
                     weights: vec![1.0, 2.0, 3.0],
                     y_ms: Some(y),
+                    ..Default::default()
                 });
             }
             series.push((format!("{r} Mbit/s {d}"), pts));
@@ -1567,6 +1766,7 @@ fn run_f40(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 delay: Some(ad.clone()),
                 weights: vec![1.0, 2.0, 3.0],
                 y_ms: Some(y),
+                ..Default::default()
             })
             .collect();
         let aprotos = [Proto::Vps, Proto::VpsNoSuspension, Proto::VpsNoSuppression, Proto::Tcp];
@@ -1664,7 +1864,13 @@ mod tests {
                 let r = Rep::read(&ef, q).unwrap();
                 assert!(r.seeds.is_some() && r.duration.is_some(), "{}", e.file);
             }
-            let p = Point { rate_mbit: Some(2.0), delay: Some("long".into()), weights: vec![1.0, 3.0], y_ms: Some(4) };
+            let p = Point {
+                rate_mbit: Some(2.0),
+                delay: Some("long".into()),
+                weights: vec![1.0, 3.0],
+                y_ms: Some(4),
+                ..Default::default()
+            };
             for proto in [Proto::Vps, Proto::MulTcp, Proto::Tcp, Proto::WrrBlocking, Proto::VpsNoSuspension] {
                 let sc = scenario(&ef, &p, proto, "10s").unwrap_or_else(|m| panic!("{m}"));
                 assert_eq!(sc.flow_count(), 5);

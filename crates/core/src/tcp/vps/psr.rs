@@ -31,6 +31,8 @@ const FRESH: u8 = 0b100;
 /// Its virtual ACK has been delivered (survives the reset to U after an actual timeout, so a
 /// virtual segment is never acknowledged twice).
 const VACKED: u8 = 0b1000;
+/// Passed by its actual flow's cumulative ACK but still held by its virtual flow's list.
+const RETAINED: u8 = 0b10000;
 
 /// One packet substitution record: actual segment `[a_seq, a_seq + a_len)` of actual flow
 /// `a_id` carries virtual segment `v_seq` of virtual flow `v_id`.
@@ -148,6 +150,8 @@ pub struct Translator {
     live: u64,
     actual: Vec<AList>,
     virt: Vec<VList>,
+    /// Per actual flow: records its cumulative ACK has passed that a virtual flow still holds.
+    retained: Vec<u64>,
     /// False-duplicate-ACK suppression (Sec. 4.4); off translates at once (ablation).
     suppression: bool,
     fresh: Vec<u32>,
@@ -171,6 +175,7 @@ impl Translator {
             live: 0,
             actual: vec![AList::default(); n_actual],
             virt: vec![VList::default(); n_virtual],
+            retained: vec![0; n_actual],
             suppression,
             fresh: Vec::new(),
             touched: Vec::new(),
@@ -197,6 +202,13 @@ impl Translator {
     /// Live PSRs.
     pub fn live(&self) -> u64 {
         self.live
+    }
+
+    /// Records of actual flow `a` that its cumulative ACK has passed but that a virtual flow still
+    /// holds (the thesis frees a PSR only once both edges have passed it, Sec. 4.6, so a list
+    /// linked from both sides still holds them at its head).
+    pub fn retained(&self, a: usize) -> u64 {
+        self.retained[a]
     }
 
     /// A virtual new packet `v_seq` of virtual flow `v` was substituted by actual new segment
@@ -239,6 +251,10 @@ impl Translator {
     fn unref(&mut self, idx: u32) {
         let p = &mut self.psr[idx as usize];
         p.refs -= 1;
+        if p.refs == 0 && p.state & RETAINED != 0 {
+            p.state &= !RETAINED;
+            self.retained[p.a_id as usize] -= 1;
+        }
         if p.refs == 0 {
             self.free.push(idx);
             self.live -= 1;
@@ -351,6 +367,11 @@ impl Translator {
                 break;
             }
             self.actual[a].list.pop_front();
+            let p = &mut self.psr[idx as usize];
+            if p.refs > 1 {
+                p.state |= RETAINED;
+                self.retained[a] += 1;
+            }
             self.unref(idx);
         }
         let touched = std::mem::take(&mut self.touched);
