@@ -5,7 +5,7 @@
 //! errors, and every error names the file, the key and what was expected.
 
 use ackshape_core::impair::LossSpec;
-use ackshape_core::tcp::{CcAlgo, TcpConfig};
+use ackshape_core::tcp::{CcAlgo, TcpConfig, WindowUpdate};
 use ackshape_core::time::Dur;
 use ackshape_core::units::{self, Rate, Size};
 use serde::{Deserialize, Deserializer};
@@ -96,6 +96,8 @@ pub struct TcpSpec {
     pub initial_ssthresh: Option<u64>,
     /// `false`: no congestion avoidance (slow-start growth above ssthresh; losses still halve).
     pub congestion_avoidance: Option<bool>,
+    /// Which window advertisements the sender accepts: `"rfc793"` (default) or `"bsd"` (Linux, BSD).
+    pub window_update: Option<WindowUpdate>,
 }
 
 impl TcpSpec {
@@ -125,7 +127,8 @@ impl TcpSpec {
             dupthresh,
             multcp_n,
             initial_ssthresh,
-            congestion_avoidance
+            congestion_avoidance,
+            window_update
         )
     }
 
@@ -200,6 +203,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.congestion_avoidance {
             c.no_congestion_avoidance = !v;
+        }
+        if let Some(v) = self.window_update {
+            c.window_update = v;
         }
         c
     }
