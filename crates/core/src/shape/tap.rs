@@ -3,15 +3,17 @@
 //!
 //! Two techniques, both made of duplicates of the receiver's own ACKs (P4-A1, P4-A2):
 //!
-//! - **Triple-ACK duplication** (`technique = "triple-ack"`): on every *f*-th new ACK of a shaped
-//!   flow, inject `copies` (3) exact duplicates of it. The sender sees four identical ACKs,
+//! - **Triple-ACK duplication** (`technique = "triple-ack"`): on every *f*-th ACK of a shaped
+//!   flow (new ACKs only, or with `count = "all-acks"` every ACK the receiver sends, its duplicate
+//!   ACKs included, as the paper's shaper counted), inject `copies` (3) exact duplicates of it. The sender sees four identical ACKs,
 //!   fast-retransmits the segment after the ACK (which the receiver already holds) and cuts cwnd
 //!   and ssthresh. The copies carry the same window and options as the original, so they count as
 //!   duplicate ACKs (P4-9); they only work if they reach the sender before the next true ACK.
-//! - **Zero-window ACKs** (`technique = "zero-window"`): on every *f*-th new ACK (every ACK by
+//! - **Zero-window ACKs** (`technique = "zero-window"`): on every *f*-th ACK (every ACK by
 //!   default) inject one duplicate advertising window `window` bytes (0 by default). Under RFC
 //!   5681 a window change makes it *not* a duplicate ACK (P4-9), so it never triggers a
-//!   retransmission; it only closes the sender's window until the next true ACK reopens it.
+//!   retransmission; a sender with RFC 793's window rule closes its window until the next true ACK
+//!   reopens it, Linux and BSD ignore it (a same-numbered segment may only grow the window).
 //!
 //! `technique = "none"` only measures (the baseline of an experiment, or monitoring).
 //!
