@@ -688,6 +688,48 @@ fn zero_window_duplicate_is_not_a_dupack() {
 }
 
 #[test]
+fn zero_window_copy_closes_the_window_only_under_rfc793() {
+    // Paper 004's zero-window copy: the current ACK again, window 0. RFC 793's SND.WL1/WL2 rule
+    // takes it (SEG.ACK = SND.WL2); BSD's and Linux's take a same-numbered segment only if it
+    // grows the window. Either way the receiver's next ACK reopens it.
+    for (rule, closes) in [(WindowUpdate::Rfc793, true), (WindowUpdate::Bsd, false)] {
+        let c = TcpConfig { window_update: rule, ..cfg(CcAlgo::NewReno) };
+        let mut s = Sim::new(c.clone(), c, ms(10));
+        s.a.write(400 * MSS);
+        s.run_until(secs(1), |s| s.a.stats().bytes_acked >= 50 * MSS);
+        let now = s.now;
+        let mut ack = s
+            .sent
+            .iter()
+            .filter(|x| !x.from_a && x.pkt.is_pure_ack() && x.t + ms(10) < now)
+            .last()
+            .unwrap()
+            .pkt
+            .clone();
+        ack.tcp_mut().unwrap().ack = s.a.snd_una();
+        assert!(s.a.trace().rwnd_seen_bytes > 0);
+        let mut z = ack.clone();
+        z.tcp_mut().unwrap().window = 0;
+        s.a.handle_packet(now, &z);
+        assert_eq!(s.a.trace().rwnd_seen_bytes == 0, closes, "{rule:?}");
+        assert_eq!(s.a.stats().zero_windows, closes as u64, "{rule:?}");
+        s.a.handle_packet(now + ms(1), &ack);
+        assert!(s.a.trace().rwnd_seen_bytes > 0, "{rule:?}");
+        assert_eq!(s.a.stats().zero_window_ns, if closes { ms(1).0 } else { 0 }, "{rule:?}");
+        // The copy changes the window, so it is never a duplicate ACK; the original again is one
+        // only where the copy was ignored (BSD: same window as before), not where it reopens.
+        assert_eq!(s.a.stats().dupacks_rcvd, !closes as u64, "{rule:?}");
+        // An ACK that advances SND.UNA may shrink the window under both rules.
+        if s.a.snd_nxt() != s.a.snd_una() {
+            let mut adv = z.clone();
+            adv.tcp_mut().unwrap().ack = s.a.snd_una() + MSS as u32;
+            s.a.handle_packet(now + ms(2), &adv);
+            assert_eq!(s.a.trace().rwnd_seen_bytes, 0, "{rule:?}");
+        }
+    }
+}
+
+#[test]
 fn abc_slow_start_counts_bytes() {
     // With delayed ACKs, per-ACK slow start grows ×1.5 per RTT; ABC (L = 2) ×2.
     let grow = |abc: bool| {

@@ -5,7 +5,7 @@
 //! errors, and every error names the file, the key and what was expected.
 
 use ackshape_core::impair::LossSpec;
-use ackshape_core::tcp::{CcAlgo, RtoModel, TcpConfig};
+use ackshape_core::tcp::{CcAlgo, RtoModel, TcpConfig, WindowUpdate};
 use ackshape_core::time::Dur;
 use ackshape_core::units::{self, Rate, Size};
 use serde::{Deserialize, Deserializer};
@@ -101,6 +101,8 @@ pub struct TcpSpec {
     /// RFC 3042 limited transmit: one new segment on each of the first two duplicate ACKs
     /// (default false; ns-2's `singledup_`, on by default since 2001).
     pub limited_transmit: Option<bool>,
+    /// Which window advertisements the sender accepts: `"rfc793"` (default) or `"bsd"` (Linux, BSD).
+    pub window_update: Option<WindowUpdate>,
 }
 
 impl TcpSpec {
@@ -132,7 +134,8 @@ impl TcpSpec {
             multcp_n,
             initial_ssthresh,
             congestion_avoidance,
-            limited_transmit
+            limited_transmit,
+            window_update
         )
     }
 
@@ -213,6 +216,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.limited_transmit {
             c.limited_transmit = v;
+        }
+        if let Some(v) = self.window_update {
+            c.window_update = v;
         }
         c
     }

@@ -1628,6 +1628,16 @@ impl Sim {
         Ok(())
     }
 
+    /// The TCP counters of flow `i`'s sending half over the whole run (not the measurement
+    /// window); None for a UDP flow or no such flow.
+    pub fn flow_sender_stats(&self, i: usize) -> Option<TcpStats> {
+        let f = self.flows.get(i)?;
+        if f.kind.is_udp() {
+            return None;
+        }
+        Some(self.flow_tcp_stats(f))
+    }
+
     /// Counters of a link direction by name.
     pub fn link_counters(&self, name: &str) -> Option<&crate::link::LinkCounters> {
         self.links.iter().find(|l| l.name == name).map(|l| &l.c)
@@ -1654,4 +1664,7 @@ fn add_stats(a: &mut TcpStats, b: &TcpStats) {
     a.rtt_sum_ns += b.rtt_sum_ns;
     a.ce_rcvd += b.ce_rcvd;
     a.ece_rcvd += b.ece_rcvd;
+    a.persist_probes += b.persist_probes;
+    a.zero_windows += b.zero_windows;
+    a.zero_window_ns += b.zero_window_ns;
 }

@@ -3,15 +3,17 @@
 //!
 //! Two techniques, both made of duplicates of the receiver's own ACKs (P4-A1, P4-A2):
 //!
-//! - **Triple-ACK duplication** (`technique = "triple-ack"`): on every *f*-th new ACK of a shaped
-//!   flow, inject `copies` (3) exact duplicates of it. The sender sees four identical ACKs,
+//! - **Triple-ACK duplication** (`technique = "triple-ack"`): on every *f*-th ACK of a shaped
+//!   flow (new ACKs only, or with `count = "all-acks"` every ACK the receiver sends, its duplicate
+//!   ACKs included, as the paper's shaper counted), inject `copies` (3) exact duplicates of it. The sender sees four identical ACKs,
 //!   fast-retransmits the segment after the ACK (which the receiver already holds) and cuts cwnd
 //!   and ssthresh. The copies carry the same window and options as the original, so they count as
 //!   duplicate ACKs (P4-9); they only work if they reach the sender before the next true ACK.
-//! - **Zero-window ACKs** (`technique = "zero-window"`): on every *f*-th new ACK (every ACK by
+//! - **Zero-window ACKs** (`technique = "zero-window"`): on every *f*-th ACK (every ACK by
 //!   default) inject one duplicate advertising window `window` bytes (0 by default). Under RFC
 //!   5681 a window change makes it *not* a duplicate ACK (P4-9), so it never triggers a
-//!   retransmission; it only closes the sender's window until the next true ACK reopens it.
+//!   retransmission; a sender with RFC 793's window rule closes its window until the next true ACK
+//!   reopens it, Linux and BSD ignore it (a same-numbered segment may only grow the window).
 //!
 //! `technique = "none"` only measures (the baseline of an experiment, or monitoring).
 //!
@@ -125,6 +127,21 @@ pub enum Scope {
     Aggregate,
 }
 
+/// Which ACKs count toward f.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Count {
+    /// Only new ACKs (a higher acknowledgement number than any seen before).
+    #[default]
+    NewAcks,
+    /// Every pure ACK the receiver sends, its duplicate ACKs included (paper 004, Sec. 4.1: "how
+    /// many ACKs it sees before it generates a triple-ACK duplicate"); an f-th ACK that is a
+    /// duplicate is copied like any other. ACKs older than the highest seen, and the tap's own
+    /// copies when the mirror shows them back (same acknowledgement number, IP id and window as
+    /// the last injection, at most `copies` of them), never count.
+    AllAcks,
+}
+
 /// Which bytes the controller counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -176,12 +193,15 @@ pub struct RuleSpec {
     /// Data receiver's port.
     pub dport: Option<u16>,
     pub technique: Technique,
-    /// f: new ACKs per injection (open loop; fractional values spread injections evenly).
+    /// f: ACKs per injection (new ACKs, or all ACKs with `count = "all-acks"`; open loop; fractional values spread injections evenly).
     /// Default 6 for triple-ack (the paper's best), 1 for zero-window (every ACK). With a
     /// `target`, the controller's starting value (default 20 and 1).
     pub every: Option<f64>,
     /// Duplicates per injection (default 3 for triple-ack, 1 for zero-window).
     pub copies: Option<u32>,
+    /// Which ACKs f counts: `"new-acks"` (default) or `"all-acks"` (duplicate ACKs too).
+    #[serde(default)]
+    pub count: Count,
     /// zero-window: the window the duplicates advertise, in bytes (default 0), converted with the
     /// window scale learned from the handshake (unscaled if the tap did not see it).
     #[serde(default, deserialize_with = "de_bytes")]
@@ -436,6 +456,9 @@ struct FlowState {
     high: Option<SeqNum>,
     /// Highest ACK seen from the receiver.
     last_ack: Option<SeqNum>,
+    /// The last injection (acknowledgement number, IP id, window) and how many of its copies
+    /// the mirror may still show back (`count = "all-acks"` must not count them).
+    own: (SeqNum, u16, u16, u32),
     credit: f64,
     acks: u64,
     new_acks: u64,
@@ -595,6 +618,7 @@ impl Tap {
             new_bytes: 0,
             high: None,
             last_ack: None,
+            own: (SeqNum(0), 0, 0, 0),
             credit: 0.0,
             acks: 0,
             new_acks: 0,
@@ -776,14 +800,24 @@ impl Middlebox for Tap {
         f.last_seen = now;
         f.acks += 1;
         self.rules[f.rule].acks += 1;
-        if f.last_ack.is_some_and(|a| t.ack <= a) {
-            return; // not a new ACK (a true dupACK, an old one, or one of our own copies)
-        }
-        f.last_ack = Some(t.ack);
-        f.new_acks += 1;
-        let rs = &mut self.rules[f.rule];
-        rs.new_acks += 1;
         let rule = &self.spec.rule[f.rule];
+        if f.last_ack.is_some_and(|a| t.ack <= a) {
+            // Not a new ACK: an old one, one of our own copies, or a true duplicate ACK, which
+            // counts only with `count = "all-acks"`.
+            if rule.count == Count::NewAcks || f.last_ack != Some(t.ack) {
+                return;
+            }
+            let (a, id, w, left) = f.own;
+            if left > 0 && a == t.ack && id == pkt.ip.id && w == t.window {
+                f.own.3 -= 1;
+                return;
+            }
+        } else {
+            f.last_ack = Some(t.ack);
+            f.new_acks += 1;
+            self.rules[f.rule].new_acks += 1;
+        }
+        let rs = &mut self.rules[f.rule];
         if rule.technique == Technique::None {
             return;
         }
@@ -800,6 +834,7 @@ impl Middlebox for Tap {
         f.injections += 1;
         rs.injections += 1;
         let copies = rule.copies();
+        let ack = t.ack;
         let mut dup = pkt;
         if rule.technique == Technique::ZeroWindow {
             let shift = if f.snd_ws { f.rcv_ws.unwrap_or(0).min(14) } else { 0 };
@@ -807,6 +842,7 @@ impl Middlebox for Tap {
             dup.tcp_mut().expect("tcp").window = raw;
         }
         rs.packets_injected += copies as u64;
+        f.own = (ack, dup.ip.id, dup.tcp().map_or(0, |x| x.window), copies);
         for _ in 1..copies {
             out.push((dir, dup.clone()));
         }
@@ -974,6 +1010,7 @@ mod tests {
         assert!(bad("technique = \"dup\"", "technique").contains("triple-ack"));
         assert!(bad("technique = \"triple-ack\"\nbogus = 1", "bogus").contains("unknown field"));
         assert!(bad("technique = \"triple-ack\"\nwindow = 10", "window").contains("zero-window"));
+        assert!(bad("technique = \"triple-ack\"\ncount = \"dups\"", "count").contains("all-acks"));
         assert!(bad("technique = \"none\"\ntarget = \"1Mbit/s\"", "target").contains("technique"));
         assert!(bad("technique = \"triple-ack\"\nsrc = \"x\"", "src").contains("IP prefix"));
         assert!(bad("technique = \"triple-ack\"\newma = 0", "ewma").contains("(0, 1]"));
@@ -1024,6 +1061,44 @@ mod tests {
         assert_eq!(st["packets_injected"], 15);
         assert_eq!(st["rules"][0]["new_acks"], 30);
         assert_eq!(st["rules"][0]["data_bytes"], 3000);
+    }
+
+    #[test]
+    fn all_acks_counts_the_receivers_duplicate_acks_not_our_copies() {
+        let mut tap = Tap::new(spec("technique = \"triple-ack\"\nevery = 3\ncount = \"all-acks\""));
+        let mut send = |p: Packet| {
+            let mut out = Emit::new();
+            tap.on_packet(Time(1), Dir::BToA, p, &mut out);
+            out
+        };
+        let dup = |a: u32, id: u16| {
+            let mut p = ack(a);
+            p.ip.id = id;
+            p
+        };
+        assert!(send(ack(101)).is_empty() && send(ack(201)).is_empty());
+        let o = send(ack(301));
+        assert_eq!(o.len(), 3);
+        // Our own copies, mirrored back: not counted.
+        for (_, p) in o {
+            assert!(send(p).is_empty());
+        }
+        // The receiver's duplicate ACK counts (1), a new ACK (2), an old ACK never, and the
+        // third is a duplicate again: it is the one copied.
+        assert!(send(dup(301, 9)).is_empty());
+        assert!(send(ack(401)).is_empty());
+        assert!(send(dup(201, 10)).is_empty());
+        let o = send(dup(401, 11));
+        assert_eq!(o.len(), 3);
+        assert!(o.iter().all(|(_, p)| *p == dup(401, 11)));
+        let mut tap = Tap::new(spec("technique = \"triple-ack\"\nevery = 3"));
+        let mut n = 0;
+        for p in [ack(101), ack(201), ack(301), dup(301, 9), ack(401), dup(401, 11), ack(501), ack(601)] {
+            let mut out = Emit::new();
+            tap.on_packet(Time(1), Dir::BToA, p, &mut out);
+            n += out.len();
+        }
+        assert_eq!(n, 6, "new-acks (the default): only ACKs 301 and 601");
     }
 
     #[test]

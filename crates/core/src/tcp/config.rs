@@ -28,6 +28,21 @@ pub enum CcAlgo {
     MulTcp,
 }
 
+/// Which window advertisements the sending half accepts (the SND.WL1/SND.WL2 test).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowUpdate {
+    /// RFC 793 (RFC 9293 §3.10.7.4): any acceptable segment with SND.WL1 < SEG.SEQ, or
+    /// SND.WL1 = SEG.SEQ and SND.WL2 ≤ SEG.ACK, sets the window, so a duplicate ACK with the same
+    /// numbers can shrink it. The default.
+    #[default]
+    Rfc793,
+    /// 4.4BSD `tcp_input` and Linux `tcp_may_update_window`: a segment with the same SEG.SEQ and
+    /// SEG.ACK as the last update changes the window only if it *grows* it; only a segment that
+    /// advances SEG.ACK (or SEG.SEQ) can shrink it.
+    Bsd,
+}
+
 /// Retransmission timer settings (RFC 6298).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RtoConfig {
@@ -151,6 +166,9 @@ pub struct TcpConfig {
     /// MulTCP's N (how many Reno flows one `MulTcp` flow acts like); ignored by other algorithms.
     #[serde(default = "one")]
     pub multcp_n: f64,
+    /// Which window advertisements are accepted (RFC 793 by default; `Bsd` as Linux and BSD).
+    #[serde(default)]
+    pub window_update: WindowUpdate,
 }
 
 fn one() -> f64 {
@@ -184,6 +202,7 @@ impl Default for TcpConfig {
             rescue_retransmission: false,
             multcp_n: 1.0,
             initial_ssthresh: 0,
+            window_update: WindowUpdate::Rfc793,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! One TCP endpoint (both halves). API contract; see the module doc for the driving loop.
 
 use super::cc::Cubic;
-use super::config::{CcAlgo, TcpConfig};
+use super::config::{CcAlgo, TcpConfig, WindowUpdate};
 use super::recv::Reassembly;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
@@ -85,6 +85,10 @@ pub struct TcpStats {
     pub partial_acks: u64,
     /// Zero-window probes sent by the persist timer.
     pub persist_probes: u64,
+    /// Window advertisements accepted that closed the send window (rwnd from > 0 to 0).
+    pub zero_windows: u64,
+    /// Time the send window stayed closed (rwnd = 0), summed over the closed periods that ended (ns).
+    pub zero_window_ns: u64,
     /// SYN or SYN-ACK retransmissions.
     pub syn_retrans: u64,
     /// RFC 6675 rescue retransmissions (NextSeg rule 4).
@@ -174,6 +178,8 @@ pub struct Connection {
     rwnd_max: u64,
     wl1: i64,
     wl2: u64,
+    /// When the send window closed (rwnd = 0), while it stays closed.
+    zero_since: Option<Time>,
     last_wnd_raw: u16,
     dupacks: u32,
     rec: Recovery,
@@ -264,6 +270,7 @@ impl Connection {
             rwnd_max: 0,
             wl1: i64::MIN,
             wl2: 0,
+            zero_since: None,
             last_wnd_raw: 0,
             dupacks: 0,
             rec: Recovery::None,
@@ -639,8 +646,22 @@ impl Connection {
         // Window update (RFC 793 SND.WL1/WL2 rule).
         let seg = self.seg_off(t.seq);
         let window_changed = t.window != self.last_wnd_raw;
-        if seg > self.wl1 || (seg == self.wl1 && ack >= self.wl2) {
-            self.rwnd = (t.window as u64) << self.snd_shift;
+        let nwin = (t.window as u64) << self.snd_shift;
+        let same = seg == self.wl1 && ack == self.wl2;
+        let accept = match self.cfg.window_update {
+            WindowUpdate::Rfc793 => seg > self.wl1 || (seg == self.wl1 && ack >= self.wl2),
+            WindowUpdate::Bsd => seg > self.wl1 || (seg == self.wl1 && ack > self.wl2) || (same && nwin > self.rwnd),
+        };
+        if accept {
+            if nwin == 0 && self.rwnd > 0 {
+                self.stats.zero_windows += 1;
+                self.zero_since = Some(now);
+            } else if nwin > 0 {
+                if let Some(t0) = self.zero_since.take() {
+                    self.stats.zero_window_ns += now.since(t0).0;
+                }
+            }
+            self.rwnd = nwin;
             self.rwnd_max = self.rwnd_max.max(self.rwnd);
             self.wl1 = seg;
             self.wl2 = ack;

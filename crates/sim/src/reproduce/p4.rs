@@ -63,6 +63,7 @@ pub fn experiments() -> Vec<Experiment> {
 // ------------------------------------------------------------------ the experiment file
 
 /// An experiment file: the base scenario table and its `[paper]` table.
+#[derive(Clone)]
 struct Base {
     file: &'static str,
     table: toml::Table,
@@ -197,6 +198,10 @@ fn scenario_for(base: &Base, p: &Point, quick: bool) -> Result<Scenario, String>
             m.insert("mode".into(), "mirror".into());
             m.insert("delay".into(), dur(delay_us * 1e-6));
             m.insert("kind".into(), "tap".into());
+            // Which ACKs f counts (the tap's `count`), for every tap of the experiment.
+            if let Some(c) = base.paper.get("count") {
+                m.insert("count".into(), c.clone());
+            }
             for (k, v) in settings {
                 m.insert(k.clone(), v.clone());
             }
@@ -233,6 +238,10 @@ struct Res {
     timeouts: u64,
     injections: u64,
     tap: Value,
+    /// Window advertisements that closed the sender's window, and the share of the run it
+    /// stayed closed.
+    zero_windows: u64,
+    zero_window_frac: f64,
 }
 
 fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool) -> Result<Res, String> {
@@ -242,7 +251,11 @@ fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool) -> Result<Res, 
     let s = sim.summary(0.0);
     let f = s.flows.first().ok_or("no flow")?;
     let tap = s.middleboxes.first().map(|m| m["stats"].clone()).unwrap_or(Value::Null);
+    let st = sim.flow_sender_stats(0).unwrap_or_default();
+    let run_ns = sc.duration.0.as_secs_f64() * 1e9;
     Ok(Res {
+        zero_windows: st.zero_windows,
+        zero_window_frac: if run_ns > 0.0 { st.zero_window_ns as f64 / run_ns } else { 0.0 },
         thr: f.throughput_bps,
         good: f.goodput_bps,
         retx: f.retransmitted_packets,
@@ -389,7 +402,8 @@ fn run_grid(
 }
 
 impl Grid {
-    fn table(&self, base: &Base, name: &str) -> Table {
+    /// The grid as a table; `zw` adds the sender's zero-window counters.
+    fn table(&self, base: &Base, name: &str, zw: bool) -> Table {
         let mut t = Table {
             name: name.into(),
             columns: [
@@ -412,6 +426,9 @@ impl Grid {
             .collect(),
             rows: Vec::new(),
         };
+        if zw {
+            t.columns.extend(["zero_windows".to_string(), "zero_window_time_fraction".to_string()]);
+        }
         for (pi, p) in self.res.iter().enumerate() {
             for (bi, pb) in p.iter().enumerate() {
                 for (ri, (b0, v)) in pb.iter().enumerate() {
@@ -431,6 +448,9 @@ impl Grid {
                             json!(r.timeouts),
                             json!(r.injections),
                         ]);
+                        if zw {
+                            t.rows.last_mut().unwrap().extend([json!(r.zero_windows), json!(r.zero_window_frac)]);
+                        }
                     }
                 }
             }
@@ -474,7 +494,7 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let cfgs: Vec<(String, TapCfg)> = everies.iter().map(|&f| (format!("f={f}"), tap("triple-ack", f))).collect();
     let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
-    out.tables.push(g.table(&base, "grid"));
+    out.tables.push(g.table(&base, "grid", false));
     let (pmin, pmax) = (base.f64("peak_every_min")?, base.f64("peak_every_max")?);
     let (plateau_tol, decline_min) = (base.f64("peak_plateau")?, base.f64("decline_min")?);
     let (peak_v, peak_tol) = (base.f64("peak_reduction")?, base.f64("peak_reduction_tol")?);
@@ -502,37 +522,7 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let mut plot = Vec::new();
     let mut gplot = Vec::new();
     for (pi, (pname, _)) in base.profiles.iter().enumerate() {
-        // For each f: the maximum reduction over the grid, where, and the goodput there.
-        let mut per_f = Vec::new();
-        for (ci, &f) in everies.iter().enumerate() {
-            let mut best = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
-            let (mut sum, mut n, mut gmin, mut gsum) = (0.0, 0.0, f64::INFINITY, 0.0);
-            for &b in &g.bws {
-                for &r in &g.rtts {
-                    let (b0, x) = g.get(pi, b, r, ci).unwrap();
-                    let red = reduction(x, b0);
-                    if red > best.0 {
-                        best = (red, b, r, gfrac(x));
-                    }
-                    sum += red;
-                    n += 1.0;
-                    gmin = gmin.min(gfrac(x));
-                    gsum += gfrac(x);
-                }
-            }
-            summary.rows.push(vec![
-                json!(pname),
-                json!(f),
-                json!(best.0),
-                json!(best.1),
-                json!(best.2),
-                json!(best.3),
-                json!(sum / n),
-                json!(gmin),
-                json!(gsum / n),
-            ]);
-            per_f.push((f, best, sum / n, gsum / n));
-        }
+        let per_f = per_f_summary(&g, pi, &everies, pname, &mut summary);
         plot.push(Series {
             name: format!("{pname}: max"),
             points: per_f.iter().map(|x| (x.0, x.1 .0 * 100.0)).collect(),
@@ -635,6 +625,34 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             ));
         }
     }
+    // Sensitivity: the ns2 profile with the other way of counting f (which ACKs the tap counts).
+    if let Some(c) = base.paper.get("sensitivity_count").and_then(|v| v.as_str()) {
+        let mut b2 = base.clone();
+        b2.profiles.truncate(1);
+        b2.paper.insert("count".into(), c.into());
+        let cfgs: Vec<(String, TapCfg)> = everies.iter().map(|&f| (format!("f={f}"), tap("triple-ack", f))).collect();
+        let g2 = run_grid(&b2, ctx, g.bws.clone(), g.rtts.clone(), cfgs)?;
+        let label = format!("{} (count = {c})", base.profiles[0].0);
+        let per_f = per_f_summary(&g2, 0, &everies, &label, &mut summary);
+        plot.push(Series {
+            name: format!("{label}: max"),
+            points: per_f.iter().map(|x| (x.0, x.1 .0 * 100.0)).collect(),
+        });
+        gplot.push(Series {
+            name: format!("{label}: mean goodput fraction"),
+            points: per_f.iter().map(|x| (x.0, x.3 * 100.0)).collect(),
+        });
+        let mut t = g2.table(&b2, &format!("grid_count_{c}"), false);
+        for row in &mut t.rows {
+            row[0] = json!(label);
+        }
+        out.tables.push(t);
+        out.notes.push(format!(
+            "Sensitivity (table grid_count_{c}, rows `{label}` of max_reduction_vs_f): the ns2 profile with the tap \
+             counting f as `{c}` instead of `{}`; no claims are checked on it.",
+            base.paper.get("count").and_then(|v| v.as_str()).unwrap_or("new-acks")
+        ));
+    }
     out.tables.push(summary);
     out.plots.push((
         "reduction_vs_f.svg".into(),
@@ -661,6 +679,49 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     Ok(out)
 }
 
+/// For each f: the maximum reduction over the grid (value, bandwidth, RTT, goodput fraction
+/// there), the mean reduction and the mean goodput fraction; one `summary` row per f.
+#[allow(clippy::type_complexity)]
+fn per_f_summary(
+    g: &Grid,
+    pi: usize,
+    everies: &[f64],
+    label: &str,
+    summary: &mut Table,
+) -> Vec<(f64, (f64, f64, f64, f64), f64, f64)> {
+    let mut per_f = Vec::new();
+    for (ci, &f) in everies.iter().enumerate() {
+        let mut best = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
+        let (mut sum, mut n, mut gmin, mut gsum) = (0.0, 0.0, f64::INFINITY, 0.0);
+        for &b in &g.bws {
+            for &r in &g.rtts {
+                let (b0, x) = g.get(pi, b, r, ci).unwrap();
+                let red = reduction(x, b0);
+                if red > best.0 {
+                    best = (red, b, r, gfrac(x));
+                }
+                sum += red;
+                n += 1.0;
+                gmin = gmin.min(gfrac(x));
+                gsum += gfrac(x);
+            }
+        }
+        summary.rows.push(vec![
+            json!(label),
+            json!(f),
+            json!(best.0),
+            json!(best.1),
+            json!(best.2),
+            json!(best.3),
+            json!(sum / n),
+            json!(gmin),
+            json!(gsum / n),
+        ]);
+        per_f.push((f, best, sum / n, gsum / n));
+    }
+    per_f
+}
+
 // ------------------------------------------------------------------ P4-S4.1a
 
 fn run_s41a(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
@@ -672,7 +733,7 @@ fn run_s41a(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         (base.f64("collapse_goodput")?, base.f64("severe_goodput_fraction")?, base.f64("cap_spread")?);
     let (headroom, full_tol) = (base.f64("link_full_headroom")?, base.f64("link_full_tol")?);
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
-    out.tables.push(g.table(&base, "grid"));
+    out.tables.push(g.table(&base, "grid", false));
     let ci = |f: f64| everies.iter().position(|&x| x == f);
     for (pi, (pname, _)) in base.profiles.iter().enumerate() {
         let pts: Vec<(f64, f64)> = g.bws.iter().flat_map(|&b| g.rtts.iter().map(move |&r| (b, r))).collect();
@@ -804,7 +865,7 @@ fn run_f6(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     ];
     let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
-    out.tables.push(g.table(&base, "grid"));
+    out.tables.push(g.table(&base, "grid", false));
     let (cap, cap_tol, gcap, gcap_tol) =
         (base.f64("cap")?, base.f64("cap_tol")?, base.f64("goodput_at_cap")?, base.f64("goodput_at_cap_tol")?);
     let (p1, p5, ptol) = (base.f64("point_1mbps_50ms")?, base.f64("point_5mbps_30ms")?, base.f64("point_tol")?);
@@ -940,6 +1001,10 @@ fn run_f6(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     Ok(out)
 }
 
+fn fmt3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
 fn fmt1(x: f64) -> String {
     format!("{x:.1}")
 }
@@ -952,7 +1017,7 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         vec![("zero-window".to_string(), tap("zero-window", 1.0)), ("triple-ack f=6".into(), tap("triple-ack", 6.0))];
     let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
-    out.tables.push(g.table(&base, "grid"));
+    out.tables.push(g.table(&base, "grid", true));
     let (cap, cap_tol, p5max, ctol) =
         (base.f64("cap")?, base.f64("cap_tol")?, base.f64("point_5mbps_30ms_max")?, base.f64("coincide_tol")?);
     for (pi, (pname, _)) in base.profiles.iter().enumerate() {
@@ -1020,14 +1085,33 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             .push((format!("reduction_zw_{pname}.svg"), g.plot_vs_rtt(&base, pi, 0, "P4-F8: zero-window reduction")));
     }
     out.notes.push(setup_note(&base, ctx.quick));
+    // What the sender did with the zero windows, at the paper's quoted point.
+    for (pi, (pname, over)) in base.profiles.iter().enumerate() {
+        let Some((b0, x)) = g.get(pi, 5.0, 30.0, 0) else { continue };
+        let rule = over.get("window_update").and_then(|v| v.as_str()).unwrap_or("rfc793");
+        out.notes.push(format!(
+            "[{pname}] 5 Mbit/s, 30 ms (window rule {rule}): {} zero-window copies injected; the sender accepted {} \
+             zero windows and its window was closed {} of the run; throughput {} Mbit/s vs {} unshaped ({} \
+             reduction), {} retransmissions.",
+            x.injections,
+            x.zero_windows,
+            pct(x.zero_window_frac),
+            fmt3(x.thr / 1e6),
+            fmt3(b0.thr / 1e6),
+            pct(reduction(x, b0)),
+            x.retx
+        ));
+    }
     out.notes.push(
-        "Why zero-window does nothing here: a duplicate that follows the true ACK it copies reaches the sender after \
-         the sender has already sent what that ACK allowed (an ACK-clocked sender transmits only on ACK arrival); \
-         the zero window then stalls a sender that has nothing to send until the next true ACK, which reopens the \
-         window. The duplicate changes the window, so it is not a dupACK (P4-9) and triggers no retransmission. \
-         ns-2's FullTcp has no advertised-window field, so the paper's authors must have added one; how their \
-         sender reacted is not described (P4-1). A sender that spreads its transmissions between ACKs (pacing) \
-         would be slowed; ours and ns-2's do not pace."
+        "Why zero-window does nothing here: the duplicate follows the true ACK it copies, so it reaches the sender \
+         after the sender has already sent what that ACK allowed (an ACK-clocked sender transmits only when an ACK \
+         arrives). Under RFC 793's window rule the sender accepts the zero window and stays closed until the next \
+         true ACK, which reopens the window and clocks out exactly what it would have anyway: the window is closed \
+         most of the time, yet no transmission is lost. Under the BSD/Linux rule (`window_update = \"bsd\"`) a \
+         segment with the same sequence and acknowledgement numbers may only grow the window, so the copies are \
+         ignored altogether. The duplicate changes the window, so it is not a duplicate ACK either (P4-9) and \
+         causes no retransmission. ns-2's FullTcp has no advertised-window field, so the authors must have added \
+         one; how their sender reacted is not described (P4-1). See docs/reproduction.md, Paper 004."
             .into(),
     );
     out.notes.extend(base.notes());
