@@ -342,6 +342,17 @@ impl MiddleboxPipeline {
         self.reloads += 1;
     }
 
+    /// The bounds in force.
+    pub fn config(&self) -> &MbPipelineConfig {
+        &self.cfg
+    }
+
+    /// New bounds (a policy reload), in force from the next frame. Below a lowered `max_flows`
+    /// the flows already kept stay until they go idle; new ones are not remembered meanwhile.
+    pub fn set_config(&mut self, cfg: MbPipelineConfig) {
+        self.cfg = cfg;
+    }
+
     /// Boxes still draining after a replacement.
     pub fn retiring(&self) -> usize {
         self.retiring.len()
