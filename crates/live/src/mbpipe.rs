@@ -1051,6 +1051,7 @@ mod engine_tests {
         assert_eq!(st["sent"], n as u64, "{}", snap.pipeline);
         assert_eq!(snap.pipeline["frames"]["sent_original"], n as u64);
         assert!(snap.hold_timing.samples >= n as u64 - 1, "{:?}", snap.hold_timing);
+        assert_eq!(snap.hold_timing_acks.samples, 0, "data frames are not counted as ACKs");
         assert_eq!(snap.port("b").unwrap().tx_packets, n as u64);
         let prom = snap.prometheus();
         assert!(prom.contains("ackshape_pipeline_sent{path=\"stats.a_to_b\"} 100"), "{prom}");
@@ -1186,7 +1187,10 @@ mod cost {
             let per = |d: std::time::Duration| d.as_nanos() as f64 / frames as f64;
             // Frames per second at 1 Gbit/s of 1514-byte data frames, each with its ACK.
             let fps_per_gbit = 2.0 * 1e9 / (1514.0 * 8.0);
+            let ts = std::time::Instant::now();
             let st = p.mb.stats_json();
+            let stats_el = ts.elapsed();
+            eprintln!("stats_json with {n_flows} flows: {stats_el:?}, {} bytes", st.to_string().len());
             eprintln!(
                 "PostACK on-off, {n_flows} flows: {:.0} ns of CPU per frame ({:.0} ns wall) = {:.3} CPU cores per Gbit/s; \
                  {frames} frames in, {sent} out; flows tracked {}, ACKs held max {}",

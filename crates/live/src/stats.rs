@@ -245,6 +245,9 @@ pub struct Snapshot {
     pub top_flows: Vec<(FlowKey, FlowStats)>,
     pub held_now: usize,
     pub hold_timing: HoldTiming,
+    /// [`Snapshot::hold_timing`] of the pure ACKs among those frames (what an ACK mechanism
+    /// such as PostACK or TCR releases from its timers).
+    pub hold_timing_acks: HoldTiming,
     pub policy_reloads: u64,
     pub policy_reload_errors: u64,
     pub pipeline: serde_json::Value,
@@ -296,6 +299,10 @@ impl Snapshot {
             "# TYPE ackshape_hold_error_us gauge\nackshape_hold_error_us{{quantile=\"0.5\"}} {}\nackshape_hold_error_us{{quantile=\"0.99\"}} {}\n",
             self.hold_timing.p50_us, self.hold_timing.p99_us
         );
+        s += &format!(
+            "# TYPE ackshape_ack_hold_error_us gauge\nackshape_ack_hold_error_us{{quantile=\"0.5\"}} {}\nackshape_ack_hold_error_us{{quantile=\"0.99\"}} {}\n",
+            self.hold_timing_acks.p50_us, self.hold_timing_acks.p99_us
+        );
         s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
         s += &json_metrics("ackshape_pipeline", &self.pipeline);
         for (k, f) in self.top_flows.iter().take(32) {
@@ -319,6 +326,7 @@ impl Snapshot {
             "top_flows": flows,
             "held_now": self.held_now,
             "hold_timing": self.hold_timing,
+            "hold_timing_acks": self.hold_timing_acks,
             "policy_reloads": self.policy_reloads,
             "policy_reload_errors": self.policy_reload_errors,
             "pipeline": self.pipeline,
