@@ -284,14 +284,8 @@ fn thread_cpu_ns(tid: i64) -> u64 {
 /// Machine-wide (softirq, all busy) time from /proc/stat, in seconds.
 fn machine_cpu_s() -> (f64, f64) {
     let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let v: Vec<f64> = s
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
+    let v: Vec<f64> =
+        s.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
     if v.len() < 8 {
         return (0.0, 0.0);
     }
@@ -439,7 +433,8 @@ fn many_flows(results: &mut serde_json::Map<String, serde_json::Value>, secs: u6
                 // The generator, until every flow is open.
                 let stop = Arc::new(AtomicBool::new(false));
                 let warm = Arc::new(AtomicBool::new(false));
-                let (st, wm, fs, rs, gs) = (stop.clone(), warm.clone(), fwd_sock.clone(), rev_sock.clone(), gspec.clone());
+                let (st, wm, fs, rs, gs) =
+                    (stop.clone(), warm.clone(), fwd_sock.clone(), rev_sock.clone(), gspec.clone());
                 let gen = std::thread::Builder::new()
                     .name("flowgen".into())
                     .spawn(move || flowgen::run(gs, &fs, &rs, &st, &wm))
@@ -544,7 +539,10 @@ fn many_flows(results: &mut serde_json::Map<String, serde_json::Value>, secs: u6
     println!("| flows | path | iperf3 goodput | ratio to bridge | forwarded (all frames) | data-plane thread, cores | cores per Gbit/s forwarded | softirq cores (machine) | flows tracked (engine / pipeline / gateway / PostACK n) | ACKs held max | ACK release error p50 / p99 / max (µs) | all timer-released frames p50 / p99 / max (µs) |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (ni, &n) in flow_counts.iter().enumerate() {
-        let bridge = variants.iter().position(|v| v.2.is_none()).map(|vi| med(runs[ni][vi].iter().map(|r| r.iperf_bps).collect()));
+        let bridge = variants
+            .iter()
+            .position(|v| v.2.is_none())
+            .map(|vi| med(runs[ni][vi].iter().map(|r| r.iperf_bps).collect()));
         for (vi, (label, key, _)) in variants.iter().enumerate() {
             let rs = &runs[ni][vi];
             let g = med(rs.iter().map(|r| r.iperf_bps).collect());

@@ -172,7 +172,14 @@ impl FlowGen {
     fn packet(&mut self, src: Ipv4Addr, dst: Ipv4Addr, tcp: TcpHdr, payload_len: u32) -> Packet {
         self.ip_id = self.ip_id.wrapping_add(1);
         Packet {
-            ip: IpHdr { src: IpAddr::V4(src), dst: IpAddr::V4(dst), ttl: 64, dscp: 0, ecn: Ecn::NotEct, id: self.ip_id },
+            ip: IpHdr {
+                src: IpAddr::V4(src),
+                dst: IpAddr::V4(dst),
+                ttl: 64,
+                dscp: 0,
+                ecn: Ecn::NotEct,
+                id: self.ip_id,
+            },
             l4: L4::Tcp(tcp),
             payload_len,
             payload: None,
@@ -230,8 +237,12 @@ impl FlowGen {
                 p,
             );
             fwd.push(&data, smac);
-            let ack =
-                self.packet(da, sa, hdr(irs.wrapping_add(1), data_seq.wrapping_add(p), TcpFlags::ACK, ts_opts, false), 0);
+            let ack = self.packet(
+                da,
+                sa,
+                hdr(irs.wrapping_add(1), data_seq.wrapping_add(p), TcpFlags::ACK, ts_opts, false),
+                0,
+            );
             rev.push(&ack, rmac);
             self.cursor += 1;
             if self.cursor == self.spec.flows {

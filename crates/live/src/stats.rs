@@ -479,6 +479,36 @@ mod tests {
         assert!(t.approx_bytes() <= 100 * FLOW_ENTRY_BYTES, "{}", t.approx_bytes());
     }
 
+    /// CPU of the periodic whole-table work at 100 000 flows (reported, not asserted):
+    /// `cargo test --release -p ackshape-live --lib flow_table_periodic_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn flow_table_periodic_cost() {
+        let mut t = FlowTable::new(FlowTablePolicy { max_flows: 200_000, ..Default::default() });
+        let mut f = crate::testing::tcp_frame([10, 0, 0, 1], [10, 1, 0, 1], 1, 2, 3, 0x10, &[], b"x");
+        for i in 0..100_000u32 {
+            f[28..30].copy_from_slice(&(i as u16).to_be_bytes());
+            f[34..36].copy_from_slice(&((i >> 16) as u16).to_be_bytes());
+            let p = classify(&f).packet().unwrap().clone();
+            t.touch(Time(1), Dir::AToB, &p, 100);
+        }
+        assert_eq!(t.len(), 100_000);
+        let c0 = crate::sys::thread_cpu_time();
+        t.sweep(Time(2_000_000_000), false);
+        let c1 = crate::sys::thread_cpu_time();
+        let top = t.top(16);
+        let c2 = crate::sys::thread_cpu_time();
+        let _ = t.stats();
+        let c3 = crate::sys::thread_cpu_time();
+        eprintln!(
+            "100000 flows: sweep {:?}, top(16) {:?}, stats {:?} of CPU ({} top)",
+            c1 - c0,
+            c2 - c1,
+            c3 - c2,
+            top.len()
+        );
+    }
+
     #[test]
     fn top_flows_are_the_largest_in_order() {
         let mut t = FlowTable::new(FlowTablePolicy::default());
