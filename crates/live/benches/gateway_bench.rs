@@ -371,6 +371,10 @@ fn many_flows(results: &mut serde_json::Map<String, serde_json::Value>, secs: u6
     ];
     let want = env("ACKS_BENCH_MANY_VARIANTS").unwrap_or_else(|| "bridge,gw_none,gw_postack,gw_postack_spread".into());
     let variants: Vec<Variant> = all.into_iter().filter(|v| want.split(',').any(|w| w.trim() == v.1)).collect();
+    // The gateway's data-plane scheduling: the CLI's default (nice -20, 0.1 ms slice, own cpu
+    // cgroup), or "neutral" (nice 0, kernel slice, the session's group: like the bridge's softirq
+    // work, which runs in the endpoints' context).
+    let neutral = env("ACKS_BENCH_MANY_SCHED").is_some_and(|v| v == "neutral");
     let mut spec = TopologySpec::new(MANY_PREFIX);
     spec.wanem = false;
     let tb = TestbedGuard::up(&spec).expect("testbed");
@@ -417,6 +421,9 @@ fn many_flows(results: &mut serde_json::Map<String, serde_json::Value>, secs: u6
                         let policy = Policy::load(&path).expect("bench policy");
                         let mut cfg = GatewayConfig::new(&tb.if_gw_lan, &tb.if_gw_wan);
                         cfg.policy = Some(path);
+                        if neutral {
+                            cfg.sched = SchedSpec { nice: 0, fair_slice: None, cpu_group: false, ..Default::default() };
+                        }
                         let ctl = Control::new();
                         let c2 = ctl.clone();
                         let (ttx, trx) = std::sync::mpsc::channel();
@@ -439,8 +446,11 @@ fn many_flows(results: &mut serde_json::Map<String, serde_json::Value>, secs: u6
                     .name("flowgen".into())
                     .spawn(move || {
                         // Nice -20 with a short slice (not the data plane's cgroup): the generator
-                        // keeps its rate against iperf3 and the machine's other load in every variant.
-                        let _g = SchedSpec { nice: -20, cpu_group: false, ..Default::default() }.apply();
+                        // keeps its rate against iperf3 and the machine's other load in every
+                        // variant. With neutral scheduling it is neutral too (it would otherwise
+                        // outrank the data plane within this process's session).
+                        let _g =
+                            (!neutral).then(|| SchedSpec { nice: -20, cpu_group: false, ..Default::default() }.apply());
                         flowgen::run(gs, &fs, &rs, &st, &wm)
                     })
                     .unwrap();
@@ -539,7 +549,8 @@ fn many_flows(results: &mut serde_json::Map<String, serde_json::Value>, secs: u6
     };
     println!(
         "\n## Many flows: iperf3 through the middle while flowgen keeps N flows alive ({fps} data segments/s + as many ACKs, \
-         1514-byte segments; {rounds} alternating rounds of {secs} s)\n"
+         1514-byte segments; {rounds} alternating rounds of {secs} s; gateway scheduling: {})\n",
+        if neutral { "neutral (nice 0, kernel slice, no cgroup)" } else { "default (nice -20, 0.1 ms slice, own cpu cgroup)" }
     );
     println!("| flows | path | iperf3 goodput | ratio to bridge | forwarded (all frames) | data-plane thread, cores | cores per Gbit/s forwarded | softirq cores (machine) | flows tracked (engine / pipeline / gateway / PostACK n) | ACKs held max | ACK release error p50 / p99 / max (µs) | all timer-released frames p50 / p99 / max (µs) |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
