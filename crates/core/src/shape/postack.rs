@@ -955,8 +955,8 @@ impl AckMechanism for PostAck {
 
     fn stats_json(&self) -> serde_json::Value {
         // The first flows only, as TCR's `per_flow`: the live gateway takes these stats every
-        // second, and listing 100 000 flows took 1.4 s (wall, loaded machine) on its data-plane thread (15 MB of
-        // JSON; docs/benchmarks.md, "PostACK with many flows").
+        // second on its data-plane thread, and listing 100 000 flows took 1.4 s there (wall, on a
+        // loaded machine; 15 MB of JSON; docs/benchmarks.md, "PostACK with many flows").
         const LISTED: usize = 64;
         let flows: Vec<serde_json::Value> = self
             .flows
