@@ -71,6 +71,12 @@ pub fn classify(frame: &[u8]) -> FrameClass {
     }
 }
 
+/// Whether a frame is a pure TCP ACK (no payload, no SYN/FIN/RST; not a fragment). Parses it
+/// (≈ 0.1 µs): for statistics of frames the engine already sends, not for the receive path.
+pub fn is_pure_ack_frame(frame: &[u8]) -> bool {
+    Packet::parse_frame(frame).is_ok_and(|p| !p.fragment && p.packet.is_pure_ack())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +94,17 @@ mod tests {
             }
             c => panic!("{c:?}"),
         }
+    }
+
+    #[test]
+    fn pure_acks_are_told_from_data_and_control() {
+        let ack = testing::tcp_frame([10, 0, 0, 2], [10, 0, 0, 1], 80, 1000, 1, 0x10, &[], &[]);
+        let data = testing::tcp_frame([10, 0, 0, 1], [10, 0, 0, 2], 1000, 80, 1, 0x18, &[], &[1; 100]);
+        let synack = testing::tcp_frame([10, 0, 0, 2], [10, 0, 0, 1], 80, 1000, 1, 0x12, &[], &[]);
+        let fin = testing::tcp_frame([10, 0, 0, 2], [10, 0, 0, 1], 80, 1000, 1, 0x11, &[], &[]);
+        assert!(is_pure_ack_frame(&ack));
+        assert!(!is_pure_ack_frame(&data) && !is_pure_ack_frame(&synack) && !is_pure_ack_frame(&fin));
+        assert!(!is_pure_ack_frame(&ack[..40]));
     }
 
     #[test]

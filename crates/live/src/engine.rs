@@ -1,7 +1,7 @@
 //! The two-port forwarding engine shared by the gateway and the WAN emulator: receive from either
 //! port, classify, count, apply policy, ask the pipeline, forward / drop / hold until a deadline.
 
-use crate::classify::{classify, FrameClass};
+use crate::classify::{classify, is_pure_ack_frame, FrameClass};
 use crate::clock::{Clock, TimerQueue};
 use crate::pipeline::{Dir, OutFrame, Pipeline, Verdict};
 use crate::policy::{FrameAction, Policy};
@@ -197,23 +197,36 @@ struct State {
     flows: FlowTable,
     held: TimerQueue<(Dir, Vec<u8>)>,
     hold_err: hdrhistogram::Histogram<u64>,
+    /// The same for the pure ACKs among them (what ACK mechanisms release).
+    hold_err_acks: hdrhistogram::Histogram<u64>,
     reloads: u64,
     reload_errors: u64,
 }
 
 impl State {
+    /// Record how late a held or timer-released frame left (ns), also among pure ACKs.
+    fn record_lateness(&mut self, ns: u64, frame: &[u8]) {
+        let _ = self.hold_err.record(ns);
+        if is_pure_ack_frame(frame) {
+            let _ = self.hold_err_acks.record(ns);
+        }
+    }
+
     fn snapshot(&self, names: [&str; 2], cfg: &EngineConfig, pipeline: &dyn Pipeline) -> Snapshot {
-        let h = &self.hold_err;
-        let hold_timing = if h.is_empty() {
-            HoldTiming::default()
-        } else {
-            HoldTiming {
-                samples: h.len(),
-                p50_us: h.value_at_quantile(0.5) as f64 / 1000.0,
-                p99_us: h.value_at_quantile(0.99) as f64 / 1000.0,
-                max_us: h.max() as f64 / 1000.0,
+        let timing = |h: &hdrhistogram::Histogram<u64>| {
+            if h.is_empty() {
+                HoldTiming::default()
+            } else {
+                HoldTiming {
+                    samples: h.len(),
+                    p50_us: h.value_at_quantile(0.5) as f64 / 1000.0,
+                    p99_us: h.value_at_quantile(0.99) as f64 / 1000.0,
+                    max_us: h.max() as f64 / 1000.0,
+                }
             }
         };
+        let hold_timing = timing(&self.hold_err);
+        let hold_timing_acks = timing(&self.hold_err_acks);
         Snapshot {
             uptime_s: self.clock.now().as_secs_f64(),
             ports: vec![(names[0].to_string(), self.ports[0].clone()), (names[1].to_string(), self.ports[1].clone())],
@@ -221,6 +234,7 @@ impl State {
             top_flows: self.flows.top(cfg.top_flows),
             held_now: self.held.len(),
             hold_timing,
+            hold_timing_acks,
             policy_reloads: self.reloads,
             policy_reload_errors: self.reload_errors,
             pipeline: pipeline.stats_json(),
@@ -343,7 +357,7 @@ fn release_due(st: &mut State, a: &mut dyn Port, b: &mut dyn Port) -> Time {
         let tx: &mut dyn Port = if dir == Dir::AToB { &mut *b } else { &mut *a };
         let sent_at = st.clock.now();
         send_out(tx, &mut st.ports[1 - dir.index()], sent_at, &frame);
-        let _ = st.hold_err.record(sent_at.since(at).0.max(1));
+        st.record_lateness(sent_at.since(at).0.max(1), &frame);
         now = sent_at;
     }
     now
@@ -372,7 +386,7 @@ fn send_output_dir(st: &mut State, tx: &mut dyn Port, dir: Dir, out: &[OutFrame]
     send_counted(st, tx, 1 - dir.index(), sent_at, &frames);
     for o in out.iter().filter(|o| o.dir == dir) {
         if let Some(due) = o.due {
-            let _ = st.hold_err.record(sent_at.since(due).0.max(1));
+            st.record_lateness(sent_at.since(due).0.max(1), &o.frame);
         }
     }
 }
@@ -425,6 +439,8 @@ pub fn run_engine(
         flows: FlowTable::new(cfg.policy.flows.clone()),
         held: TimerQueue::new(),
         hold_err: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3)
+            .map_err(|e| std::io::Error::other(e.to_string()))?,
+        hold_err_acks: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3)
             .map_err(|e| std::io::Error::other(e.to_string()))?,
         reloads: 0,
         reload_errors: 0,

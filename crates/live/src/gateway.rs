@@ -3,7 +3,7 @@
 
 use crate::classify::FrameClass;
 use crate::engine::{run_engine, Control, EngineConfig, SchedSpec};
-use crate::mbpipe::MiddleboxPipeline;
+use crate::mbpipe::{MbPipelineConfig, MiddleboxPipeline};
 use crate::pipeline::{Dir, OutFrame, Pipeline, Verdict};
 use crate::policy::{Policy, PolicyError};
 use crate::port::{offending_offloads, offload_fix, AfPacketPort, PcapPort, Port};
@@ -157,10 +157,31 @@ pub struct PolicyPipeline {
     inner: Option<MiddleboxPipeline>,
 }
 
+/// Bytes of origins (frames inside the box) the gateway's pipeline may keep per flow of
+/// `[flows] max_flows`, when that exceeds the default 32 MiB (65 536 flows × 512 B).
+pub const ORIGIN_BYTES_PER_FLOW: usize = 512;
+
+/// The pipeline bounds for a policy: its `[flows] max_flows` (so a policy that admits 100 000
+/// flows is not cut at the pipeline's default 65 536), and origins of at most
+/// `max(32 MiB, max_flows × ORIGIN_BYTES_PER_FLOW)`.
+pub fn pipeline_config(policy: &Policy) -> MbPipelineConfig {
+    let d = MbPipelineConfig::default();
+    let max_flows = policy.flows.max_flows;
+    MbPipelineConfig {
+        max_flows,
+        max_pending_bytes: d.max_pending_bytes.max(max_flows.saturating_mul(ORIGIN_BYTES_PER_FLOW)),
+        ..d
+    }
+}
+
 impl PolicyPipeline {
     pub fn new(policy: &Policy) -> PolicyPipeline {
         let inner = policy.shaping.as_ref().map(|sp| {
-            MiddleboxPipeline::new(Box::new(Gateway::new(sp.clone(), GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED)), "gateway")
+            MiddleboxPipeline::with_config(
+                Box::new(Gateway::new(sp.clone(), GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED)),
+                "gateway",
+                pipeline_config(policy),
+            )
         });
         PolicyPipeline { inner }
     }
@@ -198,8 +219,13 @@ impl Pipeline for PolicyPipeline {
         };
         let kind = if policy.shaping.is_some() { "gateway" } else { "pass-through" };
         match self.inner.as_mut() {
-            Some(p) => p.replace_box(now, new, kind, RELOAD_GRACE),
-            None if policy.shaping.is_some() => self.inner = Some(MiddleboxPipeline::new(new, kind)),
+            Some(p) => {
+                p.replace_box(now, new, kind, RELOAD_GRACE);
+                p.set_config(pipeline_config(policy));
+            }
+            None if policy.shaping.is_some() => {
+                self.inner = Some(MiddleboxPipeline::with_config(new, kind, pipeline_config(policy)))
+            }
             None => {}
         }
         Ok(())
@@ -353,6 +379,26 @@ mod tests {
         assert_eq!(snap.pipeline["stats"]["classes"]["all"]["rate_bps"], 2_000_000, "{}", snap.pipeline);
         assert_eq!(snap.port("wan").unwrap().tx_packets, 80);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The policy's `[flows] max_flows` bounds the pipeline's flow table too (a policy admitting
+    /// 100 000 flows must not be cut at the pipeline's default 65 536), also after a reload.
+    #[test]
+    fn policy_flow_cap_sizes_the_pipeline() {
+        let shaping = "default_class = \"a\"\n[[class]]\nname = \"a\"\nrate = \"1Gbit/s\"\n";
+        let p = Policy::from_toml(shaping, "d.toml").unwrap();
+        let mut pp = PolicyPipeline::new(&p);
+        let c = pp.middlebox().unwrap().config().clone();
+        assert_eq!((c.max_flows, c.max_pending_bytes), (65_536, 32 << 20));
+        let big = Policy::from_toml(&format!("{shaping}[flows]\nmax_flows = 200000\n"), "b.toml").unwrap();
+        let c = PolicyPipeline::new(&big).middlebox().unwrap().config().clone();
+        assert_eq!((c.max_flows, c.max_pending_bytes), (200_000, 200_000 * ORIGIN_BYTES_PER_FLOW));
+        pp.reload(Time::ZERO, &big).unwrap();
+        assert_eq!(pp.middlebox().unwrap().config().max_flows, 200_000);
+        let small = Policy::from_toml(&format!("{shaping}[flows]\nmax_flows = 100\n"), "s.toml").unwrap();
+        pp.reload(Time::ZERO, &small).unwrap();
+        let c = pp.middlebox().unwrap().config().clone();
+        assert_eq!((c.max_flows, c.max_pending_bytes), (100, 32 << 20));
     }
 
     #[test]

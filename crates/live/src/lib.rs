@@ -20,7 +20,8 @@
 //!   and injects duplicate ACKs through a second port; its namespace testbed.
 //! - [`rig`]: a testbed with the gateway and wanem running as threads inside their namespaces.
 //! - [`traffic`]: built-in TCP/UDP senders and receivers (per-flow `TCP_CONGESTION`, sha256 of
-//!   what was moved, goodput time series) for live runs and tests.
+//!   what was moved, goodput time series) for live runs and tests; [`flowgen`]: synthetic load
+//!   of many TCP-like flows injected on both sides of a testbed (benchmarks).
 //! - [`port`]: the packet-I/O trait with AF_PACKET and in-memory ports and pcap/fault wrappers;
 //!   [`engine`]: the two-port loop (recvmmsg/sendmmsg batches, classify with
 //!   `ackshape_wire::Packet::parse_frame`, policy, pipeline verdicts and output, deadlines for
@@ -43,6 +44,7 @@
 pub mod classify;
 pub mod clock;
 pub mod engine;
+pub mod flowgen;
 pub mod gateway;
 pub mod mbpipe;
 pub mod pipeline;

@@ -27,9 +27,11 @@
 //! **Memory.** The box holds its own packets (its queues are its bound). The pipeline's own state
 //! is bounded: at most `max_flows` flow entries (last Ethernet headers, origins in waiting), and
 //! origins of at most `max_pending_bytes` in total; an origin whose packet the box dropped is
-//! released at the next sweep (data packets: as soon as the box lets go of the payload) or after
-//! `max_pending_age` (pure ACKs, whose empty payload cannot tell). A packet whose origin was
-//! released is rebuilt when it comes out. Nothing here panics on input.
+//! released by the sweep (data packets: once the box has let go of the payload) or after
+//! `max_pending_age` (pure ACKs, whose empty payload cannot tell). The sweep is incremental: every
+//! [`SWEEP_STEP`] it looks at the next [`SWEEP_CHUNK`] flows, so it never stalls the data plane
+//! for long; a pass over all flows takes 10 ms up to 1 024 flows, ≈ 1 s at 100 000. A packet
+//! whose origin was released is rebuilt when it comes out. Nothing here panics on input.
 
 use crate::classify::FrameClass;
 use crate::pipeline::{Dir, OutFrame, Pipeline, Verdict};
@@ -38,7 +40,8 @@ use ackshape_core::middlebox::{Emit, Middlebox};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Ecn, Packet, ParsedFrame, TcpFlags, TcpFrameMut, L4};
 use bytes::Bytes;
-use std::collections::{HashMap, VecDeque};
+use indexmap::IndexMap;
+use std::collections::VecDeque;
 
 /// Bounds and choices of a [`MiddleboxPipeline`].
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -68,6 +71,12 @@ impl Default for MbPipelineConfig {
         }
     }
 }
+
+/// Flows one sweep step looks at (≈ 50 ns each: a step stays ≈ 50 µs).
+pub const SWEEP_CHUNK: usize = 1024;
+/// Sweep steps run at most this often: a pass over n flows takes `n / SWEEP_CHUNK` steps
+/// (10 ms up to 1 024 flows, ≈ 1 s at 100 000).
+pub const SWEEP_STEP: Dur = Dur(10_000_000);
 
 /// Heap bytes charged per origin on top of its frame (entry, deque slot, Bytes header).
 pub const PENDING_ENTRY_BYTES: usize = 256;
@@ -243,13 +252,16 @@ pub struct MiddleboxPipeline {
     cfg: MbPipelineConfig,
     emit: Emit,
     out: Vec<OutFrame>,
-    flows: HashMap<FlowKey, FlowState>,
+    flows: IndexMap<FlowKey, FlowState>,
     /// The frame being handed to the box right now: most boxes emit it at once.
     cur: Option<(FlowKey, Dir, Origin)>,
     last_l2: [Option<L2>; 2],
     pending_bytes: usize,
     pending_count: usize,
     last_sweep: Option<Time>,
+    last_full_sweep: Option<Time>,
+    /// Where the next sweep step starts (an index into `flows`).
+    sweep_cursor: usize,
     /// Boxes replaced by [`MiddleboxPipeline::replace_box`] that still release what they hold,
     /// until their deadline.
     retiring: Vec<(Box<dyn Middlebox + Send>, Time)>,
@@ -280,12 +292,14 @@ impl MiddleboxPipeline {
             cfg,
             emit: Vec::new(),
             out: Vec::new(),
-            flows: HashMap::new(),
+            flows: IndexMap::new(),
             cur: None,
             last_l2: [None, None],
             pending_bytes: 0,
             pending_count: 0,
             last_sweep: None,
+            last_full_sweep: None,
+            sweep_cursor: 0,
             retiring: Vec::new(),
             reloads: 0,
             retired_holding: 0,
@@ -342,6 +356,17 @@ impl MiddleboxPipeline {
         self.reloads += 1;
     }
 
+    /// The bounds in force.
+    pub fn config(&self) -> &MbPipelineConfig {
+        &self.cfg
+    }
+
+    /// New bounds (a policy reload), in force from the next frame. Below a lowered `max_flows`
+    /// the flows already kept stay until they go idle; new ones are not remembered meanwhile.
+    pub fn set_config(&mut self, cfg: MbPipelineConfig) {
+        self.cfg = cfg;
+    }
+
     /// Boxes still draining after a replacement.
     pub fn retiring(&self) -> usize {
         self.retiring.len()
@@ -351,43 +376,65 @@ impl MiddleboxPipeline {
         o.frame.len() + PENDING_ENTRY_BYTES
     }
 
-    /// Release origins the box let go of or that waited too long; forget idle flows. At most
-    /// every 100 ms unless `force`.
+    /// Release origins the box let go of or that waited too long; forget idle flows.
+    ///
+    /// Incremental: a step (at most every [`SWEEP_STEP`]) looks at the next [`SWEEP_CHUNK`]
+    /// flows, so one step stays short however many flows there are (a whole-table pass over
+    /// 100 000 flows took 5 ms of the data-plane thread, every 100 ms; docs/benchmarks.md,
+    /// "PostACK with many flows"), and a pass over all flows takes `flows / SWEEP_CHUNK` steps.
+    /// `force` (origins over their byte budget) sweeps every flow, at most every 100 ms.
     fn sweep(&mut self, now: Time, force: bool) {
-        if !force && self.last_sweep.is_some_and(|t| now.since(t) < Dur::from_millis(100)) {
+        let full = force && self.last_full_sweep.is_none_or(|t| now.since(t) >= Dur::from_millis(100));
+        if !full && self.last_sweep.is_some_and(|t| now.since(t) < SWEEP_STEP) {
             return;
         }
         self.last_sweep = Some(now);
         let max_age = Dur::from_secs_f64(self.cfg.max_pending_age_s);
         let idle = Dur::from_secs_f64(self.cfg.flow_idle_timeout_s);
-        let (mut bytes, mut count) = (0usize, 0usize);
+        let (mut freed_bytes, mut freed) = (0usize, 0usize);
         let (mut by_box, mut expired, mut evicted) = (0u64, 0u64, 0u64);
-        self.flows.retain(|_, f| {
+        let (mut i, mut budget) = if full {
+            self.last_full_sweep = Some(now);
+            (0, usize::MAX)
+        } else {
+            (self.sweep_cursor, SWEEP_CHUNK)
+        };
+        while budget > 0 && i < self.flows.len() {
+            budget -= 1;
+            let Some((_, f)) = self.flows.get_index_mut(i) else { break };
             for q in &mut f.pending {
                 q.retain(|o| {
-                    if o.pkt.payload_len > 0 && o.frame.is_unique() {
+                    let release = if o.pkt.payload_len > 0 && o.frame.is_unique() {
                         by_box += 1;
-                        false
+                        true
                     } else if now.since(o.at) >= max_age {
                         expired += 1;
-                        false
-                    } else {
-                        bytes += Self::charge(o);
-                        count += 1;
                         true
+                    } else {
+                        false
+                    };
+                    if release {
+                        freed_bytes += Self::charge(o);
+                        freed += 1;
                     }
+                    !release
                 });
             }
-            let keep = !(f.pending[0].is_empty() && f.pending[1].is_empty() && now.since(f.last) >= idle);
-            evicted += !keep as u64;
-            keep
-        });
-        self.pending_bytes = bytes;
-        self.pending_count = count;
+            if f.pending[0].is_empty() && f.pending[1].is_empty() && now.since(f.last) >= idle {
+                // The last flow moves into slot i: look at it next.
+                self.flows.swap_remove_index(i);
+                evicted += 1;
+            } else {
+                i += 1;
+            }
+        }
+        self.sweep_cursor = if i >= self.flows.len() { 0 } else { i };
+        self.pending_bytes = self.pending_bytes.saturating_sub(freed_bytes);
+        self.pending_count = self.pending_count.saturating_sub(freed);
         self.stats.origins_dropped_by_box += by_box;
         self.stats.origins_expired += expired;
         self.stats.flows_evicted += evicted;
-        if self.flows.capacity() > 4 * self.flows.len().max(1024) {
+        if self.sweep_cursor == 0 && self.flows.capacity() > 4 * self.flows.len().max(1024) {
             self.flows.shrink_to(2 * self.flows.len());
         }
     }
@@ -923,6 +970,30 @@ mod tests {
         assert_eq!(p.stats().origins_dropped_by_box, 100);
     }
 
+    /// A sweep step looks at SWEEP_CHUNK flows at most (so it stays short with 100 000 flows),
+    /// steps come at most every SWEEP_STEP, and successive steps cover every flow.
+    #[test]
+    fn sweep_steps_are_bounded_and_a_pass_covers_every_flow() {
+        let cfg = MbPipelineConfig { flow_idle_timeout_s: 1.0, ..Default::default() };
+        let mut p = MiddleboxPipeline::with_config(Box::new(PassThrough), "pass", cfg);
+        let n = 3 * SWEEP_CHUNK + 10;
+        for i in 0..n as u32 {
+            let src = [10, 1, (i >> 8) as u8, i as u8];
+            feed(&mut p, Time(0), Dir::AToB, &tcp_frame(src, B, 1000, 80, i, 0x10, &[], &[]));
+        }
+        assert_eq!(p.flows(), n);
+        let t = Time(2_000_000_000);
+        p.sweep(t, false);
+        assert_eq!(p.flows(), n - SWEEP_CHUNK, "one step");
+        p.sweep(t, false);
+        assert_eq!(p.flows(), n - SWEEP_CHUNK, "not again within SWEEP_STEP");
+        for k in 1..=3 {
+            p.sweep(t + Dur(SWEEP_STEP.0 * k), false);
+        }
+        assert_eq!(p.flows(), 0);
+        assert_eq!(p.stats().flows_evicted, n as u64);
+    }
+
     #[test]
     fn state_stays_within_its_bounds() {
         let cfg = MbPipelineConfig { max_flows: 100, max_pending_bytes: 64 * 1024, ..Default::default() };
@@ -1040,6 +1111,7 @@ mod engine_tests {
         assert_eq!(st["sent"], n as u64, "{}", snap.pipeline);
         assert_eq!(snap.pipeline["frames"]["sent_original"], n as u64);
         assert!(snap.hold_timing.samples >= n as u64 - 1, "{:?}", snap.hold_timing);
+        assert_eq!(snap.hold_timing_acks.samples, 0, "data frames are not counted as ACKs");
         assert_eq!(snap.port("b").unwrap().tx_packets, n as u64);
         let prom = snap.prometheus();
         assert!(prom.contains("ackshape_pipeline_sent{path=\"stats.a_to_b\"} 100"), "{prom}");
@@ -1175,7 +1247,20 @@ mod cost {
             let per = |d: std::time::Duration| d.as_nanos() as f64 / frames as f64;
             // Frames per second at 1 Gbit/s of 1514-byte data frames, each with its ACK.
             let fps_per_gbit = 2.0 * 1e9 / (1514.0 * 8.0);
+            let ts = crate::sys::thread_cpu_time();
             let st = p.mb.stats_json();
+            let stats_el = crate::sys::thread_cpu_time().saturating_sub(ts);
+            let c1 = crate::sys::thread_cpu_time();
+            p.sweep(Time(total * step_ns + SWEEP_STEP.0), false);
+            let step_cpu = crate::sys::thread_cpu_time().saturating_sub(c1);
+            p.last_full_sweep = None;
+            p.sweep(Time(total * step_ns + 2 * SWEEP_STEP.0), true);
+            let full_cpu = crate::sys::thread_cpu_time().saturating_sub(c1) - step_cpu;
+            eprintln!(
+                "{n_flows} flows: box stats_json {stats_el:?} ({} bytes); pipeline sweep step {step_cpu:?}, \
+                 full pass {full_cpu:?} of CPU",
+                st.to_string().len()
+            );
             eprintln!(
                 "PostACK on-off, {n_flows} flows: {:.0} ns of CPU per frame ({:.0} ns wall) = {:.3} CPU cores per Gbit/s; \
                  {frames} frames in, {sent} out; flows tracked {}, ACKs held max {}",

@@ -245,6 +245,9 @@ pub struct Snapshot {
     pub top_flows: Vec<(FlowKey, FlowStats)>,
     pub held_now: usize,
     pub hold_timing: HoldTiming,
+    /// [`Snapshot::hold_timing`] of the pure ACKs among those frames (what an ACK mechanism
+    /// such as PostACK or TCR releases from its timers).
+    pub hold_timing_acks: HoldTiming,
     pub policy_reloads: u64,
     pub policy_reload_errors: u64,
     pub pipeline: serde_json::Value,
@@ -296,6 +299,10 @@ impl Snapshot {
             "# TYPE ackshape_hold_error_us gauge\nackshape_hold_error_us{{quantile=\"0.5\"}} {}\nackshape_hold_error_us{{quantile=\"0.99\"}} {}\n",
             self.hold_timing.p50_us, self.hold_timing.p99_us
         );
+        s += &format!(
+            "# TYPE ackshape_ack_hold_error_us gauge\nackshape_ack_hold_error_us{{quantile=\"0.5\"}} {}\nackshape_ack_hold_error_us{{quantile=\"0.99\"}} {}\n",
+            self.hold_timing_acks.p50_us, self.hold_timing_acks.p99_us
+        );
         s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
         s += &json_metrics("ackshape_pipeline", &self.pipeline);
         for (k, f) in self.top_flows.iter().take(32) {
@@ -319,6 +326,7 @@ impl Snapshot {
             "top_flows": flows,
             "held_now": self.held_now,
             "hold_timing": self.hold_timing,
+            "hold_timing_acks": self.hold_timing_acks,
             "policy_reloads": self.policy_reloads,
             "policy_reload_errors": self.policy_reload_errors,
             "pipeline": self.pipeline,
@@ -469,6 +477,36 @@ mod tests {
         t.sweep(Time(20_000_000_000), true);
         assert_eq!(t.len(), 0);
         assert!(t.approx_bytes() <= 100 * FLOW_ENTRY_BYTES, "{}", t.approx_bytes());
+    }
+
+    /// CPU of the periodic whole-table work at 100 000 flows (reported, not asserted):
+    /// `cargo test --release -p ackshape-live --lib flow_table_periodic_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn flow_table_periodic_cost() {
+        let mut t = FlowTable::new(FlowTablePolicy { max_flows: 200_000, ..Default::default() });
+        let mut f = crate::testing::tcp_frame([10, 0, 0, 1], [10, 1, 0, 1], 1, 2, 3, 0x10, &[], b"x");
+        for i in 0..100_000u32 {
+            f[28..30].copy_from_slice(&(i as u16).to_be_bytes());
+            f[34..36].copy_from_slice(&((i >> 16) as u16).to_be_bytes());
+            let p = classify(&f).packet().unwrap().clone();
+            t.touch(Time(1), Dir::AToB, &p, 100);
+        }
+        assert_eq!(t.len(), 100_000);
+        let c0 = crate::sys::thread_cpu_time();
+        t.sweep(Time(2_000_000_000), false);
+        let c1 = crate::sys::thread_cpu_time();
+        let top = t.top(16);
+        let c2 = crate::sys::thread_cpu_time();
+        let _ = t.stats();
+        let c3 = crate::sys::thread_cpu_time();
+        eprintln!(
+            "100000 flows: sweep {:?}, top(16) {:?}, stats {:?} of CPU ({} top)",
+            c1 - c0,
+            c2 - c1,
+            c3 - c2,
+            top.len()
+        );
     }
 
     #[test]

@@ -282,6 +282,36 @@ impl PacketSocket {
         Ok(PacketSocket { fd, ifindex })
     }
 
+    /// A send-only socket on `ifname`: bound with protocol 0, so the kernel queues nothing to it
+    /// (no packet tap, no receive work) — for traffic generators that only inject frames.
+    /// Frames sent skip the egress qdisc, like [`PacketSocket::open`]'s.
+    pub fn open_send_only(ifname: &str) -> io::Result<PacketSocket> {
+        let ifindex = if_index(ifname)?;
+        // SAFETY: plain socket(2); the fd is owned immediately.
+        let raw = cvt(unsafe {
+            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
+        })?;
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let _ = setsockopt_int(raw, SOL_PACKET, PACKET_QDISC_BYPASS, 1);
+        let big = 8 << 20;
+        if setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, big).is_err() {
+            let _ = setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, big);
+        }
+        // SAFETY: zeroed sockaddr_ll is valid; protocol 0 registers no receive hook.
+        let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = 0;
+        sll.sll_ifindex = ifindex as i32;
+        cvt(unsafe {
+            libc::bind(
+                raw,
+                &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+                size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        })?;
+        Ok(PacketSocket { fd, ifindex })
+    }
+
     pub fn ifindex(&self) -> u32 {
         self.ifindex
     }

@@ -284,8 +284,18 @@ mod tests {
         let h = std::thread::spawn(move || run_ports(Box::new(a), Box::new(b), [None, None], &cfg, &c2));
         assert!(ctl.wait_running(Duration::from_secs(5)));
         let t0 = std::time::Instant::now();
-        for i in 0..10u8 {
-            host_a.send(Time(0), &[i; 60]).unwrap();
+        // Seven non-IP frames and three pure TCP ACKs (counted apart in hold_timing_acks).
+        let frames: Vec<Vec<u8>> = (0..10u8)
+            .map(|i| {
+                if i % 3 == 1 {
+                    crate::testing::tcp_frame([10, 0, 0, 2], [10, 0, 0, 1], 80, 1000, i as u32, 0x10, &[], &[])
+                } else {
+                    vec![i; 60]
+                }
+            })
+            .collect();
+        for f in &frames {
+            host_a.send(Time(0), f).unwrap();
         }
         while host_b.pending() < 10 {
             assert!(t0.elapsed() < Duration::from_secs(2), "frames not delivered");
@@ -298,11 +308,12 @@ mod tests {
         assert_eq!(snap.port("b").unwrap().tx_packets, 10);
         assert_eq!(snap.port("a").unwrap().held, 10);
         assert_eq!(snap.hold_timing.samples, 10);
+        assert_eq!(snap.hold_timing_acks.samples, 3);
         let mut host_b = host_b;
         let mut buf = [0u8; 100];
-        for i in 0..10u8 {
+        for f in &frames {
             let m = host_b.recv(Time(0), &mut buf).unwrap().unwrap();
-            assert_eq!(&buf[..m.len], &[i; 60], "FIFO order kept");
+            assert_eq!(&buf[..m.len], &f[..], "FIFO order kept");
         }
     }
 

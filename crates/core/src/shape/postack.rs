@@ -954,10 +954,15 @@ impl AckMechanism for PostAck {
     }
 
     fn stats_json(&self) -> serde_json::Value {
+        // The first flows only, as TCR's `per_flow`: the live gateway takes these stats every
+        // second on its data-plane thread, and listing 100 000 flows took 1.4 s there (wall, on a
+        // loaded machine; 15 MB of JSON; docs/benchmarks.md, "PostACK with many flows").
+        const LISTED: usize = 64;
         let flows: Vec<serde_json::Value> = self
             .flows
             .iter()
             .filter(|f| f.live)
+            .take(LISTED)
             .map(|f| {
                 serde_json::json!({
                     "flow": format!("{}:{}>{}:{}", f.key.0, f.key.2, f.key.1, f.key.3),
@@ -989,6 +994,7 @@ impl AckMechanism for PostAck {
             "hold_ms_mean": mean_hold_ms,
             "hold_ms_max": self.stats.hold_ns_max as f64 / 1e6,
             "counters": self.stats,
+            "flows_live": self.index.len(),
             "flows": flows,
         })
     }
