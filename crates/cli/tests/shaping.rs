@@ -224,34 +224,21 @@ fn buffer_runs(prefix: &str) -> Vec<f64> {
     bufs
 }
 
-/// Done-when 2 as far as it holds live on a loaded machine: 8 flows, 5 Mbit/s class, 40 ms RTT:
-/// goodput ≥ 90% of the class rate with all three, and class-only FIFO's maximum data queue (after
-/// the warm-up) ≥ 5× that of PostACK and of TCR. The ≤ 10-packet bound is measured and printed
-/// here, asserted by the ignored test below (docs/live.md: it holds in the simulator, 7 and 8
-/// packets; live it measured 12–18 at load 9–11 on 2 cores).
+/// Done-when 2: 8 flows, 5 Mbit/s class, 40 ms RTT: goodput ≥ 90% of the class rate with all
+/// three, PostACK's and TCR's maximum data queue (after the warm-up) ≤ 10 packets, and class-only
+/// FIFO's ≥ 5× theirs. PostACK runs on-off with spread slots and TCR paces at 99% of the class
+/// rate (the scenario files say why; docs/live.md, point 2, has the paper forms' numbers).
+/// Timing-sensitive: on a machine loaded far beyond its cores the gateway's timers run late
+/// (docs/live.md).
 #[test]
 fn postack_and_tcr_keep_the_buffer_small_class_fifo_does_not() {
     let Some(_l) = live("buffer", "acks-ls2") else { return };
     let b = buffer_runs("acks-ls2");
     let (fifo, tcr, postack) = (b[0], b[1], b[2]);
-    println!(
-        "max data queue after warm-up: class-only FIFO {fifo}, TCR {tcr}, PostACK {postack} packets (≤ 10: TCR {}, PostACK {})",
-        if tcr <= 10.0 { "holds" } else { "DOES NOT HOLD" },
-        if postack <= 10.0 { "holds" } else { "DOES NOT HOLD" }
-    );
+    println!("max data queue after warm-up: class-only FIFO {fifo}, TCR {tcr}, PostACK {postack} packets");
+    assert!(tcr <= 10.0, "TCR max data queue {tcr} > 10 packets");
+    assert!(postack <= 10.0, "PostACK max data queue {postack} > 10 packets");
     assert!(fifo >= 5.0 * tcr.max(postack).max(1.0), "class-only FIFO {fifo} < 5 × max(TCR {tcr}, PostACK {postack})");
-}
-
-/// Done-when 2's bound as stated: PostACK and TCR keep the maximum data queue at ≤ 10 packets
-/// live. Ignored: it does not hold on the loaded 2-core machine this was written on (see
-/// docs/live.md); run it with `-- --ignored` on a quiet one.
-#[test]
-#[ignore]
-fn postack_and_tcr_keep_the_buffer_at_most_10_packets() {
-    let Some(_l) = live("buffer_10", "acks-ls2") else { return };
-    let b = buffer_runs("acks-ls2");
-    assert!(b[1] <= 10.0, "TCR max data queue {} > 10 packets", b[1]);
-    assert!(b[2] <= 10.0, "PostACK max data queue {} > 10 packets", b[2]);
 }
 
 // ------------------------------------------------------------------ rigs driven directly
