@@ -55,26 +55,13 @@ pub struct CompareArgs {
 /// Mean and sample standard deviation (0 for one value); NaN values are skipped.
 pub fn mean_sd(x: &[f64]) -> (f64, f64) {
     let v: Vec<f64> = x.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    if v.len() < 2 {
-        return (m, 0.0);
-    }
-    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
-    (m, var.sqrt())
+    ackshape_sim::reproduce::mean_sd(&v)
 }
 
 /// Pairs of scenarios (i, j) that the two drivers order oppositely: `a[i] < a[j]` beyond the tie
 /// margin in one and `b[i] > b[j]` beyond it in the other. A pair tied in either driver is not
 /// discordant. `tie(i, j, x, y)` is the margin for scenarios i and j with values x and y.
-pub fn discordant_pairs(
-    a: &[f64],
-    b: &[f64],
-    tie: &dyn Fn(usize, usize, f64, f64) -> f64,
-) -> Vec<(usize, usize)> {
+pub fn discordant_pairs(a: &[f64], b: &[f64], tie: &dyn Fn(usize, usize, f64, f64) -> f64) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for i in 0..a.len() {
         for j in i + 1..a.len() {
@@ -230,9 +217,8 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         &col("live", "buffer_max_pkts"),
         &|i, j, x: f64, y: f64| (btie * x.max(y)).max(2.0).max(noise(&bsd, i, j)),
     ));
-    let cov_disc = pairs(discordant_pairs(&col("sim", "cov"), &col("live", "cov"), &|i, j, _, _| {
-        ctie.max(noise(&csd, i, j))
-    }));
+    let cov_disc =
+        pairs(discordant_pairs(&col("sim", "cov"), &col("live", "cov"), &|i, j, _, _| ctie.max(noise(&csd, i, j))));
     let same_buffer_order = buf_disc.is_empty();
     let same_cov_order = cov_disc.is_empty();
     let all_within = rows.iter().all(|r| r["goodput_within_tolerance"] == true);

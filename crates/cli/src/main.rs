@@ -371,7 +371,7 @@ fn cmd_model_edge(a: EdgeArgs) -> ExitCode {
         Ok(_) => return bad("--rtt: expected a positive duration".into()),
         Err(e) => return bad(format!("--rtt: {e}")),
     };
-    if !(a.mss > 0.0) {
+    if a.mss.is_nan() || a.mss <= 0.0 {
         return bad(format!("--mss: expected a positive size in bytes, got {}", a.mss));
     }
     let ww = match (&a.rate, a.ww) {

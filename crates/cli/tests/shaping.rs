@@ -167,8 +167,11 @@ fn class_rate_and_sim_live_agreement_with_every_mechanism() {
     // run-to-run noise (simulator over 5 seeds: 0.21–0.47, live 0.13–0.26 in three runs), so
     // `compare` counts differences within 2 sd of the simulator's seed-to-seed spread as ties
     // (docs/live.md, point 6); every pair ordered beyond that must keep its order.
-    println!("CoV discordant pairs: {}; sim sd per scenario: {:?}", r["cov_discordant_pairs"],
-        r["scenarios"].as_array().unwrap().iter().map(|x| f(&x["sim"]["sd"]["cov"])).collect::<Vec<_>>());
+    println!(
+        "CoV discordant pairs: {}; sim sd per scenario: {:?}",
+        r["cov_discordant_pairs"],
+        r["scenarios"].as_array().unwrap().iter().map(|x| f(&x["sim"]["sd"]["cov"])).collect::<Vec<_>>()
+    );
     if r["same_cov_ordering"] != true {
         fails.push(format!("the mechanisms rank differently on per-flow CoV: {}", r["cov_discordant_pairs"]));
     }

@@ -39,6 +39,16 @@ fn iperf3(tb: &Testbed, secs: u64) -> Result<f64, String> {
     v["end"]["sum_received"]["bits_per_second"].as_f64().ok_or_else(|| format!("iperf3: no result in {v}"))
 }
 
+/// The kernel bridge as the middle: `br` over the gateway namespace's two ports.
+fn bridge_up(tb: &Testbed, ns: &str, br: &str) {
+    testbed::sh("ip", &["-n", ns, "link", "add", br, "type", "bridge"]).unwrap();
+    for port in [&tb.if_gw_lan, &tb.if_gw_wan] {
+        testbed::sh("ip", &["-n", ns, "link", "set", port, "master", br]).unwrap();
+    }
+    testbed::sh("ip", &["-n", ns, "link", "set", br, "up"]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+}
+
 fn pct(v: &mut [Duration], q: f64) -> f64 {
     v.sort();
     v[((v.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1e6
@@ -136,12 +146,7 @@ fn throughput(results: &mut serde_json::Map<String, serde_json::Value>, secs: u6
         for (k, m) in middles.iter().enumerate() {
             match m.gateway {
                 None => {
-                    testbed::sh("ip", &["-n", &ns, "link", "add", &br, "type", "bridge"]).unwrap();
-                    for port in [&tb.if_gw_lan, &tb.if_gw_wan] {
-                        testbed::sh("ip", &["-n", &ns, "link", "set", port, "master", &br]).unwrap();
-                    }
-                    testbed::sh("ip", &["-n", &ns, "link", "set", &br, "up"]).unwrap();
-                    std::thread::sleep(Duration::from_millis(200));
+                    bridge_up(&tb, &ns, &br);
                     rtt[k].extend(ping(&tb, 300));
                     bps[k].push(iperf3(&tb, secs).expect("iperf3 through bridge"));
                     testbed::sh("ip", &["-n", &ns, "link", "del", &br]).unwrap();
@@ -408,12 +413,7 @@ fn many_flows(results: &mut serde_json::Map<String, serde_json::Value>, secs: u6
                 let mut gw = None;
                 match v {
                     None => {
-                        testbed::sh("ip", &["-n", &ns, "link", "add", &br, "type", "bridge"]).unwrap();
-                        for port in [&tb.if_gw_lan, &tb.if_gw_wan] {
-                            testbed::sh("ip", &["-n", &ns, "link", "set", port, "master", &br]).unwrap();
-                        }
-                        testbed::sh("ip", &["-n", &ns, "link", "set", &br, "up"]).unwrap();
-                        std::thread::sleep(Duration::from_millis(200));
+                        bridge_up(&tb, &ns, &br);
                     }
                     Some(mech) => {
                         let path = dir.join(format!("policy-{n}-{vi}.toml"));

@@ -249,6 +249,20 @@ pub struct PacketSocket {
 impl PacketSocket {
     /// Open and bind to `ifname` (in the calling thread's network namespace).
     pub fn open(ifname: &str) -> io::Result<PacketSocket> {
+        Self::open_with(ifname, true)
+    }
+
+    /// A send-only socket on `ifname`: bound with protocol 0, so the kernel queues nothing to it
+    /// (no packet tap, no receive work) — for traffic generators that only inject frames.
+    /// Frames sent skip the egress qdisc, like [`PacketSocket::open`]'s.
+    pub fn open_send_only(ifname: &str) -> io::Result<PacketSocket> {
+        Self::open_with(ifname, false)
+    }
+
+    /// `receive`: bound to every protocol with PACKET_IGNORE_OUTGOING and PACKET_AUXDATA and both
+    /// buffers enlarged; otherwise bound with protocol 0 (nothing is queued to it) and only the
+    /// send buffer enlarged.
+    fn open_with(ifname: &str, receive: bool) -> io::Result<PacketSocket> {
         let ifindex = if_index(ifname)?;
         // Protocol 0 at creation so nothing is queued before bind() narrows it to this interface.
         // SAFETY: plain socket(2); the fd is owned immediately.
@@ -256,51 +270,24 @@ impl PacketSocket {
             libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
         })?;
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        setsockopt_int(raw, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
-        setsockopt_int(raw, SOL_PACKET, PACKET_AUXDATA, 1)?;
+        if receive {
+            setsockopt_int(raw, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
+            setsockopt_int(raw, SOL_PACKET, PACKET_AUXDATA, 1)?;
+        }
         // Frames we send skip the egress qdisc (we are the queue); harmless if unsupported.
         let _ = setsockopt_int(raw, SOL_PACKET, PACKET_QDISC_BYPASS, 1);
         let big = 8 << 20;
-        if setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, big).is_err() {
+        if receive && setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, big).is_err() {
             let _ = setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, big);
         }
         if setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, big).is_err() {
             let _ = setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, big);
         }
-        // SAFETY: zeroed sockaddr_ll is valid; we fill the fields bind needs.
+        // SAFETY: zeroed sockaddr_ll is valid; we fill the fields bind needs (protocol 0
+        // registers no receive hook).
         let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
-        sll.sll_ifindex = ifindex as i32;
-        cvt(unsafe {
-            libc::bind(
-                raw,
-                &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
-                size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        })?;
-        Ok(PacketSocket { fd, ifindex })
-    }
-
-    /// A send-only socket on `ifname`: bound with protocol 0, so the kernel queues nothing to it
-    /// (no packet tap, no receive work) — for traffic generators that only inject frames.
-    /// Frames sent skip the egress qdisc, like [`PacketSocket::open`]'s.
-    pub fn open_send_only(ifname: &str) -> io::Result<PacketSocket> {
-        let ifindex = if_index(ifname)?;
-        // SAFETY: plain socket(2); the fd is owned immediately.
-        let raw = cvt(unsafe {
-            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
-        })?;
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let _ = setsockopt_int(raw, SOL_PACKET, PACKET_QDISC_BYPASS, 1);
-        let big = 8 << 20;
-        if setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, big).is_err() {
-            let _ = setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, big);
-        }
-        // SAFETY: zeroed sockaddr_ll is valid; protocol 0 registers no receive hook.
-        let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = 0;
+        sll.sll_protocol = if receive { ETH_P_ALL.to_be() } else { 0 };
         sll.sll_ifindex = ifindex as i32;
         cvt(unsafe {
             libc::bind(
