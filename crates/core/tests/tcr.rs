@@ -629,10 +629,16 @@ fn flow_end_releases_everything_and_returns_its_share() {
     t.on_ack(at(80.0), key(0), ack(0, 6, 1000), &mut out);
     t.on_ack(at(80.0), key(0), ack(0, 6, 1000), &mut out);
     assert_eq!(t.acks_held(), 5 + 2);
+    let target = t.flow_info(&key(0)).unwrap().window_target_bytes.unwrap();
     out.clear();
     t.on_flow_end(at(81.0), key(0), &mut out);
     assert_eq!(out.len(), 3, "one cumulative ACK and the two duplicates");
-    assert!(out.iter().all(|p| h(p).ack == SeqNum(sq(6 * MSS)) && h(p).window == 1000));
+    // TCR's window (scale 7, rounded up to the unit), not the receiver's 1000 × 128 bytes.
+    let field = target.div_ceil(128) as u16;
+    assert!(field < 1000, "{field}");
+    for p in &out {
+        assert_eq!((h(p).ack, h(p).window), (SeqNum(sq(6 * MSS)), field));
+    }
     assert_eq!(t.acks_held(), 0);
     assert!(t.flow_info(&key(0)).is_none());
     assert_eq!(t.flow_info(&key(1)).unwrap().alloc_bps, 8e6);
@@ -640,8 +646,9 @@ fn flow_end_releases_everything_and_returns_its_share() {
 }
 
 #[test]
-fn sender_fin_flushes_the_queue_and_later_acks_pass_through() {
-    let mut t = tcr(TcrConfig::default(), 8_000_000);
+fn sender_fin_flushes_the_queue_and_later_acks_pass_unpaced_within_tcr_window() {
+    // Windows written at once (no per-ACK step), so each is TCR's target or the advertised edge.
+    let mut t = tcr(TcrConfig { window_step_segments: 0, ..TcrConfig::default() }, 8_000_000);
     handshakes(&mut t, 2, Time::ZERO, ms(40.0));
     send(&mut t, 0, at(40.0), 0, 8);
     let mut out = Vec::new();
@@ -655,12 +662,27 @@ fn sender_fin_flushes_the_queue_and_later_acks_pass_through() {
     assert!(t.poll_timeout().unwrap() <= at(81.0));
     let got: Vec<_> = run(&mut t, at(81.0)).into_iter().filter(|(_, p)| h(p).dport == 40_000).collect();
     assert_eq!(got.len(), 1, "flushed at once");
-    assert_eq!(h(&got[0].1).ack, SeqNum(sq(6 * MSS)));
+    let flushed = h(&got[0].1);
+    assert_eq!(flushed.ack, SeqNum(sq(6 * MSS)));
     assert_eq!(t.acks_held(), 0);
+    // The flow left the allocation, but no ACK advertises more than TCR's window: the flushed
+    // one and the unpaced ones after it keep the right edge already advertised (scale 7).
+    let edge = |p: &TcpHdr| p.ack.0 as u64 + ((p.window as u64) << 7);
+    assert!(flushed.window < 1000, "{}", flushed.window);
     out.clear();
     t.on_ack(at(90.0), key(0), ack(0, 8, 1000), &mut out);
-    assert_eq!(out.len(), 1);
-    assert_eq!((h(&out[0]).ack, h(&out[0]).window), (SeqNum(sq(8 * MSS)), 1000), "untouched");
+    assert_eq!(out.len(), 1, "not held");
+    let later = h(&out[0]);
+    assert_eq!(later.ack, SeqNum(sq(8 * MSS)));
+    assert!(later.window < 1000, "{}", later.window);
+    assert!(edge(later) >= edge(flushed), "the right edge never moves left");
+    let target = t.flow_info(&key(0)).unwrap().window_target_bytes.unwrap();
+    let room = edge(flushed) - later.ack.0 as u64;
+    assert_eq!(later.window as u64, target.max(room).div_ceil(128), "TCR's window or the edge, whichever is larger");
+    // The receiver's own smaller window is kept.
+    out.clear();
+    t.on_ack(at(91.0), key(0), ack(0, 8, 3), &mut out);
+    assert_eq!(h(&out[0]).window, 3);
 }
 
 // ---------------------------------------------------------------- RTT

@@ -57,7 +57,8 @@
 //!
 //! A flow joins the allocation at its first packet (normally the SYN) and leaves at the
 //! sender's FIN or an RST (its queued ACKs are then released at once and later ACKs pass
-//! through) or at [`AckMechanism::on_flow_end`]. Its rate is first sampled one sampling
+//! unpaced, still within TCR's window or the edge already advertised) or at
+//! [`AckMechanism::on_flow_end`]. Its rate is first sampled one sampling
 //! interval after its first data segment; until then it is hungry.
 //!
 //! **What it is not.** It never holds data, never injects packets of its own beyond ACKs
@@ -919,9 +920,9 @@ impl Tcr {
         Some(last + Dur(k.saturating_mul(d)))
     }
 
-    /// Releases everything flow `i` holds: one ACK up to `right` (with its SACK blocks and the
-    /// receiver's own window) and the pending duplicates.
-    fn flush(&mut self, i: u32, out: &mut Vec<Packet>) {
+    /// Releases everything flow `i` holds: one ACK up to `right` (with its SACK blocks and TCR's
+    /// window) and the pending duplicates.
+    fn flush(&mut self, i: u32, now: Time, out: &mut Vec<Packet>) {
         let f = self.flow_mut(i);
         if !f.has_queue() {
             return;
@@ -931,14 +932,18 @@ impl Tcr {
             f.dups = 0;
             return;
         };
-        let t = p.tcp_mut().unwrap();
-        t.ack = f.right;
-        t.seq = f.rcv_nxt;
-        t.window = f.recv_field;
-        let n = f.dups;
-        f.left = f.right;
+        let (right, rcv_nxt, n) = (f.right, f.rcv_nxt, f.dups);
+        f.left = right;
         f.dups = 0;
-        f.adv_right = None;
+        // The window TCR computed (never moving the advertised right edge left), not the
+        // receiver's: a flushed flow is leaving the allocation, not being handed a larger window.
+        let field = self.window_field(i, now, right, false);
+        let f = self.flow_mut(i);
+        f.lan_timed = None;
+        let t = p.tcp_mut().unwrap();
+        t.ack = right;
+        t.seq = rcv_nxt;
+        t.window = field;
         // The cumulative ACK and its duplicates are the same packet.
         for _ in 0..n {
             out.push(p.clone());
@@ -949,7 +954,7 @@ impl Tcr {
     }
 
     /// The flow leaves the allocation (sender FIN or RST): its ACKs will be flushed and later
-    /// ones pass through.
+    /// ones pass unpaced (windows still within TCR's).
     fn finish(&mut self, i: u32, now: Time) {
         let f = self.flow_mut(i);
         if f.finished {
@@ -1062,7 +1067,7 @@ impl Tcr {
         let i = self.lookup_or_create(now, flow);
         self.stats.acks_in += 1;
         if flags.contains(TcpFlags::RST) {
-            self.flush(i, out);
+            self.flush(i, now, out);
             self.finish(i, now);
             self.stats.acks_out += 1;
             out.push(pkt);
@@ -1101,11 +1106,19 @@ impl Tcr {
             f.recv_field = win;
         }
         if f.finished {
-            // Out of the allocation: ACKs pass through untouched.
-            if a > f.right {
+            // Out of the allocation: ACKs pass through unpaced, with at most the window TCR
+            // last computed (or the right edge already advertised): the sender has closed, but
+            // nothing on the wire advertises more than TCR's window.
+            if a >= f.right {
                 f.right = a;
+                f.recv_field = win;
             }
             f.left = f.right;
+            if flags.contains(TcpFlags::ACK) {
+                let field = self.window_field(i, now, a, false).min(win);
+                self.flow_mut(i).lan_timed = None;
+                pkt.tcp_mut().unwrap().window = field;
+            }
             self.stats.acks_out += 1;
             out.push(pkt);
             return Some(i);
@@ -1380,7 +1393,7 @@ impl AckMechanism for Tcr {
     fn on_flow_end(&mut self, now: Time, flow: FlowKey, out: &mut Vec<Packet>) {
         self.catch_up(now);
         let Some(i) = self.index.remove(&flow) else { return };
-        self.flush(i, out);
+        self.flush(i, now, out);
         self.sync_held(i);
         let slot = &mut self.slots[i as usize];
         let member = slot.flow.as_ref().is_some_and(|f| f.member());
@@ -1419,7 +1432,7 @@ impl AckMechanism for Tcr {
             let list = std::mem::take(&mut self.flush_list);
             for &i in &list {
                 if self.slots[i as usize].flow.as_ref().is_some_and(|f| f.flush) {
-                    self.flush(i, out);
+                    self.flush(i, now, out);
                     self.flow_mut(i).flush = false;
                     self.sync_held(i);
                 }
