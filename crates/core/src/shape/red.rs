@@ -252,6 +252,18 @@ mod tests {
 
     /// Hold the queue at `n` packets for `steps` arrivals (one departure per arrival) and return
     /// (early drops + marks, forced drops).
+    /// 400 arrivals 1 µs apart without departures, from `t`: the average climbs past max_th
+    /// (asserted). Returns the time reached and how many arrivals were queued.
+    fn fill_past_max_th(red: &mut Red, mut t: Time, ecn: Ecn) -> (Time, usize) {
+        let mut queued = 0;
+        for _ in 0..400 {
+            t += Dur::from_micros(1);
+            queued += matches!(red.enqueue(t, pkt(ecn)), Enqueue::Queued) as usize;
+        }
+        assert!(red.avg() >= 30.0, "avg {}", red.avg());
+        (t, queued)
+    }
+
     fn hold(red: &mut Red, n: usize, steps: usize, ecn: Ecn) -> (u64, u64) {
         let mut t = Time::ZERO;
         while red.len_pkts() < n {
@@ -280,13 +292,8 @@ mod tests {
     fn above_max_th_drops_everything() {
         let cfg = RedConfig { limit_pkts: 1000, ..RedConfig::default() };
         let mut r = Red::new(cfg, Dur::from_micros(1), stream(1, "red", 0));
-        // Fill to 60 without departures: avg climbs past max_th.
-        let mut t = Time::ZERO;
-        for _ in 0..400 {
-            t += Dur::from_micros(1);
-            let _ = r.enqueue(t, pkt(Ecn::NotEct));
-        }
-        assert!(r.avg() >= 30.0, "avg {}", r.avg());
+        // Fill without departures: avg climbs past max_th.
+        let (mut t, _) = fill_past_max_th(&mut r, Time::ZERO, Ecn::NotEct);
         let before = r.stats().forced_drops;
         for _ in 0..100 {
             t += Dur::from_micros(1);
@@ -299,12 +306,8 @@ mod tests {
     fn mark_only_marks_above_max_th_and_never_drops_below_the_limit() {
         let cfg = RedConfig { limit_pkts: 600, ecn: true, mark_only: true, ..RedConfig::default() };
         let mut r = Red::new(cfg, Dur::from_micros(1), stream(1, "red", 0));
-        let mut t = Time::ZERO;
-        for _ in 0..400 {
-            t += Dur::from_micros(1);
-            assert!(matches!(r.enqueue(t, pkt(Ecn::Ect0)), Enqueue::Queued));
-        }
-        assert!(r.avg() >= 30.0, "avg {}", r.avg());
+        let (mut t, queued) = fill_past_max_th(&mut r, Time::ZERO, Ecn::Ect0);
+        assert_eq!(queued, 400, "nothing dropped on the way up");
         let marks = r.stats().ecn_marks;
         for _ in 0..100 {
             t += Dur::from_micros(1);
@@ -335,12 +338,7 @@ mod tests {
         assert!(early > 1000, "{early}");
         assert_eq!(forced, 0);
         // Above max_th: admitted, neither marked nor dropped.
-        let mut t = Time(1 << 30);
-        for _ in 0..400 {
-            t += Dur::from_micros(1);
-            let _ = r.enqueue(t, pkt(Ecn::Ect0));
-        }
-        assert!(r.avg() >= 30.0, "avg {}", r.avg());
+        let (mut t, _) = fill_past_max_th(&mut r, Time(1 << 30), Ecn::Ect0);
         let marks = r.stats().ecn_marks;
         for _ in 0..100 {
             t += Dur::from_micros(1);

@@ -523,18 +523,9 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let mut gplot = Vec::new();
     for (pi, (pname, _)) in base.profiles.iter().enumerate() {
         let per_f = per_f_summary(&g, pi, &everies, pname, &mut summary);
-        plot.push(Series {
-            name: format!("{pname}: max"),
-            points: per_f.iter().map(|x| (x.0, x.1 .0 * 100.0)).collect(),
-        });
-        plot.push(Series {
-            name: format!("{pname}: mean"),
-            points: per_f.iter().map(|x| (x.0, x.2 * 100.0)).collect(),
-        });
-        gplot.push(Series {
-            name: format!("{pname}: mean goodput fraction"),
-            points: per_f.iter().map(|x| (x.0, x.3 * 100.0)).collect(),
-        });
+        plot.push(pct_series(format!("{pname}: max"), &per_f, |x| x.1 .0));
+        plot.push(pct_series(format!("{pname}: mean"), &per_f, |x| x.2));
+        gplot.push(pct_series(format!("{pname}: mean goodput fraction"), &per_f, |x| x.3));
         let peak = per_f.iter().max_by(|a, b| a.1 .0.total_cmp(&b.1 .0)).unwrap();
         let plateau: Vec<f64> = per_f.iter().filter(|x| x.1 .0 >= peak.1 .0 - plateau_tol).map(|x| x.0).collect();
         let last = per_f.last().unwrap();
@@ -634,14 +625,8 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         let g2 = run_grid(&b2, ctx, g.bws.clone(), g.rtts.clone(), cfgs)?;
         let label = format!("{} (count = {c})", base.profiles[0].0);
         let per_f = per_f_summary(&g2, 0, &everies, &label, &mut summary);
-        plot.push(Series {
-            name: format!("{label}: max"),
-            points: per_f.iter().map(|x| (x.0, x.1 .0 * 100.0)).collect(),
-        });
-        gplot.push(Series {
-            name: format!("{label}: mean goodput fraction"),
-            points: per_f.iter().map(|x| (x.0, x.3 * 100.0)).collect(),
-        });
+        plot.push(pct_series(format!("{label}: max"), &per_f, |x| x.1 .0));
+        gplot.push(pct_series(format!("{label}: mean goodput fraction"), &per_f, |x| x.3));
         let mut t = g2.table(&b2, &format!("grid_count_{c}"), false);
         for row in &mut t.rows {
             row[0] = json!(label);
@@ -682,13 +667,16 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
 /// For each f: the maximum reduction over the grid (value, bandwidth, RTT, goodput fraction
 /// there), the mean reduction and the mean goodput fraction; one `summary` row per f.
 #[allow(clippy::type_complexity)]
-fn per_f_summary(
-    g: &Grid,
-    pi: usize,
-    everies: &[f64],
-    label: &str,
-    summary: &mut Table,
-) -> Vec<(f64, (f64, f64, f64, f64), f64, f64)> {
+/// One row of [`per_f_summary`]: f, (max reduction, its bandwidth, RTT, goodput), mean
+/// reduction, mean goodput fraction.
+type PerF = (f64, (f64, f64, f64, f64), f64, f64);
+
+/// A plot series over f of one per-f figure (a fraction), in percent.
+fn pct_series(name: String, per_f: &[PerF], pick: impl Fn(&PerF) -> f64) -> Series {
+    Series { name, points: per_f.iter().map(|x| (x.0, pick(x) * 100.0)).collect() }
+}
+
+fn per_f_summary(g: &Grid, pi: usize, everies: &[f64], label: &str, summary: &mut Table) -> Vec<PerF> {
     let mut per_f = Vec::new();
     for (ci, &f) in everies.iter().enumerate() {
         let mut best = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);

@@ -938,8 +938,6 @@ impl Tcr {
         // The window TCR computed (never moving the advertised right edge left), not the
         // receiver's: a flushed flow is leaving the allocation, not being handed a larger window.
         let field = self.window_field(i, now, right, false);
-        let f = self.flow_mut(i);
-        f.lan_timed = None;
         let t = p.tcp_mut().unwrap();
         t.ack = right;
         t.seq = rcv_nxt;
@@ -1114,11 +1112,8 @@ impl Tcr {
                 f.recv_field = win;
             }
             f.left = f.right;
-            if flags.contains(TcpFlags::ACK) {
-                let field = self.window_field(i, now, a, false).min(win);
-                self.flow_mut(i).lan_timed = None;
-                pkt.tcp_mut().unwrap().window = field;
-            }
+            let field = self.window_field(i, now, a, false).min(win);
+            pkt.tcp_mut().unwrap().window = field;
             self.stats.acks_out += 1;
             out.push(pkt);
             return Some(i);
