@@ -1,33 +1,14 @@
 //! No allocation per packet in steady state: after a warm-up, a long enqueue/dequeue run of
-//! each discipline performs zero heap allocations (counted by a wrapping global allocator).
+//! each discipline performs zero heap allocations (counted per thread by a wrapping global allocator).
 
 use ackshape_core::rng::stream;
 use ackshape_core::shape::asym::{AsymDiscSpec, CakeMode, SizeModifierSpec};
 use ackshape_core::time::Time;
 use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, TcpOptions, UdpHdr, L4};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+mod alloc_counter;
+use alloc_counter::allocs;
 
 fn pkt(i: u32) -> Packet {
     let flow = (i % 16) as u16;
@@ -89,7 +70,7 @@ fn steady_state_does_not_allocate() {
         },
     ];
     for spec in specs {
-        let at_start = ALLOCS.load(Ordering::Relaxed);
+        let at_start = allocs();
         let mut q = spec.build_asym(stream(3, "alloc", 0));
         let mut run = |from: u32, to: u32| {
             for i in from..to {
@@ -103,10 +84,10 @@ fn steady_state_does_not_allocate() {
             }
         };
         run(0, 20_000);
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = allocs();
         assert!(before > at_start, "the counter must see the discipline's own allocations");
         run(20_000, 120_000);
-        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        let n = allocs() - before;
         assert_eq!(n, 0, "{}: {n} allocations in 100k steady-state packets", spec.kind());
     }
 }

@@ -7,36 +7,10 @@ use ackshape_core::shape::gateway::Gateway;
 use ackshape_core::shape::policy::Policy;
 use ackshape_core::time::Time;
 use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, L4};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static LIVE: AtomicI64 = AtomicI64::new(0);
-/// Tests measure one at a time (the allocator is global).
-static ONE: Mutex<()> = Mutex::new(());
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        LIVE.fetch_add(l.size() as i64, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as i64, Ordering::Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        LIVE.fetch_add(n as i64 - l.size() as i64, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+mod alloc_counter;
+use alloc_counter::{allocs, live_bytes};
 
 fn pkt(f: u32, ack: bool, seq: u32) -> (Dir, Packet) {
     let lan = IpAddr::V4(Ipv4Addr::from(0x0A00_0000 + f));
@@ -99,15 +73,14 @@ fn drive(g: &mut Gateway, out: &mut Emit, flows: u32, n: u32, t: &mut Time) {
 
 #[test]
 fn no_allocation_per_packet_in_steady_state() {
-    let _one = ONE.lock().unwrap();
     for (name, leaf) in LEAVES {
         let mut g = gateway(leaf);
         let mut out = Emit::with_capacity(64);
         let mut t = Time::ZERO;
         drive(&mut g, &mut out, 64, 200_000, &mut t);
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = allocs();
         drive(&mut g, &mut out, 64, 50_000, &mut t);
-        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        let n = allocs() - before;
         eprintln!("{name}: {n} allocations in 50000 packets");
         // Periodic work (flow sweeps, borrow recomputation) may allocate; packets must not.
         assert!(n < 50, "{name}: {n} allocations in 50000 packets");
@@ -116,12 +89,11 @@ fn no_allocation_per_packet_in_steady_state() {
 
 #[test]
 fn bytes_of_state_per_flow() {
-    let _one = ONE.lock().unwrap();
     const N: u32 = 5_000;
     for (name, leaf) in LEAVES {
         let mut g = gateway(leaf);
         let mut out = Emit::with_capacity(64);
-        let base = LIVE.load(Ordering::Relaxed);
+        let base = live_bytes();
         let mut t = Time::ZERO;
         // Each flow: one data packet in and out, one ACK back; all stay tracked.
         for f in 0..N {
@@ -143,7 +115,7 @@ fn bytes_of_state_per_flow() {
         }
         assert_eq!(g.acks_held(), 0, "{name}: ACKs still held");
         assert_eq!(g.flows_tracked(), N as usize);
-        let per_flow = (LIVE.load(Ordering::Relaxed) - base) as f64 / N as f64;
+        let per_flow = (live_bytes() - base) as f64 / N as f64;
         eprintln!("{name}: {per_flow:.0} bytes of heap per tracked flow ({N} flows)");
         // Bounded per flow: the flow table entry (and the per-flow queue slots) alone, or with
         // the mechanism's per-flow record and its emptied ACK queue.

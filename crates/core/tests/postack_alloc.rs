@@ -1,34 +1,15 @@
 //! No allocation per packet in steady state: after a warm-up, a long run of each PostACK variant
 //! (ACKs held and released, data entering, flows ending and new ones starting) performs zero
-//! heap allocations (counted by a wrapping global allocator).
+//! heap allocations (counted per thread by a wrapping global allocator).
 
 use ackshape_core::shape::ackmech::{AckMechanism, FlowKey};
 use ackshape_core::shape::postack::{PostAck, PostAckConfig, Variant};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, TcpOptions, L4};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+mod alloc_counter;
+use alloc_counter::allocs;
 
 const FLOWS: u32 = 16;
 const MSS: u32 = 1448;
@@ -151,11 +132,11 @@ fn no_allocation_per_packet_in_steady_state() {
         for _ in 0..20_000 {
             d.step();
         }
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = allocs();
         for _ in 0..STEPS {
             d.step();
         }
-        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        let n = allocs() - before;
         assert!(d.m.stats().released > 10_000, "{v:?}: a steady state that releases ACKs");
         if v == Variant::Basic {
             // The basic form's holds wander with its window estimate in this synthetic driver,

@@ -1,41 +1,14 @@
 //! TCR allocates nothing per packet in steady state, and its state per flow is small (counted
-//! by a wrapping global allocator).
+//! per thread by a wrapping global allocator).
 
 use ackshape_core::shape::tcr::workload::Workload;
 use ackshape_core::shape::tcr::{Allocation, Pacing, Release, TcrConfig};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static LIVE: AtomicI64 = AtomicI64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        LIVE.fetch_add(l.size() as i64, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as i64, Ordering::Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        LIVE.fetch_add(n as i64 - l.size() as i64, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
-
-/// The counters are global: the tests take turns.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod alloc_counter;
+use alloc_counter::{allocs, live_bytes};
 
 #[test]
 fn no_allocation_per_packet_in_steady_state() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for (name, cfg) in [
         ("per-flow", TcrConfig::default()),
         ("receiver-ack", TcrConfig { release: Release::ReceiverAck, ..TcrConfig::default() }),
@@ -45,11 +18,11 @@ fn no_allocation_per_packet_in_steady_state() {
         for _ in 0..20_000 {
             w.cycle();
         }
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = allocs();
         for _ in 0..50_000 {
             w.cycle();
         }
-        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        let n = allocs() - before;
         assert_eq!(n, 0, "{name}: {n} allocations in 100k data packets and 50k ACKs");
         let per_ack = if name == "receiver-ack" { 1 } else { 2 };
         assert!(w.tcr.stats().acks_paced >= per_ack * 50_000, "{name}: {:?}", w.tcr.stats());
@@ -59,13 +32,12 @@ fn no_allocation_per_packet_in_steady_state() {
 
 #[test]
 fn state_per_flow_is_constant_and_small() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let record = ackshape_core::shape::tcr::Tcr::state_bytes_per_flow();
     let mut per = Vec::new();
     for n in [2_000u32, 20_000] {
-        let before = LIVE.load(Ordering::Relaxed);
+        let before = live_bytes();
         let w = Workload::new(TcrConfig::default(), n, 1_000_000_000);
-        let bytes = (LIVE.load(Ordering::Relaxed) - before) as f64 / n as f64;
+        let bytes = (live_bytes() - before) as f64 / n as f64;
         // Less the workload's own packet vectors (two packets and two u32 per flow).
         let own = 2.0 * std::mem::size_of::<ackshape_wire::Packet>() as f64 + 8.0;
         per.push(bytes - own);
