@@ -385,3 +385,39 @@ fn stats_reset_at_warmup_drops_the_start_up_burst() {
     assert!(c(&whole, "enqueued_pkts") >= 30.0, "the burst counts in the whole-run figure");
     assert!(win["buffer"]["data_max_pkts"].as_f64().unwrap() <= 1.0, "{win}");
 }
+
+/// Run a saturated 10 Mbit/s line (class at the same rate) for 1 s with every wake-up `late`
+/// after its time, as the live driver's timers come; return the packets sent.
+fn sent_with_late_wakeups(late: Dur) -> usize {
+    let policy = "[link]\noutbound = \"10Mbit/s\"\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\nqueue = \"5000pkt\"\n[[rule]]\nclass = \"c\"\n";
+    let mut g = Gateway::new(Policy::parse(policy, "line.toml").unwrap(), 0, 1);
+    let mut out = Emit::new();
+    for _ in 0..2000 {
+        g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);
+    }
+    let end = Time::from_secs_f64(1.0);
+    while let Some(t) = g.poll_timeout() {
+        let at = t + late;
+        if at > end {
+            break;
+        }
+        g.on_timeout(at, &mut out);
+    }
+    out.len()
+}
+
+#[test]
+fn a_backlogged_line_keeps_its_rate_when_wake_ups_come_late() {
+    // 1500-byte packets at 10 Mbit/s: 1.2 ms each, 833 in 1 s.
+    let exact = sent_with_late_wakeups(Dur::ZERO);
+    assert!((832..=834).contains(&exact), "exact wake-ups sent {exact}");
+    // 50 µs and 1 ms late at every wake-up: the line starts each frame when the last one ended,
+    // so it loses no capacity (before, 50 µs per frame cost 4%, 1 ms cost 45%).
+    for late_us in [50, 1_000] {
+        let n = sent_with_late_wakeups(Dur::from_micros(late_us));
+        assert!(n + 1 >= exact, "{late_us} µs late: {n} sent vs {exact} with exact wake-ups");
+    }
+    // Lateness beyond the 5 ms catch-up bound is given up, not turned into a long burst.
+    let n = sent_with_late_wakeups(Dur::from_millis(20));
+    assert!(n < exact * 9 / 10, "20 ms late: {n} sent vs {exact}");
+}

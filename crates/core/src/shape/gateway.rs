@@ -25,7 +25,8 @@
 //!    ([`AckMechanism::on_class_dequeue`]) with the flow's per-flow queue length.
 //! 4. A packet leaves at the end of its serialisation at the link rate (the link rate given in
 //!    `[link]`), or when its class may send if the direction has no link rate. Each packet costs
-//!    `ip_len + overhead` bytes.
+//!    `ip_len + overhead` bytes. A backlogged line starts its next frame when the last one ended,
+//!    also when the wake-up comes late (live timers), up to 5 ms late.
 //!
 //! Flow end (RST, or FIN seen both ways) and eviction call [`AckMechanism::on_flow_end`].
 //!
@@ -98,6 +99,9 @@ impl FxHasher {
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 const NONE: u32 = u32::MAX;
+/// How late a line's wake-up may come and still start the next frame when the last one ended
+/// (see `pump`).
+const LINE_CATCHUP: Dur = Dur::from_millis(5);
 
 // Flow state bits.
 const DATA_SEEN: u8 = 1;
@@ -821,6 +825,9 @@ impl Gateway {
         for s in self.sides[d].skip.iter_mut() {
             *s = false;
         }
+        // The line finished a frame at `busy_until` (< now when this wake-up came late) and
+        // nothing ran in between: what is queued now was queued then.
+        let mut line_busy_till: Option<Time> = None;
         loop {
             {
                 let side = &mut self.sides[d];
@@ -830,6 +837,7 @@ impl Gateway {
                     }
                     if let Some(p) = side.in_tx.take() {
                         out.push((dir, p));
+                        line_busy_till = Some(side.busy_until);
                     }
                 }
             }
@@ -895,7 +903,19 @@ impl Gateway {
             let side = &mut self.sides[d];
             match side.link_bps {
                 Some(r) => {
-                    let start = if side.busy_until + Dur(1) >= now { side.busy_until.max(now) } else { now };
+                    // A backlogged line starts its next frame when the last one ended, also
+                    // when the wake-up comes late (the live driver's timers run µs–ms late):
+                    // starting at `now` would lose each wake-up's lateness, so a line at 100%
+                    // would drain below its rate while an ACK clock on a grid (PostACK's slots,
+                    // TCR's pacing) keeps admitting at the rate, and the class queue would creep
+                    // up. Lateness beyond LINE_CATCHUP is given up (a stalled process does not
+                    // turn into a long burst). The simulator's wake-ups are exact, so there
+                    // `busy_until == now` whenever the line was busy.
+                    let start = match line_busy_till {
+                        Some(b) if now.since(b) <= LINE_CATCHUP => b,
+                        _ if side.busy_until + Dur(1) >= now => side.busy_until.max(now),
+                        _ => now,
+                    };
                     side.busy_until = start + Dur::tx_time(bytes, r);
                     side.in_tx = Some(p);
                 }
