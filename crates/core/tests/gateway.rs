@@ -421,3 +421,22 @@ fn a_backlogged_line_keeps_its_rate_when_wake_ups_come_late() {
     let n = sent_with_late_wakeups(Dur::from_millis(20));
     assert!(n < exact * 9 / 10, "20 ms late: {n} sent vs {exact}");
 }
+
+#[test]
+fn a_packet_arriving_before_a_late_wake_up_is_not_sent_before_it_arrived() {
+    let policy =
+        "[link]\noutbound = \"10Mbit/s\"\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n[[rule]]\nclass = \"c\"\n";
+    let mut g = Gateway::new(Policy::parse(policy, "line.toml").unwrap(), 0, 1);
+    let mut out = Emit::new();
+    // One 1500-byte frame on an idle line: on the wire 0 – 1.2 ms.
+    g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);
+    assert_eq!(g.poll_timeout(), Some((Time::ZERO + Dur::from_micros(1_200))));
+    // Its wake-up is late; a second packet arrives at 3 ms, after the line went idle.
+    g.on_packet((Time::ZERO + Dur::from_micros(3_000)), Dir::AToB, data(1), &mut out);
+    assert_eq!(out.len(), 1, "the first frame leaves; the second is on the wire, not done");
+    assert_eq!(
+        g.poll_timeout(),
+        Some((Time::ZERO + Dur::from_micros(4_200))),
+        "the second frame starts when it arrived"
+    );
+}

@@ -725,6 +725,13 @@ impl Gateway {
             && key_of(&pkt).is_some_and(|k| self.flows.get(&k).is_some_and(|e| e.state & ENDED == 0));
         let probe = tracked_mech.then(|| pkt.clone());
         let len = pkt.ip_len() as u64;
+        if self.sides[d].in_tx.is_some() && self.sides[d].busy_until < now {
+            // The line finished a frame before `now` and its (late, live) wake-up has not come
+            // yet: let it take what was queued then before this packet joins, so that `pump`
+            // never starts this packet before it arrived. (Never in the simulator: its wake-ups
+            // come at `busy_until` exactly.)
+            self.pump(now, d, out);
+        }
         let c = &mut self.sides[d].cls[class];
         let leaf = c.leaf.as_mut().expect("rules and the default class name leaves");
         let accepted = match leaf.enqueue(now, pkt) {
@@ -826,7 +833,8 @@ impl Gateway {
             *s = false;
         }
         // The line finished a frame at `busy_until` (< now when this wake-up came late) and
-        // nothing ran in between: what is queued now was queued then.
+        // nothing ran in between (an arrival first lets the line catch up, in `data_path`):
+        // what is queued now was queued then.
         let mut line_busy_till: Option<Time> = None;
         loop {
             {
