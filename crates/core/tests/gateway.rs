@@ -430,13 +430,9 @@ fn a_packet_arriving_before_a_late_wake_up_is_not_sent_before_it_arrived() {
     let mut out = Emit::new();
     // One 1500-byte frame on an idle line: on the wire 0 – 1.2 ms.
     g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);
-    assert_eq!(g.poll_timeout(), Some((Time::ZERO + Dur::from_micros(1_200))));
+    assert_eq!(g.poll_timeout(), Some(Time::ZERO + Dur::from_micros(1_200)));
     // Its wake-up is late; a second packet arrives at 3 ms, after the line went idle.
-    g.on_packet((Time::ZERO + Dur::from_micros(3_000)), Dir::AToB, data(1), &mut out);
+    g.on_packet(Time::ZERO + Dur::from_micros(3_000), Dir::AToB, data(1), &mut out);
     assert_eq!(out.len(), 1, "the first frame leaves; the second is on the wire, not done");
-    assert_eq!(
-        g.poll_timeout(),
-        Some((Time::ZERO + Dur::from_micros(4_200))),
-        "the second frame starts when it arrived"
-    );
+    assert_eq!(g.poll_timeout(), Some(Time::ZERO + Dur::from_micros(4_200)), "the second frame starts when it arrived");
 }
