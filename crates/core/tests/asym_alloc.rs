@@ -1,5 +1,6 @@
 //! No allocation per packet in steady state: after a warm-up, a long enqueue/dequeue run of
-//! each discipline performs zero heap allocations (counted per thread by a wrapping global allocator).
+//! each discipline performs zero heap allocations (counted per thread by a wrapping global
+//! allocator).
 
 use ackshape_core::rng::stream;
 use ackshape_core::shape::asym::{AsymDiscSpec, CakeMode, SizeModifierSpec};

@@ -386,11 +386,26 @@ fn stats_reset_at_warmup_drops_the_start_up_burst() {
     assert!(win["buffer"]["data_max_pkts"].as_f64().unwrap() <= 1.0, "{win}");
 }
 
-/// Run a saturated 10 Mbit/s line (class at the same rate) for 1 s with every wake-up `late`
-/// after its time, as the live driver's timers come; return the packets sent.
+/// A 10 Mbit/s line with one class at the same rate (a long FIFO), and no overhead: a
+/// 1500-byte packet is 1.2 ms on the wire.
+fn line_gateway() -> Gateway {
+    let policy = r#"
+[link]
+outbound = "10Mbit/s"
+[[class]]
+name = "c"
+rate = "10Mbit/s"
+queue = "5000pkt"
+[[rule]]
+class = "c"
+"#;
+    Gateway::new(Policy::parse(policy, "line.toml").unwrap(), 0, 1)
+}
+
+/// Run a saturated line (`line_gateway`) for 1 s with every wake-up `late` after its time, as
+/// the live driver's timers come; return the packets sent.
 fn sent_with_late_wakeups(late: Dur) -> usize {
-    let policy = "[link]\noutbound = \"10Mbit/s\"\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\nqueue = \"5000pkt\"\n[[rule]]\nclass = \"c\"\n";
-    let mut g = Gateway::new(Policy::parse(policy, "line.toml").unwrap(), 0, 1);
+    let mut g = line_gateway();
     let mut out = Emit::new();
     for _ in 0..2000 {
         g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);
@@ -424,9 +439,7 @@ fn a_backlogged_line_keeps_its_rate_when_wake_ups_come_late() {
 
 #[test]
 fn a_packet_arriving_before_a_late_wake_up_is_not_sent_before_it_arrived() {
-    let policy =
-        "[link]\noutbound = \"10Mbit/s\"\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n[[rule]]\nclass = \"c\"\n";
-    let mut g = Gateway::new(Policy::parse(policy, "line.toml").unwrap(), 0, 1);
+    let mut g = line_gateway();
     let mut out = Emit::new();
     // One 1500-byte frame on an idle line: on the wire 0 – 1.2 ms.
     g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);

@@ -832,10 +832,10 @@ impl Gateway {
         for s in self.sides[d].skip.iter_mut() {
             *s = false;
         }
-        // The line finished a frame at `busy_until` (< now when this wake-up came late) and
-        // nothing ran in between (an arrival first lets the line catch up, in `data_path`):
-        // what is queued now was queued then.
-        let mut line_busy_till: Option<Time> = None;
+        // Set when this call took the line's last frame: it ended at `busy_until` (< now when
+        // this wake-up came late) and nothing ran in between (an arrival first lets the line
+        // catch up, in `data_path`), so what is queued now was queued then.
+        let mut line_was_busy = false;
         loop {
             {
                 let side = &mut self.sides[d];
@@ -845,7 +845,7 @@ impl Gateway {
                     }
                     if let Some(p) = side.in_tx.take() {
                         out.push((dir, p));
-                        line_busy_till = Some(side.busy_until);
+                        line_was_busy = true;
                     }
                 }
             }
@@ -919,10 +919,12 @@ impl Gateway {
                     // up. Lateness beyond LINE_CATCHUP is given up (a stalled process does not
                     // turn into a long burst). The simulator's wake-ups are exact, so there
                     // `busy_until == now` whenever the line was busy.
-                    let start = match line_busy_till {
-                        Some(b) if now.since(b) <= LINE_CATCHUP => b,
-                        _ if side.busy_until + Dur(1) >= now => side.busy_until.max(now),
-                        _ => now,
+                    let start = if line_was_busy && now.since(side.busy_until) <= LINE_CATCHUP {
+                        side.busy_until
+                    } else if side.busy_until + Dur(1) >= now {
+                        side.busy_until.max(now)
+                    } else {
+                        now
                     };
                     side.busy_until = start + Dur::tx_time(bytes, r);
                     side.in_tx = Some(p);
