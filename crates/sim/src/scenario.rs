@@ -89,7 +89,8 @@ pub struct TcpSpec {
     pub max_rto: Option<DurV>,
     pub initial_rto: Option<DurV>,
     pub rto_granularity: Option<DurV>,
-    /// `"rfc6298"` (default; the timer fires on tick boundaries) or `"ns2"` (ns-2's TcpAgent timer).
+    /// `"rfc6298"` (default; the timer fires on tick boundaries), `"ns2"` (ns-2's TcpAgent timer)
+    /// or `"linux22"` (Linux 2.2's window-dependent RTO).
     pub rto_model: Option<RtoModel>,
     pub dupthresh: Option<u32>,
     /// MulTCP's N (with `cc = "multcp"`).

@@ -84,6 +84,14 @@ pub enum RtoModel {
     /// ≤ 64), raised to `min` and to 2 ticks, capped at `max`; and the timer is armed for
     /// exactly that long from now (`rtx_timer_.resched`), not aligned to a tick.
     Ns2,
+    /// Linux 2.2's timer (`tcp_rtt_estimator`, `tcp_set_rto`, `tcp_bound_rto` of 2.2.x, the
+    /// stack paper 000's testbed ran): samples in whole jiffies G (at least 1), SRTT and the
+    /// mean deviation kept as Jacobson's fixed point (first sample: MDEV = the sample), and
+    /// RTO = R + R/4 + R >> (cwnd − 1) with R = SRTT + 4·MDEV, computed at each sample with the
+    /// congestion window (segments) then in force — 2.25·R at one segment, 1.75·R at two,
+    /// → 1.25·R for large windows — bounded to [`min`, `max`] (2.2: HZ/5 and 120 s). A timeout
+    /// doubles it (capped at `max`); the timer fires on the first jiffy at or after its deadline.
+    Linux22,
 }
 
 /// Delayed-ACK behaviour of the receiving half.

@@ -503,7 +503,7 @@ impl Connection {
     }
 
     fn rtt_sample(&mut self, now: Time, r: Dur) {
-        self.rtt.sample(now, r);
+        self.rtt.sample(now, r, self.cwnd / self.mss.max(1));
         let s = &mut self.stats;
         s.rtt_samples += 1;
         s.rtt_sum_ns += r.0;

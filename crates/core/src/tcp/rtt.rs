@@ -1,6 +1,6 @@
 //! Round-trip estimation and retransmission-timeout computation: RFC 6298 with a clock
-//! granularity `G` that also quantises when timers fire, or ns-2's `TcpAgent` timer
-//! ([`RtoModel`]).
+//! granularity `G` that also quantises when timers fire, ns-2's `TcpAgent` timer, or Linux
+//! 2.2's ([`RtoModel`]).
 
 use super::config::{RtoConfig, RtoModel};
 use crate::time::{Dur, Time};
@@ -13,6 +13,7 @@ pub(crate) struct RttEstimator {
     srtt: Option<u64>,
     rttvar: u64,
     /// ns-2: SRTT in ticks × 8 and RTTVAR in ticks × 4 (`t_srtt_`, `t_rttvar_`); 0 = no sample.
+    /// Linux 2.2: the same fixed point for `srtt` and `mdev` (jiffies × 8, mean deviation × 4).
     ns2_srtt8: i64,
     ns2_rttvar4: i64,
     /// RTO without backoff (ns).
@@ -35,20 +36,30 @@ impl RttEstimator {
         let g = cfg.granularity.0.max(1);
         let base = match model {
             RtoModel::Rfc6298 => round_up(cfg.initial.0, g).min(cfg.max.0.max(1)),
-            // ns-2: t_rtxcur_ = rtxcur_init_, used as is until the first sample.
-            RtoModel::Ns2 => cfg.initial.0.max(1),
+            // ns-2: t_rtxcur_ = rtxcur_init_, used as is until the first sample; Linux 2.2:
+            // TCP_TIMEOUT_INIT until the first sample.
+            RtoModel::Ns2 | RtoModel::Linux22 => cfg.initial.0.max(1),
         };
         RttEstimator { cfg, model, srtt: None, rttvar: 0, ns2_srtt8: 0, ns2_rttvar4: 0, base, backoff: 0 }
     }
 
-    /// Feed one RTT sample `r` taken at `now`; resets the backoff (Karn: only unambiguous
-    /// samples are fed).
-    pub fn sample(&mut self, now: Time, r: Dur) {
+    /// Feed one RTT sample `r` taken at `now` with a congestion window of `cwnd_segments`
+    /// (only Linux 2.2's RTO uses it); resets the backoff (Karn: only unambiguous samples are
+    /// fed).
+    pub fn sample(&mut self, now: Time, r: Dur, cwnd_segments: u64) {
         let r = r.0.max(1);
-        if self.model == RtoModel::Ns2 {
-            self.sample_ns2(now, r);
-            self.backoff = 0;
-            return;
+        match self.model {
+            RtoModel::Ns2 => {
+                self.sample_ns2(now, r);
+                self.backoff = 0;
+                return;
+            }
+            RtoModel::Linux22 => {
+                self.sample_linux22(now, r, cwnd_segments);
+                self.backoff = 0;
+                return;
+            }
+            RtoModel::Rfc6298 => {}
         }
         match self.srtt {
             None => {
@@ -98,6 +109,35 @@ impl RttEstimator {
         self.rttvar = (self.ns2_rttvar4 as u64).saturating_mul(g) / 4;
     }
 
+    /// Linux 2.2 `tcp_rtt_estimator` + `tcp_set_rto` + `tcp_bound_rto`: the sample in jiffies
+    /// (ticks of G crossed, at least 1), `srtt` (× 8) and `mdev` (× 4) updated as Jacobson's
+    /// fixed point (first sample: srtt = m, mdev = m), R = srtt + mdev (i.e. SRTT + 4·mean
+    /// deviation), RTO = R + R/4 + R >> (cwnd − 1), then bounded to [`min`, `max`].
+    fn sample_linux22(&mut self, now: Time, r: u64, cwnd_segments: u64) {
+        let g = self.cfg.granularity.0.max(1);
+        let sent = now.0.saturating_sub(r);
+        let m = ((now.0 / g) as i64 - (sent / g) as i64).max(1);
+        if self.ns2_srtt8 != 0 {
+            let mut e = m - (self.ns2_srtt8 >> 3);
+            self.ns2_srtt8 += e;
+            e = e.abs() - (self.ns2_rttvar4 >> 2);
+            self.ns2_rttvar4 += e;
+        } else {
+            self.ns2_srtt8 = m << 3;
+            self.ns2_rttvar4 = m << 2;
+        }
+        let r0 = ((self.ns2_srtt8 >> 3) + self.ns2_rttvar4).max(0);
+        // A shift by 31 or more leaves nothing of a 32-bit jiffies count (2.2's `long` on
+        // i386; the hardware's masking of shift counts ≥ 32 is not modelled).
+        let shift = cwnd_segments.max(1) - 1;
+        let extra = if shift >= 31 { 0 } else { r0 >> shift };
+        let rto_ticks = (r0 + (r0 >> 2) + extra) as u64;
+        let max = self.cfg.max.0.max(1);
+        self.base = rto_ticks.saturating_mul(g).min(max).max(self.cfg.min.0);
+        self.srtt = Some((self.ns2_srtt8.max(0) as u64).saturating_mul(g) / 8);
+        self.rttvar = (self.ns2_rttvar4.max(0) as u64).saturating_mul(g) / 4;
+    }
+
     pub fn srtt(&self) -> Option<Dur> {
         self.srtt.map(Dur)
     }
@@ -107,7 +147,8 @@ impl RttEstimator {
         let max = self.cfg.max.0.max(1);
         let v = if self.backoff >= 63 { u64::MAX } else { self.base.saturating_mul(1u64 << self.backoff) };
         match self.model {
-            RtoModel::Rfc6298 => Dur(v.min(max)),
+            // Linux 2.2 `tcp_retransmit_timer`: rto = min(rto << 1, 120·HZ) per timeout.
+            RtoModel::Rfc6298 | RtoModel::Linux22 => Dur(v.min(max)),
             // ns-2 `rtt_timeout()` (rfc2988_ off): t_rtxcur_ · t_backoff_, raised to minrto_,
             // capped at maxrto_, and never below two ticks.
             RtoModel::Ns2 => {
@@ -119,7 +160,7 @@ impl RttEstimator {
 
     pub fn back_off(&mut self) {
         match self.model {
-            RtoModel::Rfc6298 => {
+            RtoModel::Rfc6298 | RtoModel::Linux22 => {
                 if self.rto().0 < self.cfg.max.0 {
                     self.backoff += 1;
                 }
@@ -133,12 +174,13 @@ impl RttEstimator {
         }
     }
 
-    /// Deadline for a timer of length `d` armed at `now`: RFC 6298 model, the first clock tick
-    /// (multiple of the granularity since Time 0) at or after `now + d`; ns-2 model, `now + d`.
+    /// Deadline for a timer of length `d` armed at `now`: RFC 6298 and Linux 2.2 models, the
+    /// first clock tick (multiple of the granularity since Time 0; a jiffy for Linux) at or
+    /// after `now + d`; ns-2 model, `now + d`.
     #[inline]
     pub fn deadline(&self, now: Time, d: Dur) -> Time {
         match self.model {
-            RtoModel::Rfc6298 => Time(round_up(now.0.saturating_add(d.0), self.cfg.granularity.0.max(1))),
+            RtoModel::Rfc6298 | RtoModel::Linux22 => Time(round_up(now.0.saturating_add(d.0), self.cfg.granularity.0.max(1))),
             RtoModel::Ns2 => Time(now.0.saturating_add(d.0)),
         }
     }
@@ -166,14 +208,14 @@ mod tests {
         assert_eq!(e.rto(), Dur::from_secs(3), "rtxcur_init_ before the first sample");
         let mut now = Time(Dur::from_millis(1234).0);
         for _ in 0..50 {
-            e.sample(now, Dur::from_millis(30));
+            e.sample(now, Dur::from_millis(30), 1);
             assert_eq!(e.rto(), Dur::from_millis(300));
             now += Dur::from_millis(37);
         }
         // The RFC 6298 model with the same tick gives 30 ms + 100 ms → 200 ms.
         let mut f = RttEstimator::new(cfg(100, 0), RtoModel::Rfc6298);
         for _ in 0..50 {
-            f.sample(now, Dur::from_millis(30));
+            f.sample(now, Dur::from_millis(30), 1);
         }
         assert_eq!(f.rto(), Dur::from_millis(200));
     }
@@ -183,14 +225,14 @@ mod tests {
         let mut e = RttEstimator::new(cfg(100, 0), RtoModel::Ns2);
         // Sent at 0.95 s, acked at 1.27 s: the 0.32 s cross the tick boundaries 1.0, 1.1 and
         // 1.2 (⌊12.7⌋ − ⌊9.5⌋ = 3 ticks); srtt 3, rttvar 1.5 → ⌊3 + 6⌋ = 9 ticks.
-        e.sample(Time(Dur::from_millis(1270).0), Dur::from_millis(320));
+        e.sample(Time(Dur::from_millis(1270).0), Dur::from_millis(320), 1);
         assert_eq!(e.rto(), Dur::from_millis(900));
     }
 
     #[test]
     fn ns2_backoff_min_and_floor() {
         let mut e = RttEstimator::new(cfg(100, 0), RtoModel::Ns2);
-        e.sample(Time(Dur::from_millis(500).0), Dur::from_millis(5));
+        e.sample(Time(Dur::from_millis(500).0), Dur::from_millis(5), 1);
         assert_eq!(e.rto(), Dur::from_millis(300));
         e.back_off();
         assert_eq!(e.rto(), Dur::from_millis(600));
@@ -200,10 +242,10 @@ mod tests {
         assert_eq!(e.rto(), Dur::from_millis(300 * 64), "t_backoff_ stops at 64");
         // minrto_ raises the timeout, two ticks is the floor even with minrto_ 0.
         let mut m = RttEstimator::new(cfg(100, 1000), RtoModel::Ns2);
-        m.sample(Time(Dur::from_millis(500).0), Dur::from_millis(5));
+        m.sample(Time(Dur::from_millis(500).0), Dur::from_millis(5), 1);
         assert_eq!(m.rto(), Dur::from_secs(1));
         let mut t = RttEstimator::new(cfg(10, 0), RtoModel::Ns2);
-        t.sample(Time(Dur::from_millis(500).0), Dur::from_micros(30));
+        t.sample(Time(Dur::from_millis(500).0), Dur::from_micros(30), 1);
         assert_eq!(t.rto(), Dur::from_millis(30), "1 tick + 4·0.5 tick = 3 ticks of 10 ms");
     }
 
@@ -215,5 +257,46 @@ mod tests {
         assert_eq!(ns2.deadline(now, d), Time(Dur::from_millis(1534).0));
         let bsd = RttEstimator::new(cfg(100, 0), RtoModel::Rfc6298);
         assert_eq!(bsd.deadline(now, d), Time(Dur::from_millis(1600).0));
+    }
+    #[test]
+    fn linux22_rto_depends_on_the_window_at_the_sample() {
+        // HZ = 100, HZ/5 floor. First sample 5 jiffies (50 ms): srtt = 5, mdev (× 4) = 20, so
+        // R = 25 jiffies; one segment: 25 + 6 + 25 = 56 jiffies, two: 25 + 6 + 12 = 43,
+        // 31 or more: 25 + 6 = 31.
+        let at = Time(Dur::from_millis(1000).0);
+        for (cwnd, want) in [(1, 560), (2, 430), (3, 370), (31, 310), (32, 310), (1000, 310)] {
+            let mut e = RttEstimator::new(cfg(10, 200), RtoModel::Linux22);
+            e.sample(at, Dur::from_millis(50), cwnd);
+            assert_eq!(e.rto(), Dur::from_millis(want), "cwnd {cwnd}");
+        }
+        // Steady 50 ms samples: mdev decays by a quarter per sample towards 0 (its fixed point
+        // keeps 3 units = 0.75 jiffy of mean deviation), so R → 5 + 3 = 8 jiffies and the RTO
+        // at one segment → 8 + 2 + 8 = 18 jiffies: below the floor, 200 ms.
+        let mut e = RttEstimator::new(cfg(10, 200), RtoModel::Linux22);
+        let mut now = at;
+        for _ in 0..40 {
+            e.sample(now, Dur::from_millis(50), 1);
+            now += Dur::from_millis(50);
+        }
+        assert_eq!(e.rto(), Dur::from_millis(200));
+        assert_eq!(e.srtt(), Some(Dur::from_millis(50)));
+    }
+
+    #[test]
+    fn linux22_backs_off_by_doubling_and_keeps_jiffy_timers() {
+        let mut e = RttEstimator::new(cfg(10, 200), RtoModel::Linux22);
+        assert_eq!(e.rto(), Dur::from_secs(3), "TCP_TIMEOUT_INIT before the first sample");
+        e.sample(Time(Dur::from_millis(1000).0), Dur::from_millis(50), 1);
+        e.back_off();
+        assert_eq!(e.rto(), Dur::from_millis(1120));
+        for _ in 0..20 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), Dur::from_secs(60), "capped at max");
+        // A new sample removes the backoff.
+        e.sample(Time(Dur::from_millis(2000).0), Dur::from_millis(50), 1);
+        assert!(e.rto() < Dur::from_secs(1));
+        // Timers fire on a jiffy.
+        assert_eq!(e.deadline(Time(Dur::from_micros(1_234_500).0), Dur::from_millis(200)), Time(Dur::from_millis(1440).0));
     }
 }

@@ -318,6 +318,18 @@ fn f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 (x.4 - paper_retx).abs() <= retx_abs,
             ));
         }
+        if let Some(x) = res.iter().find(|x| x.0 == "class-fifo/linux22" && x.1 == nmax && x.2 == q1) {
+            out.claims.push(claim(
+                "cbq-retx-ratio-linux22",
+                &format!(
+                    "sensitivity (Linux 2.2's RTO formula, the paper's sender stack): retransmission ratio with {nmax} flows and a {q1}-packet FIFO under CBQ"
+                ),
+                format!("{:.0}% (2^5 flows, 1-packet FIFO)", paper_retx * 100.0),
+                format!("{:.1}%", x.4 * 100.0),
+                format!("within ±{:.0} points", retx_abs * 100.0),
+                (x.4 - paper_retx).abs() <= retx_abs,
+            ));
+        }
     }
     // Every mechanism scheme that ran: the paper's (one class tick) and the variants.
     let qmax = *fifos.iter().max().unwrap();
