@@ -428,8 +428,11 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     // The box's measurement window starts after the warm-up, counted from when the flows start.
     let warmup = sc.warmup.map(|w| Duration::from_nanos(w.0 .0)).unwrap_or_default();
     let window_at = ackshape_live::mbpipe::WindowStart::default();
+    let window_end = ackshape_live::mbpipe::WindowStart::default();
     if let Some((_, kind, mb)) = boxes.pop() {
-        spec.pipeline = Box::new(MiddleboxPipeline::new(mb, &kind).start_window_at(window_at.clone()));
+        spec.pipeline = Box::new(
+            MiddleboxPipeline::new(mb, &kind).start_window_at(window_at.clone()).end_window_at(window_end.clone()),
+        );
     }
     let live_cc = sc.live.as_ref().and_then(|l| l.get("cc")).and_then(|v| v.as_str()).map(str::to_string);
     let mut flows = Vec::new();
@@ -483,7 +486,11 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
         drop(rig);
         return fail(1, format!("{file}: key `tcp`: {e}"));
     }
-    let _ = window_at.set(Instant::now() + warmup);
+    // The flows start now (at their `start` offsets) and stop at `duration`: the box measures
+    // from the warm-up to the duration, as the simulator does, not the teardown after it.
+    let flows_t0 = Instant::now();
+    let _ = window_at.set(flows_t0 + warmup);
+    let _ = window_end.set(flows_t0 + Duration::from_nanos(sc.duration.0 .0));
     let reports = traffic::run_flows(&rig.tb, &flows, bin, sc.seed);
     let (gw, wan) = rig.stop();
     drop(rig);

@@ -56,6 +56,10 @@ pub trait Middlebox {
     /// its own, e.g. `…_after_warmup`), so start-up transients can be told apart. Counters and
     /// the whole-run values stay.
     fn start_window(&mut self, _now: Time) {}
+    /// The measurement window ends at `now` (the scenario's duration; the live runner calls it,
+    /// the simulator simply stops there): the since-warm-up maxima and averages stop at `now`,
+    /// so what a run's teardown does is not counted. Counters and whole-run values go on.
+    fn end_window(&mut self, _now: Time) {}
     /// Box-specific metrics for reports (JSON object), e.g. ACKs held, windows rewritten.
     fn stats_json(&self) -> serde_json::Value {
         serde_json::Value::Null

@@ -449,3 +449,44 @@ fn a_packet_arriving_before_a_late_wake_up_is_not_sent_before_it_arrived() {
     assert_eq!(out.len(), 1, "the first frame leaves; the second is on the wire, not done");
     assert_eq!(g.poll_timeout(), Some(Time::ZERO + Dur::from_micros(4_200)), "the second frame starts when it arrived");
 }
+
+#[test]
+fn the_measurement_window_ends_where_it_is_told_to() {
+    // 1 Mbit/s class (12 ms per 1500-byte packet): single packets 50 ms apart never queue;
+    // the window runs 1 – 2 s, then a 12-packet burst at 2.5 s (a run's teardown) fills the queue.
+    let policy =
+        "[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\nburst = \"64B\"\nqueue = \"100pkt\"\n[[rule]]\nclass = \"c\"\n";
+    let run = |end: bool| {
+        let (mut g, _log) = gateway(policy);
+        let mut out = Emit::new();
+        for k in 0..40u64 {
+            let t = Time::ZERO + Dur::from_millis(50 * k);
+            run_until(&mut g, t, &mut out);
+            if k == 20 {
+                g.start_window(t);
+            }
+            if end && k == 39 {
+                g.end_window(t);
+            }
+            g.on_packet(t, Dir::AToB, data(1), &mut out);
+        }
+        let t = Time::ZERO + Dur::from_millis(2500);
+        run_until(&mut g, t, &mut out);
+        for _ in 0..12 {
+            g.on_packet(t, Dir::AToB, data(1), &mut out);
+        }
+        run_until(&mut g, Time::ZERO + Dur::from_secs(4), &mut out);
+        g.stats_json()
+    };
+    let open = run(false);
+    let ended = run(true);
+    let c = |s: &serde_json::Value, k: &str| s["classes"]["c"][k].as_f64().unwrap();
+    assert!(c(&open, "data_queue_max_pkts_after_warmup") >= 10.0, "{open}");
+    assert!(c(&ended, "data_queue_max_pkts_after_warmup") <= 1.0, "{ended}");
+    assert!(c(&ended, "data_queue_avg_pkts_after_warmup") < 0.5, "{ended}");
+    assert!(c(&open, "data_queue_avg_pkts_after_warmup") > c(&ended, "data_queue_avg_pkts_after_warmup"));
+    assert!(ended["buffer"]["data_max_pkts_after_warmup"].as_f64().unwrap() <= 1.0, "{ended}");
+    // Whole-run figures and counters go on after the end.
+    assert!(c(&ended, "data_queue_max_pkts") >= 10.0, "{ended}");
+    assert_eq!(c(&ended, "enqueued_pkts"), c(&open, "enqueued_pkts"));
+}

@@ -274,6 +274,8 @@ pub struct MiddleboxPipeline {
     /// When the box's measurement window starts ([`Middlebox::start_window`]), once the owner
     /// sets it (None: not asked for, or started).
     window_at: Option<WindowStart>,
+    /// When it ends ([`Middlebox::end_window`]; None: not asked for, or ended).
+    window_end: Option<WindowStart>,
 }
 
 /// When a box's measurement window starts, set once by the owner of the run.
@@ -307,6 +309,7 @@ impl MiddleboxPipeline {
             stats: MbPipelineStats::default(),
             scratch: Vec::new(),
             window_at: None,
+            window_end: None,
         }
     }
 
@@ -318,11 +321,25 @@ impl MiddleboxPipeline {
         self
     }
 
+    /// End the measurement window at the first frame or timer at or after the instant set in
+    /// `at` (the scenario's duration, so a run's teardown is not measured; the simulator stops
+    /// there). An end that comes before the start is applied once the window has started.
+    pub fn end_window_at(mut self, at: WindowStart) -> MiddleboxPipeline {
+        self.window_end = Some(at);
+        self
+    }
+
     #[inline]
     fn window_check(&mut self, now: Time) {
         if self.window_at.as_ref().and_then(|w| w.get()).is_some_and(|at| std::time::Instant::now() >= *at) {
             self.window_at = None;
             self.mb.start_window(now);
+        }
+        if self.window_at.is_none()
+            && self.window_end.as_ref().and_then(|w| w.get()).is_some_and(|at| std::time::Instant::now() >= *at)
+        {
+            self.window_end = None;
+            self.mb.end_window(now);
         }
     }
 
@@ -895,6 +912,38 @@ mod tests {
         assert_eq!((pf.eth_dst, pf.eth_src, pf.vlan_tci), (SRC_MAC, SINK_MAC, Some(7)));
         assert_eq!(pf.packet.tcp().unwrap().ack.0, 101);
         assert_eq!(p.stats().rebuilt, 1);
+    }
+
+    #[test]
+    fn the_measurement_window_starts_and_ends_at_the_instants_set() {
+        type Log = std::sync::Arc<std::sync::Mutex<Vec<(&'static str, Time)>>>;
+        struct WinBox(Log);
+        impl Middlebox for WinBox {
+            fn on_packet(&mut self, _now: Time, dir: Dir, pkt: Packet, out: &mut Emit) {
+                out.push((dir, pkt));
+            }
+            fn start_window(&mut self, now: Time) {
+                self.0.lock().unwrap().push(("start", now));
+            }
+            fn end_window(&mut self, now: Time) {
+                self.0.lock().unwrap().push(("end", now));
+            }
+        }
+        let log = Log::default();
+        let (start, end) = (WindowStart::default(), WindowStart::default());
+        let mut p = MiddleboxPipeline::new(Box::new(WinBox(log.clone())), "win")
+            .start_window_at(start.clone())
+            .end_window_at(end.clone());
+        let f = rich_frame(A, B, 1000, 80, 1, 0x18, &[1u8; 100]);
+        feed(&mut p, Time(1), Dir::AToB, &f);
+        // An end already due is held back until the window has started.
+        let _ = end.set(std::time::Instant::now());
+        feed(&mut p, Time(2), Dir::AToB, &f);
+        assert!(log.lock().unwrap().is_empty());
+        let _ = start.set(std::time::Instant::now());
+        feed(&mut p, Time(3), Dir::AToB, &f);
+        feed(&mut p, Time(4), Dir::AToB, &f);
+        assert_eq!(*log.lock().unwrap(), vec![("start", Time(3)), ("end", Time(3))]);
     }
 
     #[test]

@@ -134,6 +134,8 @@ struct Occ {
     /// `area` when the window started, and when that was.
     warea0: u128,
     wsince: Option<Time>,
+    /// When the window ended and its average then (None: still open).
+    wend: Option<(Time, f64)>,
 }
 impl Occ {
     /// Start a new window at `from` (≤ `now`, the time of the call): the level is kept, the
@@ -148,6 +150,7 @@ impl Occ {
             self.warea0 = 0;
             self.wmax = self.cur;
             self.wsince = Some(from);
+            self.wend = None;
         }
     }
     #[inline]
@@ -158,7 +161,9 @@ impl Occ {
         }
         self.cur = v;
         self.max = self.max.max(v);
-        self.wmax = self.wmax.max(v);
+        if self.wend.is_none() {
+            self.wmax = self.wmax.max(v);
+        }
     }
     /// Start the measurement window now: its maximum restarts from the current occupancy.
     fn start_window(&mut self, now: Time) {
@@ -167,10 +172,23 @@ impl Occ {
         self.wmax = cur;
         self.warea0 = self.area;
         self.wsince = Some(now);
+        self.wend = None;
+    }
+    /// End the measurement window now (if it is open): its maximum and average stop here.
+    fn end_window(&mut self, now: Time) {
+        if self.wsince.is_some() && self.wend.is_none() {
+            let cur = self.cur;
+            self.set(now, cur);
+            let avg = self.window_avg(now).unwrap_or(0.0);
+            self.wend = Some((now, avg));
+        }
     }
     /// Average since the window started (None before it did).
     fn window_avg(&self, now: Time) -> Option<f64> {
         let since = self.wsince?;
+        if let Some((_, avg)) = self.wend {
+            return Some(avg);
+        }
         let span = now.0.saturating_sub(since.0);
         if span == 0 {
             return Some(self.cur as f64);
@@ -1186,6 +1204,18 @@ impl Middlebox for Gateway {
         }
         self.g.data_total.start_window(now);
         self.g.acks_total.start_window(now);
+    }
+
+    fn end_window(&mut self, now: Time) {
+        self.last_now = self.last_now.max(now);
+        for side in self.sides.iter_mut() {
+            for c in side.cls.iter_mut() {
+                c.st.data.end_window(now);
+                c.st.acks.end_window(now);
+            }
+        }
+        self.g.data_total.end_window(now);
+        self.g.acks_total.end_window(now);
     }
 
     fn stats_json(&self) -> serde_json::Value {

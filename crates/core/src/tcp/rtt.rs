@@ -180,7 +180,9 @@ impl RttEstimator {
     #[inline]
     pub fn deadline(&self, now: Time, d: Dur) -> Time {
         match self.model {
-            RtoModel::Rfc6298 | RtoModel::Linux22 => Time(round_up(now.0.saturating_add(d.0), self.cfg.granularity.0.max(1))),
+            RtoModel::Rfc6298 | RtoModel::Linux22 => {
+                Time(round_up(now.0.saturating_add(d.0), self.cfg.granularity.0.max(1)))
+            }
             RtoModel::Ns2 => Time(now.0.saturating_add(d.0)),
         }
     }
@@ -297,6 +299,9 @@ mod tests {
         e.sample(Time(Dur::from_millis(2000).0), Dur::from_millis(50), 1);
         assert!(e.rto() < Dur::from_secs(1));
         // Timers fire on a jiffy.
-        assert_eq!(e.deadline(Time(Dur::from_micros(1_234_500).0), Dur::from_millis(200)), Time(Dur::from_millis(1440).0));
+        assert_eq!(
+            e.deadline(Time(Dur::from_micros(1_234_500).0), Dur::from_millis(200)),
+            Time(Dur::from_millis(1440).0)
+        );
     }
 }
