@@ -6,7 +6,7 @@ use crate::clock::{Clock, TimerQueue};
 use crate::pipeline::{Dir, OutFrame, Pipeline, Verdict};
 use crate::policy::{FrameAction, Policy};
 use crate::port::{FrameBatch, Port, RxMeta};
-use crate::stats::{FlowTable, HoldTiming, PortStats, SharedSnapshot, Snapshot};
+use crate::stats::{FlowTable, HoldTiming, LoopTiming, PortStats, SharedSnapshot, Snapshot};
 use crate::sys;
 use ackshape_core::time::{Dur, Time};
 use std::io::Write;
@@ -201,6 +201,7 @@ struct State {
     hold_err_acks: hdrhistogram::Histogram<u64>,
     reloads: u64,
     reload_errors: u64,
+    timing: LoopTiming,
 }
 
 impl State {
@@ -235,6 +236,7 @@ impl State {
             held_now: self.held.len(),
             hold_timing,
             hold_timing_acks,
+            loop_timing: self.timing.clone(),
             policy_reloads: self.reloads,
             policy_reload_errors: self.reload_errors,
             pipeline: pipeline.stats_json(),
@@ -358,7 +360,8 @@ fn release_due(st: &mut State, a: &mut dyn Port, b: &mut dyn Port) -> Time {
         let sent_at = st.clock.now();
         send_out(tx, &mut st.ports[1 - dir.index()], sent_at, &frame);
         st.record_lateness(sent_at.since(at).0.max(1), &frame);
-        now = sent_at;
+        now = st.clock.now();
+        st.timing.send(now.since(sent_at).0);
     }
     now
 }
@@ -368,7 +371,9 @@ fn send_counted(st: &mut State, tx: &mut dyn Port, ti: usize, now: Time, frames:
     if frames.is_empty() {
         return;
     }
+    let t0 = st.clock.now();
     let sent = tx.send_batch(now, frames);
+    st.timing.send(st.clock.now().since(t0).0);
     let ps = &mut st.ports[ti];
     ps.tx_packets += sent as u64;
     ps.tx_bytes += frames[..sent].iter().map(|f| f.len() as u64).sum::<u64>();
@@ -444,6 +449,7 @@ pub fn run_engine(
             .map_err(|e| std::io::Error::other(e.to_string()))?,
         reloads: 0,
         reload_errors: 0,
+        timing: LoopTiming::default(),
     };
     let mut json = match &cfg.stats_json {
         Some(p) => Some(std::io::BufWriter::new(
@@ -491,6 +497,7 @@ pub fn run_engine(
                 }
             }
         }
+        let iteration_start = st.clock.now();
         // Due held frames first: their timing matters most.
         let now = release_due(&mut st, &mut *a, &mut *b);
         serve_pipeline_timer(&mut st, &mut *a, &mut *b, pipeline, now, &mut pout);
@@ -541,6 +548,7 @@ pub fn run_engine(
         st.flows.sweep(now, false);
         if now >= next_stats {
             next_stats = now + interval;
+            let t0 = st.clock.now();
             st.ports[0].kernel_drops += a.take_kernel_drops();
             st.ports[1].kernel_drops += b.take_kernel_drops();
             let snap = st.snapshot([&names[0], &names[1]], &cfg, pipeline);
@@ -551,7 +559,10 @@ pub fn run_engine(
             if let Ok(mut s) = ctl.snapshot.lock() {
                 *s = snap;
             }
+            st.timing.stats(st.clock.now().since(t0).0);
         }
+        let now = st.clock.now();
+        st.timing.iteration(now.since(iteration_start).0);
         if busy {
             continue;
         }
@@ -580,10 +591,16 @@ pub fn run_engine(
         if wait.is_zero() {
             continue;
         }
+        let wake_at = now + Dur(wait.as_nanos() as u64);
         if fds.is_empty() {
             std::thread::sleep(wait);
-        } else if let Err(e) = sys::poll_readable(&fds, Some(wait), &mut ready[..fds.len()]) {
-            break Err(e);
+            st.timing.wake_late(st.clock.now().0.saturating_sub(wake_at.0));
+        } else {
+            match sys::poll_readable(&fds, Some(wait), &mut ready[..fds.len()]) {
+                Ok(0) => st.timing.wake_late(st.clock.now().0.saturating_sub(wake_at.0)),
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
         }
     };
     let dropped_on_exit = st.held.drain().count();

@@ -234,6 +234,44 @@ pub struct HoldTiming {
     pub max_us: f64,
 }
 
+/// Where the data-plane thread's time went, for telling a late frame's cause apart: its own
+/// work (one loop iteration: receive, pipeline, send, timers, stats), the sends inside it (a
+/// send into a veth runs the receiving stack inside the call), the stats snapshot, and how late
+/// the scheduler woke it from a timed wait. Maxima over the run, in µs, and counts above 1 ms.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LoopTiming {
+    pub iterations: u64,
+    pub iteration_max_us: f64,
+    pub iterations_over_1ms: u64,
+    pub send_max_us: f64,
+    pub sends_over_1ms: u64,
+    pub stats_max_us: f64,
+    /// Timed waits that ended by timeout (no frame arrived), and how late they ended.
+    pub timed_wakeups: u64,
+    pub wake_late_max_us: f64,
+    pub wakeups_late_over_1ms: u64,
+}
+
+impl LoopTiming {
+    pub(crate) fn iteration(&mut self, ns: u64) {
+        self.iterations += 1;
+        self.iteration_max_us = self.iteration_max_us.max(ns as f64 / 1000.0);
+        self.iterations_over_1ms += u64::from(ns > 1_000_000);
+    }
+    pub(crate) fn send(&mut self, ns: u64) {
+        self.send_max_us = self.send_max_us.max(ns as f64 / 1000.0);
+        self.sends_over_1ms += u64::from(ns > 1_000_000);
+    }
+    pub(crate) fn stats(&mut self, ns: u64) {
+        self.stats_max_us = self.stats_max_us.max(ns as f64 / 1000.0);
+    }
+    pub(crate) fn wake_late(&mut self, ns: u64) {
+        self.timed_wakeups += 1;
+        self.wake_late_max_us = self.wake_late_max_us.max(ns as f64 / 1000.0);
+        self.wakeups_late_over_1ms += u64::from(ns > 1_000_000);
+    }
+}
+
 /// A point-in-time copy of everything the engine counts.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 #[non_exhaustive]
@@ -248,6 +286,8 @@ pub struct Snapshot {
     /// [`Snapshot::hold_timing`] of the pure ACKs among those frames (what an ACK mechanism
     /// such as PostACK or TCR releases from its timers).
     pub hold_timing_acks: HoldTiming,
+    /// Where the data plane's time went ([`LoopTiming`]).
+    pub loop_timing: LoopTiming,
     pub policy_reloads: u64,
     pub policy_reload_errors: u64,
     pub pipeline: serde_json::Value,
@@ -303,6 +343,15 @@ impl Snapshot {
             "# TYPE ackshape_ack_hold_error_us gauge\nackshape_ack_hold_error_us{{quantile=\"0.5\"}} {}\nackshape_ack_hold_error_us{{quantile=\"0.99\"}} {}\n",
             self.hold_timing_acks.p50_us, self.hold_timing_acks.p99_us
         );
+        let lt = &self.loop_timing;
+        s += &format!(
+            "# TYPE ackshape_loop_max_us gauge\nackshape_loop_max_us{{part=\"iteration\"}} {}\nackshape_loop_max_us{{part=\"send\"}} {}\nackshape_loop_max_us{{part=\"stats\"}} {}\nackshape_loop_max_us{{part=\"wake_late\"}} {}\n",
+            lt.iteration_max_us, lt.send_max_us, lt.stats_max_us, lt.wake_late_max_us
+        );
+        s += &format!(
+            "# TYPE ackshape_loop_over_1ms_total counter\nackshape_loop_over_1ms_total{{part=\"iteration\"}} {}\nackshape_loop_over_1ms_total{{part=\"send\"}} {}\nackshape_loop_over_1ms_total{{part=\"wake_late\"}} {}\n",
+            lt.iterations_over_1ms, lt.sends_over_1ms, lt.wakeups_late_over_1ms
+        );
         s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
         s += &json_metrics("ackshape_pipeline", &self.pipeline);
         for (k, f) in self.top_flows.iter().take(32) {
@@ -327,6 +376,7 @@ impl Snapshot {
             "held_now": self.held_now,
             "hold_timing": self.hold_timing,
             "hold_timing_acks": self.hold_timing_acks,
+            "loop_timing": self.loop_timing,
             "policy_reloads": self.policy_reloads,
             "policy_reload_errors": self.policy_reload_errors,
             "pipeline": self.pipeline,
