@@ -208,7 +208,7 @@ fn buffer_runs(prefix: &str) -> Vec<f64> {
         let g = f(&row["live"]["goodput_bps"]);
         println!(
             "{name:<18} live: max data queue after warm-up {b} pkts (whole run {}), avg {:.1}; ACKs held max {}; \
-             goodput {:.3} Mbit/s = {:.1}% of {:.3}; drops {}; held-frame timing {}  |  sim: buf {} goodput {:.3}",
+             goodput {:.3} Mbit/s = {:.1}% of {:.3}; drops {}; held-frame timing {}; data-plane loop {}  |  sim: buf {} goodput {:.3}",
             c["data_queue_max_pkts"],
             f(&c["data_queue_avg_pkts_after_warmup"]),
             c["acks_held_max_after_warmup"],
@@ -217,6 +217,7 @@ fn buffer_runs(prefix: &str) -> Vec<f64> {
             rate / 1e6,
             c["drops"],
             live["gateway"]["hold_timing"],
+            live["gateway"]["loop_timing"],
             row["sim"]["buffer_max_pkts"],
             f(&row["sim"]["goodput_bps"]) / 1e6
         );

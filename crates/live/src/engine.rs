@@ -471,6 +471,9 @@ pub fn run_engine(
     let all_pollable = fds.len() == 2;
     let mut ready = [false; 2];
     ctl.running.store(true, Ordering::SeqCst);
+    // End of the last iteration or of its wait: what passes until the next one starts is time
+    // the thread did not run.
+    let mut last_end = st.clock.now();
     let result = loop {
         if ctl.stop.load(Ordering::Relaxed) {
             break Ok(());
@@ -498,6 +501,7 @@ pub fn run_engine(
             }
         }
         let iteration_start = st.clock.now();
+        st.timing.between(iteration_start.since(last_end).0);
         // Due held frames first: their timing matters most.
         let now = release_due(&mut st, &mut *a, &mut *b);
         serve_pipeline_timer(&mut st, &mut *a, &mut *b, pipeline, now, &mut pout);
@@ -563,6 +567,7 @@ pub fn run_engine(
         }
         let now = st.clock.now();
         st.timing.iteration(now.since(iteration_start).0);
+        last_end = now;
         if busy {
             continue;
         }
@@ -594,10 +599,13 @@ pub fn run_engine(
         let wake_at = now + Dur(wait.as_nanos() as u64);
         if fds.is_empty() {
             std::thread::sleep(wait);
-            st.timing.wake_late(st.clock.now().0.saturating_sub(wake_at.0));
+            last_end = st.clock.now();
+            st.timing.wake_late(last_end.0.saturating_sub(wake_at.0));
         } else {
-            match sys::poll_readable(&fds, Some(wait), &mut ready[..fds.len()]) {
-                Ok(0) => st.timing.wake_late(st.clock.now().0.saturating_sub(wake_at.0)),
+            let r = sys::poll_readable(&fds, Some(wait), &mut ready[..fds.len()]);
+            last_end = st.clock.now();
+            match r {
+                Ok(0) => st.timing.wake_late(last_end.0.saturating_sub(wake_at.0)),
                 Ok(_) => {}
                 Err(e) => break Err(e),
             }

@@ -246,6 +246,10 @@ pub struct LoopTiming {
     pub send_max_us: f64,
     pub sends_over_1ms: u64,
     pub stats_max_us: f64,
+    /// Time between two iterations outside any wait: the thread was runnable but not running
+    /// (preempted, or an interrupt), e.g. while it spun for a deadline.
+    pub between_iterations_max_us: f64,
+    pub between_iterations_over_1ms: u64,
     /// Timed waits that ended by timeout (no frame arrived), and how late they ended.
     pub timed_wakeups: u64,
     pub wake_late_max_us: f64,
@@ -261,6 +265,10 @@ impl LoopTiming {
     pub(crate) fn send(&mut self, ns: u64) {
         self.send_max_us = self.send_max_us.max(ns as f64 / 1000.0);
         self.sends_over_1ms += u64::from(ns > 1_000_000);
+    }
+    pub(crate) fn between(&mut self, ns: u64) {
+        self.between_iterations_max_us = self.between_iterations_max_us.max(ns as f64 / 1000.0);
+        self.between_iterations_over_1ms += u64::from(ns > 1_000_000);
     }
     pub(crate) fn stats(&mut self, ns: u64) {
         self.stats_max_us = self.stats_max_us.max(ns as f64 / 1000.0);
@@ -345,12 +353,12 @@ impl Snapshot {
         );
         let lt = &self.loop_timing;
         s += &format!(
-            "# TYPE ackshape_loop_max_us gauge\nackshape_loop_max_us{{part=\"iteration\"}} {}\nackshape_loop_max_us{{part=\"send\"}} {}\nackshape_loop_max_us{{part=\"stats\"}} {}\nackshape_loop_max_us{{part=\"wake_late\"}} {}\n",
-            lt.iteration_max_us, lt.send_max_us, lt.stats_max_us, lt.wake_late_max_us
+            "# TYPE ackshape_loop_max_us gauge\nackshape_loop_max_us{{part=\"iteration\"}} {}\nackshape_loop_max_us{{part=\"send\"}} {}\nackshape_loop_max_us{{part=\"stats\"}} {}\nackshape_loop_max_us{{part=\"between\"}} {}\nackshape_loop_max_us{{part=\"wake_late\"}} {}\n",
+            lt.iteration_max_us, lt.send_max_us, lt.stats_max_us, lt.between_iterations_max_us, lt.wake_late_max_us
         );
         s += &format!(
-            "# TYPE ackshape_loop_over_1ms_total counter\nackshape_loop_over_1ms_total{{part=\"iteration\"}} {}\nackshape_loop_over_1ms_total{{part=\"send\"}} {}\nackshape_loop_over_1ms_total{{part=\"wake_late\"}} {}\n",
-            lt.iterations_over_1ms, lt.sends_over_1ms, lt.wakeups_late_over_1ms
+            "# TYPE ackshape_loop_over_1ms_total counter\nackshape_loop_over_1ms_total{{part=\"iteration\"}} {}\nackshape_loop_over_1ms_total{{part=\"send\"}} {}\nackshape_loop_over_1ms_total{{part=\"between\"}} {}\nackshape_loop_over_1ms_total{{part=\"wake_late\"}} {}\n",
+            lt.iterations_over_1ms, lt.sends_over_1ms, lt.between_iterations_over_1ms, lt.wakeups_late_over_1ms
         );
         s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
         s += &json_metrics("ackshape_pipeline", &self.pipeline);
