@@ -475,6 +475,9 @@ pub fn run_engine(
     // the thread did not run.
     let mut last_end = st.clock.now();
     let result = loop {
+        // A policy reload below is part of the iteration, not time the thread did not run.
+        let iteration_start = st.clock.now();
+        st.timing.between(iteration_start.since(last_end).0);
         if ctl.stop.load(Ordering::Relaxed) {
             break Ok(());
         }
@@ -500,8 +503,6 @@ pub fn run_engine(
                 }
             }
         }
-        let iteration_start = st.clock.now();
-        st.timing.between(iteration_start.since(last_end).0);
         // Due held frames first: their timing matters most.
         let now = release_due(&mut st, &mut *a, &mut *b);
         serve_pipeline_timer(&mut st, &mut *a, &mut *b, pipeline, now, &mut pout);
