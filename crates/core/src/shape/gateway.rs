@@ -468,6 +468,14 @@ fn ns(d: Dur) -> i64 {
 }
 
 impl Gateway {
+    /// Every occupancy counter with a measurement window: data and ACKs of each class on each
+    /// side, and the gateway-wide totals.
+    fn occupancies(&mut self) -> impl Iterator<Item = &mut Occ> {
+        let classes =
+            self.sides.iter_mut().flat_map(|s| s.cls.iter_mut()).flat_map(|c| [&mut c.st.data, &mut c.st.acks]);
+        classes.chain([&mut self.g.data_total, &mut self.g.acks_total])
+    }
+
     /// A gateway running `policy`. Each packet costs `ip_len + overhead_bytes` of link and class
     /// credit (the live driver uses 14, the Ethernet header). `seed` seeds the leaf disciplines'
     /// random streams.
@@ -1196,26 +1204,12 @@ impl Middlebox for Gateway {
 
     fn start_window(&mut self, now: Time) {
         self.last_now = self.last_now.max(now);
-        for side in self.sides.iter_mut() {
-            for c in side.cls.iter_mut() {
-                c.st.data.start_window(now);
-                c.st.acks.start_window(now);
-            }
-        }
-        self.g.data_total.start_window(now);
-        self.g.acks_total.start_window(now);
+        self.occupancies().for_each(|o| o.start_window(now));
     }
 
     fn end_window(&mut self, now: Time) {
         self.last_now = self.last_now.max(now);
-        for side in self.sides.iter_mut() {
-            for c in side.cls.iter_mut() {
-                c.st.data.end_window(now);
-                c.st.acks.end_window(now);
-            }
-        }
-        self.g.data_total.end_window(now);
-        self.g.acks_total.end_window(now);
+        self.occupancies().for_each(|o| o.end_window(now));
     }
 
     fn stats_json(&self) -> serde_json::Value {

@@ -84,36 +84,18 @@ impl RttEstimator {
     /// between the send time and now (`int((tao + tickoff)/tcp_tick_)`), at least 1; then the
     /// fixed-point Jacobson update and `t_rtxcur_ = ⌊srtt + 4·rttvar⌋` ticks.
     fn sample_ns2(&mut self, now: Time, r: u64) {
-        let g = self.cfg.granularity.0.max(1);
-        let sent = now.0.saturating_sub(r);
-        let ticks = ((now.0 / g) as i64 - (sent / g) as i64).max(1);
-        if self.ns2_srtt8 != 0 {
-            let mut delta = ticks - (self.ns2_srtt8 >> 3);
-            self.ns2_srtt8 += delta;
-            if self.ns2_srtt8 <= 0 {
-                self.ns2_srtt8 = 1;
-            }
-            delta = delta.abs() - (self.ns2_rttvar4 >> 2);
-            self.ns2_rttvar4 += delta;
-            if self.ns2_rttvar4 <= 0 {
-                self.ns2_rttvar4 = 1;
-            }
-        } else {
-            self.ns2_srtt8 = ticks << 3;
-            self.ns2_rttvar4 = ticks << 1;
-        }
+        let g = self.tick_sample(now, r, false);
         // rttvar_exp_ = 2: ((t_rttvar_ << (2 + (3 − 2))) + t_srtt_) >> 3.
         let rtx_ticks = ((self.ns2_rttvar4 << 3) + self.ns2_srtt8) >> 3;
         self.base = (rtx_ticks.max(1) as u64).saturating_mul(g);
-        self.srtt = Some((self.ns2_srtt8 as u64).saturating_mul(g) / 8);
-        self.rttvar = (self.ns2_rttvar4 as u64).saturating_mul(g) / 4;
     }
 
-    /// Linux 2.2 `tcp_rtt_estimator` + `tcp_set_rto` + `tcp_bound_rto`: the sample in jiffies
-    /// (ticks of G crossed, at least 1), `srtt` (× 8) and `mdev` (× 4) updated as Jacobson's
-    /// fixed point (first sample: srtt = m, mdev = m), R = srtt + mdev (i.e. SRTT + 4·mean
-    /// deviation), RTO = R + R/4 + R >> (cwnd − 1), then bounded to [`min`, `max`].
-    fn sample_linux22(&mut self, now: Time, r: u64, cwnd_segments: u64) {
+    /// The fixed-point Jacobson update both tick models share (ns-2 `rtt_update`, Linux 2.2
+    /// `tcp_rtt_estimator`): the sample is the number of ticks G between the send time and now,
+    /// at least 1; SRTT is kept × 8 and the deviation × 4. A first sample sets the deviation to
+    /// half the sample (ns-2) or the whole sample (`linux`); ns-2 also keeps both above 0.
+    /// Updates `srtt`/`rttvar` and returns G.
+    fn tick_sample(&mut self, now: Time, r: u64, linux: bool) -> u64 {
         let g = self.cfg.granularity.0.max(1);
         let sent = now.0.saturating_sub(r);
         let m = ((now.0 / g) as i64 - (sent / g) as i64).max(1);
@@ -122,10 +104,25 @@ impl RttEstimator {
             self.ns2_srtt8 += e;
             e = e.abs() - (self.ns2_rttvar4 >> 2);
             self.ns2_rttvar4 += e;
+            if !linux {
+                self.ns2_srtt8 = self.ns2_srtt8.max(1);
+                self.ns2_rttvar4 = self.ns2_rttvar4.max(1);
+            }
         } else {
             self.ns2_srtt8 = m << 3;
-            self.ns2_rttvar4 = m << 2;
+            self.ns2_rttvar4 = if linux { m << 2 } else { m << 1 };
         }
+        self.srtt = Some((self.ns2_srtt8.max(0) as u64).saturating_mul(g) / 8);
+        self.rttvar = (self.ns2_rttvar4.max(0) as u64).saturating_mul(g) / 4;
+        g
+    }
+
+    /// Linux 2.2 `tcp_rtt_estimator` + `tcp_set_rto` + `tcp_bound_rto`: the sample in jiffies
+    /// (ticks of G crossed, at least 1), `srtt` (× 8) and `mdev` (× 4) updated as Jacobson's
+    /// fixed point (first sample: srtt = m, mdev = m), R = srtt + mdev (i.e. SRTT + 4·mean
+    /// deviation), RTO = R + R/4 + R >> (cwnd − 1), then bounded to [`min`, `max`].
+    fn sample_linux22(&mut self, now: Time, r: u64, cwnd_segments: u64) {
+        let g = self.tick_sample(now, r, true);
         let r0 = ((self.ns2_srtt8 >> 3) + self.ns2_rttvar4).max(0);
         // A shift by 31 or more leaves nothing of a 32-bit jiffies count (2.2's `long` on
         // i386; the hardware's masking of shift counts ≥ 32 is not modelled).
@@ -134,8 +131,6 @@ impl RttEstimator {
         let rto_ticks = (r0 + (r0 >> 2) + extra) as u64;
         let max = self.cfg.max.0.max(1);
         self.base = rto_ticks.saturating_mul(g).min(max).max(self.cfg.min.0);
-        self.srtt = Some((self.ns2_srtt8.max(0) as u64).saturating_mul(g) / 8);
-        self.rttvar = (self.ns2_rttvar4.max(0) as u64).saturating_mul(g) / 4;
     }
 
     pub fn srtt(&self) -> Option<Dur> {
