@@ -1138,3 +1138,44 @@ fn multcp_acts_like_n_flows() {
     eprintln!("reno {reno:.0} B/s, MulTCP(4) {m4:.0} B/s: ratio {ratio:.2} (AIMD model {expect:.2})");
     assert!(ratio > 0.7 * expect && ratio < 1.3 * expect, "ratio {ratio}, model {expect}");
 }
+
+/// `multcp_slow_start = "n-flows"`: MulTCP(N) triples its window per round trip (two MSS per ACK)
+/// until 3^(ln N / ln 1.5) segments, where N windows doubling from one segment each are caught
+/// up, and then doubles like them; Reno's slow start (the default) doubles from the start, and
+/// with N = 1 the two are the same sender.
+#[test]
+fn multcp_n_flows_slow_start_catches_up_with_n_flows() {
+    let cwnd_after = |n: f64, ss: MultcpSlowStart, rtts: &[u32]| {
+        let c = TcpConfig {
+            initial_window: 1,
+            multcp_n: n,
+            multcp_slow_start: ss,
+            delack: DelAckConfig { every: 1, ..Default::default() },
+            ..cfg(CcAlgo::MulTcp)
+        };
+        let mut s = Sim::new(c.clone(), c, ms(50));
+        s.a.write(1 << 30);
+        let mut out = Vec::new();
+        for &k in rtts {
+            s.run_until(Time::from_secs_f64(0.1 + 0.1 * k as f64 + 0.01), |_| false);
+            out.push(s.a.trace().cwnd_bytes / MSS);
+        }
+        (out, s.a.stats().clone())
+    };
+    let rtts = [1, 2, 3, 4, 5];
+    let (reno, _) = cwnd_after(4.0, MultcpSlowStart::Reno, &rtts);
+    let (nf, _) = cwnd_after(4.0, MultcpSlowStart::NFlows, &rtts);
+    let knee = multcp_catch_up_segments(4.0);
+    eprintln!("cwnd after 1..5 RTTs: reno {reno:?}, n-flows {nf:?} (catch-up at {knee:.1} segments)");
+    assert_eq!(reno, vec![2, 4, 8, 16, 32]);
+    // ×3 per round trip while below the knee (42.7 segments for N = 4) ...
+    assert_eq!(&nf[..3], &[3, 9, 27]);
+    // ... then the rest of the 4th round trip's ACKs add one each: 27 + 2·8 + 19 = 62, within
+    // one segment of what four flows doubling from one segment would have (4·2^4 = 64) ...
+    assert!((62..=64).contains(&nf[3]), "{nf:?}");
+    // ... and from there it doubles, as they do.
+    assert_eq!(nf[4], 2 * nf[3], "{nf:?}");
+    // N = 1: the knee is one segment, never above cwnd, so it is Reno's slow start exactly.
+    assert_eq!(multcp_catch_up_segments(1.0), 1.0);
+    assert_eq!(cwnd_after(1.0, MultcpSlowStart::NFlows, &rtts), cwnd_after(1.0, MultcpSlowStart::Reno, &rtts));
+}

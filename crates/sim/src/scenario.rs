@@ -5,7 +5,7 @@
 //! errors, and every error names the file, the key and what was expected.
 
 use ackshape_core::impair::LossSpec;
-use ackshape_core::tcp::{CcAlgo, RtoModel, TcpConfig, WindowUpdate};
+use ackshape_core::tcp::{CcAlgo, MultcpSlowStart, RtoModel, TcpConfig, WindowUpdate};
 use ackshape_core::time::Dur;
 use ackshape_core::units::{self, Rate, Size};
 use serde::{Deserialize, Deserializer};
@@ -95,6 +95,9 @@ pub struct TcpSpec {
     pub dupthresh: Option<u32>,
     /// MulTCP's N (with `cc = "multcp"`).
     pub multcp_n: Option<f64>,
+    /// MulTCP's slow start: `"reno"` (default) or `"n-flows"` (two MSS per ACK until the window
+    /// N flows would have).
+    pub multcp_slow_start: Option<MultcpSlowStart>,
     /// Initial slow-start threshold in segments (default: unlimited).
     pub initial_ssthresh: Option<u64>,
     /// `false`: no congestion avoidance (slow-start growth above ssthresh; losses still halve).
@@ -133,6 +136,7 @@ impl TcpSpec {
             rto_model,
             dupthresh,
             multcp_n,
+            multcp_slow_start,
             initial_ssthresh,
             congestion_avoidance,
             limited_transmit,
@@ -208,6 +212,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.multcp_n {
             c.multcp_n = v;
+        }
+        if let Some(v) = self.multcp_slow_start {
+            c.multcp_slow_start = v;
         }
         if let Some(v) = self.initial_ssthresh {
             c.initial_ssthresh = v;

@@ -22,7 +22,8 @@ pub enum CcAlgo {
     Misbehaving,
     /// MulTCP (Crowcroft & Oechslin 1998): one flow that behaves like `multcp_n` Reno flows.
     /// Congestion avoidance adds `N·MSS²/cwnd` per ACK, a loss (fast retransmit or RTO) sets
-    /// ssthresh = FlightSize·(1 − 1/(2N)); slow start, SACK recovery and timeouts as `Sack`
+    /// ssthresh = FlightSize·(1 − 1/(2N)); slow start (unless `multcp_slow_start` says otherwise),
+    /// SACK recovery and timeouts as `Sack`
     /// (paper 003's baseline; its rules are assumed there, trap P3-10).
     #[serde(rename = "multcp")]
     MulTcp,
@@ -41,6 +42,30 @@ pub enum WindowUpdate {
     /// SEG.ACK as the last update changes the window only if it *grows* it; only a segment that
     /// advances SEG.ACK (or SEG.SEQ) can shrink it.
     Bsd,
+}
+
+/// How a MulTCP flow (`CcAlgo::MulTcp`) opens its window in slow start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MultcpSlowStart {
+    /// One MSS per ACK, as one Reno flow (the window doubles per round trip). The default.
+    #[default]
+    Reno,
+    /// Catch up with N flows: two MSS per ACK (the window triples per round trip) while cwnd is
+    /// below 3^(ln N / ln 1.5) segments, then one MSS per ACK. That is where a window tripling
+    /// from one segment meets N windows doubling from one segment each (3^k = N·2^k). The reading
+    /// of Crowcroft & Oechslin's slow start in a public ns-3 `TcpMultcp`; paper 003 states neither.
+    NFlows,
+}
+
+/// The window, in segments, below which `MultcpSlowStart::NFlows` opens two MSS per ACK:
+/// 3^(ln N / ln 1.5), where a window tripling per round trip from one segment meets N windows
+/// doubling from one segment each. 1 (never) for N ≤ 1; about 19.6 for N = 3 and 3.8·10³ for N = 21.
+pub fn multcp_catch_up_segments(n: f64) -> f64 {
+    if n.is_nan() || n <= 1.0 {
+        return 1.0;
+    }
+    3f64.powf(n.ln() / 1.5f64.ln())
 }
 
 /// Retransmission timer settings (RFC 6298).
@@ -174,6 +199,9 @@ pub struct TcpConfig {
     /// MulTCP's N (how many Reno flows one `MulTcp` flow acts like); ignored by other algorithms.
     #[serde(default = "one")]
     pub multcp_n: f64,
+    /// MulTCP's slow start (Reno's by default); ignored by other algorithms.
+    #[serde(default)]
+    pub multcp_slow_start: MultcpSlowStart,
     /// Which window advertisements are accepted (RFC 793 by default; `Bsd` as Linux and BSD).
     #[serde(default)]
     pub window_update: WindowUpdate,
@@ -209,6 +237,7 @@ impl Default for TcpConfig {
             time_wait: None,
             rescue_retransmission: false,
             multcp_n: 1.0,
+            multcp_slow_start: MultcpSlowStart::Reno,
             initial_ssthresh: 0,
             window_update: WindowUpdate::Rfc793,
         }

@@ -1,7 +1,7 @@
 //! One TCP endpoint (both halves). API contract; see the module doc for the driving loop.
 
 use super::cc::Cubic;
-use super::config::{CcAlgo, TcpConfig, WindowUpdate};
+use super::config::{multcp_catch_up_segments, CcAlgo, MultcpSlowStart, TcpConfig, WindowUpdate};
 use super::recv::Reassembly;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
@@ -862,7 +862,13 @@ impl Connection {
             return;
         }
         if self.cwnd < self.ssthresh || self.cfg.no_congestion_avoidance {
-            let inc = if self.cfg.abc { acked.min(2 * mss) } else { mss };
+            let mut inc = if self.cfg.abc { acked.min(2 * mss) } else { mss };
+            if self.cfg.cc == CcAlgo::MulTcp
+                && self.cfg.multcp_slow_start == MultcpSlowStart::NFlows
+                && (self.cwnd as f64) < multcp_catch_up_segments(self.cfg.multcp_n) * mss as f64
+            {
+                inc *= 2;
+            }
             self.cwnd = self.cwnd.saturating_add(inc).min(cap);
             return;
         }
