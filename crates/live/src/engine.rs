@@ -213,7 +213,8 @@ impl State {
         }
     }
 
-    fn snapshot(&self, names: [&str; 2], cfg: &EngineConfig, pipeline: &dyn Pipeline) -> Snapshot {
+    fn snapshot(&mut self, names: [&str; 2], cfg: &EngineConfig, pipeline: &dyn Pipeline) -> Snapshot {
+        self.timing.involuntary_switches = sys::thread_involuntary_switches();
         let timing = |h: &hdrhistogram::Histogram<u64>| {
             if h.is_empty() {
                 HoldTiming::default()
@@ -407,8 +408,10 @@ fn serve_pipeline_timer(
 ) {
     if pipeline.poll_timeout().is_some_and(|t| t <= now) {
         pout.clear();
+        let t0 = st.clock.now();
         pipeline.on_timeout(now);
         pipeline.take_output(pout);
+        st.timing.timer(st.clock.now().since(t0).0);
         send_output_dir(st, b, Dir::AToB, pout);
         send_output_dir(st, a, Dir::BToA, pout);
         pout.clear();
@@ -511,6 +514,7 @@ pub fn run_engine(
             let (rx, tx, dir): (&mut dyn Port, &mut dyn Port, Dir) =
                 if side == 0 { (&mut *a, &mut *b, Dir::AToB) } else { (&mut *b, &mut *a, Dir::BToA) };
             let now = st.clock.now();
+            let rx_start = now;
             let n = match rx.recv_batch(now, &mut batch) {
                 Ok(n) => n,
                 Err(e) => {
@@ -532,6 +536,9 @@ pub fn run_engine(
                     }
                     Handled::Done => {}
                 }
+            }
+            if n > 0 {
+                st.timing.rx(st.clock.now().since(rx_start).0);
             }
             // Forwarded frames and what the pipeline emitted in this direction, in order.
             let frames: Vec<&[u8]> = order
@@ -607,6 +614,9 @@ pub fn run_engine(
             last_end = st.clock.now();
             match r {
                 Ok(0) => st.timing.wake_late(last_end.0.saturating_sub(wake_at.0)),
+                // A frame ended the wait, but only after its deadline: the thread ran late
+                // (the frame was ready meanwhile), so it is a late wake-up too.
+                Ok(_) if last_end >= wake_at => st.timing.wake_late(last_end.since(wake_at).0),
                 Ok(_) => {}
                 Err(e) => break Err(e),
             }

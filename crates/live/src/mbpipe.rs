@@ -1164,12 +1164,16 @@ mod engine_tests {
         assert_eq!(snap.port("b").unwrap().tx_packets, n as u64);
         let prom = snap.prometheus();
         assert!(prom.contains("ackshape_pipeline_sent{path=\"stats.a_to_b\"} 100"), "{prom}");
-        // Where the data plane's time went: every send was timed, and an iteration's span
-        // includes its sends.
+        // Where the data plane's time went: every send and every received batch was timed, and
+        // an iteration's span includes both.
         let lt = &snap.loop_timing;
-        assert!(lt.iterations > 0 && lt.send_max_us > 0.0, "{lt:?}");
+        assert!(lt.iterations > 0 && lt.send_max_us > 0.0 && lt.rx_max_us > 0.0, "{lt:?}");
         assert!(lt.iteration_max_us >= lt.send_max_us, "{lt:?}");
+        assert!(lt.iteration_max_us >= lt.rx_max_us, "{lt:?}");
+        assert!(lt.iteration_max_us >= lt.unaccounted_max_us, "{lt:?}");
+        assert!(prom.contains("ackshape_loop_involuntary_switches_total"), "{prom}");
         assert!(prom.contains("ackshape_loop_max_us{part=\"send\"}"), "{prom}");
+        assert!(prom.contains("ackshape_loop_max_us{part=\"rx\"}"), "{prom}");
     }
 }
 

@@ -245,15 +245,35 @@ pub struct LoopTiming {
     pub iterations_over_1ms: u64,
     pub send_max_us: f64,
     pub sends_over_1ms: u64,
+    /// Receiving one port's batch and running each frame through the classifier and the
+    /// pipeline (the box's per-packet work), sends excluded.
+    pub rx_max_us: f64,
+    pub rx_over_1ms: u64,
+    /// One call of the pipeline's timer (the box's timed work: pacing releases, rate samples,
+    /// reallocation, sweeps), sends excluded.
+    pub timer_max_us: f64,
+    pub timer_over_1ms: u64,
     pub stats_max_us: f64,
+    /// The part of one iteration outside the timed parts above (receive, send, timer, stats):
+    /// what is left there is µs of bookkeeping, so a large value is the thread preempted or
+    /// interrupted in the middle of an iteration.
+    pub unaccounted_max_us: f64,
+    pub unaccounted_over_1ms: u64,
+    /// Involuntary context switches of the data-plane thread since it started (`getrusage`,
+    /// read at each stats snapshot): how often the scheduler took the CPU away from it.
+    pub involuntary_switches: u64,
     /// Time between two iterations outside any wait: the thread was runnable but not running
     /// (preempted, or an interrupt), e.g. while it spun for a deadline.
     pub between_iterations_max_us: f64,
     pub between_iterations_over_1ms: u64,
-    /// Timed waits that ended by timeout (no frame arrived), and how late they ended.
+    /// Timed waits that ended at or after their deadline, and how late: by timeout, or by a
+    /// frame that was ready when the thread finally ran (a late wake-up either way).
     pub timed_wakeups: u64,
     pub wake_late_max_us: f64,
     pub wakeups_late_over_1ms: u64,
+    /// Timed parts of the iteration in progress (ns), for `unaccounted_max_us`.
+    #[serde(skip)]
+    parts_ns: u64,
 }
 
 impl LoopTiming {
@@ -261,16 +281,31 @@ impl LoopTiming {
         self.iterations += 1;
         self.iteration_max_us = self.iteration_max_us.max(ns as f64 / 1000.0);
         self.iterations_over_1ms += u64::from(ns > 1_000_000);
+        let rest = ns.saturating_sub(std::mem::take(&mut self.parts_ns));
+        self.unaccounted_max_us = self.unaccounted_max_us.max(rest as f64 / 1000.0);
+        self.unaccounted_over_1ms += u64::from(rest > 1_000_000);
     }
     pub(crate) fn send(&mut self, ns: u64) {
+        self.parts_ns += ns;
         self.send_max_us = self.send_max_us.max(ns as f64 / 1000.0);
         self.sends_over_1ms += u64::from(ns > 1_000_000);
+    }
+    pub(crate) fn rx(&mut self, ns: u64) {
+        self.parts_ns += ns;
+        self.rx_max_us = self.rx_max_us.max(ns as f64 / 1000.0);
+        self.rx_over_1ms += u64::from(ns > 1_000_000);
+    }
+    pub(crate) fn timer(&mut self, ns: u64) {
+        self.parts_ns += ns;
+        self.timer_max_us = self.timer_max_us.max(ns as f64 / 1000.0);
+        self.timer_over_1ms += u64::from(ns > 1_000_000);
     }
     pub(crate) fn between(&mut self, ns: u64) {
         self.between_iterations_max_us = self.between_iterations_max_us.max(ns as f64 / 1000.0);
         self.between_iterations_over_1ms += u64::from(ns > 1_000_000);
     }
     pub(crate) fn stats(&mut self, ns: u64) {
+        self.parts_ns += ns;
         self.stats_max_us = self.stats_max_us.max(ns as f64 / 1000.0);
     }
     pub(crate) fn wake_late(&mut self, ns: u64) {
@@ -353,12 +388,16 @@ impl Snapshot {
         );
         let lt = &self.loop_timing;
         s += &format!(
-            "# TYPE ackshape_loop_max_us gauge\nackshape_loop_max_us{{part=\"iteration\"}} {}\nackshape_loop_max_us{{part=\"send\"}} {}\nackshape_loop_max_us{{part=\"stats\"}} {}\nackshape_loop_max_us{{part=\"between\"}} {}\nackshape_loop_max_us{{part=\"wake_late\"}} {}\n",
-            lt.iteration_max_us, lt.send_max_us, lt.stats_max_us, lt.between_iterations_max_us, lt.wake_late_max_us
+            "# TYPE ackshape_loop_max_us gauge\nackshape_loop_max_us{{part=\"iteration\"}} {}\nackshape_loop_max_us{{part=\"send\"}} {}\nackshape_loop_max_us{{part=\"rx\"}} {}\nackshape_loop_max_us{{part=\"timer\"}} {}\nackshape_loop_max_us{{part=\"unaccounted\"}} {}\nackshape_loop_max_us{{part=\"stats\"}} {}\nackshape_loop_max_us{{part=\"between\"}} {}\nackshape_loop_max_us{{part=\"wake_late\"}} {}\n",
+            lt.iteration_max_us, lt.send_max_us, lt.rx_max_us, lt.timer_max_us, lt.unaccounted_max_us, lt.stats_max_us, lt.between_iterations_max_us, lt.wake_late_max_us
         );
         s += &format!(
-            "# TYPE ackshape_loop_over_1ms_total counter\nackshape_loop_over_1ms_total{{part=\"iteration\"}} {}\nackshape_loop_over_1ms_total{{part=\"send\"}} {}\nackshape_loop_over_1ms_total{{part=\"between\"}} {}\nackshape_loop_over_1ms_total{{part=\"wake_late\"}} {}\n",
-            lt.iterations_over_1ms, lt.sends_over_1ms, lt.between_iterations_over_1ms, lt.wakeups_late_over_1ms
+            "# TYPE ackshape_loop_over_1ms_total counter\nackshape_loop_over_1ms_total{{part=\"iteration\"}} {}\nackshape_loop_over_1ms_total{{part=\"send\"}} {}\nackshape_loop_over_1ms_total{{part=\"rx\"}} {}\nackshape_loop_over_1ms_total{{part=\"timer\"}} {}\nackshape_loop_over_1ms_total{{part=\"unaccounted\"}} {}\nackshape_loop_over_1ms_total{{part=\"between\"}} {}\nackshape_loop_over_1ms_total{{part=\"wake_late\"}} {}\n",
+            lt.iterations_over_1ms, lt.sends_over_1ms, lt.rx_over_1ms, lt.timer_over_1ms, lt.unaccounted_over_1ms, lt.between_iterations_over_1ms, lt.wakeups_late_over_1ms
+        );
+        s += &format!(
+            "# TYPE ackshape_loop_involuntary_switches_total counter\nackshape_loop_involuntary_switches_total {}\n",
+            lt.involuntary_switches
         );
         s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
         s += &json_metrics("ackshape_pipeline", &self.pipeline);

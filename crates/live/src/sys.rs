@@ -656,3 +656,16 @@ pub fn thread_cpu_time() -> Duration {
     }
     Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
 }
+
+/// Involuntary context switches of the calling thread so far (`getrusage(RUSAGE_THREAD)`'s
+/// `ru_nivcsw`); 0 if the call fails.
+pub fn thread_involuntary_switches() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a live rusage the call fills in; RUSAGE_THREAD is a valid `who`.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    if r != 0 {
+        return 0;
+    }
+    ru.ru_nivcsw.max(0) as u64
+}
