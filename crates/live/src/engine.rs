@@ -537,9 +537,7 @@ pub fn run_engine(
                     Handled::Done => {}
                 }
             }
-            if n > 0 {
-                st.timing.rx(st.clock.now().since(rx_start).0);
-            }
+            st.timing.rx(st.clock.now().since(rx_start).0);
             // Forwarded frames and what the pipeline emitted in this direction, in order.
             let frames: Vec<&[u8]> = order
                 .iter()

@@ -245,8 +245,8 @@ pub struct LoopTiming {
     pub iterations_over_1ms: u64,
     pub send_max_us: f64,
     pub sends_over_1ms: u64,
-    /// Receiving one port's batch and running each frame through the classifier and the
-    /// pipeline (the box's per-packet work), sends excluded.
+    /// Receiving one port's batch (one `recvmmsg`, also when it finds nothing) and running each
+    /// frame through the classifier and the pipeline (the box's per-packet work), sends excluded.
     pub rx_max_us: f64,
     pub rx_over_1ms: u64,
     /// One call of the pipeline's timer (the box's timed work: pacing releases, rate samples,
