@@ -279,30 +279,24 @@ pub struct LoopTiming {
 impl LoopTiming {
     pub(crate) fn iteration(&mut self, ns: u64) {
         self.iterations += 1;
-        self.iteration_max_us = self.iteration_max_us.max(ns as f64 / 1000.0);
-        self.iterations_over_1ms += u64::from(ns > 1_000_000);
+        note(&mut self.iteration_max_us, &mut self.iterations_over_1ms, ns);
         let rest = ns.saturating_sub(std::mem::take(&mut self.parts_ns));
-        self.unaccounted_max_us = self.unaccounted_max_us.max(rest as f64 / 1000.0);
-        self.unaccounted_over_1ms += u64::from(rest > 1_000_000);
+        note(&mut self.unaccounted_max_us, &mut self.unaccounted_over_1ms, rest);
     }
     pub(crate) fn send(&mut self, ns: u64) {
         self.parts_ns += ns;
-        self.send_max_us = self.send_max_us.max(ns as f64 / 1000.0);
-        self.sends_over_1ms += u64::from(ns > 1_000_000);
+        note(&mut self.send_max_us, &mut self.sends_over_1ms, ns);
     }
     pub(crate) fn rx(&mut self, ns: u64) {
         self.parts_ns += ns;
-        self.rx_max_us = self.rx_max_us.max(ns as f64 / 1000.0);
-        self.rx_over_1ms += u64::from(ns > 1_000_000);
+        note(&mut self.rx_max_us, &mut self.rx_over_1ms, ns);
     }
     pub(crate) fn timer(&mut self, ns: u64) {
         self.parts_ns += ns;
-        self.timer_max_us = self.timer_max_us.max(ns as f64 / 1000.0);
-        self.timer_over_1ms += u64::from(ns > 1_000_000);
+        note(&mut self.timer_max_us, &mut self.timer_over_1ms, ns);
     }
     pub(crate) fn between(&mut self, ns: u64) {
-        self.between_iterations_max_us = self.between_iterations_max_us.max(ns as f64 / 1000.0);
-        self.between_iterations_over_1ms += u64::from(ns > 1_000_000);
+        note(&mut self.between_iterations_max_us, &mut self.between_iterations_over_1ms, ns);
     }
     pub(crate) fn stats(&mut self, ns: u64) {
         self.parts_ns += ns;
@@ -310,9 +304,14 @@ impl LoopTiming {
     }
     pub(crate) fn wake_late(&mut self, ns: u64) {
         self.timed_wakeups += 1;
-        self.wake_late_max_us = self.wake_late_max_us.max(ns as f64 / 1000.0);
-        self.wakeups_late_over_1ms += u64::from(ns > 1_000_000);
+        note(&mut self.wake_late_max_us, &mut self.wakeups_late_over_1ms, ns);
     }
+}
+
+/// One timed span of `ns` into a part's maximum (µs) and its count above 1 ms.
+fn note(max_us: &mut f64, over_1ms: &mut u64, ns: u64) {
+    *max_us = max_us.max(ns as f64 / 1000.0);
+    *over_1ms += u64::from(ns > 1_000_000);
 }
 
 /// A point-in-time copy of everything the engine counts.
