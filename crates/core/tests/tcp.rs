@@ -1179,3 +1179,56 @@ fn multcp_n_flows_slow_start_catches_up_with_n_flows() {
     assert_eq!(multcp_catch_up_segments(1.0), 1.0);
     assert_eq!(cwnd_after(1.0, MultcpSlowStart::NFlows, &rtts), cwnd_after(1.0, MultcpSlowStart::Reno, &rtts));
 }
+
+#[test]
+fn new_data_on_fast_retransmit_only_when_allowed() {
+    // A Reno sender in slow start with 3 segments in flight gets three duplicates of its last
+    // ACK: ssthresh = 2 MSS, cwnd = 2 + 3 = 5 MSS, so the inflated window has room for two new
+    // segments. Linux (and our default) sends them with the retransmission; 4.4BSD's
+    // tcp_input and ns-2's FullTcp send only the retransmission, and new data waits for the
+    // next ACK (paper 004's agents).
+    for allowed in [true, false] {
+        let c = TcpConfig {
+            cc: CcAlgo::Reno,
+            initial_window: 2,
+            sack: false,
+            timestamps: false,
+            new_data_on_fast_retransmit: allowed,
+            ..base_cfg()
+        };
+        let mut s = Sim::new(c.clone(), c, ms(50));
+        s.a.write(100 * MSS);
+        s.run_until(secs(2), |s| s.a.stats().bytes_acked >= MSS);
+        let now = s.now;
+        let una = s.a.snd_una();
+        let nxt = s.a.snd_nxt();
+        let flight = (nxt - una) as u64;
+        assert_eq!(flight, 3 * MSS, "slow start after one ACK: 3 segments in flight");
+        let mut dup = s.sent.iter().filter(|x| !x.from_a && x.pkt.is_pure_ack()).last().unwrap().pkt.clone();
+        dup.tcp_mut().unwrap().ack = una;
+        for _ in 0..3 {
+            s.a.handle_packet(now, &dup);
+        }
+        assert_eq!(s.a.stats().fast_retransmits, 1);
+        assert_eq!(s.a.trace().cwnd_bytes, 5 * MSS);
+        let mut out = Vec::new();
+        while let Some(p) = s.a.poll_transmit(now) {
+            out.push(p.tcp().unwrap().seq);
+        }
+        let new: Vec<_> = out.iter().filter(|&&q| q >= nxt).collect();
+        assert_eq!(out.first(), Some(&una), "the retransmission goes first ({allowed})");
+        assert_eq!(new.len(), if allowed { 2 } else { 0 }, "new segments at entry ({allowed}): {out:?}");
+        // The next ACK covers the three original segments (Reno leaves recovery, cwnd deflates
+        // to ssthresh = 2 MSS): the held sender now sends its two, the other has them in flight.
+        let mut next = dup.clone();
+        next.tcp_mut().unwrap().ack = nxt;
+        s.a.handle_packet(now + ms(1), &next);
+        let mut after = 0;
+        while let Some(p) = s.a.poll_transmit(now + ms(1)) {
+            assert!(p.tcp().unwrap().seq >= nxt);
+            after += 1;
+        }
+        assert_eq!(after, if allowed { 0 } else { 2 }, "new segments on the next ACK ({allowed})");
+        assert_eq!(s.a.trace().cwnd_bytes / MSS, 2, "{allowed}");
+    }
+}

@@ -107,6 +107,9 @@ pub struct TcpSpec {
     pub limited_transmit: Option<bool>,
     /// Which window advertisements the sender accepts: `"rfc793"` (default) or `"bsd"` (Linux, BSD).
     pub window_update: Option<WindowUpdate>,
+    /// Reno/NewReno: new data in answer to the duplicate ACK that triggers the fast retransmit
+    /// (default true, Linux); false as 4.4BSD and ns-2's FullTcp (only the retransmission).
+    pub new_data_on_fast_retransmit: Option<bool>,
 }
 
 impl TcpSpec {
@@ -140,7 +143,8 @@ impl TcpSpec {
             initial_ssthresh,
             congestion_avoidance,
             limited_transmit,
-            window_update
+            window_update,
+            new_data_on_fast_retransmit
         )
     }
 
@@ -227,6 +231,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.window_update {
             c.window_update = v;
+        }
+        if let Some(v) = self.new_data_on_fast_retransmit {
+            c.new_data_on_fast_retransmit = v;
         }
         c
     }

@@ -205,10 +205,22 @@ pub struct TcpConfig {
     /// Which window advertisements are accepted (RFC 793 by default; `Bsd` as Linux and BSD).
     #[serde(default)]
     pub window_update: WindowUpdate,
+    /// Reno/NewReno fast recovery: may the sender send new data in answer to the duplicate ACK
+    /// that triggers the fast retransmit, if the inflated window (ssthresh + dupthresh·MSS)
+    /// allows it? `true` by default (RFC 5681 §3.2 step 5 read as applying at entry, as Linux
+    /// does). `false` is 4.4BSD's `tcp_input` and ns-2's `FullTcpAgent`: only the retransmission
+    /// goes out (BSD sends it with cwnd = 1 MSS, then inflates; FullTcp `goto drop`s after
+    /// `dupack_action()`), new data waits for the next ACK. Not used in SACK recovery.
+    #[serde(default = "yes")]
+    pub new_data_on_fast_retransmit: bool,
 }
 
 fn one() -> f64 {
     1.0
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for TcpConfig {
@@ -240,6 +252,7 @@ impl Default for TcpConfig {
             multcp_slow_start: MultcpSlowStart::Reno,
             initial_ssthresh: 0,
             window_update: WindowUpdate::Rfc793,
+            new_data_on_fast_retransmit: true,
         }
     }
 }

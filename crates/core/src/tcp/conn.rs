@@ -192,6 +192,9 @@ pub struct Connection {
     rto_lost_to: u64,
     /// A one-shot retransmission of the segment at this offset, sent regardless of cwnd.
     pending_rtx: Option<u64>,
+    /// Fast recovery was just entered with `new_data_on_fast_retransmit = false`: only the
+    /// retransmission may go out until the next ACK arrives.
+    entry_hold: bool,
     /// RFC 6675 RescueRxt.
     rescue_rxt: Option<u64>,
     sboard: Scoreboard,
@@ -279,6 +282,7 @@ impl Connection {
             rtx_ptr: 0,
             rto_lost_to: 0,
             pending_rtx: None,
+            entry_hold: false,
             rescue_rxt: None,
             sboard: Scoreboard::default(),
             rtt: RttEstimator::new(cfg.rto, cfg.rto_model),
@@ -712,6 +716,7 @@ impl Connection {
     ) {
         // `max_burst` counts segments sent in answer to one ACK, duplicate ACKs included.
         self.burst = 0;
+        self.entry_hold = false;
         let mut newly_sacked = 0;
         for &(l, r) in sacks {
             newly_sacked += self.sboard.add(l, r);
@@ -972,6 +977,7 @@ impl Connection {
                     self.cwnd = self.ssthresh + self.cfg.dupthresh as u64 * self.mss;
                 }
                 self.pending_rtx = Some(self.una);
+                self.entry_hold = !self.cfg.new_data_on_fast_retransmit;
                 self.first_partial = true;
                 self.rec = Recovery::Fast;
             }
@@ -1165,6 +1171,9 @@ impl Connection {
                     return Some(self.emit(now, s, e));
                 }
             }
+        }
+        if self.entry_hold {
+            return None;
         }
         if self.cfg.max_burst > 0 && self.burst >= self.cfg.max_burst {
             return None;
@@ -1485,6 +1494,7 @@ impl Connection {
         self.consecutive_rtos += 1;
         self.rec = Recovery::None;
         self.dupacks = 0;
+        self.entry_hold = false;
         // An External sender retransmits the segment at SND.UNA at once (paper 003 Fig. 12);
         // the rest of the go-back-N needs permits.
         self.pending_rtx = (self.drive == Drive::External).then_some(self.una);

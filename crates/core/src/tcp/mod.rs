@@ -41,7 +41,9 @@
 //! * **Congestion control**: slow start +1 MSS per ACK (ABC: +min(acked, 2 MSS)),
 //!   congestion avoidance +MSS²/cwnd per ACK (ABC: +MSS per cwnd of bytes ACKed).
 //!   Tahoe: 3 dupACKs → ssthresh = FlightSize/2, cwnd = 1 MSS, go-back-N. Reno: one fast
-//!   retransmit, inflation, exit on the first new ACK, no `recover` guard. NewReno (RFC 6582):
+//!   retransmit, inflation, exit on the first new ACK, no `recover` guard; new data on the
+//!   entering dupACK if the inflated window allows (off with `new_data_on_fast_retransmit`:
+//!   4.4BSD and ns-2 FullTcp send only the retransmission). NewReno (RFC 6582):
 //!   partial ACKs retransmit the next hole and deflate; the RTO timer is reset only on the
 //!   first partial ACK ("impatient"); full ACK → cwnd = min(ssthresh, max(FlightSize, MSS) + MSS).
 //!   SACK (RFC 6675): entry on dupthresh dupACKs *or* IsLost(SND.UNA) (more than
