@@ -1174,6 +1174,8 @@ mod engine_tests {
         assert!(prom.contains("ackshape_loop_involuntary_switches_total"), "{prom}");
         assert!(prom.contains("ackshape_loop_max_us{part=\"send\"}"), "{prom}");
         assert!(prom.contains("ackshape_loop_max_us{part=\"rx\"}"), "{prom}");
+        assert!(prom.contains("ackshape_loop_over_1ms_total{part=\"unaccounted\"}"), "{prom}");
+        assert!(!prom.contains("ackshape_loop_over_1ms_total{part=\"stats\"}"), "{prom}");
     }
 }
 

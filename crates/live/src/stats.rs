@@ -386,14 +386,27 @@ impl Snapshot {
             self.hold_timing_acks.p50_us, self.hold_timing_acks.p99_us
         );
         let lt = &self.loop_timing;
-        s += &format!(
-            "# TYPE ackshape_loop_max_us gauge\nackshape_loop_max_us{{part=\"iteration\"}} {}\nackshape_loop_max_us{{part=\"send\"}} {}\nackshape_loop_max_us{{part=\"rx\"}} {}\nackshape_loop_max_us{{part=\"timer\"}} {}\nackshape_loop_max_us{{part=\"unaccounted\"}} {}\nackshape_loop_max_us{{part=\"stats\"}} {}\nackshape_loop_max_us{{part=\"between\"}} {}\nackshape_loop_max_us{{part=\"wake_late\"}} {}\n",
-            lt.iteration_max_us, lt.send_max_us, lt.rx_max_us, lt.timer_max_us, lt.unaccounted_max_us, lt.stats_max_us, lt.between_iterations_max_us, lt.wake_late_max_us
-        );
-        s += &format!(
-            "# TYPE ackshape_loop_over_1ms_total counter\nackshape_loop_over_1ms_total{{part=\"iteration\"}} {}\nackshape_loop_over_1ms_total{{part=\"send\"}} {}\nackshape_loop_over_1ms_total{{part=\"rx\"}} {}\nackshape_loop_over_1ms_total{{part=\"timer\"}} {}\nackshape_loop_over_1ms_total{{part=\"unaccounted\"}} {}\nackshape_loop_over_1ms_total{{part=\"between\"}} {}\nackshape_loop_over_1ms_total{{part=\"wake_late\"}} {}\n",
-            lt.iterations_over_1ms, lt.sends_over_1ms, lt.rx_over_1ms, lt.timer_over_1ms, lt.unaccounted_over_1ms, lt.between_iterations_over_1ms, lt.wakeups_late_over_1ms
-        );
+        // (part, max µs, count over 1 ms); `stats` has no over-1ms count.
+        let parts: [(&str, f64, Option<u64>); 8] = [
+            ("iteration", lt.iteration_max_us, Some(lt.iterations_over_1ms)),
+            ("send", lt.send_max_us, Some(lt.sends_over_1ms)),
+            ("rx", lt.rx_max_us, Some(lt.rx_over_1ms)),
+            ("timer", lt.timer_max_us, Some(lt.timer_over_1ms)),
+            ("unaccounted", lt.unaccounted_max_us, Some(lt.unaccounted_over_1ms)),
+            ("stats", lt.stats_max_us, None),
+            ("between", lt.between_iterations_max_us, Some(lt.between_iterations_over_1ms)),
+            ("wake_late", lt.wake_late_max_us, Some(lt.wakeups_late_over_1ms)),
+        ];
+        s += "# TYPE ackshape_loop_max_us gauge\n";
+        for (part, max, _) in parts {
+            s += &format!("ackshape_loop_max_us{{part=\"{part}\"}} {max}\n");
+        }
+        s += "# TYPE ackshape_loop_over_1ms_total counter\n";
+        for (part, _, over) in parts {
+            if let Some(n) = over {
+                s += &format!("ackshape_loop_over_1ms_total{{part=\"{part}\"}} {n}\n");
+            }
+        }
         s += &format!(
             "# TYPE ackshape_loop_involuntary_switches_total counter\nackshape_loop_involuntary_switches_total {}\n",
             lt.involuntary_switches
