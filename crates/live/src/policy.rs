@@ -71,11 +71,8 @@ impl Policy {
     /// Parse and validate a policy from TOML text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
         let invalid = |msg: String| PolicyError::Invalid { path: origin.into(), msg };
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
-            invalid(format!("TOML syntax error{at}: {}", e.message().trim_end()))
-        })?;
+        let table: toml::Table =
+            text.parse().map_err(|e: toml::de::Error| invalid(ackshape_core::tomlerr::syntax_message(text, &e)))?;
         let (frame, rest): (toml::Table, toml::Table) =
             table.into_iter().partition(|(k, _)| FRAME_KEYS.contains(&k.as_str()));
         let fk: FrameKeys = serde_path_to_error::deserialize(toml::Value::Table(frame))

@@ -7,6 +7,7 @@
 use ackshape_core::impair::LossSpec;
 use ackshape_core::tcp::{CcAlgo, MultcpSlowStart, RtoModel, TcpConfig, WindowUpdate};
 use ackshape_core::time::Dur;
+use ackshape_core::tomlerr;
 use ackshape_core::units::{self, Rate, Size};
 use serde::{Deserialize, Deserializer};
 use std::fmt;
@@ -725,13 +726,7 @@ impl Scenario {
     pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
         if let Err(e) = text.parse::<toml::Table>() {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let msg = e.message().trim_end().to_string();
-            let msg = match line {
-                Some(l) => format!("TOML syntax error at line {l}: {msg}"),
-                None => format!("TOML syntax error: {msg}"),
-            };
-            return Err(err(None, msg));
+            return Err(err(None, tomlerr::syntax_message(text, &e)));
         }
         let de = toml::Deserializer::new(text);
         let sc = Scenario::deserialize_with_paths(de, Some(text), file)?;
@@ -759,10 +754,7 @@ impl Scenario {
             let inner = e.into_inner();
             let msg = inner.message().to_string();
             let loc = match (inner.span(), text) {
-                (Some(s), Some(text)) => {
-                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                    format!(" (line {line})")
-                }
+                (Some(s), Some(text)) => format!(" (line {})", tomlerr::line_of(text, s.start)),
                 _ => String::new(),
             };
             // A nested path from a two-step deserialisation (see `TopologySpec`).
@@ -776,19 +768,7 @@ impl Scenario {
                 None => (path, msg),
             };
             // Name the unknown key itself, not only its parent table.
-            let key = if let Some(rest) = msg.strip_prefix("unknown field `") {
-                let f = rest.split('`').next().unwrap_or("");
-                if path == "." || path.is_empty() {
-                    f.to_string()
-                } else if path == f || path.ends_with(&format!(".{f}")) {
-                    path
-                } else {
-                    format!("{path}.{f}")
-                }
-            } else {
-                path
-            };
-            let key = if key == "." || key.is_empty() { None } else { Some(key) };
+            let (key, msg) = tomlerr::key_and_message(path, msg);
             err(key, format!("{msg}{loc}"))
         })
     }

@@ -467,40 +467,12 @@ fn limit_of(s: Size) -> Limit {
     }
 }
 
-/// Map a `serde_path_to_error` failure to (dotted key, message), naming an unknown key itself.
-pub(crate) fn serde_key_msg(path: String, msg: String) -> (Option<String>, String) {
-    let msg = msg.trim_end().to_string();
-    let key = if let Some(rest) = msg.strip_prefix("unknown field `") {
-        let f = rest.split('`').next().unwrap_or("");
-        if path == "." || path.is_empty() {
-            f.to_string()
-        } else if path == f || path.ends_with(&format!(".{f}")) {
-            path
-        } else {
-            format!("{path}.{f}")
-        }
-    } else {
-        path
-    };
-    let key = if key == "." || key.is_empty() { None } else { Some(key) };
-    (key, msg)
-}
-
 impl Policy {
     /// Parse and validate policy TOML; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Policy, PolicyError> {
         let err = |key: Option<String>, msg: String| PolicyError { file: file.to_string(), key, msg };
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let msg = e.message().trim_end();
-            err(
-                None,
-                match line {
-                    Some(l) => format!("TOML syntax error at line {l}: {msg}"),
-                    None => format!("TOML syntax error: {msg}"),
-                },
-            )
-        })?;
+        let table: toml::Table =
+            text.parse().map_err(|e: toml::de::Error| err(None, crate::tomlerr::syntax_message(text, &e)))?;
         Policy::from_table(&table, file)
     }
 
@@ -519,7 +491,7 @@ impl Policy {
     pub fn from_table(table: &toml::Table, file: &str) -> Result<Policy, PolicyError> {
         let spec: PolicySpec = serde_path_to_error::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
             let path = e.path().to_string();
-            let (key, msg) = serde_key_msg(path, e.into_inner().message().to_string());
+            let (key, msg) = crate::tomlerr::key_and_message(path, e.into_inner().message().to_string());
             PolicyError { file: file.to_string(), key, msg }
         })?;
         Policy::from_spec(&spec, file)
@@ -855,7 +827,7 @@ fn leaf_spec(c: &ClassSpec, rate: u64, at: &dyn Fn(&str) -> String) -> Result<Le
     if kind == "pfq-drr" {
         t.remove("kind");
         let v: PfqDrrV = serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
-            let (k, m) = serde_key_msg(e.path().to_string(), e.into_inner().message().to_string());
+            let (k, m) = crate::tomlerr::key_and_message(e.path().to_string(), e.into_inner().message().to_string());
             (at(&format!("qdisc.{}", k.unwrap_or_default())), m)
         })?;
         let d = DrrConfig::default();
@@ -886,7 +858,7 @@ fn leaf_spec(c: &ClassSpec, rate: u64, at: &dyn Fn(&str) -> String) -> Result<Le
         t.insert("rate".into(), toml::Value::String(format!("{rate}bit/s")));
     }
     let q: QdiscSpec = serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
-        let (k, m) = serde_key_msg(e.path().to_string(), e.into_inner().message().to_string());
+        let (k, m) = crate::tomlerr::key_and_message(e.path().to_string(), e.into_inner().message().to_string());
         (
             at(&match k {
                 Some(k) => format!("qdisc.{k}"),

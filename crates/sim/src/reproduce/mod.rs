@@ -221,13 +221,9 @@ impl ExpFile {
     }
 
     pub fn parse_text(text: &str, file: &str) -> Result<ExpFile, String> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            match line {
-                Some(l) => format!("{file}: TOML syntax error at line {l}: {}", e.message().trim_end()),
-                None => format!("{file}: TOML syntax error: {}", e.message().trim_end()),
-            }
-        })?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| format!("{file}: {}", ackshape_core::tomlerr::syntax_message(text, &e)))?;
         // The base scenario must be valid as it stands.
         Scenario::from_table(table.clone(), file).map_err(|e| e.to_string())?;
         Ok(ExpFile { file: file.to_string(), table })

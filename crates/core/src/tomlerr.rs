@@ -1,0 +1,64 @@
+//! Error text shared by every TOML file ackshape reads — scenarios, policies, experiment files —
+//! so that each names the line of a syntax error and the key of a bad value the same way.
+//!
+//! What it is not: the error types themselves (each reader has its own, carrying the file name).
+
+/// The 1-based line of byte offset `at` in `text`.
+pub fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+/// "TOML syntax error at line N: …" for a parse failure of `text`.
+pub fn syntax_message(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().trim_end();
+    match e.span() {
+        Some(s) => format!("TOML syntax error at line {}: {msg}", line_of(text, s.start)),
+        None => format!("TOML syntax error: {msg}"),
+    }
+}
+
+/// Map a `serde_path_to_error` failure (its dotted path and the inner message) to the key to name
+/// and the message. An unknown key is named itself, not only the table it sits in; the root path
+/// names no key.
+pub fn key_and_message(path: String, msg: String) -> (Option<String>, String) {
+    let msg = msg.trim_end().to_string();
+    let key = if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let f = rest.split('`').next().unwrap_or("");
+        if path == "." || path.is_empty() {
+            f.to_string()
+        } else if path == f || path.ends_with(&format!(".{f}")) {
+            path
+        } else {
+            format!("{path}.{f}")
+        }
+    } else {
+        path
+    };
+    let key = if key == "." || key.is_empty() { None } else { Some(key) };
+    (key, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let text = "a = 1\nb = = 2\n";
+        let e = text.parse::<toml::Table>().unwrap_err();
+        let m = syntax_message(text, &e);
+        assert!(m.starts_with("TOML syntax error at line 2: "), "{m}");
+    }
+
+    #[test]
+    fn unknown_keys_are_named_themselves() {
+        let unknown = |p: &str| key_and_message(p.into(), "unknown field `raet`, expected `rate`\n".into());
+        assert_eq!(unknown("class[0]").0.as_deref(), Some("class[0].raet"));
+        assert_eq!(unknown(".").0.as_deref(), Some("raet"));
+        assert_eq!(unknown("class[0].raet").0.as_deref(), Some("class[0].raet"));
+        assert_eq!(unknown("class[0]").1, "unknown field `raet`, expected `rate`");
+        let other = key_and_message("link.rate".into(), "expected a rate".into());
+        assert_eq!(other, (Some("link.rate".into()), "expected a rate".into()));
+        assert_eq!(key_and_message(".".into(), "bad".into()).0, None);
+    }
+}
