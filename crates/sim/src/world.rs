@@ -17,36 +17,14 @@ use ackshape_wire::{Ecn, IpHdr, Packet, UdpHdr, L4};
 use bytes::Bytes;
 use rand::{Rng as _, RngCore};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 const NONE: u32 = u32::MAX;
 const LISTEN_PORT: u16 = 5001;
 const CHUNK: usize = 64 * 1024;
 
-/// A small fast hasher for integer keys (lookups only; never iterated, so order is irrelevant).
-#[derive(Default)]
-struct FxHasher(u64);
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(*b as u64);
-        }
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64)
-    }
-    fn write_u16(&mut self, i: u16) {
-        self.write_u64(i as u64)
-    }
-}
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// FxHash (`rustc-hash`) maps for integer keys (lookups only; never iterated, so order is irrelevant).
+type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// Address of host number `k`.
 pub fn host_addr(k: u32) -> IpAddr {

@@ -49,54 +49,10 @@ use crate::shape::policy::{LeafSpec, Policy};
 use crate::shape::qdisc_spec::QdiscSpec;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, TcpFlags};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// FxHash (rustc's): fast, deterministic, fine for keys an attacker does not choose freely at
+/// FxHash (`rustc-hash`): fast, deterministic, fine for keys an attacker does not choose freely at
 /// the rates this gateway runs.
-#[derive(Default)]
-struct FxHasher(u64);
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            self.add(u64::from_le_bytes(b));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(i as u64)
-    }
-    #[inline]
-    fn write_u16(&mut self, i: u16) {
-        self.add(i as u64)
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(i as u64)
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i)
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64)
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 const NONE: u32 = u32::MAX;
 /// How late a line's wake-up may come and still start the next frame when the last one ended

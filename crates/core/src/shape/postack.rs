@@ -89,11 +89,10 @@ use super::ackmech::{AckMechanism, FlowKey};
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Flow index with the crate's fast flow hasher (bounded table; flooding costs CPU only).
-type FlowIndex = HashMap<FlowKey, usize, BuildHasherDefault<super::asym::FlowHasher>>;
+type FlowIndex = rustc_hash::FxHashMap<FlowKey, usize>;
 
 /// Which PostACK (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]

@@ -48,8 +48,6 @@ pub use spec::{AsymDiscSpec, SizeModifierSpec, SpecError};
 
 use crate::queue::QueueDisc;
 use ackshape_wire::{Packet, L4};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::net::IpAddr;
 
 /// Traffic class as the disciplines here see it.
@@ -93,45 +91,9 @@ impl FlowKey {
     }
 }
 
-/// A small, fast, non-cryptographic hasher for flow tables (keys come from the wire but the
-/// tables are bounded, so hash flooding costs CPU only).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FlowHasher(u64);
-
-impl Hasher for FlowHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn write_u16(&mut self, i: u16) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type FlowMap<V> = HashMap<FlowKey, V, BuildHasherDefault<FlowHasher>>;
+/// Flow tables: FxHash (`rustc-hash`), fast and deterministic; keys come from the wire but the
+/// tables are bounded, so hash flooding costs CPU only.
+pub(crate) type FlowMap<V> = rustc_hash::FxHashMap<FlowKey, V>;
 
 /// Flow tables are purged of idle entries when they grow past this many flows.
 pub(crate) const FLOW_TABLE_SOFT_MAX: usize = 4096;

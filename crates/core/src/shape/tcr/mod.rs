@@ -374,7 +374,7 @@ pub struct FlowInfo {
 pub struct Tcr {
     cfg: TcrConfig,
     rate_bps: u64,
-    index: HashMap<FlowKey, u32, FxBuild>,
+    index: rustc_hash::FxHashMap<FlowKey, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     heap: BinaryHeap<Reverse<(Time, u32, u32)>>,
@@ -1498,45 +1498,3 @@ fn into_template(mut t: Packet) -> Packet {
     }
     t
 }
-
-/// FxHash (rustc's) for the flow table: fast and deterministic; flow keys are not chosen
-/// freely by an attacker at the rates this runs.
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl std::hash::Hasher for Fx {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn write_u16(&mut self, i: u16) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxBuild = std::hash::BuildHasherDefault<Fx>;
