@@ -16,15 +16,13 @@ use ackshape_core::units::Size;
 use ackshape_wire::{Ecn, IpHdr, Packet, UdpHdr, L4};
 use bytes::Bytes;
 use rand::{Rng as _, RngCore};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 const NONE: u32 = u32::MAX;
 const LISTEN_PORT: u16 = 5001;
 const CHUNK: usize = 64 * 1024;
-
-/// FxHash (`rustc-hash`) maps for integer keys (lookups only; never iterated, so order is irrelevant).
-type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// Address of host number `k`.
 pub fn host_addr(k: u32) -> IpAddr {
@@ -165,9 +163,11 @@ pub struct Sim {
     hosts: Vec<u32>,
     conns: Vec<Option<ConnSlot>>,
     free_conns: Vec<u32>,
-    demux: FxMap<(u32, u16, u16, u32), u32>,
-    syn_flow: FxMap<(u32, u16, u32), u32>,
-    udp_sink: FxMap<(u32, u16), u32>,
+    // FxHash (`rustc-hash`) maps for integer keys: lookups only, never iterated, so their order
+    // cannot reach a result.
+    demux: FxHashMap<(u32, u16, u16, u32), u32>,
+    syn_flow: FxHashMap<(u32, u16, u32), u32>,
+    udp_sink: FxHashMap<(u32, u16), u32>,
     flows: Vec<Flow>,
     duration: Time,
     warmup: Time,
@@ -187,7 +187,7 @@ pub struct Sim {
     node_mb: Vec<u32>,
     groups: Vec<GroupSlot>,
     /// Sender-side keys of group connections → (group, index in group).
-    gdemux: FxMap<(u32, u16, u16, u32), (u32, u32)>,
+    gdemux: FxHashMap<(u32, u16, u16, u32), (u32, u32)>,
 }
 
 /// Errors while building a simulation from a valid scenario (e.g. unreachable hosts).
@@ -568,9 +568,9 @@ impl Sim {
             hosts,
             conns: Vec::new(),
             free_conns: Vec::new(),
-            demux: FxMap::default(),
-            syn_flow: FxMap::default(),
-            udp_sink: FxMap::default(),
+            demux: FxHashMap::default(),
+            syn_flow: FxHashMap::default(),
+            udp_sink: FxHashMap::default(),
             flows,
             duration,
             warmup,
@@ -587,7 +587,7 @@ impl Sim {
             mbs,
             node_mb,
             groups,
-            gdemux: FxMap::default(),
+            gdemux: FxHashMap::default(),
         };
         for (name, cap) in opts.captures {
             match sim.links.iter_mut().find(|l| l.name == name) {

@@ -49,10 +49,7 @@ use crate::shape::policy::{LeafSpec, Policy};
 use crate::shape::qdisc_spec::QdiscSpec;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, TcpFlags};
-
-/// FxHash (`rustc-hash`): fast, deterministic, fine for keys an attacker does not choose freely at
-/// the rates this gateway runs.
-type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
+use rustc_hash::FxHashMap;
 
 const NONE: u32 = u32::MAX;
 /// How late a line's wake-up may come and still start the next frame when the last one ended
@@ -374,7 +371,7 @@ pub struct Gateway {
     policy: Policy,
     overhead: usize,
     sides: [Side; 2],
-    flows: FxMap<FlowKey, FlowEntry>,
+    flows: FxHashMap<FlowKey, FlowEntry>,
     scratch: Vec<Packet>,
     /// Packets released by a mechanism that carry data: they take the data path next.
     reinject: Vec<(Dir, Packet)>,
@@ -500,7 +497,7 @@ impl Gateway {
             policy,
             overhead: overhead_bytes,
             sides,
-            flows: FxMap::default(),
+            flows: FxHashMap::default(),
             scratch: Vec::new(),
             reinject: Vec::new(),
             next_sweep: Time::ZERO + sweep_every,
@@ -640,7 +637,7 @@ impl Gateway {
         self.next_sweep = now + self.sweep_every;
         let idle = Dur::from_secs_f64(self.policy.flows.idle_timeout_s);
         let emb = Dur::from_secs_f64(self.policy.flows.embryonic_timeout_s);
-        // FxMap iteration order is deterministic for the same history.
+        // FxHashMap iteration order is deterministic for the same history.
         let dead: Vec<FlowKey> = self
             .flows
             .iter()

@@ -91,7 +91,7 @@ use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// Flow index with the crate's fast flow hasher (bounded table; flooding costs CPU only).
+/// Flow index: FxHash (`rustc-hash`), deterministic (bounded table; flooding costs CPU only).
 type FlowIndex = rustc_hash::FxHashMap<FlowKey, usize>;
 
 /// Which PostACK (see the module documentation).
