@@ -191,9 +191,16 @@ fn class_rate_and_sim_live_agreement_with_every_mechanism() {
 // ------------------------------------------------------------------ point 2
 
 /// Point 2's three runs (class-only FIFO, TCR, PostACK: 8 flows, 5 Mbit/s class, 40 ms RTT):
-/// each one's maximum data queue after the warm-up, in packets. Asserts goodput ≥ 90% of the
-/// class rate in all three.
-fn buffer_runs(prefix: &str) -> Vec<f64> {
+/// each one's maximum data queue after the warm-up, in packets, and the packets a stall of the
+/// gateway process can account for (below). Asserts goodput ≥ 90% of the class rate in all three.
+///
+/// While the gateway process is not running nothing is forwarded, and what the senders send in that
+/// time (its length × the class rate) waits and then sits in the class queue, whatever the
+/// mechanism (docs/live.md, point 2). The gateway measures its own stalls (`loop_timing`: the
+/// longest iteration, time runnable between iterations, and timer wake-up lateness); the allowance
+/// is the longest of them × the class rate in frames, rounded up. Quiet runs measure a few ms at most
+/// (1–2 frames); a 53 ms stall on the shared 2-core CI machine once put 22 PostACK frames in the queue.
+fn buffer_runs(prefix: &str) -> Vec<(f64, f64)> {
     let d = tmp("buffer");
     let names = ["buffer-class-fifo", "buffer-tcr", "buffer-postack"];
     let files: Vec<PathBuf> = names.iter().map(|n| scenario(&d, n, prefix)).collect();
@@ -222,7 +229,13 @@ fn buffer_runs(prefix: &str) -> Vec<f64> {
             f(&row["sim"]["goodput_bps"]) / 1e6
         );
         assert!(g >= 0.9 * rate, "{name}: goodput {g:.0} < 90% of {rate:.0}");
-        bufs.push(b);
+        let lt = &live["gateway"]["loop_timing"];
+        let stall_us = ["iteration_max_us", "between_iterations_max_us", "wake_late_max_us"]
+            .iter()
+            .map(|k| f(&lt[*k]))
+            .fold(0.0, f64::max);
+        let frames_per_s = 5e6 / (1514.0 * 8.0);
+        bufs.push((b, (stall_us * 1e-6 * frames_per_s).ceil()));
     }
     std::fs::remove_dir_all(&d).ok();
     bufs
@@ -238,10 +251,16 @@ fn buffer_runs(prefix: &str) -> Vec<f64> {
 fn postack_and_tcr_keep_the_buffer_small_class_fifo_does_not() {
     let Some(_l) = live("buffer", "acks-ls2") else { return };
     let b = buffer_runs("acks-ls2");
-    let (fifo, tcr, postack) = (b[0], b[1], b[2]);
-    println!("max data queue after warm-up: class-only FIFO {fifo}, TCR {tcr}, PostACK {postack} packets");
-    assert!(tcr <= 10.0, "TCR max data queue {tcr} > 10 packets");
-    assert!(postack <= 10.0, "PostACK max data queue {postack} > 10 packets");
+    let ((fifo, _), (tcr, tcr_stall), (postack, postack_stall)) = (b[0], b[1], b[2]);
+    println!(
+        "max data queue after warm-up: class-only FIFO {fifo}, TCR {tcr} (longest gateway stall worth {tcr_stall} \
+         frames), PostACK {postack} (stall worth {postack_stall}) packets"
+    );
+    assert!(tcr <= 10.0 + tcr_stall, "TCR max data queue {tcr} > 10 packets + {tcr_stall} for the gateway's stall");
+    assert!(
+        postack <= 10.0 + postack_stall,
+        "PostACK max data queue {postack} > 10 packets + {postack_stall} for the gateway's stall"
+    );
     assert!(fifo >= 5.0 * tcr.max(postack).max(1.0), "class-only FIFO {fifo} < 5 × max(TCR {tcr}, PostACK {postack})");
 }
 
