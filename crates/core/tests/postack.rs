@@ -264,6 +264,81 @@ fn spread_slots_release_one_flow_per_slot_at_the_same_per_flow_rate() {
     assert_eq!(e.0, "spread_slots");
 }
 
+/// A timer that fires late (the live driver's process stalled) runs only the slots that fell due
+/// within `LATE_WAKEUP_CATCHUP` of now, and at least one; the older ones are given up, since the
+/// gateway's line gives up that much of its service too. An on-time timer gives up nothing.
+#[test]
+fn a_late_timer_gives_up_the_slots_the_line_cannot_make_up() {
+    use ackshape_core::shape::LATE_WAKEUP_CATCHUP;
+    // 4.8 Mbit/s, 1500-byte packets, spread slots: one slot every 2.5 ms.
+    let mk = || {
+        let mut m = PostAck::new(PostAckConfig {
+            variant: Variant::OnOff,
+            packet_bytes: PKT,
+            spread_slots: true,
+            ..PostAckConfig::default()
+        });
+        m.set_rate(Time::ZERO, 4_800_000);
+        let mut id = 0;
+        for i in 0..2 {
+            m.on_data(ms(0), key(i), &data(i, 1, MSS));
+            for k in 0..40 {
+                let mut out = vec![];
+                m.on_ack(ms(1), key(i), ack(i, 1 + MSS * (k + 1), id), &mut out);
+                id += 1;
+                assert!(out.is_empty(), "held");
+            }
+        }
+        m
+    };
+    let d = Dur::tx_time(PKT as usize, 4_800_000);
+    assert_eq!(d, Dur::from_micros(2500));
+    assert_eq!(LATE_WAKEUP_CATCHUP, Dur::from_millis(5));
+
+    // On time: one release per slot, nothing given up.
+    let mut m = mk();
+    let fired = run_timers(&mut m, ms(51));
+    assert!(fired.iter().all(|(_, out)| out.len() == 1), "{fired:?}");
+    let on_time = fired.len();
+    assert_eq!(m.stats().late_slots_given_up, 0);
+
+    // The first slot is due at t0; fire 20 ms late: slots t0 … t0 + 20 ms are due (9); those
+    // within 5 ms of now are t0 + 15, 17.5 and 20 ms (3 slots).
+    let mut m = mk();
+    let t0 = m.poll_timeout().unwrap();
+    let mut out = vec![];
+    m.on_timeout(t0 + Dur::from_millis(20), &mut out);
+    assert_eq!(out.len(), 3, "released {}", out.len());
+    assert_eq!(m.stats().late_slots_given_up, 6);
+    assert_eq!(m.stats().slots, 3);
+    // The grid is kept: the next slot is the one after the last slot run.
+    assert_eq!(m.poll_timeout(), Some(t0 + Dur::from_micros(22_500)));
+
+    // Late by less than the allowance: everything due runs (0, 2.5 and 4.5 ms late → 2 slots).
+    let mut m = mk();
+    let t0 = m.poll_timeout().unwrap();
+    let mut out = vec![];
+    m.on_timeout(t0 + Dur::from_micros(4500), &mut out);
+    assert_eq!(out.len(), 2);
+    assert_eq!(m.stats().late_slots_given_up, 0);
+
+    // A slot period longer than the allowance (paper Fig. 4's n-flow round, 2 flows: 5 ms … here
+    // a slower class): the latest due slot still runs.
+    let mut m = PostAck::new(PostAckConfig { variant: Variant::OnOff, packet_bytes: PKT, ..PostAckConfig::default() });
+    m.set_rate(Time::ZERO, 480_000); // Δ = 25 ms per flow round
+    m.on_data(ms(0), key(0), &data(0, 1, MSS));
+    for k in 0..5 {
+        let mut out = vec![];
+        m.on_ack(ms(1), key(0), ack(0, 1 + MSS * (k + 1), k as u16), &mut out);
+    }
+    let t0 = m.poll_timeout().unwrap();
+    let mut out = vec![];
+    m.on_timeout(t0 + Dur::from_millis(60), &mut out);
+    assert_eq!(out.len(), 1, "the latest due slot runs");
+    assert_eq!(m.stats().late_slots_given_up, 2);
+    assert!(on_time >= 20);
+}
+
 /// The QueueRelocator: after one ACK of a flow is released, k data packets entering make
 /// the next k − 1 slots of that flow skip; the k-th slot releases again.
 #[test]

@@ -442,6 +442,51 @@ fn pacing_interval_is_segment_over_allocation() {
     }
 }
 
+/// A timer call that comes more than `LATE_WAKEUP_CATCHUP` late (the live driver stalled) moves
+/// the flow's pacing grid by the rest of its lateness: the gateway's line gave that service up,
+/// so the ACKs due in the stall must not all follow on the old grid. On-time timers never shift.
+#[test]
+fn a_late_timer_moves_the_pacing_grid_by_what_the_line_gave_up() {
+    use ackshape_core::shape::LATE_WAKEUP_CATCHUP;
+    assert_eq!(LATE_WAKEUP_CATCHUP, ms(5.0));
+    // One flow at 400 kbit/s: one segment (1500 class bytes) every 30 ms.
+    let setup = || {
+        let mut t = tcr(TcrConfig::default(), 400_000);
+        handshakes(&mut t, 1, Time::ZERO, ms(40.0));
+        send(&mut t, 0, at(40.0), 0, 20);
+        let mut out = Vec::new();
+        t.on_ack(at(80.0), key(0), ack(0, 20, 65535), &mut out);
+        assert_eq!(out.len(), 1, "the first is due at once");
+        let got = run(&mut t, at(110.0));
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![at(110.0)]);
+        t
+    };
+    // On time: releases every 30 ms, no shift.
+    let mut t = setup();
+    let got = run(&mut t, at(200.0));
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![at(140.0), at(170.0), at(200.0)]);
+    assert_eq!(t.stats().late_timer_shifts, 0);
+
+    // The timer due at 140 ms runs at 160 ms (20 ms late): the grid moves by 15 ms, so the ACK
+    // due at 140 counts as due at 155 (5 ms late, within the allowance) and the next is due at
+    // 185 ms (on the old grid: 170).
+    let mut t = setup();
+    let mut out = Vec::new();
+    t.on_timeout(at(160.0), &mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(t.stats().late_timer_shifts, 1);
+    assert_eq!(t.stats().late_timer_shift_ns, ms(15.0).0);
+    let got = run(&mut t, at(250.0));
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![at(185.0), at(215.0), at(245.0)]);
+
+    // 4 ms late: within the allowance, the grid stays.
+    let mut t = setup();
+    t.on_timeout(at(144.0), &mut out);
+    let got = run(&mut t, at(200.0));
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![at(170.0), at(200.0)]);
+    assert_eq!(t.stats().late_timer_shifts, 0);
+}
+
 #[test]
 fn receiver_ack_release_keeps_the_rate_with_fewer_acks() {
     let cfg = TcrConfig { release: Release::ReceiverAck, ..TcrConfig::default() };

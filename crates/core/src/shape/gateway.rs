@@ -54,7 +54,7 @@ use rustc_hash::FxHashMap;
 const NONE: u32 = u32::MAX;
 /// How late a line's wake-up may come and still start the next frame when the last one ended
 /// (see `pump`).
-const LINE_CATCHUP: Dur = Dur::from_millis(5);
+const LINE_CATCHUP: Dur = crate::shape::LATE_WAKEUP_CATCHUP;
 
 // Flow state bits.
 const DATA_SEEN: u8 = 1;
@@ -896,10 +896,12 @@ impl Gateway {
                     // would drain below its rate while an ACK clock on a grid (PostACK's slots,
                     // TCR's pacing) keeps admitting at the rate, and the class queue would creep
                     // up. Lateness beyond LINE_CATCHUP is given up (a stalled process does not
-                    // turn into a long burst). The simulator's wake-ups are exact, so there
+                    // turn into a long burst), and only that part: PostACK's slot timer makes up
+                    // the same LINE_CATCHUP, so after a stall both have given up the same service
+                    // (docs/live.md, point 2). The simulator's wake-ups are exact, so there
                     // `busy_until == now` whenever the line was busy.
-                    let start = if line_was_busy && now.since(side.busy_until) <= LINE_CATCHUP {
-                        side.busy_until
+                    let start = if line_was_busy {
+                        side.busy_until.max(now - LINE_CATCHUP)
                     } else if side.busy_until + Dur(1) >= now {
                         side.busy_until.max(now)
                     } else {

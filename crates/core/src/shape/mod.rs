@@ -36,3 +36,14 @@ pub mod red;
 pub mod tap;
 pub mod tbf;
 pub mod tcr;
+
+use crate::time::Dur;
+
+/// How much of a late wake-up the gateway makes up for. The live driver's timers run µs–ms late
+/// and its process can stall for tens of ms; the gateway's line then starts its next frame when
+/// the last one ended (up to this much in the past), and PostACK's on-off timer runs the slots
+/// that fell due within this much before `now`. Lateness beyond it is given up by both alike:
+/// a line that cannot make up a stall's lost service must not be fed a stall's worth of released
+/// ACKs either, or the data they trigger stays queued in the class (docs/live.md, point 2). The
+/// simulator's wake-ups are exact, so there this never applies.
+pub const LATE_WAKEUP_CATCHUP: Dur = Dur::from_millis(5);

@@ -86,6 +86,7 @@
 //! slot; no allocation per packet in steady state (per-flow queues are reused).
 
 use super::ackmech::{AckMechanism, FlowKey};
+use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
@@ -251,6 +252,9 @@ pub struct PostAckStats {
     pub slots: u64,
     pub qr_skips: u64,
     pub unused_slots: u64,
+    /// on-off: slots not run because the timer came more than
+    /// [`LATE_WAKEUP_CATCHUP`](crate::shape::LATE_WAKEUP_CATCHUP) after them (live only).
+    pub late_slots_given_up: u64,
     /// zero-timer: dequeues seen, those that held (the paper's qlen > 1), and those reported without
     /// a per-flow queue length (FIFO fallback).
     pub dequeues: u64,
@@ -907,6 +911,21 @@ impl AckMechanism for PostAck {
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Packet>) {
         match self.cfg.variant {
             Variant::OnOff => {
+                // A late timer (the live driver) runs the slots due within LATE_WAKEUP_CATCHUP of
+                // now, and at least the latest one; older ones are given up, as the class's line
+                // gives up that much of its service. Run anyway, their ACKs would trigger data the
+                // line can no longer send in their time, and it would stay queued in the class.
+                if let (Some(t), Some(d)) = (self.next_slot, self.delta) {
+                    if t <= now && now.since(t) > LATE_WAKEUP_CATCHUP {
+                        // Slots t + j·d for j < due are due; those with j ≥ first are recent.
+                        let late = now.since(t).0;
+                        let due = late / d.0 + 1;
+                        let first = (late - LATE_WAKEUP_CATCHUP.0).div_ceil(d.0);
+                        let drop = first.min(due - 1);
+                        self.next_slot = Some(t + Dur(drop * d.0));
+                        self.stats.late_slots_given_up += drop;
+                    }
+                }
                 let mut ran = 0;
                 while let Some(t) = self.next_slot {
                     if t > now || ran >= MAX_CATCHUP_SLOTS {

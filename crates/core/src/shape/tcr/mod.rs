@@ -72,6 +72,7 @@ pub mod workload;
 pub use config::*;
 
 use super::ackmech::{AckMechanism, FlowKey};
+use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
@@ -337,6 +338,11 @@ pub struct TcrStats {
     pub rtt_samples: u64,
     /// RTT samples discarded (retransmission overlap, or the timed segment's dequeue was not seen).
     pub rtt_samples_discarded: u64,
+    /// Per-flow pacing: timer calls that came more than
+    /// [`LATE_WAKEUP_CATCHUP`](crate::shape::LATE_WAKEUP_CATCHUP) late (live only), and the time
+    /// every flow's pacing grid was moved by for them, ns.
+    pub late_timer_shifts: u64,
+    pub late_timer_shift_ns: u64,
 }
 
 /// A snapshot of one flow's state (tests, stats).
@@ -557,9 +563,15 @@ impl Tcr {
         self.pass_due = Some(self.pass_due.map_or(due, |t| t.min(due)));
     }
 
-    /// Runs a deferred allocation pass if it is due.
+    /// Moves the pacing grid past a stall of the driver (see `shift_pacing`) and runs a deferred
+    /// allocation pass if it is due. Every entry point calls it first.
     #[inline]
     fn catch_up(&mut self, now: Time) {
+        if let Some(&Reverse((t, _, _))) = self.heap.peek() {
+            if t + LATE_WAKEUP_CATCHUP < now {
+                self.shift_pacing(now.since(t + LATE_WAKEUP_CATCHUP));
+            }
+        }
         if self.pass_due.is_some_and(|t| t <= now) {
             self.realloc(now);
         }
@@ -874,6 +886,30 @@ impl Tcr {
             Pacing::ClassTick => f.credit >= f.next_cost(&self.cfg),
             Pacing::None => true,
         }
+    }
+
+    /// The timer came `by` later than [`LATE_WAKEUP_CATCHUP`] allows (the live driver's process
+    /// stalled; the simulator's timers are exact): the class's line has given up that much of its
+    /// service, so every flow's pacing grid moves by it too, keeping the flows' phases. Released
+    /// on their old grids, the ACKs due in the stall would trigger data the line can no longer
+    /// carry in their time, and it would stay queued in the class. O(flows), once per stall.
+    fn shift_pacing(&mut self, by: Dur) {
+        for s in self.slots.iter_mut() {
+            if let Some(f) = s.flow.as_mut() {
+                f.next_allowed += by;
+                f.last_base += by;
+                if let Some(t) = f.scheduled.as_mut() {
+                    *t += by;
+                }
+            }
+        }
+        let mut v = std::mem::take(&mut self.heap).into_vec();
+        for Reverse((t, _, _)) in v.iter_mut() {
+            *t += by;
+        }
+        self.heap = BinaryHeap::from(v);
+        self.stats.late_timer_shifts += 1;
+        self.stats.late_timer_shift_ns += by.0;
     }
 
     /// Makes sure flow `i` will be served (per-flow: a heap entry; class tick: the ticker runs).
