@@ -212,28 +212,35 @@ fn one_ack_per_flow_per_slot() {
     assert_eq!(m.poll_timeout(), None, "the timer stops when nothing is held or owed");
 }
 
-/// Spread slots: the same per-flow rate (one ACK per flow per Δ_c = n·MSS/BW_c), but one flow
-/// per slot, so a round of n releases is spread over Δ_c instead of leaving as one burst.
-#[test]
-fn spread_slots_release_one_flow_per_slot_at_the_same_per_flow_rate() {
-    // 3.6 Mbit/s, 1500-byte packets: MSS/BW_c = 3.33 ms; with 3 flows Δ_c = 10 ms.
+/// On-off PostACK with spread slots at `rate_bps`: flows `0..flows` each sent a segment at 0 ms
+/// and have `acks` ACKs held since 1 ms.
+fn spread_with_held(rate_bps: u64, flows: u16, acks: u32) -> PostAck {
     let mut m = PostAck::new(PostAckConfig {
         variant: Variant::OnOff,
         packet_bytes: PKT,
         spread_slots: true,
         ..PostAckConfig::default()
     });
-    m.set_rate(Time::ZERO, 3_600_000);
+    m.set_rate(Time::ZERO, rate_bps);
     let mut id = 0;
-    for i in 0..3 {
+    for i in 0..flows {
         m.on_data(ms(0), key(i), &data(i, 1, MSS));
-        for k in 0..5 {
+        for k in 0..acks {
             let mut out = vec![];
             m.on_ack(ms(1), key(i), ack(i, 1 + MSS * (k + 1), id), &mut out);
             id += 1;
             assert!(out.is_empty(), "held");
         }
     }
+    m
+}
+
+/// Spread slots: the same per-flow rate (one ACK per flow per Δ_c = n·MSS/BW_c), but one flow
+/// per slot, so a round of n releases is spread over Δ_c instead of leaving as one burst.
+#[test]
+fn spread_slots_release_one_flow_per_slot_at_the_same_per_flow_rate() {
+    // 3.6 Mbit/s, 1500-byte packets: MSS/BW_c = 3.33 ms; with 3 flows Δ_c = 10 ms.
+    let mut m = spread_with_held(3_600_000, 3, 5);
     assert_eq!(m.slot_period(), Some(Dur::tx_time(PKT as usize, 3_600_000)));
     let fired = run_timers(&mut m, ms(1000));
     let mut releases: Vec<(Time, IpAddr)> = vec![];
@@ -271,26 +278,7 @@ fn spread_slots_release_one_flow_per_slot_at_the_same_per_flow_rate() {
 fn a_late_timer_gives_up_the_slots_the_line_cannot_make_up() {
     use ackshape_core::shape::LATE_WAKEUP_CATCHUP;
     // 4.8 Mbit/s, 1500-byte packets, spread slots: one slot every 2.5 ms.
-    let mk = || {
-        let mut m = PostAck::new(PostAckConfig {
-            variant: Variant::OnOff,
-            packet_bytes: PKT,
-            spread_slots: true,
-            ..PostAckConfig::default()
-        });
-        m.set_rate(Time::ZERO, 4_800_000);
-        let mut id = 0;
-        for i in 0..2 {
-            m.on_data(ms(0), key(i), &data(i, 1, MSS));
-            for k in 0..40 {
-                let mut out = vec![];
-                m.on_ack(ms(1), key(i), ack(i, 1 + MSS * (k + 1), id), &mut out);
-                id += 1;
-                assert!(out.is_empty(), "held");
-            }
-        }
-        m
-    };
+    let mk = || spread_with_held(4_800_000, 2, 40);
     let d = Dur::tx_time(PKT as usize, 4_800_000);
     assert_eq!(d, Dur::from_micros(2500));
     assert_eq!(LATE_WAKEUP_CATCHUP, Dur::from_millis(5));
