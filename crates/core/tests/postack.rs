@@ -287,7 +287,7 @@ fn a_late_timer_gives_up_the_slots_the_line_cannot_make_up() {
     let mut m = mk();
     let fired = run_timers(&mut m, ms(51));
     assert!(fired.iter().all(|(_, out)| out.len() == 1), "{fired:?}");
-    let on_time = fired.len();
+    assert!(fired.len() >= 20);
     assert_eq!(m.stats().late_slots_given_up, 0);
 
     // The first slot is due at t0; fire 20 ms late: slots t0 … t0 + 20 ms are due (9); those
@@ -324,7 +324,6 @@ fn a_late_timer_gives_up_the_slots_the_line_cannot_make_up() {
     m.on_timeout(t0 + Dur::from_millis(60), &mut out);
     assert_eq!(out.len(), 1, "the latest due slot runs");
     assert_eq!(m.stats().late_slots_given_up, 2);
-    assert!(on_time >= 20);
 }
 
 /// The QueueRelocator: after one ACK of a flow is released, k data packets entering make

@@ -47,14 +47,12 @@ use crate::shape::drr::{Drr, FlowId};
 use crate::shape::pfq::Pfq;
 use crate::shape::policy::{LeafSpec, Policy};
 use crate::shape::qdisc_spec::QdiscSpec;
+use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, TcpFlags};
 use rustc_hash::FxHashMap;
 
 const NONE: u32 = u32::MAX;
-/// How late a line's wake-up may come and still start the next frame when the last one ended
-/// (see `pump`).
-const LINE_CATCHUP: Dur = crate::shape::LATE_WAKEUP_CATCHUP;
 
 // Flow state bits.
 const DATA_SEEN: u8 = 1;
@@ -895,13 +893,13 @@ impl Gateway {
                     // starting at `now` would lose each wake-up's lateness, so a line at 100%
                     // would drain below its rate while an ACK clock on a grid (PostACK's slots,
                     // TCR's pacing) keeps admitting at the rate, and the class queue would creep
-                    // up. Lateness beyond LINE_CATCHUP is given up (a stalled process does not
-                    // turn into a long burst), and only that part: PostACK's slot timer makes up
-                    // the same LINE_CATCHUP, so after a stall both have given up the same service
-                    // (docs/live.md, point 2). The simulator's wake-ups are exact, so there
+                    // up. Lateness beyond LATE_WAKEUP_CATCHUP is given up (a stalled process does
+                    // not turn into a long burst), and only that part: PostACK's slot timer and
+                    // TCR's pacing make up the same LATE_WAKEUP_CATCHUP, so after a stall all have
+                    // given up the same service (docs/policy.md, "Late wake-ups"). The simulator's wake-ups are exact, so there
                     // `busy_until == now` whenever the line was busy.
                     let start = if line_was_busy {
-                        side.busy_until.max(now - LINE_CATCHUP)
+                        side.busy_until.max(now - LATE_WAKEUP_CATCHUP)
                     } else if side.busy_until + Dur(1) >= now {
                         side.busy_until.max(now)
                     } else {

@@ -41,8 +41,10 @@ use crate::time::Dur;
 
 /// How much of a late wake-up the gateway makes up for. The live driver's timers run µs–ms late
 /// and its process can stall for tens of ms; the gateway's line then starts its next frame when
-/// the last one ended (up to this much in the past), and PostACK's on-off timer runs the slots
-/// that fell due within this much before `now`. Lateness beyond it is given up by both alike:
+/// the last one ended (up to this much in the past), PostACK's on-off timer runs the slots that
+/// fell due within this much before `now`, and TCR moves its per-flow pacing grid by the lateness
+/// beyond this much. Lateness beyond it is given up by all alike (the class's own bucket makes up
+/// at most its `burst`):
 /// a line that cannot make up a stall's lost service must not be fed a stall's worth of released
 /// ACKs either, or the data they trigger stays queued in the class (docs/live.md, point 2). The
 /// simulator's wake-ups are exact, so there this never applies.
