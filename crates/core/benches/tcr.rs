@@ -55,6 +55,7 @@ fn bench(c: &mut Criterion) {
     for flows in [16u32, 4096] {
         for (name, cfg) in configs(flows) {
             let mut w = workload(cfg.clone(), flows);
+            w.settle();
             g.bench_function(format!("data/{name}/{flows}"), |b| {
                 b.iter(|| {
                     for _ in 0..BATCH {
@@ -96,6 +97,7 @@ fn summary() {
     for flows in [16u32, 4096] {
         for (name, cfg) in configs(flows) {
             let mut w = workload(cfg.clone(), flows);
+            w.settle();
             let d = time(&mut || {
                 for _ in 0..BATCH {
                     w.data()

@@ -479,6 +479,26 @@ fn a_late_timer_moves_the_pacing_grid_by_what_the_line_gave_up() {
     let got = run(&mut t, at(250.0));
     assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![at(185.0), at(215.0), at(245.0)]);
 
+    // Packets that come before the late timer runs move the grid once, not once each: the
+    // lateness is measured at the first of them (160 ms: 15 ms), and again only when the moved
+    // timer is another 5 ms late.
+    let mut t = setup();
+    for (k, when) in [160.0, 161.0, 162.0, 164.0].into_iter().enumerate() {
+        send(&mut t, 0, at(when), 20 + k as u32, 21 + k as u32);
+    }
+    assert_eq!(t.stats().late_timer_shifts, 1);
+    assert_eq!(t.stats().late_timer_shift_ns, ms(15.0).0);
+    out.clear();
+    t.on_timeout(at(164.5), &mut out);
+    assert_eq!((t.stats().late_timer_shifts, out.len()), (1, 1));
+    let got = run(&mut t, at(250.0));
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![at(185.0), at(215.0), at(245.0)]);
+    let mut t = setup();
+    send(&mut t, 0, at(160.0), 20, 21);
+    send(&mut t, 0, at(166.0), 21, 22);
+    assert_eq!(t.stats().late_timer_shifts, 2);
+    assert_eq!(t.stats().late_timer_shift_ns, ms(21.0).0, "15 ms, then 6 more (the moved timer 11 ms late)");
+
     // 4 ms late: within the allowance, the grid stays.
     let mut t = setup();
     t.on_timeout(at(144.0), &mut out);

@@ -26,6 +26,9 @@ fn workload() {
     for _ in 0..4 * flows.max(1024) {
         w.cycle();
     }
+    if mode == "data" {
+        w.settle();
+    }
     for _ in 0..ops {
         if mode == "data" {
             w.data()

@@ -399,6 +399,9 @@ pub struct Tcr {
     last_pass: Option<Time>,
     /// A pass deferred by flow starts/ends within `MIN_PASS_GAP` of the last one.
     pass_due: Option<Time>,
+    /// Where the last `shift_pacing` put the earliest timer (now − `LATE_WAKEUP_CATCHUP`). An
+    /// entry at or before it is one that stall already moved: the driver has not run it yet.
+    shifted_to: Option<Time>,
     scratch: Vec<alloc::Entry>,
     scratch_idx: Vec<u32>,
     scratch_f: Vec<f64>,
@@ -426,6 +429,7 @@ impl Tcr {
             members: 0,
             last_pass: None,
             pass_due: None,
+            shifted_to: None,
             scratch: Vec::new(),
             scratch_idx: Vec::new(),
             scratch_f: Vec::new(),
@@ -568,8 +572,17 @@ impl Tcr {
     #[inline]
     fn catch_up(&mut self, now: Time) {
         if let Some(&Reverse((t, _, _))) = self.heap.peek() {
-            if t + LATE_WAKEUP_CATCHUP < now {
-                self.shift_pacing(now.since(t + LATE_WAKEUP_CATCHUP));
+            // Once per stall: until the driver runs the moved timer, packets that arrive meanwhile
+            // find it overdue again, and moving every flow for each would cost O(flows) per
+            // packet exactly when the gateway is behind. New entries are never scheduled before
+            // `now`, so one at or before `shifted_to` is one a shift already moved; it is moved
+            // again only once it is another `LATE_WAKEUP_CATCHUP` late (at most one O(flows)
+            // pass per 5 ms however long the driver stays behind).
+            let moved = |s: Time| t <= s && now <= s + LATE_WAKEUP_CATCHUP + LATE_WAKEUP_CATCHUP;
+            if t + LATE_WAKEUP_CATCHUP < now && !self.shifted_to.is_some_and(moved) {
+                let to = now - LATE_WAKEUP_CATCHUP;
+                self.shift_pacing(to.since(t));
+                self.shifted_to = Some(to);
             }
         }
         if self.pass_due.is_some_and(|t| t <= now) {

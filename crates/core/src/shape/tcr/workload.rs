@@ -101,6 +101,27 @@ impl Workload {
         self.next = (i + 1) % self.n;
     }
 
+    /// Runs the held ACKs' timers until none is held, moving the clock with them: the state
+    /// before a data-only run. [`Workload::data`] runs no timers (a data packet's own cost), so
+    /// without this the ACKs held at the end of the warm-up would stay overdue for the whole
+    /// run, which no driver does (and TCR would take the clock for a stalled one).
+    /// Then two more seconds of timers, so that the heap's stale entries (a flow's release moved
+    /// earlier leaves its old entry) are gone too.
+    pub fn settle(&mut self) {
+        while self.tcr.acks_held() > 0 {
+            let Some(t) = self.tcr.poll_timeout() else { break };
+            self.now = self.now.max(t);
+            self.tcr.on_timeout(self.now, &mut self.out);
+        }
+        let until = self.now + Dur::from_secs_f64(2.0);
+        while let Some(t) = self.tcr.poll_timeout().filter(|t| *t <= until) {
+            self.now = self.now.max(t);
+            self.tcr.on_timeout(self.now, &mut self.out);
+        }
+        self.now = until;
+        self.out.clear();
+    }
+
     /// [`Workload::ack`] with the time two segments take at the class rate.
     #[inline]
     pub fn ack_alone(&mut self) {
