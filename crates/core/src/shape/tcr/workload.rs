@@ -101,12 +101,12 @@ impl Workload {
         self.next = (i + 1) % self.n;
     }
 
-    /// Runs the held ACKs' timers until none is held, moving the clock with them: the state
-    /// before a data-only run. [`Workload::data`] runs no timers (a data packet's own cost), so
-    /// without this the ACKs held at the end of the warm-up would stay overdue for the whole
-    /// run, which no driver does (and TCR would take the clock for a stalled one).
-    /// Then two more seconds of timers, so that the heap's stale entries (a flow's release moved
-    /// earlier leaves its old entry) are gone too.
+    /// The state before a data-only run: runs the held ACKs' timers until none is held, then two
+    /// more seconds of timers (a flow's release moved earlier leaves its old heap entry behind),
+    /// moving the clock with them. [`Workload::data`] runs no timers (a data packet's own cost),
+    /// so without this the warm-up's last timers would stay overdue for the whole run, which no
+    /// driver does, and TCR would take the clock for a stalled one (`docs/policy.md`, "Late
+    /// wake-ups").
     pub fn settle(&mut self) {
         while self.tcr.acks_held() > 0 {
             let Some(t) = self.tcr.poll_timeout() else { break };
