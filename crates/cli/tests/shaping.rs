@@ -331,7 +331,7 @@ fn finish(fl: Flow) -> (SourceReport, SinkReport) {
 // ------------------------------------------------------------------ point 5
 
 /// The longest time between two goodput marks (every 16 KB read) of a sink within `from`..`to` s,
-/// seconds: the longest the application waited for in-order data. A lost segment whose
+/// and when it began, as text: the longest the application waited for in-order data. A lost segment whose
 /// retransmission is lost again shows as a gap of a retransmission timeout or more, however much
 /// data arrives behind the hole meanwhile. Printed to tell a rate dip's cause in a failed run.
 fn longest_gap(r: &SinkReport, from: f64, to: f64) -> String {

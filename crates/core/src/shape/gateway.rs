@@ -896,8 +896,9 @@ impl Gateway {
                     // up. Lateness beyond LATE_WAKEUP_CATCHUP is given up (a stalled process does
                     // not turn into a long burst), and only that part: PostACK's slot timer and
                     // TCR's pacing make up the same LATE_WAKEUP_CATCHUP, so after a stall all have
-                    // given up the same service (docs/policy.md, "Late wake-ups"). The simulator's wake-ups are exact, so there
-                    // `busy_until == now` whenever the line was busy.
+                    // given up the same service (docs/policy.md, "Late wake-ups"). The
+                    // simulator's wake-ups are exact, so there `busy_until == now` whenever the
+                    // line was busy.
                     let start = if line_was_busy {
                         side.busy_until.max(now - LATE_WAKEUP_CATCHUP)
                     } else if side.busy_until + Dur(1) >= now {

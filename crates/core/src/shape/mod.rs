@@ -44,8 +44,7 @@ use crate::time::Dur;
 /// the last one ended (up to this much in the past), PostACK's on-off timer runs the slots that
 /// fell due within this much before `now`, and TCR moves its per-flow pacing grid by the lateness
 /// beyond this much. Lateness beyond it is given up by all alike (the class's own bucket makes up
-/// at most its `burst`):
-/// a line that cannot make up a stall's lost service must not be fed a stall's worth of released
-/// ACKs either, or the data they trigger stays queued in the class (docs/live.md, point 2). The
-/// simulator's wake-ups are exact, so there this never applies.
+/// at most its `burst`): a line that cannot make up a stall's lost service must not be fed a
+/// stall's worth of released ACKs either, or the data they trigger stays queued in the class
+/// (docs/live.md, point 2). The simulator's wake-ups are exact, so there this never applies.
 pub const LATE_WAKEUP_CATCHUP: Dur = Dur::from_millis(5);

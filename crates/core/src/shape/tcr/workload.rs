@@ -101,24 +101,19 @@ impl Workload {
         self.next = (i + 1) % self.n;
     }
 
-    /// The state before a data-only run: runs the held ACKs' timers until none is held, then two
-    /// more seconds of timers (a flow's release moved earlier leaves its old heap entry behind),
-    /// moving the clock with them. [`Workload::data`] runs no timers (a data packet's own cost),
+    /// The state before a data-only run: runs the timers, moving the clock with them, until no
+    /// ACK is held and two seconds have passed (a flow's release moved earlier leaves its old
+    /// heap entry behind, due later). [`Workload::data`] runs no timers (a data packet's own cost),
     /// so without this the warm-up's last timers would stay overdue for the whole run, which no
     /// driver does, and TCR would take the clock for a stalled one (`docs/policy.md`, "Late
     /// wake-ups").
     pub fn settle(&mut self) {
-        while self.tcr.acks_held() > 0 {
-            let Some(t) = self.tcr.poll_timeout() else { break };
-            self.now = self.now.max(t);
-            self.tcr.on_timeout(self.now, &mut self.out);
-        }
         let until = self.now + Dur::from_secs_f64(2.0);
-        while let Some(t) = self.tcr.poll_timeout().filter(|t| *t <= until) {
+        while let Some(t) = self.tcr.poll_timeout().filter(|&t| t <= until || self.tcr.acks_held() > 0) {
             self.now = self.now.max(t);
             self.tcr.on_timeout(self.now, &mut self.out);
         }
-        self.now = until;
+        self.now = self.now.max(until);
         self.out.clear();
     }
 
