@@ -37,10 +37,19 @@ struct Cli {
 enum Cmd {
     /// Run a scenario in the simulator: prints a metrics table, writes summary.json and CSVs with --out.
     Run(RunArgs),
-    /// Check a scenario file and exit (0 if valid, 2 with the offending key if not).
+    /// Check a scenario file (or, with --policy or --tap, a live policy file) and exit: 0 if
+    /// valid, 2 with the file and the offending key if not.
     Validate {
-        /// Scenario file (TOML, see docs/scenario.md).
+        /// Scenario file (TOML, see docs/scenario.md); with --policy or --tap, that policy file.
+        #[arg(value_name = "FILE")]
         scenario: PathBuf,
+        /// FILE is a gateway policy (`ackshape gateway --policy`, docs/policy.md): check it as the
+        /// gateway loads it (and a SIGHUP reload), print what it will do and any warnings.
+        #[arg(long, conflicts_with = "tap")]
+        policy: bool,
+        /// FILE is a tap policy (`ackshape tap --policy`, docs/policy.md "Tap policy").
+        #[arg(long)]
+        tap: bool,
     },
     /// Analytic TCP throughput models.
     Model {
@@ -203,7 +212,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
-        Cmd::Validate { scenario } => match Scenario::load(&scenario) {
+        Cmd::Validate { scenario, policy: true, .. } => validate_policy(&scenario),
+        Cmd::Validate { scenario, tap: true, .. } => validate_tap(&scenario),
+        Cmd::Validate { scenario, .. } => match Scenario::load(&scenario) {
             Ok(sc) => {
                 // Building checks what parsing cannot: node and link names, routes, box settings.
                 let file = scenario.display().to_string();
@@ -212,6 +223,18 @@ fn main() -> ExitCode {
                     return ExitCode::from(BAD_INPUT);
                 }
                 println!("{}: valid ({} flows)", scenario.display(), sc.flow_count());
+                // What the gateway boxes' policies do that is valid but probably not meant.
+                let base = scenario.parent();
+                for (i, mb) in sc.middlebox.iter().enumerate() {
+                    let Some(Ok(p)) = ackshape_sim::middlebox::gateway_policy(mb, base) else { continue };
+                    let (origin, prefix) = match mb.settings.get("policy_file").and_then(|f| f.as_str()) {
+                        Some(f) => (base.map_or_else(|| f.into(), |b| b.join(f)).display().to_string(), String::new()),
+                        None => (file.clone(), format!("middlebox[{i}].policy.")),
+                    };
+                    for w in p.warnings() {
+                        eprintln!("warning: {origin}: key `{prefix}{}`: {}", w.key, w.msg);
+                    }
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -464,4 +487,69 @@ fn cmd_model_afvq(a: AfvqArgs) -> ExitCode {
         }
         Err(e) => bad(format!("model afvq: {e}")),
     }
+}
+
+/// `ackshape validate --policy FILE`: load the gateway policy as `ackshape gateway` does (and as
+/// a SIGHUP reload does), print what it will do, and warn about what is valid but probably not
+/// meant.
+fn validate_policy(path: &std::path::Path) -> ExitCode {
+    let p = match ackshape_live::policy::Policy::load(path) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    };
+    let file = path.display();
+    let action = |a: ackshape_live::policy::FrameAction| format!("{a:?}").to_lowercase();
+    match &p.shaping {
+        Some(sp) => {
+            println!("{file}: valid gateway policy");
+            print!("{}", sp.describe());
+        }
+        None => {
+            println!(
+                "{file}: valid gateway policy, with no shaping section: the gateway forwards every frame unshaped"
+            );
+            let f = &p.flows;
+            println!(
+                "flows: at most {}, idle after {} s, embryonic after {} s",
+                f.max_flows, f.idle_timeout_s, f.embryonic_timeout_s
+            );
+        }
+    }
+    println!(
+        "frames (live): non_ip {}, non_tcp {}, malformed {}, csum_not_ready {}",
+        action(p.non_ip),
+        action(p.non_tcp),
+        action(p.malformed),
+        action(p.csum_not_ready)
+    );
+    for w in p.shaping.iter().flat_map(|sp| sp.warnings()) {
+        eprintln!("warning: {file}: {w}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `ackshape validate --tap FILE`: load a tap policy as `ackshape tap` does.
+fn validate_tap(path: &std::path::Path) -> ExitCode {
+    let spec = match ackshape_live::tap::load_policy(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    };
+    println!("{}: valid tap policy, {} rule(s), first match wins:", path.display(), spec.rule.len());
+    for (i, r) in spec.rule.iter().enumerate() {
+        let technique = serde_json::to_value(r.technique).ok().and_then(|v| v.as_str().map(String::from));
+        let how = match (r.target, r.every) {
+            (Some(t), _) => format!("hold {}", ackshape_core::units::Rate(t)),
+            (None, Some(f)) => format!("every {f} ACKs"),
+            (None, None) => "default frequency".into(),
+        };
+        let name = r.name.clone().unwrap_or_else(|| format!("rule-{i}"));
+        println!("  {name}: {}, {how}", technique.unwrap_or_default());
+    }
+    ExitCode::SUCCESS
 }

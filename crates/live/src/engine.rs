@@ -494,6 +494,7 @@ pub fn run_engine(
                 }) {
                     Ok(p) => {
                         st.flows.set_policy(p.flows.clone());
+                        p.log_warnings(path);
                         cfg.policy = p;
                         st.reloads += 1;
                         tracing::info!("policy reloaded from {}", path.display());

@@ -241,7 +241,11 @@ pub fn run(cfg: GatewayConfig) -> Result<Snapshot, GatewayError> {
     let ctl = Control::new();
     install_signal_handlers(&ctl)?;
     let policy = match &cfg.policy {
-        Some(p) => Policy::load(p)?,
+        Some(p) => {
+            let policy = Policy::load(p)?;
+            policy.log_warnings(p);
+            policy
+        }
         None => Policy::default(),
     };
     run_with(cfg, &ctl, Box::new(PolicyPipeline::new(&policy)))

@@ -98,6 +98,21 @@ impl Policy {
             .map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
         Policy::from_toml(&text, &path.display().to_string())
     }
+
+    /// What in the shaping section is valid but probably not meant
+    /// ([`ShapingPolicy::warnings`]).
+    pub fn warnings(&self) -> Vec<ackshape_core::shape::policy_report::PolicyWarning> {
+        self.shaping.as_ref().map(|s| s.warnings()).unwrap_or_default()
+    }
+
+    /// Log [`Self::warnings`] (and print them to stderr) for the file at `path`: the gateway does
+    /// this when it loads a policy and after each reload that takes effect.
+    pub fn log_warnings(&self, path: &Path) {
+        for w in self.warnings() {
+            tracing::warn!("policy {}: {w}", path.display());
+            eprintln!("ackshape: warning: policy {}: {w}", path.display());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -134,7 +149,8 @@ mod tests {
 
     #[test]
     fn every_toml_example_in_docs_policy_md_loads() {
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md")).unwrap();
+        let full = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md")).unwrap();
+        let doc = full.clone();
         // The "Tap policy" section's examples are `ackshape tap` policies (a core TapSpec).
         let mut tap_blocks = 0;
         let doc: String = doc
@@ -165,7 +181,16 @@ mod tests {
         let p = Policy::from_toml(blocks[0], "docs/policy.md").unwrap();
         assert_eq!(p.flows.max_flows, 20000);
         assert_eq!(p.malformed, FrameAction::Drop);
-        assert_eq!(p.shaping.expect("shapes").classes.len(), 4);
+        let sp = p.shaping.expect("shapes");
+        assert_eq!(sp.classes.len(), 4);
+        // "Checking a policy" shows `ackshape validate --policy` on that example: the summary
+        // there is what `describe` prints now.
+        let shown = full.split("$ ackshape validate --policy office.toml\n").nth(1).expect("the validate example");
+        let shown = shown.split("```").next().unwrap();
+        for line in sp.describe().lines() {
+            assert!(shown.lines().any(|l| l == line), "docs/policy.md's validate example lacks {line:?}");
+        }
+        assert!(sp.warnings().is_empty());
     }
 
     #[test]

@@ -121,7 +121,6 @@ fn gateway(
     base_dir: Option<&std::path::Path>,
 ) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
     use ackshape_core::shape::gateway::Gateway;
-    use ackshape_core::shape::policy::Policy;
     if spec.mode == MbMode::Mirror {
         return Err(("mode".into(), "a gateway sits inline (mode = \"inline\")".into()));
     }
@@ -154,7 +153,25 @@ fn gateway(
             }
         }
     }
-    let policy = match (policy, file) {
+    let policy = resolve_policy(policy, file, base_dir)?;
+    use rand::RngCore;
+    let gw_seed = ackshape_core::rng::stream(seed, "gateway", index as u64).next_u64();
+    let mut gw = Gateway::new(policy, overhead, gw_seed);
+    if let Some(w) = warmup {
+        gw.reset_stats_at(ackshape_core::time::Time::ZERO + w);
+    }
+    Ok(Box::new(gw))
+}
+
+/// The policy of a `kind = "gateway"` box: `policy` (inline) or `policy_file` (relative to
+/// `base_dir`, the scenario's folder). Errors are `(key, message)` within the box's table.
+fn resolve_policy(
+    policy: Option<&toml::Table>,
+    file: Option<&String>,
+    base_dir: Option<&std::path::Path>,
+) -> Result<ackshape_core::shape::policy::Policy, (String, String)> {
+    use ackshape_core::shape::policy::Policy;
+    Ok(match (policy, file) {
         (Some(_), Some(_)) => {
             return Err(("policy_file".into(), "give either `policy` (inline) or `policy_file`, not both".into()))
         }
@@ -172,12 +189,22 @@ fn gateway(
             };
             Policy::load(&path).map_err(|e| ("policy_file".to_string(), e.to_string()))?
         }
-    };
-    use rand::RngCore;
-    let gw_seed = ackshape_core::rng::stream(seed, "gateway", index as u64).next_u64();
-    let mut gw = Gateway::new(policy, overhead, gw_seed);
-    if let Some(w) = warmup {
-        gw.reset_stats_at(ackshape_core::time::Time::ZERO + w);
+    })
+}
+
+/// The shaping policy of a `kind = "gateway"` box, as the simulator will run it (for reports such
+/// as `ackshape validate`'s warnings); `None` if the box is not a gateway or names no policy.
+pub fn gateway_policy(
+    spec: &MiddleboxSpec,
+    base_dir: Option<&std::path::Path>,
+) -> Option<Result<ackshape_core::shape::policy::Policy, (String, String)>> {
+    if spec.kind != "gateway" {
+        return None;
     }
-    Ok(Box::new(gw))
+    let policy = spec.settings.get("policy").and_then(|v| v.as_table());
+    let file = match spec.settings.get("policy_file") {
+        Some(toml::Value::String(f)) => Some(f),
+        _ => None,
+    };
+    (policy.is_some() || file.is_some()).then(|| resolve_policy(policy, file, base_dir))
 }

@@ -29,6 +29,7 @@ pub mod drr;
 pub mod gateway;
 pub mod pfq;
 pub mod policy;
+pub mod policy_report;
 pub mod postack;
 pub mod qdisc_spec;
 pub mod qlink;

@@ -1,0 +1,315 @@
+//! What a validated [`Policy`] will do, for people: a summary (`ackshape validate --policy`
+//! prints it) and warnings about things that are valid but probably not what the author meant.
+//!
+//! Warnings never reject a policy (errors do, in [`Policy::from_spec`]); they name the key the
+//! way errors do, so `policy.toml: key `class[3]`: …` points at the line to look at.
+
+use crate::middlebox::Dir;
+use crate::queue::Limit;
+use crate::shape::policy::{Class, LeafSpec, Policy, Rule, RuleDir};
+use crate::shape::qdisc_spec::QdiscSpec;
+use crate::units::Rate;
+use std::fmt::Write;
+
+/// A valid policy's probable mistake: the dotted key and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyWarning {
+    pub key: String,
+    pub msg: String,
+}
+
+impl std::fmt::Display for PolicyWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "key `{}`: {}", self.key, self.msg)
+    }
+}
+
+fn limit(l: &Limit) -> String {
+    match l {
+        Limit::Packets(p) => format!("{p}pkt"),
+        Limit::Bytes(b) => format!("{b}B"),
+    }
+}
+
+/// The leaf discipline in a few words.
+fn leaf_words(leaf: &LeafSpec) -> String {
+    match leaf {
+        LeafSpec::Fifo(l) => format!("fifo {}", limit(l)),
+        LeafSpec::PfqDrr { pcdq, .. } => format!("pfq-drr (pcdq {})", limit(pcdq)),
+        LeafSpec::Qdisc(QdiscSpec::Red(r)) => if r.ecn { "red+ecn" } else { "red" }.to_string(),
+        LeafSpec::Qdisc(QdiscSpec::Drr(_)) => "drr".into(),
+        LeafSpec::Qdisc(QdiscSpec::Pfq(_)) => "pfq".into(),
+        LeafSpec::Qdisc(QdiscSpec::Tbf(_)) => "tbf".into(),
+        LeafSpec::Qdisc(QdiscSpec::Asym(a)) => a.kind().into(),
+    }
+}
+
+/// `kind (key = value, …)` of a mechanism.
+fn mechanism_words(m: &Option<(String, toml::Table)>) -> String {
+    match m {
+        None => "no ACK mechanism".into(),
+        Some((kind, settings)) if settings.is_empty() => kind.clone(),
+        Some((kind, settings)) => {
+            let kv: Vec<String> = settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            format!("{kind} ({})", kv.join(", "))
+        }
+    }
+}
+
+fn dirs_words(c: &Class) -> &'static str {
+    match c.dirs {
+        [true, true] => "out+in",
+        [true, false] => "out",
+        [false, true] => "in",
+        [false, false] => "-",
+    }
+}
+
+fn rule_words(r: &Rule, classes: &[Class]) -> String {
+    let mut m = Vec::new();
+    m.push(
+        match r.direction {
+            RuleDir::Outbound => "outbound",
+            RuleDir::Inbound => "inbound",
+            RuleDir::Both => "both",
+        }
+        .to_string(),
+    );
+    if let Some(p) = r.proto {
+        m.push(match p {
+            6 => "tcp".into(),
+            17 => "udp".into(),
+            1 => "icmp".into(),
+            58 => "icmpv6".into(),
+            p => format!("proto {p}"),
+        });
+    }
+    let nets = |n: &[ipnet::IpNet]| n.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",");
+    let ports = |p: &[(u16, u16)]| {
+        p.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect::<Vec<_>>().join(",")
+    };
+    if !r.src.is_empty() {
+        m.push(format!("src {}", nets(&r.src)));
+    }
+    if !r.dst.is_empty() {
+        m.push(format!("dst {}", nets(&r.dst)));
+    }
+    if !r.sport.is_empty() {
+        m.push(format!("sport {}", ports(&r.sport)));
+    }
+    if !r.dport.is_empty() {
+        m.push(format!("dport {}", ports(&r.dport)));
+    }
+    if m.len() == 1 {
+        m.push("any packet".into());
+    }
+    format!("rule[{}]  {}  -> {}", r.index, m.join(" "), classes[r.class].name)
+}
+
+impl Policy {
+    /// A multi-line summary: the link, the class tree (rate, ceiling, priority, the directions it
+    /// carries, leaf queue and ACK mechanism), the rules in the order they are tried, what no rule
+    /// matches, and the flow table's bounds.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        let rate = |r: Option<u64>| r.map(|b| Rate(b).to_string()).unwrap_or_else(|| "unlimited".into());
+        let _ = writeln!(
+            s,
+            "link: outbound {}, inbound {}",
+            rate(self.link_bps[Dir::AToB.index()]),
+            rate(self.link_bps[Dir::BToA.index()])
+        );
+        if self.classes.is_empty() {
+            let _ = writeln!(s, "classes: none (every packet passes unshaped)");
+        } else {
+            let _ = writeln!(s, "classes (dirs: the directions whose data they carry):");
+            // Depth-first, children in file order, so the tree reads top-down.
+            let mut order = Vec::with_capacity(self.classes.len());
+            let mut stack: Vec<usize> =
+                (0..self.classes.len()).filter(|&i| self.classes[i].parent.is_none()).rev().collect();
+            while let Some(i) = stack.pop() {
+                order.push(i);
+                stack.extend(self.classes[i].children.iter().rev());
+            }
+            let width =
+                order.iter().map(|&i| 2 * self.classes[i].depth + self.classes[i].name.len()).max().unwrap_or(0);
+            for i in order {
+                let c = &self.classes[i];
+                let name = format!("{}{}", "  ".repeat(c.depth), c.name);
+                let mut line = format!(
+                    "  {name:<width$}  rate {:<11} ceil {:<11} prio {}  dirs {:<6}",
+                    Rate(c.rate_bps).to_string(),
+                    Rate(c.ceil_bps).to_string(),
+                    c.priority,
+                    dirs_words(c)
+                );
+                if let Some(leaf) = &c.leaf {
+                    let _ = write!(line, "  {}  {}", leaf_words(leaf), mechanism_words(&c.mechanism));
+                }
+                let _ = writeln!(s, "{}", line.trim_end());
+            }
+        }
+        if !self.rules.is_empty() {
+            let _ = writeln!(s, "rules (first match, in this order):");
+            for r in &self.rules {
+                let _ = writeln!(s, "  {}", rule_words(r, &self.classes));
+            }
+        }
+        let _ = match self.default_class {
+            Some(d) => writeln!(s, "no rule matches: class {} (default_class)", self.classes[d].name),
+            None => writeln!(s, "no rule matches: the packet passes unshaped (no default_class)"),
+        };
+        let _ = writeln!(
+            s,
+            "borrow_interval {} ms; flows: at most {}, idle after {} s, embryonic after {} s",
+            self.borrow_interval.0 as f64 / 1e6,
+            self.flows.max_flows,
+            self.flows.idle_timeout_s,
+            self.flows.embryonic_timeout_s
+        );
+        s
+    }
+
+    /// Valid but probably unintended: a leaf no rule (and not `default_class`) sends data to; a
+    /// link rate for a direction no class carries (its packets pass unshaped, so the rate shapes
+    /// nothing); zero-timer PostACK over a plain FIFO (it is clocked by per-flow queue lengths).
+    pub fn warnings(&self) -> Vec<PolicyWarning> {
+        let mut w = Vec::new();
+        for (i, c) in self.classes.iter().enumerate() {
+            if c.is_leaf() && c.dirs == [false, false] {
+                w.push(PolicyWarning {
+                    key: format!("class[{i}]"),
+                    msg: format!(
+                        "no rule names class {:?} and it is not the default_class: it will never carry traffic",
+                        c.name
+                    ),
+                });
+            }
+            let zero_timer = c.mechanism.as_ref().is_some_and(|(k, t)| {
+                k == "postack" && t.get("variant").and_then(|v| v.as_str()) == Some("zero-timer")
+            });
+            if zero_timer && !matches!(c.leaf, Some(LeafSpec::PfqDrr { .. })) {
+                w.push(PolicyWarning {
+                    key: format!("class[{i}].qdisc"),
+                    msg: "zero-timer PostACK releases ACKs by the flow's per-flow queue length at each class \
+                          dequeue; without per-flow queues it can only count the flow's packets in the class. \
+                          Paper 000 §6 runs it over qdisc = { kind = \"pfq-drr\" }"
+                        .into(),
+                });
+            }
+        }
+        for (d, key) in [(Dir::AToB, "link.outbound"), (Dir::BToA, "link.inbound")] {
+            if self.link_bps[d.index()].is_some() && !self.classes.iter().any(|c| c.dirs[d.index()]) {
+                w.push(PolicyWarning {
+                    key: key.into(),
+                    msg: format!(
+                        "no class carries {} data (no rule for that direction and no default_class), so its \
+                         packets pass unshaped and this rate limits nothing",
+                        if d == Dir::AToB { "outbound" } else { "inbound" }
+                    ),
+                });
+            }
+        }
+        w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pol(text: &str) -> Policy {
+        Policy::parse(text, "p.toml").unwrap()
+    }
+
+    #[test]
+    fn describe_shows_the_tree_rules_and_fallback() {
+        let p = pol(r#"
+default_class = "bulk"
+[link]
+outbound = "10Mbit/s"
+[[class]]
+name = "data"
+rate = "9Mbit/s"
+[[class]]
+name = "voice"
+rate = "1Mbit/s"
+[[class]]
+name = "web"
+parent = "data"
+rate = "6Mbit/s"
+ceil = "9Mbit/s"
+priority = 1
+mechanism = { kind = "tcr", pacing = "per-flow" }
+[[class]]
+name = "bulk"
+parent = "data"
+rate = "3Mbit/s"
+qdisc = { kind = "pfq-drr" }
+mechanism = { kind = "postack", variant = "zero-timer" }
+[[rule]]
+class = "web"
+proto = "tcp"
+dport = [80, 443, "8000-8080"]
+dst = "10.0.0.0/8"
+"#);
+        let d = p.describe();
+        assert!(d.contains("link: outbound 10Mbit/s, inbound unlimited"), "{d}");
+        // Children right under their parent, indented; "voice" (a top-level class declared before
+        // "web") comes after the "data" subtree.
+        let at = |n: &str| d.find(n).unwrap_or_else(|| panic!("{n} missing in\n{d}"));
+        assert!(
+            at("\n  data ") < at("\n    web ")
+                && at("\n    web ") < at("\n    bulk ")
+                && at("\n    bulk ") < at("\n  voice "),
+            "{d}"
+        );
+        assert!(d.contains("ceil 9Mbit/s") && d.contains("prio 1"), "{d}");
+        assert!(d.contains("tcr (pacing = \"per-flow\")"), "{d}");
+        assert!(d.contains("pfq-drr (pcdq 1pkt)  postack (variant = \"zero-timer\")"), "{d}");
+        assert!(d.contains("rule[0]  outbound tcp dst 10.0.0.0/8 dport 80,443,8000-8080  -> web"), "{d}");
+        assert!(d.contains("no rule matches: class bulk (default_class)"), "{d}");
+        // bulk carries both directions (default class), web outbound only, voice nothing.
+        let line = |n: &str| d.lines().find(|l| l.trim_start().starts_with(n)).unwrap().to_string();
+        assert!(line("bulk").contains("dirs out+in"), "{d}");
+        assert!(line("web").contains("dirs out "), "{d}");
+        assert!(line("voice").contains("dirs -"), "{d}");
+        assert_eq!(
+            p.warnings(),
+            vec![PolicyWarning {
+                key: "class[1]".into(),
+                msg: "no rule names class \"voice\" and it is not the default_class: it will never carry traffic"
+                    .into()
+            }]
+        );
+        assert!(pol("").describe().contains("classes: none"));
+        assert!(pol("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"a\"\n")
+            .describe()
+            .contains("passes unshaped (no default_class)"));
+    }
+
+    #[test]
+    fn warnings_name_the_key() {
+        let keys = |text: &str| pol(text).warnings().into_iter().map(|w| w.key).collect::<Vec<_>>();
+        // A link rate for a direction no class carries.
+        assert_eq!(
+            keys(
+                "[link]\ninbound = \"5Mbit/s\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"a\"\n"
+            ),
+            ["link.inbound"]
+        );
+        // The same with a rule for that direction: nothing to say.
+        assert!(keys(
+            "[link]\ninbound = \"5Mbit/s\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"a\"\ndirection = \"both\"\n"
+        )
+        .is_empty());
+        // Zero-timer PostACK over a FIFO, and over pfq-drr.
+        let zt = "[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nmechanism = { kind = \"postack\", variant = \"zero-timer\" }\n\
+                  [[rule]]\nclass = \"a\"\n";
+        assert_eq!(keys(zt), ["class[0].qdisc"]);
+        assert!(keys(&zt.replace("rate = \"1Mbit/s\"\n", "rate = \"1Mbit/s\"\nqdisc = { kind = \"pfq-drr\" }\n"))
+            .is_empty());
+        // An empty policy has nothing to warn about.
+        assert!(keys("").is_empty());
+    }
+}
