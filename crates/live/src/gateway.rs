@@ -74,6 +74,8 @@ pub enum GatewayError {
     Offloads { port: String, features: Vec<String>, fix: String },
     #[error("checking offloads of {port}: {source}")]
     OffloadCheck { port: String, source: std::io::Error },
+    #[error("interface {port} does not exist in this network namespace (it has: {})", existing.join(", "))]
+    NoInterface { port: String, existing: Vec<String> },
     #[error(transparent)]
     Policy(#[from] PolicyError),
     #[error("{0}")]
@@ -84,13 +86,27 @@ pub enum GatewayError {
 
 /// Refuse ports whose offloads would give partial checksums or over-MTU frames.
 pub fn check_port(ifname: &str) -> Result<(), GatewayError> {
-    let bad =
-        offending_offloads(ifname).map_err(|source| GatewayError::OffloadCheck { port: ifname.into(), source })?;
+    let bad = offending_offloads(ifname).map_err(|source| {
+        if source.raw_os_error() == Some(libc::ENODEV) {
+            GatewayError::NoInterface { port: ifname.into(), existing: interfaces() }
+        } else {
+            GatewayError::OffloadCheck { port: ifname.into(), source }
+        }
+    })?;
     if bad.is_empty() {
         Ok(())
     } else {
         Err(GatewayError::Offloads { port: ifname.into(), features: bad, fix: offload_fix(ifname) })
     }
+}
+
+/// The network interfaces of this namespace, sorted (for error messages).
+fn interfaces() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
 }
 
 /// Two open ports and their MTUs.
@@ -301,6 +317,17 @@ mod tests {
     use crate::pipeline::PassThrough;
     use crate::port::MemPort;
     use crate::testing;
+
+    #[test]
+    fn a_missing_interface_is_named_with_the_ones_that_exist() {
+        let e = check_port("acks-nosuch0").unwrap_err();
+        assert!(
+            matches!(&e, GatewayError::NoInterface { existing, .. } if existing.iter().any(|i| i == "lo")),
+            "{e:?}"
+        );
+        let msg = e.to_string();
+        assert!(msg.contains("acks-nosuch0 does not exist") && msg.contains("lo"), "{msg}");
+    }
 
     /// Send `n` 1250-byte TCP frames A→B through a gateway over MemPorts; wait for them; return
     /// how long they took to arrive.
