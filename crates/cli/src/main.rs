@@ -208,8 +208,27 @@ struct AfvqArgs {
 /// Exit code for bad input (scenario, flags).
 const BAD_INPUT: u8 = 2;
 
+/// Log lines (the live boxes' start, policy reloads and their warnings, a CPU pin or real-time
+/// priority that could not be had) go to stderr with a timestamp. `ACKSHAPE_LOG` sets the level:
+/// off, error, warn, info (default), debug, trace.
+fn init_logging() {
+    let level = match std::env::var("ACKSHAPE_LOG").ok().as_deref().map(str::trim) {
+        None | Some("") => Some(tracing::Level::INFO),
+        Some(s) if s.eq_ignore_ascii_case("off") => None,
+        Some(s) => Some(s.parse::<tracing::Level>().unwrap_or_else(|_| {
+            eprintln!("warning: ACKSHAPE_LOG={s:?} is not one of off, error, warn, info, debug, trace; using info");
+            tracing::Level::INFO
+        })),
+    };
+    if let Some(level) = level {
+        let _ =
+            tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(level).with_target(false).try_init();
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging();
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Validate { scenario, policy: true, .. } => validate_policy(&scenario),

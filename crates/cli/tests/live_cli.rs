@@ -308,7 +308,8 @@ fn gateway_runs_its_policy_and_sighup_swaps_it() {
     signal("-HUP");
     let v = wait_stats(&stats, "the rejected reload", |v| v["policy_reload_errors"] == 1);
     assert_eq!(v["pipeline"]["stats"]["classes"]["all"]["rate_bps"], 10_000_000);
-    std::fs::write(&pol, class_policy("4Mbit/s")).unwrap();
+    // The new policy also has a class nothing is sent to: valid, but the reload logs a warning.
+    std::fs::write(&pol, class_policy("4Mbit/s") + "[[class]]\nname = \"spare\"\nrate = \"1Mbit/s\"\n").unwrap();
     signal("-HUP");
     wait_stats(&stats, "the reload", |v| v["policy_reloads"] == 1);
     let swapped = t0.elapsed();
@@ -344,6 +345,16 @@ fn gateway_runs_its_policy_and_sighup_swaps_it() {
     assert_eq!(last["pipeline"]["reloads"], 1);
     assert_eq!(last["pipeline"]["stats"]["classes"]["all"]["rate_bps"], 4_000_000);
     assert!(out.1.contains("nobody"), "the rejection names the bad class: {}", out.1);
+    // The log on stderr: the start, the reload, and the new policy's warning with its key.
+    for line in [
+        "gateway up: lan ",
+        "(1 class, 0 rules, outbound 10Mbit/s, inbound unlimited); SIGHUP reloads",
+        "policy reloaded from ",
+        "2 classes, 0 rules, outbound 4Mbit/s",
+        "key `class[1]`: no rule names class \"spare\"",
+    ] {
+        assert!(out.1.contains(line), "stderr lacks {line:?}: {}", out.1);
+    }
     std::fs::remove_dir_all(&d).ok();
 }
 

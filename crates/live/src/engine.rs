@@ -497,12 +497,11 @@ pub fn run_engine(
                         p.log_warnings(path);
                         cfg.policy = p;
                         st.reloads += 1;
-                        tracing::info!("policy reloaded from {}", path.display());
+                        tracing::info!("policy reloaded from {}: {}", path.display(), cfg.policy.headline());
                     }
                     Err(e) => {
                         st.reload_errors += 1;
                         tracing::error!("policy reload rejected, keeping the running policy: {e}");
-                        eprintln!("ackshape: policy reload rejected, keeping the running policy: {e}");
                     }
                 }
             }

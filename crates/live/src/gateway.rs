@@ -274,6 +274,14 @@ pub fn run_with(cfg: GatewayConfig, ctl: &Control, pipeline: Box<dyn Pipeline>) 
         None => Policy::default(),
     };
     let (a, b, mtu) = open_ports(&cfg.lan, &cfg.wan, ["lan", "wan"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
+    tracing::info!(
+        "gateway up: lan {}, wan {}, policy {} ({}){}",
+        cfg.lan,
+        cfg.wan,
+        cfg.policy.as_ref().map_or("none".into(), |p| p.display().to_string()),
+        policy.headline(),
+        if cfg.policy.is_some() { "; SIGHUP reloads the policy, SIGINT/SIGTERM stop" } else { "; SIGINT/SIGTERM stop" }
+    );
     run_ports(a, b, mtu, policy, &cfg, ctl, pipeline)
 }
 

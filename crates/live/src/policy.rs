@@ -105,12 +105,29 @@ impl Policy {
         self.shaping.as_ref().map(|s| s.warnings()).unwrap_or_default()
     }
 
-    /// Log [`Self::warnings`] (and print them to stderr) for the file at `path`: the gateway does
+    /// Log [`Self::warnings`] (`tracing`, warn level) for the file at `path`: the gateway does
     /// this when it loads a policy and after each reload that takes effect.
     pub fn log_warnings(&self, path: &Path) {
         for w in self.warnings() {
             tracing::warn!("policy {}: {w}", path.display());
-            eprintln!("ackshape: warning: policy {}: {w}", path.display());
+        }
+    }
+
+    /// One line on what the policy does, for the gateway's start and reload log lines.
+    pub fn headline(&self) -> String {
+        match &self.shaping {
+            None => "no shaping section: pass-through".into(),
+            Some(s) => {
+                let rate = |r: Option<u64>| r.map_or("unlimited".into(), |b| ackshape_core::units::Rate(b).to_string());
+                let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+                format!(
+                    "{}, {}, outbound {}, inbound {}",
+                    n(s.classes.len(), "class", "classes"),
+                    n(s.rules.len(), "rule", "rules"),
+                    rate(s.link_bps[0]),
+                    rate(s.link_bps[1])
+                )
+            }
         }
     }
 }
@@ -191,6 +208,23 @@ mod tests {
             assert!(shown.lines().any(|l| l == line), "docs/policy.md's validate example lacks {line:?}");
         }
         assert!(sp.warnings().is_empty());
+    }
+
+    #[test]
+    fn headline_counts_classes_and_rules() {
+        assert_eq!(Policy::from_toml("", "e").unwrap().headline(), "no shaping section: pass-through");
+        let p = Policy::from_toml(
+            "[link]\ninbound = \"5Mbit/s\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"a\"\ndirection = \"inbound\"\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(p.headline(), "1 class, 1 rule, outbound unlimited, inbound 5Mbit/s");
+        let p = Policy::from_toml(
+            "[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[class]]\nname = \"b\"\nrate = \"1Mbit/s\"\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(p.headline(), "2 classes, 0 rules, outbound unlimited, inbound unlimited");
     }
 
     #[test]

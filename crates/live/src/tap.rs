@@ -283,6 +283,13 @@ pub fn run_with(cfg: TapConfig, tc: &TapControl) -> Result<serde_json::Value, Ta
         }
         None => (Box::new(m), Box::new(i)),
     };
+    tracing::info!(
+        "tap up: mirror {}, inject {}, policy {} ({} rules); SIGHUP reloads the policy, SIGINT/SIGTERM stop",
+        cfg.mirror,
+        cfg.inject,
+        cfg.policy.display(),
+        spec.rule.len()
+    );
     Ok(run_ports(m, i, spec, &cfg, src_mac, tc)?)
 }
 
@@ -359,7 +366,7 @@ pub fn run_ports(
                 }
                 Err(e) => {
                     c.policy_reload_errors += 1;
-                    eprintln!("ackshape: tap policy reload rejected, keeping the running policy: {e}");
+                    tracing::error!("tap policy reload rejected, keeping the running policy: {e}");
                 }
             }
         }

@@ -211,6 +211,7 @@ pub fn run_with(cfg: WanemConfig, ctl: &Control) -> Result<Snapshot, GatewayErro
         })?;
     }
     let (a, b, mtu) = open_ports(&cfg.a, &cfg.b, ["a", "b"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
+    tracing::info!("wanem up: {} <-> {}; SIGINT/SIGTERM stop", cfg.a, cfg.b);
     run_ports(a, b, mtu, &cfg, ctl)
 }
 
