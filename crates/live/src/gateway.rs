@@ -264,7 +264,8 @@ pub fn run(cfg: GatewayConfig) -> Result<Snapshot, GatewayError> {
         }
         None => Policy::default(),
     };
-    run_with(cfg, &ctl, Box::new(PolicyPipeline::new(&policy)))
+    let pipeline = Box::new(PolicyPipeline::new(&policy));
+    start(cfg, &ctl, policy, pipeline)
 }
 
 /// Run the gateway with an explicit control handle and pipeline (tests, embedding, shapers).
@@ -273,6 +274,16 @@ pub fn run_with(cfg: GatewayConfig, ctl: &Control, pipeline: Box<dyn Pipeline>) 
         Some(p) => Policy::load(p)?,
         None => Policy::default(),
     };
+    start(cfg, ctl, policy, pipeline)
+}
+
+/// Open the ports, log the start and run with the loaded `policy`.
+fn start(
+    cfg: GatewayConfig,
+    ctl: &Control,
+    policy: Policy,
+    pipeline: Box<dyn Pipeline>,
+) -> Result<Snapshot, GatewayError> {
     let (a, b, mtu) = open_ports(&cfg.lan, &cfg.wan, ["lan", "wan"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
     tracing::info!(
         "gateway up: lan {}, wan {}, policy {} ({}){}",

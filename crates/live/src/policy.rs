@@ -117,17 +117,7 @@ impl Policy {
     pub fn headline(&self) -> String {
         match &self.shaping {
             None => "no shaping section: pass-through".into(),
-            Some(s) => {
-                let rate = |r: Option<u64>| r.map_or("unlimited".into(), |b| ackshape_core::units::Rate(b).to_string());
-                let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
-                format!(
-                    "{}, {}, outbound {}, inbound {}",
-                    n(s.classes.len(), "class", "classes"),
-                    n(s.rules.len(), "rule", "rules"),
-                    rate(s.link_bps[0]),
-                    rate(s.link_bps[1])
-                )
-            }
+            Some(s) => s.headline(),
         }
     }
 }

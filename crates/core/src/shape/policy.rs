@@ -232,16 +232,16 @@ impl<'de> Deserialize<'de> for Ports {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Proto(pub u8);
 
+/// The protocol names a rule's `proto` accepts, and their numbers.
+pub const PROTO_NAMES: [(&str, u8); 4] = [("tcp", 6), ("udp", 17), ("icmp", 1), ("icmpv6", 58)];
+
 impl<'de> Deserialize<'de> for Proto {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         match toml::Value::deserialize(d)? {
-            toml::Value::String(s) => match s.to_ascii_lowercase().as_str() {
-                "tcp" => Ok(Proto(6)),
-                "udp" => Ok(Proto(17)),
-                "icmp" => Ok(Proto(1)),
-                "icmpv6" => Ok(Proto(58)),
-                _ => Err(D::Error::custom(format!(
+            toml::Value::String(s) => match PROTO_NAMES.iter().find(|(n, _)| s.eq_ignore_ascii_case(n)) {
+                Some(&(_, p)) => Ok(Proto(p)),
+                None => Err(D::Error::custom(format!(
                     "expected \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or a protocol number, got {s:?}"
                 ))),
             },

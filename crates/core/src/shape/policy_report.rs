@@ -6,7 +6,7 @@
 
 use crate::middlebox::Dir;
 use crate::queue::Limit;
-use crate::shape::policy::{Class, LeafSpec, Policy, Rule, RuleDir};
+use crate::shape::policy::{Class, LeafSpec, Policy, Rule, RuleDir, PROTO_NAMES};
 use crate::shape::qdisc_spec::QdiscSpec;
 use crate::units::Rate;
 use std::fmt::Write;
@@ -76,12 +76,9 @@ fn rule_words(r: &Rule, classes: &[Class]) -> String {
         .to_string(),
     );
     if let Some(p) = r.proto {
-        m.push(match p {
-            6 => "tcp".into(),
-            17 => "udp".into(),
-            1 => "icmp".into(),
-            58 => "icmpv6".into(),
-            p => format!("proto {p}"),
+        m.push(match PROTO_NAMES.iter().find(|&&(_, n)| n == p) {
+            Some((name, _)) => name.to_string(),
+            None => format!("proto {p}"),
         });
     }
     let nets = |n: &[ipnet::IpNet]| n.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",");
@@ -107,18 +104,34 @@ fn rule_words(r: &Rule, classes: &[Class]) -> String {
 }
 
 impl Policy {
+    /// `outbound R, inbound R` ("unlimited" without a link rate).
+    fn link_words(&self) -> String {
+        let rate = |r: Option<u64>| r.map_or("unlimited".into(), |b| Rate(b).to_string());
+        format!(
+            "outbound {}, inbound {}",
+            rate(self.link_bps[Dir::AToB.index()]),
+            rate(self.link_bps[Dir::BToA.index()])
+        )
+    }
+
+    /// One line: `2 classes, 1 rule, outbound 10Mbit/s, inbound unlimited` (the live gateway's
+    /// start and reload log lines).
+    pub fn headline(&self) -> String {
+        let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+        format!(
+            "{}, {}, {}",
+            n(self.classes.len(), "class", "classes"),
+            n(self.rules.len(), "rule", "rules"),
+            self.link_words()
+        )
+    }
+
     /// A multi-line summary: the link, the class tree (rate, ceiling, priority, the directions it
     /// carries, leaf queue and ACK mechanism), the rules in the order they are tried, what no rule
     /// matches, and the flow table's bounds.
     pub fn describe(&self) -> String {
         let mut s = String::new();
-        let rate = |r: Option<u64>| r.map(|b| Rate(b).to_string()).unwrap_or_else(|| "unlimited".into());
-        let _ = writeln!(
-            s,
-            "link: outbound {}, inbound {}",
-            rate(self.link_bps[Dir::AToB.index()]),
-            rate(self.link_bps[Dir::BToA.index()])
-        );
+        let _ = writeln!(s, "link: {}", self.link_words());
         if self.classes.is_empty() {
             let _ = writeln!(s, "classes: none (every packet passes unshaped)");
         } else {
