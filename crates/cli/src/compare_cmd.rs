@@ -149,7 +149,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         for k in 0..a.sim_seeds as u64 {
             let req = RunRequest { seed: Some(sc.seed.wrapping_add(k)), ..RunRequest::default() };
             match run_scenario(&sc, &file, &req, None) {
-                Ok(s) => sims.push(serde_json::to_value(&s).expect("summary serialises")),
+                Ok(r) => sims.push(serde_json::to_value(&r.summary).expect("summary serialises")),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(2);

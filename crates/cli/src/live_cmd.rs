@@ -13,7 +13,7 @@ use ackshape_sim::metrics::{cov, jain};
 use ackshape_sim::middlebox::build_middlebox;
 use ackshape_sim::scenario::{DirParams, FlowKind, MbMode, Scenario, StartV, TopologySpec as SimTopo};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -576,11 +576,11 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
         "gateway": gw_json,
         "wanem": wan_json,
     });
+    let mut written = Vec::new();
     if let Some(o) = &out {
-        if let Err(e) = std::fs::create_dir_all(o).and_then(|_| {
-            std::fs::write(o.join("summary.json"), serde_json::to_string_pretty(&summary).unwrap() + "\n")
-        }) {
-            return fail(1, format!("{}: {e}", o.display()));
+        match write_live_outputs(o, &summary, &reports, bin) {
+            Ok(f) => written = [f, vec![o.join("gateway-stats.jsonl")]].concat(),
+            Err(e) => return fail(1, e.to_string()),
         }
     }
     if json {
@@ -618,9 +618,73 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
             jain(&good),
             cov(&good)
         );
+        if let Some(o) = &out {
+            println!("\n{}", crate::wrote_line(o, &written));
+        }
     }
     if reports.iter().any(|r| !r.intact || r.error.is_some()) {
         return fail(1, "a live flow failed or delivered corrupted data");
     }
     ExitCode::SUCCESS
+}
+
+/// Write a live run's `summary.json`, `flows.csv`, `links.csv`, `timeseries.csv` and
+/// `goodput.svg` into `out`, in the simulator's formats (with the columns a live run has);
+/// returns the files written.
+fn write_live_outputs(
+    out: &Path,
+    summary: &serde_json::Value,
+    reports: &[traffic::FlowReport],
+    bin: Duration,
+) -> Result<Vec<PathBuf>, ackshape_sim::run::RunError> {
+    use ackshape_sim::run::{csv_field, write_csv, RunError};
+    let io = |p: &Path| {
+        let path = p.display().to_string();
+        move |err| RunError::Io { path: path.clone(), err }
+    };
+    std::fs::create_dir_all(out).map_err(io(out))?;
+    let mut files = Vec::new();
+    let p = out.join("summary.json");
+    std::fs::write(&p, serde_json::to_string_pretty(summary).unwrap() + "\n").map_err(io(&p))?;
+    files.push(p);
+    let cell = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => csv_field(s),
+        v => v.to_string(),
+    };
+    let rows = |key: &str, cols: &[&str]| -> Vec<String> {
+        let items = summary[key].as_array().cloned().unwrap_or_default();
+        items.iter().map(|x| cols.iter().map(|k| cell(&x[*k])).collect::<Vec<_>>().join(",")).collect()
+    };
+    let p = out.join("flows.csv");
+    let cols = ["id", "name", "cc", "goodput_bps", "bytes_delivered", "retransmitted_packets", "intact"];
+    write_csv(&p, &cols.join(","), rows("flows", &cols))?;
+    files.push(p);
+    let p = out.join("links.csv");
+    let cols = ["name", "rate_bps", "tx_packets", "tx_bytes", "drops", "lost", "utilization", "queue_max_pkts"];
+    write_csv(&p, &cols.join(","), rows("links", &cols))?;
+    files.push(p);
+    // The simulator's bins: a bin's start plus its width is its end.
+    let b = bin.as_secs_f64();
+    let p = out.join("timeseries.csv");
+    write_csv(
+        &p,
+        "t_end_s,flow,goodput_bps",
+        reports.iter().enumerate().flat_map(|(i, r)| r.series.iter().map(move |(t, g)| format!("{},{i},{g}", t + b))),
+    )?;
+    files.push(p);
+    let series: Vec<ackshape_sim::plot::Series> = reports
+        .iter()
+        .map(|r| ackshape_sim::plot::Series {
+            name: format!("{} ({})", r.name, r.cc.as_deref().unwrap_or("default")),
+            points: r.series.iter().map(|(t, g)| (t + b, *g)).collect(),
+        })
+        .collect();
+    let name = summary["scenario"]["name"].as_str().unwrap_or("live run");
+    let title = format!("{name} (live): goodput per flow");
+    let svg = ackshape_sim::plot::line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
+    let p = out.join("goodput.svg");
+    std::fs::write(&p, svg).map_err(io(&p))?;
+    files.push(p);
+    Ok(files)
 }

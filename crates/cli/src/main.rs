@@ -81,8 +81,10 @@ struct RunArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// Write summary.json, timeseries.csv (and trace.csv, pcaps) into this directory; with --live,
-    /// summary.json and gateway-stats.jsonl (the gateway's stats every second).
+    /// Write summary.json, flows.csv, links.csv, timeseries.csv, goodput.svg, queues.csv,
+    /// queue.svg (and trace.csv, cwnd.svg, pcaps) into this directory; with --live, the same
+    /// summary, flow, link and goodput files plus gateway-stats.jsonl (the gateway's stats every
+    /// second).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Capture a link direction into OUT/NAME.pcap (repeatable; names as in the table, e.g. bottleneck).
@@ -318,13 +320,13 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     let res = run_scenario(&sc, &file, &req, Some(&mut progress));
     bar.finish_and_clear();
     match res {
-        Ok(summary) => {
+        Ok(ackshape_sim::run::RunOutput { summary, files }) => {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&summary).unwrap());
             } else {
                 print!("{}", format_table(&summary));
                 if let Some(out) = &a.out {
-                    println!("\nwrote {}/summary.json, timeseries.csv, goodput.svg", out.display());
+                    println!("\n{}", wrote_line(out, &files));
                 }
             }
             if summary.verify.as_ref().is_some_and(|v| v.mismatched_flows > 0) {
@@ -338,6 +340,12 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             ExitCode::from(BAD_INPUT)
         }
     }
+}
+
+/// "wrote DIR/: a, b, c" for the files a run wrote into `out`.
+pub(crate) fn wrote_line(out: &std::path::Path, files: &[std::path::PathBuf]) -> String {
+    let names: Vec<String> = files.iter().map(|f| f.strip_prefix(out).unwrap_or(f).display().to_string()).collect();
+    format!("wrote {}: {}", out.display(), names.join(", "))
 }
 
 fn cmd_model(which: ModelCmd) -> ExitCode {

@@ -103,6 +103,38 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
     let u = b["utilization"].as_f64().unwrap();
     println!("bottleneck: {b}");
     assert!(b["tx_packets"].as_u64().unwrap() > 1000 && u > 0.8 && u < 1.15, "{b}");
+    // The simulator's CSV files, for what a live run measures, and a line naming them.
+    let o = d.join("out");
+    let wrote = stdout.lines().find(|l| l.starts_with("wrote ")).expect("a wrote line");
+    let mut said: Vec<&str> = wrote.split_once(": ").unwrap().1.split(", ").collect();
+    let mut there: Vec<String> =
+        std::fs::read_dir(&o).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    said.sort();
+    there.sort();
+    assert_eq!(said, there, "{wrote}");
+    let csv = |f: &str| -> Vec<Vec<String>> {
+        let t = std::fs::read_to_string(o.join(f)).unwrap();
+        t.lines().map(|l| l.split(',').map(str::to_string).collect()).collect()
+    };
+    let fl = csv("flows.csv");
+    assert_eq!(fl[0][..4], ["id", "name", "cc", "goodput_bps"]);
+    assert_eq!(fl.len(), 3, "a header and two flows");
+    let ts = csv("timeseries.csv");
+    assert_eq!(ts[0], ["t_end_s", "flow", "goodput_bps"]);
+    for (i, f) in flows.iter().enumerate() {
+        let g = f["goodput_bps"].as_f64().unwrap();
+        assert_eq!(fl[i + 1][3].parse::<f64>().unwrap(), g, "flows.csv row {i}");
+        // The summary's goodput is the mean of the flow's 1-s bins that start in [warm-up, duration).
+        let bins: Vec<f64> = ts[1..]
+            .iter()
+            .filter(|r| r[1] == i.to_string())
+            .filter(|r| (2.0..8.0).contains(&(r[0].parse::<f64>().unwrap() - 1.0)))
+            .map(|r| r[2].parse().unwrap())
+            .collect();
+        let mean = bins.iter().sum::<f64>() / bins.len() as f64;
+        assert!((mean - g).abs() <= 1e-9 * g, "flow {i}: timeseries.csv window mean {mean} vs goodput {g}");
+    }
+    assert_eq!(csv("links.csv").len(), 3, "a header and the bottleneck's two directions");
     assert!(ackshape_live::testbed::leftovers("acks-lc1").is_empty(), "namespaces removed after the run");
     std::fs::remove_dir_all(&d).ok();
 }

@@ -1,5 +1,6 @@
-//! `ackshape run` outputs: byte-identical summary.json for the same seed, and pcap export that tshark
-//! reads with valid checksums and the link's packet count (issue 2, "done when" 6 and 7).
+//! `ackshape run` outputs: byte-identical summary.json for the same seed, pcap export that tshark
+//! reads with valid checksums and the link's packet count (issue 2, "done when" 6 and 7), and the
+//! CSV files agreeing with the summary.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,7 +30,7 @@ fn tmpdir(tag: &str) -> PathBuf {
     d
 }
 
-fn run(scn: &Path, out: &Path, extra: &[&str]) {
+fn run(scn: &Path, out: &Path, extra: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_ackshape"))
         .arg("run")
         .arg(scn)
@@ -39,6 +40,7 @@ fn run(scn: &Path, out: &Path, extra: &[&str]) {
         .output()
         .unwrap();
     assert!(o.status.success(), "ackshape run failed: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn without_wall_time(s: &str) -> String {
@@ -56,7 +58,7 @@ fn same_seed_gives_byte_identical_summary() {
     let b = std::fs::read_to_string(d.join("b/summary.json")).unwrap();
     assert!(a.contains("\"wall_time_s\""));
     assert_eq!(without_wall_time(&a), without_wall_time(&b));
-    for f in ["timeseries.csv", "trace.csv"] {
+    for f in ["timeseries.csv", "trace.csv", "flows.csv", "links.csv", "queues.csv"] {
         assert_eq!(std::fs::read(d.join("a").join(f)).unwrap(), std::fs::read(d.join("b").join(f)).unwrap(), "{f}");
     }
     // Required fields are present.
@@ -120,6 +122,73 @@ fn pcap_checksums_valid_and_count_matches() {
         assert_eq!(bad, 0, "{link}: bad checksums");
         assert_eq!(good_tcp, tcp, "{link}: every TCP checksum validated as good");
     }
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// A CSV file as header → column, rows (no quoted fields in these files).
+fn csv(p: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines.map(|l| head.iter().map(|h| h.to_string()).zip(l.split(',').map(str::to_string)).collect()).collect()
+}
+
+#[test]
+fn the_csv_files_agree_with_the_summary_and_the_run_says_what_it_wrote() {
+    let d = tmpdir("csv");
+    let scn = d.join("s.toml");
+    std::fs::write(&scn, SCENARIO).unwrap();
+    let stdout = run(&scn, &d.join("o"), &[]);
+    let o = d.join("o");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(o.join("summary.json")).unwrap()).unwrap();
+    // The "wrote" line names exactly the files in the directory.
+    let line = stdout.lines().find(|l| l.starts_with("wrote ")).expect("a wrote line");
+    let mut said: Vec<&str> = line.split_once(": ").unwrap().1.split(", ").collect();
+    let mut there: Vec<String> =
+        std::fs::read_dir(&o).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    said.sort();
+    there.sort();
+    assert_eq!(said, there, "{line}");
+    for f in ["summary.json", "flows.csv", "links.csv", "timeseries.csv", "goodput.svg", "queues.csv", "queue.svg"] {
+        assert!(there.iter().any(|x| x == f), "{f} written");
+    }
+    // flows.csv and links.csv: one row per flow / link direction, the summary's values.
+    let flows = csv(&o.join("flows.csv"));
+    assert_eq!(flows.len(), v["flows"].as_array().unwrap().len());
+    for (row, f) in flows.iter().zip(v["flows"].as_array().unwrap()) {
+        assert_eq!(row["name"], f["name"].as_str().unwrap());
+        assert_eq!(row["goodput_bps"].parse::<f64>().unwrap(), f["goodput_bps"].as_f64().unwrap());
+        assert_eq!(row["retransmitted_packets"].parse::<u64>().unwrap(), f["retransmitted_packets"].as_u64().unwrap());
+    }
+    let links = csv(&o.join("links.csv"));
+    assert_eq!(links.len(), v["links"].as_array().unwrap().len());
+    // queues.csv: per bin, and over the measurement window (1–8 s, whole 1-s bins) its bins give
+    // the summary's time-average and maximum queue of each link direction.
+    let queues = csv(&o.join("queues.csv"));
+    let from = v["scenario"]["measure_from_s"].as_f64().unwrap();
+    let mut queued = 0;
+    for l in v["links"].as_array().unwrap() {
+        let name = l["name"].as_str().unwrap();
+        let bins: Vec<_> = queues.iter().filter(|r| r["link"] == name).collect();
+        let (avg, max) = (l["queue_avg_pkts"].as_f64().unwrap(), l["queue_max_pkts"].as_u64().unwrap());
+        if bins.is_empty() {
+            assert_eq!(max, 0, "{name}: queued, but not in queues.csv");
+            continue;
+        }
+        queued += 1;
+        assert_eq!(bins.len(), 8, "{name}: one row per 1-s bin of the 8-s run");
+        let window: Vec<_> = bins.iter().filter(|r| r["t_end_s"].parse::<f64>().unwrap() > from).collect();
+        let mean =
+            window.iter().map(|r| r["queue_avg_pkts"].parse::<f64>().unwrap()).sum::<f64>() / window.len() as f64;
+        let peak = window.iter().map(|r| r["queue_max_pkts"].parse::<u64>().unwrap()).max().unwrap();
+        println!("{name}: window mean of the bins {mean:.6} vs summary {avg:.6}; max {peak} vs {max}");
+        assert!((mean - avg).abs() <= 1e-9 * avg.max(1.0), "{name}: bins' mean {mean} vs queue_avg_pkts {avg}");
+        assert_eq!(peak, max, "{name}: bins' maximum vs queue_max_pkts");
+    }
+    assert!(queued >= 1, "the 10 Mbit/s bottleneck queues");
+    let bottleneck =
+        queues.iter().filter(|r| r["link"] == "bottleneck").map(|r| r["queue_max_pkts"].parse::<u64>().unwrap());
+    assert!(bottleneck.max().unwrap() > 1, "the bottleneck's queue is in queues.csv");
     std::fs::remove_dir_all(&d).ok();
 }
 

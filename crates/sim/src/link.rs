@@ -80,7 +80,73 @@ pub struct LinkDir {
     /// The discipline's scenario `kind` when it is one of the asymmetric-link disciplines.
     pub qdisc_kind: Option<&'static str>,
     q_last: Time,
+    /// Queue length per time bin (for `queues.csv`).
+    bins: QueueBins,
     pub capture: Option<Box<dyn Capture>>,
+}
+
+/// The queue length of one link direction per time bin `[k·width, (k+1)·width)`: its time
+/// integral and maximum, kept only for bins in which something was queued.
+#[derive(Default)]
+struct QueueBins {
+    /// Bin width in ns (0: not kept).
+    width: u64,
+    /// Index of the open bin, its end, and the time up to which it is accounted.
+    cur: u64,
+    edge: Time,
+    last: Time,
+    /// Open bin: ∫ queue length dt (packet·ns) and the maximum length.
+    area: u128,
+    max: usize,
+    /// Closed bins with a non-empty queue: (index, area, max).
+    done: Vec<(u64, u128, usize)>,
+}
+
+impl QueueBins {
+    /// Account `len` queued packets from `last` up to `now`, closing the bins this crosses.
+    #[inline]
+    fn account(&mut self, now: Time, len: usize) {
+        if self.width == 0 {
+            return;
+        }
+        while now >= self.edge {
+            self.area += len as u128 * self.edge.since(self.last).0 as u128;
+            if self.area > 0 || self.max > 0 {
+                self.done.push((self.cur, self.area, self.max));
+            }
+            self.area = 0;
+            self.max = len;
+            self.last = self.edge;
+            self.cur += 1;
+            if len == 0 && now.0 / self.width > self.cur {
+                // An empty queue: skip the empty bins at once.
+                self.cur = now.0 / self.width;
+                self.last = Time(self.cur * self.width);
+            }
+            self.edge = Time((self.cur + 1) * self.width);
+        }
+        self.area += len as u128 * now.since(self.last).0 as u128;
+        self.last = now;
+    }
+
+    /// Every bin before `end` in which something was queued: (index, time-average packets,
+    /// maximum packets); the last bin's average is over its part before `end`.
+    fn series(&self, end: Time) -> Vec<(u64, f64, usize)> {
+        if self.width == 0 {
+            return Vec::new();
+        }
+        let open = (self.area > 0 || self.max > 0).then_some((self.cur, self.area, self.max));
+        self.done
+            .iter()
+            .copied()
+            .chain(open)
+            .filter(|&(k, _, _)| k * self.width < end.0)
+            .map(|(k, area, max)| {
+                let width = (((k + 1) * self.width).min(end.0) - k * self.width) as f64;
+                (k, area as f64 / width, max)
+            })
+            .collect()
+    }
 }
 
 impl LinkDir {
@@ -117,6 +183,7 @@ impl LinkDir {
             has_classes,
             qdisc_kind: None,
             q_last: Time::ZERO,
+            bins: QueueBins::default(),
             capture: None,
         }
     }
@@ -126,6 +193,7 @@ impl LinkDir {
         let len = self.queue.len_pkts() as u128;
         let dt = now.since(self.q_last).0 as u128;
         self.c.q_integral += len * dt;
+        self.bins.account(now, len as usize);
         if self.has_classes {
             let lens = self.class_lens();
             for (acc, l) in self.c.class_q_integral.iter_mut().zip(lens) {
@@ -167,6 +235,7 @@ impl LinkDir {
                 let l = self.queue.len_pkts();
                 self.q_max = self.q_max.max(l);
                 self.q_max_window = self.q_max_window.max(l);
+                self.bins.max = self.bins.max.max(l);
                 if self.has_classes {
                     let lens = self.class_lens();
                     for (m, l) in self.class_q_max_window.iter_mut().zip(lens) {
@@ -262,5 +331,58 @@ impl LinkDir {
     /// Close the queue integral at `now`.
     pub fn settle(&mut self, now: Time) {
         self.account_queue(now);
+    }
+
+    /// Keep the queue length per bin of `width` from now on (call before the run; see
+    /// [`LinkDir::queue_bins`]).
+    pub fn keep_queue_bins(&mut self, width: Dur) {
+        self.bins = QueueBins { width: width.0, edge: Time(width.0), ..QueueBins::default() };
+    }
+
+    /// The queue length per bin up to `end` (after [`LinkDir::settle`] at `end`): (bin index,
+    /// time-average packets, maximum packets) for every bin in which something was queued.
+    pub fn queue_bins(&self, end: Time) -> Vec<(u64, f64, usize)> {
+        self.bins.series(end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the link does: account the length so far, then change it (and raise the bin's
+    /// maximum on an arrival).
+    fn step(b: &mut QueueBins, t: u64, len_before: usize, len_after: usize) {
+        b.account(Time(t), len_before);
+        b.max = b.max.max(len_after);
+    }
+
+    #[test]
+    fn queue_bins_split_the_integral_at_bin_edges_and_skip_empty_bins() {
+        let mut b = QueueBins { width: 10, edge: Time(10), ..QueueBins::default() };
+        step(&mut b, 5, 0, 2); // 2 packets queued at 5 …
+        step(&mut b, 15, 2, 0); // … until 15, across the edge at 10
+        step(&mut b, 40, 0, 1); // one packet at 40 (bins 2 and 3 stay empty)
+        b.account(Time(45), 1); // the run ends at 45 with it queued
+        let s = b.series(Time(45));
+        assert_eq!(s, vec![(0, 1.0, 2), (1, 1.0, 2), (4, 1.0, 1)]);
+        // The bins add up to the whole integral: 2·10 + 1·5 packet·ns.
+        let area: f64 = s.iter().map(|&(k, avg, _)| avg * (((k + 1) * 10).min(45) - k * 10) as f64).sum();
+        assert_eq!(area, 25.0);
+    }
+
+    #[test]
+    fn a_queue_standing_at_an_edge_opens_the_next_bin_with_its_length() {
+        let mut b = QueueBins { width: 10, edge: Time(10), ..QueueBins::default() };
+        step(&mut b, 2, 0, 3);
+        b.account(Time(30), 3); // 3 packets stand through bins 0, 1 and 2 and into bin 3 …
+        let s = b.series(Time(30));
+        // … which starts at the end of the run, so is not listed.
+        assert_eq!(s, vec![(0, 2.4, 3), (1, 3.0, 3), (2, 3.0, 3)]);
+        assert_eq!((b.cur, b.max), (3, 3));
+        // Not kept at all with width 0.
+        let mut off = QueueBins::default();
+        off.account(Time(5), 4);
+        assert!(off.series(Time(5)).is_empty());
     }
 }

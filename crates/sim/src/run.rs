@@ -4,7 +4,7 @@ use crate::link::Capture;
 use crate::metrics::Summary;
 use crate::plot::{line_chart, Series};
 use crate::scenario::Scenario;
-use crate::world::{BuildError, RunOptions, Sim};
+use crate::world::{BuildError, QueueSeries, RunOptions, Sim};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -33,14 +33,21 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |err| RunError::Io { path: path.display().to_string(), err }
 }
 
+/// What a run produced: its summary and the files it wrote (with `out`).
+pub struct RunOutput {
+    pub summary: Summary,
+    pub files: Vec<PathBuf>,
+}
+
 /// Run `sc` (read from `file`) and write its outputs. `progress` gets the fraction done.
 pub fn run_scenario(
     sc: &Scenario,
     file: &str,
     req: &RunRequest,
     progress: Option<&mut dyn FnMut(f64)>,
-) -> Result<Summary, RunError> {
+) -> Result<RunOutput, RunError> {
     let mut opts = RunOptions::default();
+    let mut files = Vec::new();
     if !req.pcap.is_empty() {
         let out = req.out.as_ref().ok_or(RunError::PcapNeedsOut)?;
         std::fs::create_dir_all(out).map_err(io_err(out))?;
@@ -48,6 +55,7 @@ pub fn run_scenario(
             let path = out.join(format!("{}.pcap", name.replace([':', '/'], "_")));
             let cap = crate::pcap::PcapCapture::create(&path).map_err(io_err(&path))?;
             opts.captures.push((name.clone(), Box::new(cap) as Box<dyn Capture>));
+            files.push(path);
         }
     }
     let mut sim = Sim::build(sc, file, req.seed, opts)?;
@@ -59,25 +67,106 @@ pub fn run_scenario(
     }
     let summary = sim.summary(wall);
     if let Some(out) = &req.out {
-        write_outputs(&sim, &summary, out)?;
+        let mut written = write_outputs(&sim, &summary, out)?;
+        written.append(&mut files);
+        files = written;
     }
-    Ok(summary)
+    Ok(RunOutput { summary, files })
 }
 
-/// Write `summary.json`, `timeseries.csv`, `goodput.svg` and (if traced) `trace.csv` and
-/// `cwnd.svg` into `out`.
-pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<(), RunError> {
+/// Quote a CSV field if it needs it (RFC 4180).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Write a CSV file of `header` and `rows` (fields already formatted).
+pub fn write_csv(p: &Path, header: &str, rows: impl IntoIterator<Item = String>) -> Result<(), RunError> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(p).map_err(io_err(p))?);
+    writeln!(w, "{header}").map_err(io_err(p))?;
+    for r in rows {
+        writeln!(w, "{r}").map_err(io_err(p))?;
+    }
+    w.flush().map_err(io_err(p))
+}
+
+/// Write `summary.json`, `flows.csv`, `links.csv`, `timeseries.csv`, `goodput.svg`, (if any link
+/// queued) `queues.csv` and `queue.svg`, and (if traced) `trace.csv` and `cwnd.svg` into `out`;
+/// returns the files written.
+pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, RunError> {
     std::fs::create_dir_all(out).map_err(io_err(out))?;
+    let mut files = Vec::new();
     let p = out.join("summary.json");
     let json = serde_json::to_string_pretty(summary).expect("summary serialises");
     std::fs::write(&p, json + "\n").map_err(io_err(&p))?;
+    files.push(p);
+    let p = out.join("flows.csv");
+    write_csv(
+        &p,
+        "id,name,kind,src,dst,cc,goodput_bps,throughput_bps,bytes_delivered,data_packets_sent,\
+         retransmitted_packets,retransmit_ratio,timeouts,fast_retransmits,rtt_samples,rtt_mean_ms,rtt_min_ms,\
+         rtt_max_ms,transfers_completed",
+        summary.flows.iter().map(|f| {
+            format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                f.id,
+                csv_field(&f.name),
+                f.kind,
+                csv_field(&f.src),
+                csv_field(&f.dst),
+                f.cc,
+                f.goodput_bps,
+                f.throughput_bps,
+                f.bytes_delivered,
+                f.data_packets_sent,
+                f.retransmitted_packets,
+                f.retransmit_ratio,
+                f.timeouts,
+                f.fast_retransmits,
+                f.rtt_samples,
+                f.rtt_mean_ms,
+                f.rtt_min_ms,
+                f.rtt_max_ms,
+                f.transfers_completed
+            )
+        }),
+    )?;
+    files.push(p);
+    let p = out.join("links.csv");
+    write_csv(
+        &p,
+        "name,from,to,rate_bps,tx_packets,tx_bytes,drops,lost,utilization,queue_avg_pkts,queue_max_pkts,\
+         tcp_goodput_bps,goodput_utilization",
+        summary.links.iter().map(|l| {
+            format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                csv_field(&l.name),
+                csv_field(&l.from),
+                csv_field(&l.to),
+                l.rate_bps,
+                l.tx_packets,
+                l.tx_bytes,
+                l.drops,
+                l.lost,
+                l.utilization,
+                l.queue_avg_pkts,
+                l.queue_max_pkts,
+                l.tcp_goodput_bps,
+                l.goodput_utilization
+            )
+        }),
+    )?;
+    files.push(p);
     let p = out.join("timeseries.csv");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&p).map_err(io_err(&p))?);
-    writeln!(w, "t_end_s,flow,goodput_bps").map_err(io_err(&p))?;
-    for (t, f, g) in sim.goodput_series() {
-        writeln!(w, "{t},{f},{g}").map_err(io_err(&p))?;
-    }
-    w.flush().map_err(io_err(&p))?;
+    write_csv(
+        &p,
+        "t_end_s,flow,goodput_bps",
+        sim.goodput_series().into_iter().map(|(t, f, g)| format!("{t},{f},{g}")),
+    )?;
+    files.push(p);
     // Plots: per-flow goodput, and cwnd when traced.
     let mut series: Vec<Series> =
         summary.flows.iter().map(|f| Series { name: format!("{} ({})", f.name, f.cc), points: Vec::new() }).collect();
@@ -93,6 +182,51 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<(), Run
     );
     let p = out.join("goodput.svg");
     std::fs::write(&p, svg).map_err(io_err(&p))?;
+    files.push(p);
+    // Queue length per bin of the link directions that queued anything.
+    let queues = sim.queue_series();
+    if !queues.is_empty() {
+        let names = sim.link_names();
+        let p = out.join("queues.csv");
+        write_csv(
+            &p,
+            "t_end_s,link,queue_avg_pkts,queue_max_pkts",
+            queues.iter().flat_map(|q| {
+                let name = csv_field(&names[q.link]);
+                q.bins.iter().map(move |b| format!("{},{name},{},{}", b.t_end_s, b.avg_pkts, b.max_pkts))
+            }),
+        )?;
+        files.push(p);
+        // The plot keeps the links with the longest queues (at most QUEUE_PLOT_LINKS, and none
+        // whose peak is below a tenth of the longest), so that it stays legible.
+        let peak = |q: &QueueSeries| q.bins.iter().map(|b| b.max_pkts).max().unwrap_or(0);
+        let mut by_peak: Vec<&QueueSeries> = queues.iter().collect();
+        by_peak.sort_by_key(|q| (std::cmp::Reverse(peak(q)), q.link));
+        let top = peak(by_peak[0]);
+        let shown: Vec<Series> = by_peak
+            .iter()
+            .take(QUEUE_PLOT_LINKS)
+            .filter(|q| peak(q) * 10 >= top)
+            .map(|q| Series {
+                name: names[q.link].clone(),
+                points: q.bins.iter().map(|b| (b.t_end_s, b.avg_pkts)).collect(),
+            })
+            .collect();
+        let more = queues.len() - shown.len();
+        let title = if more > 0 {
+            format!(
+                "{}: queue length, time average per bin ({more} shorter queues in queues.csv)",
+                summary.scenario.name
+            )
+        } else {
+            format!("{}: queue length, time average per bin", summary.scenario.name)
+        };
+        let series = shown;
+        let svg = line_chart(&title, "time (s)", "queued packets", 1.0, &series);
+        let p = out.join("queue.svg");
+        std::fs::write(&p, svg).map_err(io_err(&p))?;
+        files.push(p);
+    }
     if !sim.trace.is_empty() {
         let mut series: Vec<Series> =
             summary.flows.iter().map(|f| Series { name: f.name.clone(), points: Vec::new() }).collect();
@@ -103,6 +237,7 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<(), Run
             line_chart(&format!("{}: congestion window", summary.scenario.name), "time (s)", "cwnd (KB)", 1e3, &series);
         let p = out.join("cwnd.svg");
         std::fs::write(&p, svg).map_err(io_err(&p))?;
+        files.push(p);
     }
     if !sim.trace.is_empty() {
         let p = out.join("trace.csv");
@@ -125,9 +260,13 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<(), Run
             .map_err(io_err(&p))?;
         }
         w.flush().map_err(io_err(&p))?;
+        files.push(p);
     }
-    Ok(())
+    Ok(files)
 }
+
+/// How many link directions `queue.svg` shows (the ones with the longest queues).
+pub const QUEUE_PLOT_LINKS: usize = 8;
 
 /// A human-readable table of a summary.
 pub fn format_table(s: &Summary) -> String {

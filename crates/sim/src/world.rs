@@ -135,6 +135,25 @@ struct GroupSlot {
     timer: Option<Time>,
 }
 
+/// The queue of one link direction in one time bin.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QueueBin {
+    /// End of the bin (s).
+    pub t_end_s: f64,
+    /// Time-average queue length in the bin (packets).
+    pub avg_pkts: f64,
+    /// Maximum queue length in the bin (packets).
+    pub max_pkts: usize,
+}
+
+/// The queue length of one link direction per bin ([`Sim::queue_series`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSeries {
+    /// Index of the link direction (as in [`Sim::link_names`]).
+    pub link: usize,
+    pub bins: Vec<QueueBin>,
+}
+
 /// One row of the per-flow trace.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct TraceRow {
@@ -589,6 +608,9 @@ impl Sim {
             groups,
             gdemux: FxHashMap::default(),
         };
+        for l in &mut sim.links {
+            l.keep_queue_bins(bin);
+        }
         for (name, cap) in opts.captures {
             match sim.links.iter_mut().find(|l| l.name == name) {
                 Some(l) => l.capture = Some(cap),
@@ -1283,7 +1305,6 @@ impl Sim {
         })
     }
 
-    /// Per-flow goodput time series: (bin end in s, flow id, goodput bit/s).
     /// A packet crossing the node of middlebox `m`.
     fn mb_packet(&mut self, m: u32, pkt: Packet) {
         let slot = &mut self.mbs[m as usize];
@@ -1446,6 +1467,7 @@ impl Sim {
             .collect()
     }
 
+    /// Per-flow goodput time series: (bin end in s, flow id, goodput bit/s).
     pub fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
         let mut out = Vec::new();
         let b = self.bin.as_secs_f64();
@@ -1455,6 +1477,32 @@ impl Sim {
                 let width = end - k as f64 * b;
                 out.push((end, i as u32, *bytes as f64 * 8.0 / width));
             }
+        }
+        out
+    }
+
+    /// Queue length per bin of every link direction in which something was queued, in the bins of
+    /// the goodput series. Every bin of such a link is listed, empty ones with zeros.
+    pub fn queue_series(&self) -> Vec<QueueSeries> {
+        let b = self.bin.as_secs_f64();
+        let d = self.duration.as_secs_f64();
+        let nbins = self.duration.0.div_ceil(self.bin.0.max(1)) as usize;
+        let mut out = Vec::new();
+        for (i, l) in self.links.iter().enumerate() {
+            let bins = l.queue_bins(self.now.min(self.duration));
+            if bins.is_empty() {
+                continue;
+            }
+            let mut dense: Vec<QueueBin> = (0..nbins)
+                .map(|k| QueueBin { t_end_s: ((k + 1) as f64 * b).min(d), avg_pkts: 0.0, max_pkts: 0 })
+                .collect();
+            for (k, avg, max) in bins {
+                if let Some(x) = dense.get_mut(k as usize) {
+                    x.avg_pkts = avg;
+                    x.max_pkts = max;
+                }
+            }
+            out.push(QueueSeries { link: i, bins: dense });
         }
         out
     }
