@@ -29,7 +29,9 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Write OUT/NAME/{sim,live}/summary.json (sim: the scenario's own seed) and OUT/compare.json.
+    /// Write OUT/NAME/sim/ and OUT/NAME/live/ (each run's files as `run --out` writes them; sim:
+    /// the scenario's own seed), OUT/NAME/goodput-sim-vs-live.svg, OUT/compare.json and
+    /// OUT/compare.csv.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Exit with status 1 if a scenario's goodput gap exceeds the tolerance or the orderings differ.
@@ -50,6 +52,9 @@ pub struct CompareArgs {
     /// Differences within this many standard deviations of the seed-to-seed noise count as ties.
     #[arg(long, default_value_t = 2.0)]
     pub noise_z: f64,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// Mean and sample standard deviation (0 for one value); NaN values are skipped.
@@ -115,13 +120,15 @@ fn ranking(v: &[f64]) -> Vec<usize> {
     idx
 }
 
-fn live_summary(path: &std::path::Path) -> Result<Value, String> {
+/// Run `path` live (`run --live --json`, writing its files into `out` if given).
+fn live_summary(path: &std::path::Path, out: Option<&std::path::Path>) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
-    let out = Command::new(exe)
-        .args(["run", "--live", "--json"])
-        .arg(path)
-        .output()
-        .map_err(|e| format!("running the live driver: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["run", "--live", "--json"]).arg(path);
+    if let Some(o) = out {
+        cmd.arg("--out").arg(o);
+    }
+    let out = cmd.output().map_err(|e| format!("running the live driver: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "live run of {} failed ({}): {}",
@@ -134,45 +141,66 @@ fn live_summary(path: &std::path::Path) -> Result<Value, String> {
 }
 
 pub fn cmd_compare(a: CompareArgs) -> ExitCode {
+    use std::io::IsTerminal;
     let mut rows = Vec::new();
+    // One step per simulator run and per live run (on a terminal only).
+    let steps = a.scenarios.len() as u64 * (a.sim_seeds as u64 + 1);
+    let bar = if !a.quiet && std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::new(steps)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} runs ({elapsed}): {msg}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     for p in &a.scenarios {
         let sc = match Scenario::load(p) {
             Ok(s) => s,
             Err(e) => {
+                bar.finish_and_clear();
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
         };
         let file = p.display().to_string();
         let name = sc.name.clone().unwrap_or_else(|| file.clone());
+        let dir = a.out.as_ref().map(|o| o.join(name.replace(['/', ' '], "_")));
         let mut sims = Vec::new();
         for k in 0..a.sim_seeds as u64 {
-            let req = RunRequest { seed: Some(sc.seed.wrapping_add(k)), ..RunRequest::default() };
-            match run_scenario(&sc, &file, &req, None) {
+            // The scenario's own seed writes its files, as `run --out` would.
+            let out = if k == 0 { dir.as_ref().map(|d| d.join("sim")) } else { None };
+            let req = RunRequest { seed: Some(sc.seed.wrapping_add(k)), out, ..RunRequest::default() };
+            bar.set_message(format!("{name}: simulator, seed {}", sc.seed.wrapping_add(k)));
+            let res = run_scenario(&sc, &file, &req, None);
+            bar.inc(1);
+            match res {
                 Ok(r) => sims.push(serde_json::to_value(&r.summary).expect("summary serialises")),
                 Err(e) => {
+                    bar.finish_and_clear();
                     eprintln!("error: {e}");
                     return ExitCode::from(2);
                 }
             }
         }
-        let sim = sims[0].clone();
-        let live = match live_summary(p) {
+        bar.set_message(format!("{name}: live ({:.0} s of traffic)", sc.duration.0.as_secs_f64()));
+        let live = live_summary(p, dir.as_ref().map(|d| d.join("live")).as_deref());
+        bar.inc(1);
+        let live = match live {
             Ok(v) => v,
             Err(e) => {
+                bar.finish_and_clear();
                 eprintln!("error: {e}");
                 return ExitCode::FAILURE;
             }
         };
-        if let Some(out) = &a.out {
-            for (which, v) in [("sim", &sim), ("live", &live)] {
-                let d = out.join(name.replace(['/', ' '], "_")).join(which);
-                if let Err(e) = std::fs::create_dir_all(&d)
-                    .and_then(|_| std::fs::write(d.join("summary.json"), serde_json::to_string_pretty(v).unwrap()))
-                {
-                    eprintln!("error: {}: {e}", d.display());
-                    return ExitCode::FAILURE;
-                }
+        if let Some(d) = &dir {
+            if let Err(e) = goodput_overlay(d, &name) {
+                bar.finish_and_clear();
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
             }
         }
         let over = |f: &dyn Fn(&Value) -> Option<f64>| -> (f64, f64) {
@@ -198,6 +226,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             "goodput_within_tolerance": gap <= a.tolerance,
         }));
     }
+    bar.finish_and_clear();
     let col = |side: &str, key: &str| -> Vec<f64> {
         rows.iter().map(|r| r[side][key].as_f64().unwrap_or(f64::NAN)).collect()
     };
@@ -274,6 +303,11 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             eprintln!("error: {}: {e}", p.display());
             return ExitCode::FAILURE;
         }
+        let p = out.join("compare.csv");
+        if let Err(e) = write_compare_csv(&p, &rows) {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
@@ -322,6 +356,78 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// The columns of `compare.csv`: (header, side, key) into a row of `scenarios`.
+const CSV_COLUMNS: [(&str, &str, &str); 11] = [
+    ("scenario", "", "scenario"),
+    ("file", "", "file"),
+    ("sim_goodput_bps", "sim", "goodput_bps"),
+    ("sim_goodput_sd_bps", "sd", "goodput_bps"),
+    ("live_goodput_bps", "live", "goodput_bps"),
+    ("goodput_gap", "", "goodput_gap"),
+    ("goodput_within_tolerance", "", "goodput_within_tolerance"),
+    ("sim_cov", "sim", "cov"),
+    ("live_cov", "live", "cov"),
+    ("sim_buffer_max_pkts", "sim", "buffer_max_pkts"),
+    ("live_buffer_max_pkts", "live", "buffer_max_pkts"),
+];
+
+/// One row per scenario: the simulator's mean over its seeds (and the goodput's sd) against the
+/// live run.
+fn write_compare_csv(p: &std::path::Path, rows: &[Value]) -> Result<(), ackshape_sim::run::RunError> {
+    use ackshape_sim::run::{csv_field, write_csv};
+    let header: Vec<&str> = CSV_COLUMNS.iter().map(|c| c.0).collect();
+    let cell = |v: &Value| match v {
+        Value::Null => String::new(),
+        Value::String(s) => csv_field(s),
+        v => v.to_string(),
+    };
+    let lines = rows.iter().map(|r| {
+        CSV_COLUMNS
+            .iter()
+            .map(|&(_, side, key)| match side {
+                "" => cell(&r[key]),
+                "sd" => cell(&r["sim"]["sd"][key]),
+                side => cell(&r[side][key]),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    write_csv(p, &header.join(","), lines)
+}
+
+/// Aggregate goodput per bin (sum over the flows of `timeseries.csv`).
+fn aggregate_series(p: &std::path::Path) -> Result<Vec<(f64, f64)>, String> {
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let mut by_t: std::collections::BTreeMap<u64, f64> = Default::default();
+    for (i, l) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let num = |k: usize| f.get(k).and_then(|x| x.parse::<f64>().ok());
+        let (Some(t), Some(g)) = (num(0), num(2)) else {
+            return Err(format!("{}: line {}: expected t_end_s,flow,goodput_bps", p.display(), i + 1));
+        };
+        *by_t.entry((t * 1e9).round() as u64).or_default() += g;
+    }
+    Ok(by_t.into_iter().map(|(t, g)| (t as f64 * 1e-9, g)).collect())
+}
+
+/// `DIR/goodput-sim-vs-live.svg`: the aggregate goodput per bin of `DIR/sim` and `DIR/live`.
+fn goodput_overlay(dir: &std::path::Path, name: &str) -> Result<(), String> {
+    use ackshape_sim::plot::{line_chart, Series};
+    let series = vec![
+        Series { name: "simulator".into(), points: aggregate_series(&dir.join("sim/timeseries.csv"))? },
+        Series { name: "live".into(), points: aggregate_series(&dir.join("live/timeseries.csv"))? },
+    ];
+    let svg = line_chart(
+        &format!("{name}: aggregate goodput, simulator vs live"),
+        "time (s)",
+        "goodput (Mbit/s)",
+        1e6,
+        &series,
+    );
+    let p = dir.join("goodput-sim-vs-live.svg");
+    std::fs::write(&p, svg).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 #[cfg(test)]

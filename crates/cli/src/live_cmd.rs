@@ -356,7 +356,7 @@ fn receiver_tcp(tb: &testbed::Testbed, tcp: &ackshape_sim::scenario::TcpSpec) ->
 /// `ackshape run --live`: the scenario's dumbbell as sender — gateway — wanem — receiver
 /// namespaces with real Linux TCP. The wanem carries the bottleneck (rate, queue, loss, jitter)
 /// and the path's whole one-way delay.
-pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) -> ExitCode {
+pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool, show_bar: bool) -> ExitCode {
     let sc = match load(path) {
         Ok(s) => s,
         Err(e) => return e,
@@ -491,7 +491,32 @@ pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool) ->
     let flows_t0 = Instant::now();
     let _ = window_at.set(flows_t0 + warmup);
     let _ = window_end.set(flows_t0 + Duration::from_nanos(sc.duration.0 .0));
-    let reports = traffic::run_flows(&rig.tb, &flows, bin, sc.seed);
+    // A progress bar over the scenario's duration while the flows run (on a terminal only).
+    let bar = if show_bar {
+        indicatif::ProgressBar::new(sc.duration.0 .0 / 1_000_000)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} live run [{bar:40}] {pos}/{len} ms of the scenario ({elapsed})",
+        )
+        .unwrap()
+        .progress_chars("=> "),
+    );
+    let running = std::sync::atomic::AtomicBool::new(true);
+    let reports = std::thread::scope(|s| {
+        s.spawn(|| {
+            while running.load(std::sync::atomic::Ordering::Relaxed) {
+                bar.set_position((flows_t0.elapsed().as_millis() as u64).min(bar.length().unwrap_or(0)));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let r = traffic::run_flows(&rig.tb, &flows, bin, sc.seed);
+        running.store(false, std::sync::atomic::Ordering::Relaxed);
+        r
+    });
+    bar.finish_and_clear();
     let (gw, wan) = rig.stop();
     drop(rig);
     let reports = match reports {

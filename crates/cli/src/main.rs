@@ -279,7 +279,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             eprintln!("error: run --live needs a scenario file");
             return ExitCode::from(BAD_INPUT);
         };
-        return live_cmd::cmd_run_live(p, a.out.clone(), a.json);
+        return live_cmd::cmd_run_live(p, a.out.clone(), a.json, !a.quiet && std::io::stderr().is_terminal());
     }
     let (sc, file) = match &a.scenario {
         Some(p) => match Scenario::load(p) {

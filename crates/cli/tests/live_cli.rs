@@ -243,6 +243,27 @@ fn compare_runs_a_qdisc_link_box_in_both_drivers() {
         live["flows"].as_array().unwrap().iter().map(|f| f["retransmitted_packets"].as_u64().unwrap()).sum();
     let dropped = live["middleboxes"][0]["stats"]["a_to_b"]["dropped"].as_u64().unwrap();
     assert!(retrans as f64 >= 0.8 * dropped as f64 && dropped > 0, "retrans {retrans}, box drops {dropped}");
+    // Each side's directory has its run's files; compare.csv has the report's numbers.
+    for side in ["sim", "live"] {
+        for f in ["flows.csv", "links.csv", "timeseries.csv", "goodput.svg"] {
+            assert!(d.join("out/qlink-q12").join(side).join(f).is_file(), "{side}/{f}");
+        }
+    }
+    let svg = std::fs::read_to_string(d.join("out/qlink-q12/goodput-sim-vs-live.svg")).unwrap();
+    assert!(svg.contains("simulator") && svg.contains("live"), "both series in the overlay");
+    let csv = std::fs::read_to_string(d.join("out/compare.csv")).unwrap();
+    let lines: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(lines.len(), 3, "a header and a row per scenario:\n{csv}");
+    let col = |h: &str| lines[0].iter().position(|x| *x == h).unwrap_or_else(|| panic!("column {h}"));
+    for (line, row) in lines[1..].iter().zip(rows) {
+        assert_eq!(line[col("scenario")], row["scenario"].as_str().unwrap());
+        for (h, side, key) in
+            [("sim_goodput_bps", "sim", "goodput_bps"), ("live_buffer_max_pkts", "live", "buffer_max_pkts")]
+        {
+            assert_eq!(line[col(h)].parse::<f64>().unwrap(), row[side][key].as_f64().unwrap(), "{h}");
+        }
+        assert_eq!(line[col("goodput_within_tolerance")], row["goodput_within_tolerance"].to_string());
+    }
     assert!(ackshape_live::testbed::leftovers("acks-lc3").is_empty());
     std::fs::remove_dir_all(&d).ok();
 }
