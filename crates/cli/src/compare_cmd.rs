@@ -303,8 +303,10 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             eprintln!("error: {}: {e}", p.display());
             return ExitCode::FAILURE;
         }
+        // One row per scenario: the simulator's mean over its seeds (and the goodput's sd) against
+        // the live run.
         let p = out.join("compare.csv");
-        if let Err(e) = write_compare_csv(&p, &rows) {
+        if let Err(e) = ackshape_sim::run::write_json_csv(&p, &rows, &CSV_COLUMNS) {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
@@ -358,44 +360,20 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The columns of `compare.csv`: (header, side, key) into a row of `scenarios`.
-const CSV_COLUMNS: [(&str, &str, &str); 11] = [
-    ("scenario", "", "scenario"),
-    ("file", "", "file"),
-    ("sim_goodput_bps", "sim", "goodput_bps"),
-    ("sim_goodput_sd_bps", "sd", "goodput_bps"),
-    ("live_goodput_bps", "live", "goodput_bps"),
-    ("goodput_gap", "", "goodput_gap"),
-    ("goodput_within_tolerance", "", "goodput_within_tolerance"),
-    ("sim_cov", "sim", "cov"),
-    ("live_cov", "live", "cov"),
-    ("sim_buffer_max_pkts", "sim", "buffer_max_pkts"),
-    ("live_buffer_max_pkts", "live", "buffer_max_pkts"),
+/// The columns of `compare.csv`: (header, path into a row of the report's `scenarios`).
+const CSV_COLUMNS: [(&str, &str); 11] = [
+    ("scenario", "scenario"),
+    ("file", "file"),
+    ("sim_goodput_bps", "sim/goodput_bps"),
+    ("sim_goodput_sd_bps", "sim/sd/goodput_bps"),
+    ("live_goodput_bps", "live/goodput_bps"),
+    ("goodput_gap", "goodput_gap"),
+    ("goodput_within_tolerance", "goodput_within_tolerance"),
+    ("sim_cov", "sim/cov"),
+    ("live_cov", "live/cov"),
+    ("sim_buffer_max_pkts", "sim/buffer_max_pkts"),
+    ("live_buffer_max_pkts", "live/buffer_max_pkts"),
 ];
-
-/// One row per scenario: the simulator's mean over its seeds (and the goodput's sd) against the
-/// live run.
-fn write_compare_csv(p: &std::path::Path, rows: &[Value]) -> Result<(), ackshape_sim::run::RunError> {
-    use ackshape_sim::run::{csv_field, write_csv};
-    let header: Vec<&str> = CSV_COLUMNS.iter().map(|c| c.0).collect();
-    let cell = |v: &Value| match v {
-        Value::Null => String::new(),
-        Value::String(s) => csv_field(s),
-        v => v.to_string(),
-    };
-    let lines = rows.iter().map(|r| {
-        CSV_COLUMNS
-            .iter()
-            .map(|&(_, side, key)| match side {
-                "" => cell(&r[key]),
-                "sd" => cell(&r["sim"]["sd"][key]),
-                side => cell(&r[side][key]),
-            })
-            .collect::<Vec<_>>()
-            .join(",")
-    });
-    write_csv(p, &header.join(","), lines)
-}
 
 /// Aggregate goodput per bin (sum over the flows of `timeseries.csv`).
 fn aggregate_series(p: &std::path::Path) -> Result<Vec<(f64, f64)>, String> {

@@ -662,7 +662,7 @@ fn write_live_outputs(
     reports: &[traffic::FlowReport],
     bin: Duration,
 ) -> Result<Vec<PathBuf>, ackshape_sim::run::RunError> {
-    use ackshape_sim::run::{csv_field, write_csv, RunError};
+    use ackshape_sim::run::{write_csv, write_json_csv, RunError};
     let io = |p: &Path| {
         let path = p.display().to_string();
         move |err| RunError::Io { path: path.clone(), err }
@@ -672,22 +672,13 @@ fn write_live_outputs(
     let p = out.join("summary.json");
     std::fs::write(&p, serde_json::to_string_pretty(summary).unwrap() + "\n").map_err(io(&p))?;
     files.push(p);
-    let cell = |v: &serde_json::Value| match v {
-        serde_json::Value::Null => String::new(),
-        serde_json::Value::String(s) => csv_field(s),
-        v => v.to_string(),
-    };
-    let rows = |key: &str, cols: &[&str]| -> Vec<String> {
-        let items = summary[key].as_array().cloned().unwrap_or_default();
-        items.iter().map(|x| cols.iter().map(|k| cell(&x[*k])).collect::<Vec<_>>().join(",")).collect()
-    };
     let p = out.join("flows.csv");
     let cols = ["id", "name", "cc", "goodput_bps", "bytes_delivered", "retransmitted_packets", "intact"];
-    write_csv(&p, &cols.join(","), rows("flows", &cols))?;
+    write_json_csv(&p, summary["flows"].as_array().into_iter().flatten(), &cols.map(|k| (k, k)))?;
     files.push(p);
     let p = out.join("links.csv");
     let cols = ["name", "rate_bps", "tx_packets", "tx_bytes", "drops", "lost", "utilization", "queue_max_pkts"];
-    write_csv(&p, &cols.join(","), rows("links", &cols))?;
+    write_json_csv(&p, summary["links"].as_array().into_iter().flatten(), &cols.map(|k| (k, k)))?;
     files.push(p);
     // The simulator's bins: a bin's start plus its width is its end.
     let b = bin.as_secs_f64();

@@ -83,6 +83,71 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
+/// The columns of `flows.csv`: the scalar keys of a flow in `summary.json`.
+pub const FLOW_COLUMNS: [&str; 19] = [
+    "id",
+    "name",
+    "kind",
+    "src",
+    "dst",
+    "cc",
+    "goodput_bps",
+    "throughput_bps",
+    "bytes_delivered",
+    "data_packets_sent",
+    "retransmitted_packets",
+    "retransmit_ratio",
+    "timeouts",
+    "fast_retransmits",
+    "rtt_samples",
+    "rtt_mean_ms",
+    "rtt_min_ms",
+    "rtt_max_ms",
+    "transfers_completed",
+];
+
+/// The columns of `links.csv`: the scalar keys of a link direction in `summary.json`.
+pub const LINK_COLUMNS: [&str; 13] = [
+    "name",
+    "from",
+    "to",
+    "rate_bps",
+    "tx_packets",
+    "tx_bytes",
+    "drops",
+    "lost",
+    "utilization",
+    "queue_avg_pkts",
+    "queue_max_pkts",
+    "tcp_goodput_bps",
+    "goodput_utilization",
+];
+
+/// A JSON value as one CSV field: empty for null or missing, a string quoted if it needs it,
+/// anything else as its JSON text.
+pub fn json_cell(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(s)) => csv_field(s),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// Write one CSV row per JSON object of `items`: per column (header, path), the value at the
+/// `/`-separated path of keys (e.g. `sim/goodput_bps`).
+pub fn write_json_csv<'a>(
+    p: &Path,
+    items: impl IntoIterator<Item = &'a serde_json::Value>,
+    cols: &[(&str, &str)],
+) -> Result<(), RunError> {
+    let header: Vec<&str> = cols.iter().map(|c| c.0).collect();
+    let rows = items.into_iter().map(|x| {
+        let cell = |path: &str| json_cell(path.split('/').try_fold(x, |v, k| v.get(k)));
+        cols.iter().map(|c| cell(c.1)).collect::<Vec<_>>().join(",")
+    });
+    write_csv(p, &header.join(","), rows)
+}
+
 /// Write a CSV file of `header` and `rows` (fields already formatted).
 pub fn write_csv(p: &Path, header: &str, rows: impl IntoIterator<Item = String>) -> Result<(), RunError> {
     let mut w = std::io::BufWriter::new(std::fs::File::create(p).map_err(io_err(p))?);
@@ -104,61 +169,12 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     std::fs::write(&p, json + "\n").map_err(io_err(&p))?;
     files.push(p);
     let p = out.join("flows.csv");
-    write_csv(
-        &p,
-        "id,name,kind,src,dst,cc,goodput_bps,throughput_bps,bytes_delivered,data_packets_sent,\
-         retransmitted_packets,retransmit_ratio,timeouts,fast_retransmits,rtt_samples,rtt_mean_ms,rtt_min_ms,\
-         rtt_max_ms,transfers_completed",
-        summary.flows.iter().map(|f| {
-            format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                f.id,
-                csv_field(&f.name),
-                f.kind,
-                csv_field(&f.src),
-                csv_field(&f.dst),
-                f.cc,
-                f.goodput_bps,
-                f.throughput_bps,
-                f.bytes_delivered,
-                f.data_packets_sent,
-                f.retransmitted_packets,
-                f.retransmit_ratio,
-                f.timeouts,
-                f.fast_retransmits,
-                f.rtt_samples,
-                f.rtt_mean_ms,
-                f.rtt_min_ms,
-                f.rtt_max_ms,
-                f.transfers_completed
-            )
-        }),
-    )?;
+    let flows = serde_json::to_value(&summary.flows).expect("flows serialise");
+    write_json_csv(&p, flows.as_array().into_iter().flatten(), &FLOW_COLUMNS.map(|k| (k, k)))?;
     files.push(p);
     let p = out.join("links.csv");
-    write_csv(
-        &p,
-        "name,from,to,rate_bps,tx_packets,tx_bytes,drops,lost,utilization,queue_avg_pkts,queue_max_pkts,\
-         tcp_goodput_bps,goodput_utilization",
-        summary.links.iter().map(|l| {
-            format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                csv_field(&l.name),
-                csv_field(&l.from),
-                csv_field(&l.to),
-                l.rate_bps,
-                l.tx_packets,
-                l.tx_bytes,
-                l.drops,
-                l.lost,
-                l.utilization,
-                l.queue_avg_pkts,
-                l.queue_max_pkts,
-                l.tcp_goodput_bps,
-                l.goodput_utilization
-            )
-        }),
-    )?;
+    let links = serde_json::to_value(&summary.links).expect("links serialise");
+    write_json_csv(&p, links.as_array().into_iter().flatten(), &LINK_COLUMNS.map(|k| (k, k)))?;
     files.push(p);
     let p = out.join("timeseries.csv");
     write_csv(
@@ -414,5 +430,26 @@ pub fn fmt_rate(bps: f64) -> String {
         format!("{:.1} kbit/s", bps / 1e3)
     } else {
         format!("{:.0} bit/s", bps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_csv_follows_paths_quotes_strings_and_leaves_missing_values_empty() {
+        let d = std::env::temp_dir().join(format!("ackshape-jsoncsv-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("t.csv");
+        let rows = serde_json::json!([
+            { "name": "a,b", "sim": { "x": 1.5, "sd": { "x": 0 } }, "ok": true },
+            { "name": "say \"hi\"", "sim": { "x": null }, "ok": false },
+        ]);
+        let cols = [("name", "name"), ("sim_x", "sim/x"), ("sd", "sim/sd/x"), ("ok", "ok")];
+        write_json_csv(&p, rows.as_array().unwrap(), &cols).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text, "name,sim_x,sd,ok\n\"a,b\",1.5,0,true\n\"say \"\"hi\"\"\",,,false\n");
+        std::fs::remove_dir_all(&d).ok();
     }
 }
