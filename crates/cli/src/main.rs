@@ -342,7 +342,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     }
 }
 
-/// "wrote DIR/: a, b, c" for the files a run wrote into `out`.
+/// "wrote DIR: a, b, c" for the files a run wrote into `out`.
 pub(crate) fn wrote_line(out: &std::path::Path, files: &[std::path::PathBuf]) -> String {
     let names: Vec<String> = files.iter().map(|f| f.strip_prefix(out).unwrap_or(f).display().to_string()).collect();
     format!("wrote {}: {}", out.display(), names.join(", "))
