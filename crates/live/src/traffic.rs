@@ -215,7 +215,6 @@ pub fn run_flows(
     Ok(out)
 }
 
-/// Bin a sink's byte marks into goodput per `bin` since `origin`.
 /// Goodput per bin since `origin`: the bytes between two marks are spread evenly over the time
 /// between them, so a bin is not quantized to whole marks (with a mark every 64 KiB, attributing
 /// them to the bin of the mark swung a 2.4 Mbit/s flow's 1-s bins by ±0.5 Mbit/s).

@@ -219,7 +219,7 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
         let mut by_peak: Vec<&QueueSeries> = queues.iter().collect();
         by_peak.sort_by_key(|q| (std::cmp::Reverse(peak(q)), q.link));
         let top = peak(by_peak[0]);
-        let shown: Vec<Series> = by_peak
+        let series: Vec<Series> = by_peak
             .iter()
             .take(QUEUE_PLOT_LINKS)
             .filter(|q| peak(q) * 10 >= top)
@@ -228,7 +228,7 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
                 points: q.bins.iter().map(|b| (b.t_end_s, b.avg_pkts)).collect(),
             })
             .collect();
-        let more = queues.len() - shown.len();
+        let more = queues.len() - series.len();
         let title = if more > 0 {
             format!(
                 "{}: queue length, time average per bin ({more} shorter queues in queues.csv)",
@@ -237,7 +237,6 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
         } else {
             format!("{}: queue length, time average per bin", summary.scenario.name)
         };
-        let series = shown;
         let svg = line_chart(&title, "time (s)", "queued packets", 1.0, &series);
         let p = out.join("queue.svg");
         std::fs::write(&p, svg).map_err(io_err(&p))?;
