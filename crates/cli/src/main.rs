@@ -1,7 +1,8 @@
 //! `ackshape`: shape TCP by controlling its ACKs — the command-line front end.
 //!
 //! **What it is.** Argument parsing, progress bars, tables and exit codes around the library
-//! crates: `run` (simulator, or `--live`), `validate`, `model`, `gateway`, `wanem`, `testbed`.
+//! crates: `run` (simulator, or `--live`), `sweep`, `validate`, `model`, `gateway`, `wanem`, `tap`,
+//! `testbed`, `reproduce`, `compare`.
 //! Exit codes: 0 success, 1 runtime failure, 2 bad input (file, key and expectation named),
 //! 3 the live path cannot run on this machine (not root, tools missing).
 //!
@@ -21,10 +22,11 @@ use std::time::{Duration, Instant};
 mod compare_cmd;
 mod live_cmd;
 mod reproduce_cmd;
+mod sweep_cmd;
 mod tap_cmd;
 
 /// The scenario `ackshape run` uses when given none.
-const DEFAULT_SCENARIO: &str = include_str!("../../../experiments/examples/dumbbell.toml");
+pub(crate) const DEFAULT_SCENARIO: &str = include_str!("../../../experiments/examples/dumbbell.toml");
 
 #[derive(Parser)]
 #[command(name = "ackshape", version, about = "Shape TCP by controlling its ACKs: a deterministic simulator, analytic models and a live gateway", long_about = None)]
@@ -72,6 +74,9 @@ enum Cmd {
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// Run scenarios in the simulator and live (root) and compare goodput, CoV and buffer occupancy.
     Compare(compare_cmd::CompareArgs),
+    /// Run a scenario over several values of some of its keys (--set KEY=V1,V2) and several seeds:
+    /// a table of means and standard errors; CSV, JSON and plots with --out.
+    Sweep(sweep_cmd::SweepArgs),
 }
 
 #[derive(clap::Args)]
@@ -81,6 +86,11 @@ struct RunArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Set a key of the scenario for this run, e.g. `--set topology.bottleneck.rate=5Mbit/s` or
+    /// `--set 'topology.bottleneck.qdisc={ kind = "red" }'` (repeatable; `ackshape sweep` runs several
+    /// values). The value is a TOML value; bare words and quantities with units need no quotes.
+    #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "live")]
+    set: Vec<String>,
     /// Write summary.json, flows.csv, links.csv, timeseries.csv, goodput.svg, queues.csv,
     /// queue.svg (and trace.csv, cwnd.svg, pcaps) into this directory; with --live, the same
     /// summary, flow, link and goodput files plus gateway-stats.jsonl (the gateway's stats every
@@ -208,7 +218,7 @@ struct AfvqArgs {
 }
 
 /// Exit code for bad input (scenario, flags).
-const BAD_INPUT: u8 = 2;
+pub(crate) const BAD_INPUT: u8 = 2;
 
 /// Log lines (the live boxes' start, policy reloads and their warnings, a CPU pin or real-time
 /// priority that could not be had) go to stderr with a timestamp. `ACKSHAPE_LOG` sets the level:
@@ -270,6 +280,7 @@ fn main() -> ExitCode {
         Cmd::Testbed { cmd } => live_cmd::cmd_testbed(cmd),
         Cmd::Reproduce(a) => reproduce_cmd::cmd_reproduce(a),
         Cmd::Compare(a) => compare_cmd::cmd_compare(a),
+        Cmd::Sweep(a) => sweep_cmd::cmd_sweep(a),
     }
 }
 
@@ -281,21 +292,53 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         };
         return live_cmd::cmd_run_live(p, a.out.clone(), a.json, !a.quiet && std::io::stderr().is_terminal());
     }
-    let (sc, file) = match &a.scenario {
-        Some(p) => match Scenario::load(p) {
-            Ok(sc) => (sc, p.display().to_string()),
+    let (sc, file) = if !a.set.is_empty() {
+        let settings = match sweep_cmd::parse_settings(&a.set) {
+            Ok(s) => s,
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(BAD_INPUT);
             }
-        },
-        None => match Scenario::parse(DEFAULT_SCENARIO, "<embedded example: experiments/examples/dumbbell.toml>") {
-            Ok(sc) => (sc, "experiments/examples/dumbbell.toml".to_string()),
+        };
+        if let Some(s) = settings.iter().find(|s| s.values.len() > 1) {
+            eprintln!(
+                "error: --set {}: run takes one value per key, got {}; `ackshape sweep` runs several",
+                s.key,
+                s.values.len()
+            );
+            return ExitCode::from(BAD_INPUT);
+        }
+        let base = match sweep_cmd::load_base(a.scenario.as_ref()) {
+            Ok(b) => b,
             Err(e) => {
-                eprintln!("internal error: embedded scenario invalid: {e}");
-                return ExitCode::FAILURE;
+                eprintln!("error: {e}");
+                return ExitCode::from(BAD_INPUT);
             }
-        },
+        };
+        match base.with(&settings, &vec![0; settings.len()]) {
+            Ok(sc) => (sc, base.file.clone()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(BAD_INPUT);
+            }
+        }
+    } else {
+        match &a.scenario {
+            Some(p) => match Scenario::load(p) {
+                Ok(sc) => (sc, p.display().to_string()),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(BAD_INPUT);
+                }
+            },
+            None => match Scenario::parse(DEFAULT_SCENARIO, "<embedded example: experiments/examples/dumbbell.toml>") {
+                Ok(sc) => (sc, "experiments/examples/dumbbell.toml".to_string()),
+                Err(e) => {
+                    eprintln!("internal error: embedded scenario invalid: {e}");
+                    return ExitCode::FAILURE;
+                }
+            },
+        }
     };
     let req = RunRequest { seed: a.seed, out: a.out.clone(), pcap: a.pcap.clone() };
     let show_bar = !a.quiet && std::io::stderr().is_terminal();

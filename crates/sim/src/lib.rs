@@ -24,6 +24,7 @@ pub mod plot;
 pub mod reproduce;
 pub mod run;
 pub mod scenario;
+pub mod sweep;
 pub mod world;
 
 pub use metrics::Summary;

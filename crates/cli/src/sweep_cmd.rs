@@ -1,0 +1,123 @@
+//! `ackshape sweep`: one scenario over several values of some of its keys and several seeds.
+
+use ackshape_sim::sweep::{parse_seeds, parse_setting, Base, Setting, Sweep};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    /// Scenario file (TOML, see docs/scenario.md). Default: the embedded example dumbbell.
+    pub scenario: Option<PathBuf>,
+    /// A key of the scenario and the values to run it with, e.g.
+    /// `--set topology.bottleneck.rate=5Mbit/s,10Mbit/s,20Mbit/s` or
+    /// `--set 'topology.bottleneck.qdisc={ kind = "red" },{ kind = "drr" }'` or
+    /// `--set flows[0].count=2,4,8` (repeatable: every combination runs). Values are TOML values;
+    /// bare words and quantities with units need no quotes.
+    #[arg(long = "set", value_name = "KEY=V1,V2,…")]
+    pub set: Vec<String>,
+    /// Seeds per point: a count N (the scenario's seed and the N − 1 after it), a range 1-10, or a
+    /// list 1,5,9.
+    #[arg(long, default_value = "5")]
+    pub seeds: String,
+    /// The link direction whose queue, drops and utilization are reported (names as in `run`'s
+    /// table). Default: `bottleneck` if there is one, else the busiest.
+    #[arg(long, value_name = "LINK")]
+    pub link: Option<String>,
+    /// Write sweep.json, sweep.csv (one row per run), sweep-points.csv (mean and standard error per
+    /// point), sweep-goodput.svg and sweep-queue.svg into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print sweep.json to stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Worker threads (default: the machine's available parallelism). Results do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Never show a progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The scenario to start from: the file, or the embedded example.
+pub(crate) fn load_base(path: Option<&PathBuf>) -> Result<Base, String> {
+    match path {
+        Some(p) => Base::load(p),
+        None => Base::parse(crate::DEFAULT_SCENARIO, "experiments/examples/dumbbell.toml"),
+    }
+}
+
+pub(crate) fn parse_settings(specs: &[String]) -> Result<Vec<Setting>, String> {
+    let settings: Vec<Setting> = specs.iter().map(|s| parse_setting(s)).collect::<Result<_, _>>()?;
+    for (i, s) in settings.iter().enumerate() {
+        if settings[..i].iter().any(|t| t.key == s.key) {
+            return Err(format!("--set {}: the key is set twice; give all its values in one --set", s.key));
+        }
+    }
+    Ok(settings)
+}
+
+pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
+    let bad = |m: String| {
+        eprintln!("error: {m}");
+        ExitCode::from(crate::BAD_INPUT)
+    };
+    let base = match load_base(a.scenario.as_ref()) {
+        Ok(b) => b,
+        Err(e) => return bad(e),
+    };
+    let settings = match parse_settings(&a.set) {
+        Ok(s) => s,
+        Err(e) => return bad(e),
+    };
+    let scenario_seed = base.doc.get("seed").and_then(|s| s.as_integer()).map_or(1, |s| s as u64);
+    let seeds = match parse_seeds(&a.seeds, scenario_seed) {
+        Ok(s) => s,
+        Err(e) => return bad(e),
+    };
+    let sweep = Sweep { base, settings, seeds, link: a.link.clone() };
+    let workers = match a.jobs {
+        Some(0) | None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        Some(n) => n,
+    };
+    let show_bar = !a.quiet && std::io::stderr().is_terminal();
+    let bar = if show_bar { indicatif::ProgressBar::new(0) } else { indicatif::ProgressBar::hidden() };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("sweeping [{bar:40}] {pos}/{len} runs ({elapsed}, ~{eta} left)")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    let res = sweep.run(workers, &mut |k, total| {
+        bar.set_length(total as u64);
+        bar.set_position(k as u64);
+    });
+    bar.finish_and_clear();
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => return bad(e),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&res.to_json(&sweep.settings)).unwrap());
+    } else {
+        let seeds = match res.seeds.len() {
+            1 => format!("seed {}", res.seeds[0]),
+            n => format!("{n} seeds each, goodput as mean ± standard error"),
+        };
+        println!("{}: {} points, {seeds}; link columns: {}", res.file, res.points.len(), res.link);
+        print!("{res}");
+    }
+    if let Some(out) = &a.out {
+        match res.write(out, &sweep.settings) {
+            Ok(files) => {
+                if !a.json {
+                    println!("\n{}", crate::wrote_line(out, &files));
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

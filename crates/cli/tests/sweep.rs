@@ -1,0 +1,191 @@
+//! `ackshape sweep` and `ackshape run --set`: the files agree with single runs, and a bad key is
+//! named with the file and the `--set` it came from.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SCENARIO: &str = r#"
+name = "sweep-cli"
+seed = 4
+duration = "5s"
+warmup = "1s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "4Mbit/s", delay = "10ms", queue = "30pkt", loss = { kind = "bernoulli", p = 0.003 } }
+access = { rate = "100Mbit/s", delay = "1ms" }
+[[flows]]
+count = 3
+start = "uniform(0s, 500ms)"
+"#;
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ackshape-sweep-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn ackshape(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ackshape")).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn csv(p: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(p).unwrap();
+    let mut lines = text.lines();
+    let head = lines.next().unwrap().split(',').map(String::from).collect();
+    (head, lines.map(|l| l.split(',').map(String::from).collect()).collect())
+}
+
+#[test]
+fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
+    let d = tmpdir("files");
+    let scn = d.join("s.toml");
+    std::fs::write(&scn, SCENARIO).unwrap();
+    let out = d.join("out");
+    let o = ackshape(&[
+        "sweep",
+        scn.to_str().unwrap(),
+        "--set",
+        "topology.bottleneck.rate=2Mbit/s,4Mbit/s,8Mbit/s",
+        "--set",
+        "tcp.cc=reno,cubic",
+        "--seeds",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "-j",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("6 points, 2 seeds each"), "{stdout}");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["sweep-goodput.svg", "sweep-points.csv", "sweep-queue.svg", "sweep.csv", "sweep.json"]);
+    assert!(stdout.contains(&format!("wrote {}: sweep.json, sweep.csv, sweep-points.csv", out.display())), "{stdout}");
+
+    let (head, rows) = csv(&out.join("sweep.csv"));
+    assert_eq!(&head[..4], ["point", "topology.bottleneck.rate", "tcp.cc", "seed"]);
+    assert_eq!(rows.len(), 12, "3 rates × 2 senders × 2 seeds");
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (g, q) = (col("goodput_mbps"), col("link_queue_avg_pkts"));
+    // Seeds are the scenario's (4) and the next.
+    assert!(rows.iter().all(|r| r[3] == "4" || r[3] == "5"));
+    // Every row is what `run --set … --seed S --json` gives for that point.
+    for r in rows.iter().step_by(5) {
+        let o = ackshape(&[
+            "run",
+            scn.to_str().unwrap(),
+            "--set",
+            &format!("topology.bottleneck.rate={}", r[1]),
+            "--set",
+            &format!("tcp.cc={}", r[2]),
+            "--seed",
+            &r[3],
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let goodput = s["aggregate"]["goodput_bps"].as_f64().unwrap() / 1e6;
+        // (serde_json's float parser may be one unit in the last place off.)
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
+        assert!(close(r[g].parse::<f64>().unwrap(), goodput), "row {r:?}: {goodput}");
+        let bn = s["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").unwrap();
+        let queue = bn["queue_avg_pkts"].as_f64().unwrap();
+        assert!(close(r[q].parse::<f64>().unwrap(), queue), "row {r:?}: {queue}");
+        assert_eq!(s["seed"].as_u64().unwrap().to_string(), r[3]);
+        let rate: f64 = r[1].trim_end_matches("Mbit/s").parse().unwrap();
+        assert_eq!(bn["rate_bps"].as_f64().unwrap(), rate * 1e6);
+        assert!(goodput < rate, "goodput {goodput} above the {rate} Mbit/s bottleneck");
+    }
+    // Each point's mean is the mean of its runs.
+    let (phead, points) = csv(&out.join("sweep-points.csv"));
+    assert_eq!(points.len(), 6);
+    let gm = phead.iter().position(|h| h == "goodput_mbps_mean").unwrap();
+    for p in &points {
+        let xs: Vec<f64> =
+            rows.iter().filter(|r| r[1] == p[0] && r[2] == p[1]).map(|r| r[g].parse().unwrap()).collect();
+        assert_eq!(xs.len(), 2);
+        let mean: f64 = p[gm].parse().unwrap();
+        assert!((mean - (xs[0] + xs[1]) / 2.0).abs() < 1e-12, "{p:?}");
+    }
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(j["runs"].as_array().unwrap().len(), 12);
+    assert_eq!(j["link"], "bottleneck");
+    assert!(std::fs::read_to_string(out.join("sweep-goodput.svg"))
+        .unwrap()
+        .contains("topology.bottleneck.rate (Mbit/s)"));
+
+    // The same sweep on one worker writes the same rows.
+    let out1 = d.join("out1");
+    let o = ackshape(&[
+        "sweep",
+        scn.to_str().unwrap(),
+        "--set",
+        "topology.bottleneck.rate=2Mbit/s,4Mbit/s,8Mbit/s",
+        "--set",
+        "tcp.cc=reno,cubic",
+        "--seeds",
+        "4-5",
+        "--out",
+        out1.to_str().unwrap(),
+        "-j",
+        "1",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["sweep.csv", "sweep-points.csv"] {
+        assert_eq!(std::fs::read(out.join(f)).unwrap(), std::fs::read(out1.join(f)).unwrap(), "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_bad_set_names_the_file_the_key_and_the_set() {
+    let d = tmpdir("bad");
+    let scn = d.join("s.toml");
+    std::fs::write(&scn, SCENARIO).unwrap();
+    let f = scn.to_str().unwrap();
+    let o = ackshape(&["sweep", f, "--set", "topology.bottleneck.rate=2Mbit/s,quick", "--seeds", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("{f}: key `topology.bottleneck.rate`"))
+            && e.contains("--set topology.bottleneck.rate=quick"),
+        "{e}"
+    );
+    let o = ackshape(&["run", f, "--set", "topology.bottlenek.rate=2Mbit/s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bottlenek"), "{}", stderr(&o));
+    let o = ackshape(&["run", f, "--set", "flows[3].count=2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("1 `flows` entry"), "{}", stderr(&o));
+    let o = ackshape(&["run", f, "--set", "tcp.cc=reno,cubic"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("ackshape sweep"), "{}", stderr(&o));
+    let o = ackshape(&["sweep", f, "--set", "tcp.cc=reno", "--set", "tcp.cc=cubic"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("set twice"), "{}", stderr(&o));
+    let o = ackshape(&["sweep", f, "--link", "nosuch", "--seeds", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--link nosuch") && stderr(&o).contains("bottleneck:rev"), "{}", stderr(&o));
+    let o = ackshape(&["sweep", f, "--seeds", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn run_set_changes_the_embedded_example() {
+    let o = ackshape(&["run", "--set", "topology.bottleneck.rate=2Mbit/s", "--set", "duration=10s", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let bn = s["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").unwrap();
+    assert_eq!(bn["rate_bps"].as_u64(), Some(2_000_000));
+    let goodput = s["aggregate"]["goodput_bps"].as_f64().unwrap();
+    assert!(goodput > 1.5e6 && goodput < 2e6, "{goodput}");
+}

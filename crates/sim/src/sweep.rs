@@ -1,0 +1,889 @@
+//! Parameter sweeps: one scenario with some of its keys set to several values, each point run over
+//! several seeds, reduced to a mean and a standard error per metric.
+//!
+//! **What it is.** The part of `ackshape sweep` (and `ackshape run --set`) that does not touch the
+//! terminal: parsing `KEY=V1,V2,…` settings, writing them into the scenario's TOML table (so the
+//! scenario's own validation names a bad key), expanding the points, running them in parallel with
+//! results in a fixed order, and the statistics and files.
+//!
+//! **What it is not.** Not a paper reproduction (`reproduce` checks claims against stated values);
+//! a sweep only measures. It sets keys of the scenario document; it does not know what they mean.
+
+use crate::metrics::Summary;
+use crate::plot::{xy_chart, Curve, XyChart};
+use crate::reproduce::run_parallel;
+use crate::run::{csv_field, RunError};
+use crate::scenario::{Scenario, ScenarioError};
+use crate::world::{RunOptions, Sim};
+use serde::Serialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One step of a key path: a table key, or an index into an array of tables (`flows[1]`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// A `--set KEY=V1,V2,…`: a dotted key path into the scenario and the values to give it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setting {
+    /// The key as written, e.g. `topology.bottleneck.rate` or `flows[0].count`.
+    pub key: String,
+    pub path: Vec<Step>,
+    pub values: Vec<toml::Value>,
+    /// Each value as written (for tables, CSV columns and plot labels).
+    pub texts: Vec<String>,
+}
+
+/// Parse `KEY=V1,V2,…`. Values are TOML literals (`5`, `0.01`, `true`, `"x"`, `{ kind = "red" }`);
+/// anything that is not one is a string, so `10Mbit/s` and `afvq` need no quotes. Values are
+/// separated by commas outside quotes, braces and brackets.
+pub fn parse_setting(spec: &str) -> Result<Setting, String> {
+    let Some((key, vals)) = spec.split_once('=') else {
+        return Err(format!(
+            "--set {spec:?}: expected KEY=VALUE[,VALUE…], e.g. topology.bottleneck.rate=5Mbit/s,10Mbit/s"
+        ));
+    };
+    let key = key.trim();
+    let path = parse_path(key).map_err(|m| format!("--set {spec:?}: {m}"))?;
+    let texts: Vec<String> = split_top_level(vals).into_iter().map(|s| s.trim().to_string()).collect();
+    if texts.iter().any(|t| t.is_empty()) {
+        return Err(format!("--set {spec:?}: expected a value after `=` and between commas"));
+    }
+    let values = texts.iter().map(|t| parse_value(t)).collect();
+    Ok(Setting { key: key.to_string(), path, values, texts })
+}
+
+/// A dotted key path with optional array indices: `a.b`, `flows[0].count`.
+pub fn parse_path(key: &str) -> Result<Vec<Step>, String> {
+    let mut steps = Vec::new();
+    if key.is_empty() {
+        return Err("expected a key before `=`".into());
+    }
+    for part in key.split('.') {
+        let (name, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if name.is_empty() || !name.chars().all(bare) {
+            return Err(format!("key {key:?}: expected dotted names like `topology.bottleneck.rate`, got {part:?}"));
+        }
+        steps.push(Step::Key(name.to_string()));
+        while !rest.is_empty() {
+            let close = rest.find(']').ok_or_else(|| format!("key {key:?}: unclosed `[`"))?;
+            let idx: usize = rest[1..close]
+                .parse()
+                .map_err(|_| format!("key {key:?}: expected an index like `[0]`, got {:?}", &rest[..=close]))?;
+            steps.push(Step::Index(idx));
+            rest = &rest[close + 1..];
+            if !rest.is_empty() && !rest.starts_with('[') {
+                return Err(format!("key {key:?}: expected `.` or `[` after `]`"));
+            }
+        }
+    }
+    Ok(steps)
+}
+
+/// A TOML literal if `s` is one, else the string `s`.
+pub fn parse_value(s: &str) -> toml::Value {
+    match format!("v = {s}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(s.to_string())),
+        Err(_) => toml::Value::String(s.to_string()),
+    }
+}
+
+/// Split at commas that are outside quotes, `{}` and `[]`.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0);
+    let mut out = Vec::new();
+    for (i, c) in s.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '{' | '[') => depth += 1,
+            (None, '}' | ']') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a float",
+        toml::Value::Boolean(_) => "a boolean",
+        toml::Value::Datetime(_) => "a datetime",
+        toml::Value::Array(_) => "an array",
+        toml::Value::Table(_) => "a table",
+    }
+}
+
+/// Set `path` to `v` in `root` (the scenario document, a table), creating missing tables on the way (the scenario's validation
+/// then rejects a key it does not know). An index must name an existing array element.
+pub fn set_path(root: &mut toml::Value, key: &str, path: &[Step], v: toml::Value) -> Result<(), String> {
+    let mut cur = root;
+    let mut so_far = String::new();
+    for (i, step) in path.iter().enumerate() {
+        let last = i + 1 == path.len();
+        match step {
+            Step::Key(k) => {
+                let t = match cur {
+                    toml::Value::Table(t) => t,
+                    other => {
+                        return Err(format!(
+                            "key `{key}`: `{so_far}` is {} in the scenario, not a table",
+                            type_name(other)
+                        ))
+                    }
+                };
+                if !so_far.is_empty() {
+                    so_far.push('.');
+                }
+                so_far.push_str(k);
+                if last {
+                    t.insert(k.clone(), v);
+                    return Ok(());
+                }
+                let empty = match path[i + 1] {
+                    Step::Key(_) => toml::Value::Table(toml::Table::new()),
+                    Step::Index(_) => toml::Value::Array(Vec::new()),
+                };
+                cur = t.entry(k.clone()).or_insert(empty);
+            }
+            Step::Index(n) => {
+                let a = match cur {
+                    toml::Value::Array(a) => a,
+                    other => {
+                        return Err(format!(
+                            "key `{key}`: `{so_far}` is {} in the scenario, not an array",
+                            type_name(other)
+                        ))
+                    }
+                };
+                let len = a.len();
+                let Some(el) = a.get_mut(*n) else {
+                    return Err(format!(
+                        "key `{key}`: the scenario has {len} `{so_far}` entr{} (indices from 0), no [{n}]",
+                        if len == 1 { "y" } else { "ies" }
+                    ));
+                };
+                so_far.push_str(&format!("[{n}]"));
+                if last {
+                    *el = v;
+                    return Ok(());
+                }
+                cur = el;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A scenario document (as parsed TOML) and the file it came from; `file` names it in errors and
+/// resolves its relative paths (`policy_file`).
+#[derive(Clone, Debug)]
+pub struct Base {
+    pub file: String,
+    pub doc: toml::Table,
+}
+
+impl Base {
+    /// Read a scenario file as TOML (its keys are checked when a point is built).
+    pub fn load(path: &Path) -> Result<Base, String> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+        Base::parse(&text, &file)
+    }
+
+    /// Parse scenario text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Base, String> {
+        // The scenario's own parser gives the syntax error with its line.
+        Scenario::parse(text, file).map_err(|e| e.to_string())?;
+        let doc = text.parse::<toml::Table>().map_err(|e| format!("{file}: {e}"))?;
+        Ok(Base { file: file.to_string(), doc })
+    }
+
+    /// The scenario with each setting given its value `pick[i]`; errors name the file, the key and
+    /// the `--set` that led there.
+    pub fn with(&self, settings: &[Setting], pick: &[usize]) -> Result<Scenario, ScenarioError> {
+        let mut root = toml::Value::Table(self.doc.clone());
+        for (s, &k) in settings.iter().zip(pick) {
+            set_path(&mut root, &s.key, &s.path, s.values[k].clone()).map_err(|msg| ScenarioError {
+                file: self.file.clone(),
+                key: None,
+                msg: format!("--set {}: {msg}", s.key),
+            })?;
+        }
+        let toml::Value::Table(doc) = root else { unreachable!("the root stays a table") };
+        Scenario::from_table(doc, &self.file).map_err(|mut e| {
+            if !settings.is_empty() {
+                let set: Vec<String> =
+                    settings.iter().zip(pick).map(|(s, &k)| format!("{}={}", s.key, s.texts[k])).collect();
+                e.msg = format!("{} (with --set {})", e.msg, set.join(" --set "));
+            }
+            e
+        })
+    }
+}
+
+/// What one sweep measures per run, in CSV column order: (column, description).
+pub const METRICS: &[(&str, &str)] = &[
+    ("goodput_mbps", "aggregate goodput, Mbit/s"),
+    ("throughput_mbps", "aggregate throughput (retransmissions included), Mbit/s"),
+    ("jain", "Jain's index of per-flow goodput"),
+    ("cov", "CoV of per-flow goodput"),
+    ("retransmit_ratio", "retransmitted / all data segments sent"),
+    ("timeouts", "retransmission timeouts, all flows"),
+    ("link_utilization", "busy fraction of the reported link direction"),
+    ("link_queue_avg_pkts", "its time-average queue, packets"),
+    ("link_queue_max_pkts", "its maximum queue, packets"),
+    ("link_drops", "its queue drops"),
+];
+
+/// The metrics of one run, in [`METRICS`] order; the link ones are NaN if `link` is not in it.
+pub fn metrics_of(s: &Summary, link: &str) -> Vec<f64> {
+    let sent: u64 = s.flows.iter().map(|f| f.data_packets_sent).sum();
+    let retx: u64 = s.flows.iter().map(|f| f.retransmitted_packets).sum();
+    let l = s.link(link);
+    vec![
+        s.aggregate.goodput_bps / 1e6,
+        s.aggregate.throughput_bps / 1e6,
+        s.aggregate.jain,
+        s.aggregate.cov,
+        if sent == 0 { 0.0 } else { retx as f64 / sent as f64 },
+        s.flows.iter().map(|f| f.timeouts).sum::<u64>() as f64,
+        l.map_or(f64::NAN, |l| l.utilization),
+        l.map_or(f64::NAN, |l| l.queue_avg_pkts),
+        l.map_or(f64::NAN, |l| l.queue_max_pkts as f64),
+        l.map_or(f64::NAN, |l| l.drops as f64),
+    ]
+}
+
+/// A sweep: a base scenario, the keys to vary, the seeds, and the link direction to report.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub base: Base,
+    pub settings: Vec<Setting>,
+    pub seeds: Vec<u64>,
+    /// The link direction whose queue, drops and utilization are reported; `None`: `bottleneck`
+    /// if the scenario has one, else the busiest direction of the first run.
+    pub link: Option<String>,
+}
+
+/// One run of a sweep.
+#[derive(Clone, Debug)]
+pub struct RunRow {
+    /// Index of the point (the settings' values), in expansion order.
+    pub point: usize,
+    pub seed: u64,
+    /// In [`METRICS`] order.
+    pub metrics: Vec<f64>,
+}
+
+/// One point of a sweep over its seeds.
+#[derive(Clone, Debug)]
+pub struct PointStats {
+    /// The settings' values, as written.
+    pub values: Vec<String>,
+    pub runs: usize,
+    /// Per metric, in [`METRICS`] order.
+    pub mean: Vec<f64>,
+    /// Standard error of the mean (sample standard deviation / √runs; 0 with one run).
+    pub se: Vec<f64>,
+    pub min: Vec<f64>,
+    pub max: Vec<f64>,
+}
+
+/// What a sweep measured.
+#[derive(Clone, Debug)]
+pub struct SweepResult {
+    pub file: String,
+    pub keys: Vec<String>,
+    pub seeds: Vec<u64>,
+    pub link: String,
+    pub runs: Vec<RunRow>,
+    pub points: Vec<PointStats>,
+}
+
+impl Sweep {
+    /// Every combination of the settings' values, the first setting varying slowest.
+    pub fn picks(&self) -> Vec<Vec<usize>> {
+        let mut picks = vec![Vec::new()];
+        for s in &self.settings {
+            picks = picks
+                .into_iter()
+                .flat_map(|p| {
+                    (0..s.values.len()).map(move |k| {
+                        let mut q = p.clone();
+                        q.push(k);
+                        q
+                    })
+                })
+                .collect();
+        }
+        picks
+    }
+
+    /// Build every point's scenario and check it, before anything runs: a bad key or value fails
+    /// the sweep at once, naming the file, the key and the `--set`.
+    pub fn scenarios(&self) -> Result<Vec<(Vec<String>, Scenario)>, String> {
+        let mut out = Vec::new();
+        for pick in self.picks() {
+            let sc = self.base.with(&self.settings, &pick).map_err(|e| e.to_string())?;
+            // Building checks what parsing cannot (names, routes, box settings).
+            let sim = Sim::build(&sc, &self.base.file, self.seeds.first().copied(), RunOptions::default())
+                .map_err(|e| e.to_string())?;
+            if let Some(l) = &self.link {
+                let names = sim.link_names();
+                if !names.contains(l) {
+                    return Err(format!(
+                        "--link {l}: {} has no such link direction (it has: {})",
+                        self.base.file,
+                        names.join(", ")
+                    ));
+                }
+            }
+            let texts = self.settings.iter().zip(&pick).map(|(s, &k)| s.texts[k].clone()).collect();
+            out.push((texts, sc));
+        }
+        Ok(out)
+    }
+
+    /// Run every point over every seed on `workers` threads. Results are in a fixed order whatever
+    /// the number of workers; `on_done(k, total)` follows progress.
+    pub fn run(&self, workers: usize, on_done: &mut dyn FnMut(usize, usize)) -> Result<SweepResult, String> {
+        if self.seeds.is_empty() {
+            return Err("a sweep needs at least one seed".into());
+        }
+        let points = self.scenarios()?;
+        let jobs: Vec<(usize, u64)> = (0..points.len()).flat_map(|p| self.seeds.iter().map(move |&s| (p, s))).collect();
+        let total = jobs.len();
+        let file = &self.base.file;
+        let summaries: Vec<Result<Summary, String>> = run_parallel(
+            &jobs,
+            workers,
+            |&(p, seed)| {
+                let mut sim =
+                    Sim::build(&points[p].1, file, Some(seed), RunOptions::default()).map_err(|e| e.to_string())?;
+                let t0 = std::time::Instant::now();
+                sim.run(None);
+                Ok(sim.summary(t0.elapsed().as_secs_f64()))
+            },
+            &mut |k| on_done(k, total),
+        );
+        let summaries = summaries.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let link = match &self.link {
+            Some(l) => l.clone(),
+            None => default_link(&summaries[0]),
+        };
+        let runs: Vec<RunRow> = jobs
+            .iter()
+            .zip(&summaries)
+            .map(|(&(point, seed), s)| RunRow { point, seed, metrics: metrics_of(s, &link) })
+            .collect();
+        let stats = points
+            .iter()
+            .enumerate()
+            .map(|(p, (values, _))| {
+                let rows: Vec<&RunRow> = runs.iter().filter(|r| r.point == p).collect();
+                point_stats(values.clone(), &rows)
+            })
+            .collect();
+        Ok(SweepResult {
+            file: file.clone(),
+            keys: self.settings.iter().map(|s| s.key.clone()).collect(),
+            seeds: self.seeds.clone(),
+            link,
+            runs,
+            points: stats,
+        })
+    }
+}
+
+/// `bottleneck` if the run has it, else its busiest link direction.
+fn default_link(s: &Summary) -> String {
+    if s.link("bottleneck").is_some() {
+        return "bottleneck".into();
+    }
+    s.links.iter().max_by(|a, b| a.utilization.total_cmp(&b.utilization)).map(|l| l.name.clone()).unwrap_or_default()
+}
+
+fn point_stats(values: Vec<String>, rows: &[&RunRow]) -> PointStats {
+    let n = rows.len();
+    let m = METRICS.len();
+    let (mut mean, mut se, mut min, mut max) = (vec![0.0; m], vec![0.0; m], vec![0.0; m], vec![0.0; m]);
+    for j in 0..m {
+        let xs: Vec<f64> = rows.iter().map(|r| r.metrics[j]).collect();
+        let mu = xs.iter().sum::<f64>() / n as f64;
+        mean[j] = mu;
+        se[j] = if n > 1 {
+            (xs.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() / (n as f64).sqrt()
+        } else {
+            0.0
+        };
+        min[j] = xs.iter().cloned().fold(f64::INFINITY, f64::min);
+        max[j] = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    }
+    PointStats { values, runs: n, mean, se, min, max }
+}
+
+/// Seeds from `--seeds`: a count N (the scenario's seed and the N − 1 after it), a range `A-B`, or a
+/// list `1,5,9`.
+pub fn parse_seeds(spec: &str, scenario_seed: u64) -> Result<Vec<u64>, String> {
+    let bad = || format!("--seeds {spec:?}: expected a count (5), a range (1-5) or a list (1,5,9)");
+    let spec = spec.trim();
+    let seeds: Vec<u64> = if spec.contains(',') {
+        spec.split(',').map(|s| s.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?
+    } else if let Some((a, b)) = spec.split_once('-') {
+        let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+        if b < a {
+            return Err(bad());
+        }
+        (a..=b).collect()
+    } else {
+        let n: u64 = spec.parse().map_err(|_| bad())?;
+        (0..n).map(|i| scenario_seed.wrapping_add(i)).collect()
+    };
+    if seeds.is_empty() {
+        return Err(format!("--seeds {spec:?}: expected at least one seed"));
+    }
+    Ok(seeds)
+}
+
+/// A number for CSV and JSON: empty / null when not finite.
+fn num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x}")
+    } else {
+        String::new()
+    }
+}
+
+fn json_num(x: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+#[derive(Serialize)]
+struct MetricDoc {
+    name: &'static str,
+    what: &'static str,
+}
+
+impl SweepResult {
+    /// `sweep.json`: the settings, seeds, metrics, every run and every point's statistics.
+    pub fn to_json(&self, settings: &[Setting]) -> serde_json::Value {
+        let values = |texts: &[String]| -> serde_json::Map<String, serde_json::Value> {
+            self.keys.iter().zip(texts).map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect()
+        };
+        let runs: Vec<serde_json::Value> = self
+            .runs
+            .iter()
+            .map(|r| {
+                let mut o = serde_json::Map::new();
+                o.insert("point".into(), r.point.into());
+                o.insert("values".into(), values(&self.points[r.point].values).into());
+                o.insert("seed".into(), r.seed.into());
+                for ((name, _), v) in METRICS.iter().zip(&r.metrics) {
+                    o.insert((*name).into(), json_num(*v));
+                }
+                o.into()
+            })
+            .collect();
+        let points: Vec<serde_json::Value> = self
+            .points
+            .iter()
+            .map(|p| {
+                let mut o = serde_json::Map::new();
+                o.insert("values".into(), values(&p.values).into());
+                o.insert("runs".into(), p.runs.into());
+                for (j, (name, _)) in METRICS.iter().enumerate() {
+                    o.insert(
+                        (*name).into(),
+                        serde_json::json!({
+                            "mean": json_num(p.mean[j]), "se": json_num(p.se[j]),
+                            "min": json_num(p.min[j]), "max": json_num(p.max[j]),
+                        }),
+                    );
+                }
+                o.into()
+            })
+            .collect();
+        serde_json::json!({
+            "scenario": self.file,
+            "settings": settings.iter().map(|s| serde_json::json!({"key": s.key, "values": s.texts})).collect::<Vec<_>>(),
+            "seeds": self.seeds,
+            "link": self.link,
+            "metrics": METRICS.iter().map(|(name, what)| MetricDoc { name, what }).collect::<Vec<_>>(),
+            "runs": runs,
+            "points": points,
+        })
+    }
+
+    /// `sweep.csv`: one row per run.
+    pub fn runs_csv(&self) -> String {
+        let mut head: Vec<String> = vec!["point".into()];
+        head.extend(self.keys.iter().map(|k| csv_field(k)));
+        head.push("seed".into());
+        head.extend(METRICS.iter().map(|m| m.0.to_string()));
+        let mut o = head.join(",") + "\n";
+        for r in &self.runs {
+            let mut row = vec![r.point.to_string()];
+            row.extend(self.points[r.point].values.iter().map(|v| csv_field(v)));
+            row.push(r.seed.to_string());
+            row.extend(r.metrics.iter().map(|&x| num(x)));
+            o += &(row.join(",") + "\n");
+        }
+        o
+    }
+
+    /// `sweep-points.csv`: one row per point, each metric's mean and standard error.
+    pub fn points_csv(&self) -> String {
+        let mut head: Vec<String> = self.keys.iter().map(|k| csv_field(k)).collect();
+        head.push("runs".into());
+        for (m, _) in METRICS {
+            head.push(format!("{m}_mean"));
+            head.push(format!("{m}_se"));
+        }
+        let mut o = head.join(",") + "\n";
+        for p in &self.points {
+            let mut row: Vec<String> = p.values.iter().map(|v| csv_field(v)).collect();
+            row.push(p.runs.to_string());
+            for j in 0..METRICS.len() {
+                row.push(num(p.mean[j]));
+                row.push(num(p.se[j]));
+            }
+            o += &(row.join(",") + "\n");
+        }
+        o
+    }
+
+    /// A plot of one metric's mean (± one standard error) against a setting: the first with
+    /// numeric values (numbers, rates, durations), else the first. One curve per combination of the
+    /// other settings' values.
+    pub fn plot(&self, metric: usize, settings: &[Setting]) -> String {
+        let (name, what) = METRICS[metric];
+        let axes: Vec<(Vec<f64>, String, bool)> = settings.iter().map(x_axis).collect();
+        let xi = axes.iter().position(|a| a.2).unwrap_or(0);
+        let x_label = axes.get(xi).map_or_else(|| "(no --set)".to_string(), |a| a.1.clone());
+        let mut curves: Vec<Curve> = Vec::new();
+        let mut curve_of: Vec<Vec<String>> = Vec::new();
+        for p in &self.points {
+            let rest: Vec<String> =
+                p.values.iter().enumerate().filter(|(i, _)| *i != xi).map(|(_, v)| v.clone()).collect();
+            let c = match curve_of.iter().position(|r| *r == rest) {
+                Some(c) => c,
+                None => {
+                    let label: Vec<String> = self
+                        .keys
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i != xi)
+                        .zip(&rest)
+                        .map(|((_, k), v)| format!("{}={v}", k.rsplit('.').next().unwrap_or(k)))
+                        .collect();
+                    curve_of.push(rest);
+                    curves.push(Curve {
+                        name: if label.is_empty() { name.to_string() } else { label.join(", ") },
+                        markers: true,
+                        ..Default::default()
+                    });
+                    curves.len() - 1
+                }
+            };
+            let x = match axes.get(xi) {
+                Some((xs, _, _)) => {
+                    let k = settings[xi].texts.iter().position(|t| *t == p.values[xi]).unwrap_or(0);
+                    xs[k]
+                }
+                None => 1.0,
+            };
+            let (m, se) = (p.mean[metric], p.se[metric]);
+            if m.is_finite() {
+                curves[c].points.push((x, m));
+                if p.runs > 1 {
+                    curves[c].err.push((x, m - se, m + se));
+                }
+            }
+        }
+        let seeds = match self.seeds.len() {
+            1 => "1 seed".to_string(),
+            n => format!("mean ± s.e. over {n} seeds"),
+        };
+        let on = if name.starts_with("link_") { format!(" ({})", self.link) } else { String::new() };
+        xy_chart(
+            &XyChart {
+                title: format!("{what}{on}, {seeds}"),
+                x_label,
+                y_label: name.to_string(),
+                ..Default::default()
+            },
+            &curves,
+        )
+    }
+
+    /// Write `sweep.json`, `sweep.csv`, `sweep-points.csv` and plots of goodput and of the link's
+    /// queue into `dir` (created); returns the files written.
+    pub fn write(&self, dir: &Path, settings: &[Setting]) -> Result<Vec<PathBuf>, RunError> {
+        std::fs::create_dir_all(dir).map_err(|err| RunError::Io { path: dir.display().to_string(), err })?;
+        let json = serde_json::to_string_pretty(&self.to_json(settings)).expect("JSON of numbers and strings") + "\n";
+        let goodput = METRICS.iter().position(|m| m.0 == "goodput_mbps").expect("listed");
+        let queue = METRICS.iter().position(|m| m.0 == "link_queue_avg_pkts").expect("listed");
+        let files = [
+            ("sweep.json", json),
+            ("sweep.csv", self.runs_csv()),
+            ("sweep-points.csv", self.points_csv()),
+            ("sweep-goodput.svg", self.plot(goodput, settings)),
+            ("sweep-queue.svg", self.plot(queue, settings)),
+        ];
+        let mut out = Vec::new();
+        for (name, text) in files {
+            let p = dir.join(name);
+            std::fs::write(&p, text).map_err(|err| RunError::Io { path: p.display().to_string(), err })?;
+            out.push(p);
+        }
+        Ok(out)
+    }
+}
+
+/// The x positions of a setting's values, the axis label and whether the values are numeric:
+/// numbers as they are, rates in Mbit/s, durations in ms; anything else by position, named in the
+/// label.
+fn x_axis(s: &Setting) -> (Vec<f64>, String, bool) {
+    let nums: Option<Vec<f64>> = s
+        .values
+        .iter()
+        .map(|v| match v {
+            toml::Value::Integer(i) => Some(*i as f64),
+            toml::Value::Float(f) => Some(*f),
+            _ => None,
+        })
+        .collect();
+    if let Some(xs) = nums {
+        return (xs, s.key.clone(), true);
+    }
+    let strs: Option<Vec<&str>> = s.values.iter().map(|v| v.as_str()).collect();
+    if let Some(strs) = &strs {
+        if let Ok(xs) = strs.iter().map(|t| ackshape_core::units::parse_rate(t)).collect::<Result<Vec<_>, _>>() {
+            return (xs.iter().map(|r| r.0 as f64 / 1e6).collect(), format!("{} (Mbit/s)", s.key), true);
+        }
+        if let Ok(xs) = strs.iter().map(|t| ackshape_core::units::parse_duration(t)).collect::<Result<Vec<_>, _>>() {
+            return (xs.iter().map(|d| d.0 as f64 / 1e6).collect(), format!("{} (ms)", s.key), true);
+        }
+    }
+    let names: Vec<String> = s.texts.iter().enumerate().map(|(i, t)| format!("{} = {t}", i + 1)).collect();
+    ((1..=s.values.len()).map(|i| i as f64).collect(), format!("{}: {}", s.key, names.join(", ")), false)
+}
+
+impl fmt::Display for SweepResult {
+    /// The terminal table: one line per point, means (± s.e. for goodput) over the seeds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let idx = |n: &str| METRICS.iter().position(|m| m.0 == n).expect("listed");
+        let (g, j, r, q, d) =
+            (idx("goodput_mbps"), idx("jain"), idx("retransmit_ratio"), idx("link_queue_avg_pkts"), idx("link_drops"));
+        let widths: Vec<usize> = self
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| self.points.iter().map(|p| p.values[i].len()).chain([k.len()]).max().unwrap_or(0))
+            .collect();
+        let mut head = String::new();
+        for (k, w) in self.keys.iter().zip(&widths) {
+            head += &format!("{k:<w$}  ");
+        }
+        let link_q = format!("{} queue", self.link);
+        writeln!(
+            f,
+            "{head}{:>4}  {:>20}  {:>6}  {:>6}  {:>w$}  {:>8}",
+            "runs",
+            "goodput Mbit/s",
+            "Jain",
+            "retx",
+            link_q,
+            "drops",
+            w = link_q.len().max(8)
+        )?;
+        for p in &self.points {
+            let mut line = String::new();
+            for (v, w) in p.values.iter().zip(&widths) {
+                line += &format!("{v:<w$}  ");
+            }
+            let gp =
+                if p.runs > 1 { format!("{:.3} ± {:.3}", p.mean[g], p.se[g]) } else { format!("{:.3}", p.mean[g]) };
+            writeln!(
+                f,
+                "{line}{:>4}  {gp:>20}  {:>6.4}  {:>5.2}%  {:>w$.2}  {:>8.1}",
+                p.runs,
+                p.mean[j],
+                p.mean[r] * 100.0,
+                p.mean[q],
+                p.mean[d],
+                w = link_q.len().max(8)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCN: &str = r#"
+name = "sweep-unit"
+seed = 3
+duration = "4s"
+warmup = "1s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "4Mbit/s", delay = "10ms", queue = "40pkt", loss = { kind = "bernoulli", p = 0.002 } }
+access = { rate = "100Mbit/s", delay = "1ms" }
+[[flows]]
+count = 3
+start = "uniform(0s, 500ms)"
+"#;
+
+    #[test]
+    fn values_split_at_top_level_commas_and_bare_words_are_strings() {
+        let s = parse_setting(r#"topology.bottleneck.qdisc={ kind = "red", min = 5 },{ kind = "drr" }"#).unwrap();
+        assert_eq!(s.texts, vec![r#"{ kind = "red", min = 5 }"#, r#"{ kind = "drr" }"#]);
+        assert!(s.values[0].as_table().is_some_and(|t| t["min"].as_integer() == Some(5)));
+        let s = parse_setting(r#"a.b=5Mbit/s, 7, 0.5, true, "x,y", [1, 2]"#).unwrap();
+        assert_eq!(s.values[0], toml::Value::String("5Mbit/s".into()));
+        assert_eq!(s.values[1], toml::Value::Integer(7));
+        assert_eq!(s.values[2], toml::Value::Float(0.5));
+        assert_eq!(s.values[3], toml::Value::Boolean(true));
+        assert_eq!(s.values[4], toml::Value::String("x,y".into()));
+        assert!(s.values[5].as_array().is_some_and(|a| a.len() == 2));
+        assert_eq!(s.path, vec![Step::Key("a".into()), Step::Key("b".into())]);
+        for bad in ["novalue", "a.b=", "a.b=1,,2", "=3", "a..b=1", "flows[x].count=1", "flows[0=1", "a b=1"] {
+            assert!(parse_setting(bad).is_err(), "{bad:?} should be refused");
+        }
+        let p = parse_path("flows[1].tcp.cc").unwrap();
+        assert_eq!(p, vec![Step::Key("flows".into()), Step::Index(1), Step::Key("tcp".into()), Step::Key("cc".into())]);
+    }
+
+    #[test]
+    fn set_path_creates_tables_and_names_what_is_in_the_way() {
+        let mut root = toml::Value::Table(SCN.parse::<toml::Table>().unwrap());
+        let s = parse_setting("flows[0].tcp.cc=cubic").unwrap();
+        set_path(&mut root, &s.key, &s.path, s.values[0].clone()).unwrap();
+        assert_eq!(root["flows"][0]["tcp"]["cc"].as_str(), Some("cubic"));
+        let s = parse_setting("flows[2].count=1").unwrap();
+        let e = set_path(&mut root, &s.key, &s.path, s.values[0].clone()).unwrap_err();
+        assert!(e.contains("1 `flows` entry") && e.contains("no [2]"), "{e}");
+        let s = parse_setting("duration.x=1").unwrap();
+        let e = set_path(&mut root, &s.key, &s.path, s.values[0].clone()).unwrap_err();
+        assert!(e.contains("`duration` is a string"), "{e}");
+        let s = parse_setting("name[0]=1").unwrap();
+        let e = set_path(&mut root, &s.key, &s.path, s.values[0].clone()).unwrap_err();
+        assert!(e.contains("not an array"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_value_is_named_with_the_file_the_key_and_the_set() {
+        let base = Base::parse(SCN, "s.toml").unwrap();
+        let s = vec![parse_setting("topology.bottleneck.rate=fast").unwrap()];
+        let e = base.with(&s, &[0]).unwrap_err().to_string();
+        assert!(e.starts_with("s.toml: key `topology.bottleneck.rate`"), "{e}");
+        assert!(e.contains("--set topology.bottleneck.rate=fast"), "{e}");
+        let s = vec![parse_setting("topology.botleneck.rate=1Mbit/s").unwrap()];
+        let e = base.with(&s, &[0]).unwrap_err().to_string();
+        assert!(e.contains("botleneck"), "{e}");
+        // A good one changes the scenario.
+        let s = vec![parse_setting("topology.bottleneck.rate=2Mbit/s").unwrap()];
+        let sc = base.with(&s, &[0]).unwrap();
+        let sim = Sim::build(&sc, "s.toml", None, RunOptions::default()).unwrap();
+        assert!(sim.link_names().contains(&"bottleneck".to_string()));
+    }
+
+    #[test]
+    fn seeds_as_count_range_or_list() {
+        assert_eq!(parse_seeds("3", 7).unwrap(), vec![7, 8, 9]);
+        assert_eq!(parse_seeds("2-4", 7).unwrap(), vec![2, 3, 4]);
+        assert_eq!(parse_seeds("1, 5,9", 7).unwrap(), vec![1, 5, 9]);
+        for bad in ["0", "x", "4-2", "1,,2", ""] {
+            assert!(parse_seeds(bad, 1).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn point_statistics_are_the_mean_and_the_standard_error() {
+        let rows: Vec<RunRow> =
+            [1.0, 2.0, 6.0].iter().map(|&x| RunRow { point: 0, seed: 1, metrics: vec![x; METRICS.len()] }).collect();
+        let refs: Vec<&RunRow> = rows.iter().collect();
+        let p = point_stats(vec!["a".into()], &refs);
+        assert_eq!(p.runs, 3);
+        assert_eq!(p.mean[0], 3.0);
+        // Sample variance (4 + 1 + 9) / 2 = 7; s.e. = √(7/3).
+        assert!((p.se[0] - (7.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!((p.min[0], p.max[0]), (1.0, 6.0));
+        let one = point_stats(vec![], &refs[..1]);
+        assert_eq!(one.se[0], 0.0);
+    }
+
+    #[test]
+    fn a_sweep_runs_every_point_and_seed_as_single_runs_would_in_any_number_of_workers() {
+        let base = Base::parse(SCN, "s.toml").unwrap();
+        let settings = vec![
+            parse_setting("topology.bottleneck.rate=2Mbit/s,4Mbit/s").unwrap(),
+            parse_setting("tcp.cc=reno,cubic").unwrap(),
+        ];
+        let sweep = Sweep { base: base.clone(), settings: settings.clone(), seeds: vec![1, 2], link: None };
+        let one = sweep.run(1, &mut |_, _| {}).unwrap();
+        let two = sweep.run(2, &mut |_, _| {}).unwrap();
+        assert_eq!(one.runs_csv(), two.runs_csv());
+        assert_eq!(one.points_csv(), two.points_csv());
+        assert_eq!(one.runs.len(), 8);
+        assert_eq!(one.points.len(), 4);
+        assert_eq!(one.link, "bottleneck");
+        // The first setting varies slowest; each row is the run of its point and seed.
+        let expect = [("2Mbit/s", "reno"), ("2Mbit/s", "cubic"), ("4Mbit/s", "reno"), ("4Mbit/s", "cubic")];
+        for (p, (rate, cc)) in expect.iter().enumerate() {
+            assert_eq!(one.points[p].values, vec![rate.to_string(), cc.to_string()]);
+        }
+        for r in &one.runs {
+            let pick: Vec<usize> = one.points[r.point]
+                .values
+                .iter()
+                .zip(&settings)
+                .map(|(v, s)| s.texts.iter().position(|t| t == v).unwrap())
+                .collect();
+            let sc = base.with(&settings, &pick).unwrap();
+            let mut sim = Sim::build(&sc, "s.toml", Some(r.seed), RunOptions::default()).unwrap();
+            sim.run(None);
+            assert_eq!(r.metrics, metrics_of(&sim.summary(0.0), "bottleneck"), "point {} seed {}", r.point, r.seed);
+        }
+        // The rate was applied: goodput stays under each bottleneck's rate, and the seeds differ.
+        for p in &one.points {
+            let cap = if p.values[0] == "2Mbit/s" { 2.0 } else { 4.0 };
+            assert!(p.mean[0] < cap && p.mean[0] > 0.5 * cap, "{:?}: {}", p.values, p.mean[0]);
+        }
+        assert!(one.points.iter().any(|p| p.se[0] > 0.0));
+        // The CSVs and the plot carry every point.
+        assert_eq!(one.runs_csv().lines().count(), 9);
+        assert_eq!(one.points_csv().lines().count(), 5);
+        let svg = one.plot(0, &settings);
+        assert!(svg.contains("topology.bottleneck.rate (Mbit/s)") && svg.contains("cc=cubic"));
+    }
+
+    #[test]
+    fn an_unknown_link_is_refused_before_anything_runs() {
+        let base = Base::parse(SCN, "s.toml").unwrap();
+        let sweep = Sweep { base, settings: vec![], seeds: vec![1], link: Some("nosuch".into()) };
+        let mut ran = 0;
+        let e = sweep.run(1, &mut |_, _| ran += 1).unwrap_err();
+        assert!(e.contains("--link nosuch") && e.contains("bottleneck"), "{e}");
+        assert_eq!(ran, 0);
+    }
+}
