@@ -356,8 +356,15 @@ fn receiver_tcp(tb: &testbed::Testbed, tcp: &ackshape_sim::scenario::TcpSpec) ->
 /// `ackshape run --live`: the scenario's dumbbell as sender — gateway — wanem — receiver
 /// namespaces with real Linux TCP. The wanem carries the bottleneck (rate, queue, loss, jitter)
 /// and the path's whole one-way delay.
-pub fn cmd_run_live(path: &std::path::Path, out: Option<PathBuf>, json: bool, show_bar: bool) -> ExitCode {
-    let sc = match load(path) {
+/// `sc` is the scenario already built from `path` (e.g. with `--set` applied); `None` loads `path`.
+pub fn cmd_run_live(
+    path: &std::path::Path,
+    sc: Option<Scenario>,
+    out: Option<PathBuf>,
+    json: bool,
+    show_bar: bool,
+) -> ExitCode {
+    let sc = match sc.map_or_else(|| load(path), Ok) {
         Ok(s) => s,
         Err(e) => return e,
     };

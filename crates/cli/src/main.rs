@@ -87,9 +87,10 @@ struct RunArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// Set a key of the scenario for this run, e.g. `--set topology.bottleneck.rate=5Mbit/s` or
-    /// `--set 'topology.bottleneck.qdisc={ kind = "red" }'` (repeatable; `ackshape sweep` runs several
-    /// values). The value is a TOML value; bare words and quantities with units need no quotes.
-    #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "live")]
+    /// `--set 'topology.bottleneck.qdisc={ kind = "red" }'` (repeatable; also with --live; `ackshape
+    /// sweep` runs several values). The value is a TOML value; bare words and quantities with units
+    /// need no quotes.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Write summary.json, flows.csv, links.csv, timeseries.csv, goodput.svg, queues.csv,
     /// queue.svg (and trace.csv, cwnd.svg, pcaps) into this directory; with --live, the same
@@ -285,51 +286,34 @@ fn main() -> ExitCode {
 }
 
 fn cmd_run(a: RunArgs) -> ExitCode {
+    let bad = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(BAD_INPUT)
+    };
     if a.live {
         let Some(p) = &a.scenario else {
-            eprintln!("error: run --live needs a scenario file");
-            return ExitCode::from(BAD_INPUT);
+            return bad("run --live needs a scenario file".into());
         };
-        return live_cmd::cmd_run_live(p, a.out.clone(), a.json, !a.quiet && std::io::stderr().is_terminal());
+        let sc = if a.set.is_empty() {
+            None
+        } else {
+            match sweep_cmd::with_sets(Some(p), &a.set) {
+                Ok((sc, _)) => Some(sc),
+                Err(e) => return bad(e),
+            }
+        };
+        return live_cmd::cmd_run_live(p, sc, a.out.clone(), a.json, !a.quiet && std::io::stderr().is_terminal());
     }
     let (sc, file) = if !a.set.is_empty() {
-        let settings = match sweep_cmd::parse_settings(&a.set) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(BAD_INPUT);
-            }
-        };
-        if let Some(s) = settings.iter().find(|s| s.values.len() > 1) {
-            eprintln!(
-                "error: --set {}: run takes one value per key, got {}; `ackshape sweep` runs several",
-                s.key,
-                s.values.len()
-            );
-            return ExitCode::from(BAD_INPUT);
-        }
-        let base = match sweep_cmd::load_base(a.scenario.as_ref()) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(BAD_INPUT);
-            }
-        };
-        match base.with(&settings, &vec![0; settings.len()]) {
-            Ok(sc) => (sc, base.file.clone()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(BAD_INPUT);
-            }
+        match sweep_cmd::with_sets(a.scenario.as_ref(), &a.set) {
+            Ok(r) => r,
+            Err(e) => return bad(e),
         }
     } else {
         match &a.scenario {
             Some(p) => match Scenario::load(p) {
                 Ok(sc) => (sc, p.display().to_string()),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(BAD_INPUT);
-                }
+                Err(e) => return bad(e.to_string()),
             },
             None => match Scenario::parse(DEFAULT_SCENARIO, "<embedded example: experiments/examples/dumbbell.toml>") {
                 Ok(sc) => (sc, "experiments/examples/dumbbell.toml".to_string()),

@@ -57,6 +57,21 @@ pub(crate) fn parse_settings(specs: &[String]) -> Result<Vec<Setting>, String> {
     Ok(settings)
 }
 
+/// The scenario (the file, or the embedded example) with one value per `--set`, and its name.
+pub(crate) fn with_sets(path: Option<&PathBuf>, specs: &[String]) -> Result<(ackshape_sim::Scenario, String), String> {
+    let settings = parse_settings(specs)?;
+    if let Some(s) = settings.iter().find(|s| s.values.len() > 1) {
+        return Err(format!(
+            "--set {}: run takes one value per key, got {}; `ackshape sweep` runs several",
+            s.key,
+            s.values.len()
+        ));
+    }
+    let base = load_base(path)?;
+    let sc = base.with(&settings, &vec![0; settings.len()]).map_err(|e| e.to_string())?;
+    Ok((sc, base.file))
+}
+
 pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
     let bad = |m: String| {
         eprintln!("error: {m}");

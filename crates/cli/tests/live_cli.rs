@@ -73,6 +73,8 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
         .arg(&scn)
         .arg("--out")
         .arg(d.join("out"))
+        // The file says 10 Mbit/s: `--set` reaches the live run too.
+        .args(["--set", "topology.bottleneck.rate=8Mbit/s"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -87,8 +89,8 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
         assert_eq!(f["intact"], true, "{f}");
         assert!(f["bytes_delivered"].as_u64().unwrap() > 1_000_000, "{f}");
     }
-    // Header-adjusted rate of the wanem's 10 Mbit/s limit (it counts Ethernet + IP bytes).
-    let line = 10e6 * 1448.0 / 1514.0;
+    // Header-adjusted rate of the wanem's 8 Mbit/s limit (it counts Ethernet + IP bytes).
+    let line = 8e6 * 1448.0 / 1514.0;
     let g = s["aggregate"]["goodput_bps"].as_f64().unwrap();
     println!("aggregate goodput {g:.0} bit/s vs header-adjusted {line:.0} ({:.3})", g / line);
     assert!((g / line - 1.0).abs() < 0.10, "aggregate goodput {g}");
@@ -103,6 +105,7 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
     let u = b["utilization"].as_f64().unwrap();
     println!("bottleneck: {b}");
     assert!(b["tx_packets"].as_u64().unwrap() > 1000 && u > 0.8 && u < 1.15, "{b}");
+    assert_eq!(b["rate_bps"].as_u64(), Some(8_000_000), "the --set rate: {b}");
     // The simulator's CSV files, for what a live run measures, and a line naming them.
     let o = d.join("out");
     let wrote = stdout.lines().find(|l| l.starts_with("wrote ")).expect("a wrote line");

@@ -92,12 +92,9 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
         assert!(o.status.success(), "{}", stderr(&o));
         let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let goodput = s["aggregate"]["goodput_bps"].as_f64().unwrap() / 1e6;
-        // (serde_json's float parser may be one unit in the last place off.)
-        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
-        assert!(close(r[g].parse::<f64>().unwrap(), goodput), "row {r:?}: {goodput}");
+        assert_eq!(r[g].parse::<f64>().unwrap(), goodput, "row {r:?}");
         let bn = s["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").unwrap();
-        let queue = bn["queue_avg_pkts"].as_f64().unwrap();
-        assert!(close(r[q].parse::<f64>().unwrap(), queue), "row {r:?}: {queue}");
+        assert_eq!(r[q].parse::<f64>().unwrap(), bn["queue_avg_pkts"].as_f64().unwrap(), "row {r:?}");
         assert_eq!(s["seed"].as_u64().unwrap().to_string(), r[3]);
         let rate: f64 = r[1].trim_end_matches("Mbit/s").parse().unwrap();
         assert_eq!(bn["rate_bps"].as_f64().unwrap(), rate * 1e6);
