@@ -52,6 +52,10 @@ pub struct CompareArgs {
     /// Differences within this many standard deviations of the seed-to-seed noise count as ties.
     #[arg(long, default_value_t = 2.0)]
     pub noise_z: f64,
+    /// Set a key of every scenario, in both drivers, e.g. `--set tcp.cc=reno` (repeatable; as
+    /// `run --set`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Never show a progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -120,11 +124,15 @@ fn ranking(v: &[f64]) -> Vec<usize> {
     idx
 }
 
-/// Run `path` live (`run --live --json`, writing its files into `out` if given).
-fn live_summary(path: &std::path::Path, out: Option<&std::path::Path>) -> Result<Value, String> {
+/// Run `path` live (`run --live --json`, with `sets` as `--set`s, writing its files into `out` if
+/// given).
+fn live_summary(path: &std::path::Path, sets: &[String], out: Option<&std::path::Path>) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
     let mut cmd = Command::new(exe);
     cmd.args(["run", "--live", "--json"]).arg(path);
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
     if let Some(o) = out {
         cmd.arg("--out").arg(o);
     }
@@ -157,7 +165,12 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     for p in &a.scenarios {
-        let sc = match Scenario::load(p) {
+        let loaded = if a.set.is_empty() {
+            Scenario::load(p).map_err(|e| e.to_string())
+        } else {
+            crate::sweep_cmd::with_sets(Some(p), &a.set).map(|(sc, _)| sc)
+        };
+        let sc = match loaded {
             Ok(s) => s,
             Err(e) => {
                 bar.finish_and_clear();
@@ -186,7 +199,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             }
         }
         bar.set_message(format!("{name}: live ({:.0} s of traffic)", sc.duration.0.as_secs_f64()));
-        let live = live_summary(p, dir.as_ref().map(|d| d.join("live")).as_deref());
+        let live = live_summary(p, &a.set, dir.as_ref().map(|d| d.join("live")).as_deref());
         bar.inc(1);
         let live = match live {
             Ok(v) => v,
