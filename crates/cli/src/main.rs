@@ -239,9 +239,25 @@ fn init_logging() {
     }
 }
 
+/// For the commands that only print: writing into a closed pipe (`ackshape sweep | head`) ends the
+/// process quietly, as with other Unix tools, instead of a panic in `print!`. The live boxes keep
+/// Rust's default (SIGPIPE ignored) so that a closed socket, e.g. a Prometheus scrape that hangs up,
+/// is an error to handle and not the end of the gateway.
+fn die_quietly_on_broken_pipe() {
+    // SAFETY: setting a signal's disposition to the default; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    match &cli.cmd {
+        Cmd::Run(a) if !a.live => die_quietly_on_broken_pipe(),
+        Cmd::Validate { .. } | Cmd::Model { .. } | Cmd::Reproduce(_) | Cmd::Sweep(_) => die_quietly_on_broken_pipe(),
+        _ => {}
+    }
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Validate { scenario, policy: true, .. } => validate_policy(&scenario),

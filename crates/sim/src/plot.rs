@@ -156,8 +156,11 @@ pub struct XyChart {
 
 /// Render an x/y plot of several curves with a legend.
 pub fn xy_chart(c: &XyChart, curves: &[Curve]) -> String {
-    let (w, h) = (900.0, 520.0);
-    let (l, r, t, b) = (80.0, 230.0, 40.0, 60.0);
+    // The legend's column widens (and the image with it) for names longer than ~28 characters.
+    let longest = curves.iter().map(|s| s.name.chars().count()).max().unwrap_or(0) as f64;
+    let r = (44.0 + 6.8 * longest).clamp(230.0, 600.0);
+    let (w, h) = (670.0 + r, 520.0);
+    let (l, t, b) = (80.0, 40.0, 60.0);
     let pw = w - l - r;
     let ph = h - t - b;
     let tx = |x: f64| if c.log_x { x.max(1e-300).log10() } else { x };

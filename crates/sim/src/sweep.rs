@@ -246,9 +246,9 @@ pub const METRICS: &[(&str, &str)] = &[
     ("retransmit_ratio", "retransmitted / all data segments sent"),
     ("timeouts", "retransmission timeouts, all flows"),
     ("link_utilization", "busy fraction of the reported link direction"),
-    ("link_queue_avg_pkts", "its time-average queue, packets"),
-    ("link_queue_max_pkts", "its maximum queue, packets"),
-    ("link_drops", "its queue drops"),
+    ("link_queue_avg_pkts", "time-average queue of the reported link direction, packets"),
+    ("link_queue_max_pkts", "maximum queue of the reported link direction, packets"),
+    ("link_drops", "queue drops of the reported link direction"),
 ];
 
 /// The metrics of one run, in [`METRICS`] order; the link ones are NaN if `link` is not in it.
@@ -590,7 +590,7 @@ impl SweepResult {
                         .enumerate()
                         .filter(|(i, _)| *i != xi)
                         .zip(&rest)
-                        .map(|((_, k), v)| format!("{}={v}", k.rsplit('.').next().unwrap_or(k)))
+                        .map(|((_, k), v)| format!("{}={}", k.rsplit('.').next().unwrap_or(k), compact(v)))
                         .collect();
                     curve_of.push(rest);
                     curves.push(Curve {
@@ -620,10 +620,11 @@ impl SweepResult {
             1 => "1 seed".to_string(),
             n => format!("mean ± s.e. over {n} seeds"),
         };
-        let on = if name.starts_with("link_") { format!(" ({})", self.link) } else { String::new() };
+        let what = what.replace("the reported link direction", &self.link);
+        let file = Path::new(&self.file).file_name().map_or(self.file.clone(), |f| f.to_string_lossy().into_owned());
         xy_chart(
             &XyChart {
-                title: format!("{what}{on}, {seeds}"),
+                title: format!("{file}: {what}, {seeds}"),
                 x_label,
                 y_label: name.to_string(),
                 ..Default::default()
@@ -654,6 +655,28 @@ impl SweepResult {
         }
         Ok(out)
     }
+}
+
+/// A value as a legend shows it: an inline table without its braces, quotes and `kind = `
+/// (`{ kind = "red", limit_pkts = 100 }` → `red, limit_pkts=100`).
+fn compact(v: &str) -> String {
+    let t = v.trim();
+    if !(t.starts_with('{') && t.ends_with('}')) {
+        return t.to_string();
+    }
+    let inner = t[1..t.len() - 1].trim();
+    split_top_level(inner)
+        .into_iter()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').map_or(("", kv), |(k, v)| (k.trim(), v.trim()));
+            let v = v.trim_matches('"');
+            match k {
+                "" | "kind" => v.to_string(),
+                k => format!("{k}={v}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The x positions of a setting's values, the axis label and whether the values are numeric:
@@ -805,6 +828,14 @@ start = "uniform(0s, 500ms)"
         let sc = base.with(&s, &[0]).unwrap();
         let sim = Sim::build(&sc, "s.toml", None, RunOptions::default()).unwrap();
         assert!(sim.link_names().contains(&"bottleneck".to_string()));
+    }
+
+    #[test]
+    fn legends_show_inline_tables_compactly() {
+        assert_eq!(compact(r#"{ kind = "red", limit_pkts = 100 }"#), "red, limit_pkts=100");
+        assert_eq!(compact(r#"{ kind = "drr" }"#), "drr");
+        assert_eq!(compact("5Mbit/s"), "5Mbit/s");
+        assert_eq!(compact(r#"{ p = 0.01, kind = "bernoulli" }"#), "p=0.01, bernoulli");
     }
 
     #[test]
