@@ -186,3 +186,28 @@ fn run_set_changes_the_embedded_example() {
     let goodput = s["aggregate"]["goodput_bps"].as_f64().unwrap();
     assert!(goodput > 1.5e6 && goodput < 2e6, "{goodput}");
 }
+
+#[test]
+fn a_closed_stdout_ends_the_printing_commands_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    for args in [&["sweep", "--seeds", "3", "--set", "duration=8s"][..], &["run", "--set", "duration=8s"][..]] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the reading end before the command prints (it prints only after its runs), as
+        // `ackshape … | head -1` does once head has its line.
+        drop(c.stdout.take());
+        let o = c.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            o.status.success() || o.status.signal() == Some(13),
+            "{args:?}: ended by {:?}: {err}",
+            o.status
+        );
+    }
+}
