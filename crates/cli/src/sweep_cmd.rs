@@ -96,13 +96,20 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         Some(n) => n,
     };
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
-    let bar = if show_bar { indicatif::ProgressBar::new(0) } else { indicatif::ProgressBar::hidden() };
+    // Shown (on a terminal) once the sweep has taken a second, as `run`'s bar.
+    let bar = indicatif::ProgressBar::hidden();
+    let started = std::time::Instant::now();
+    let mut shown = false;
     bar.set_style(
         indicatif::ProgressStyle::with_template("sweeping [{bar:40}] {pos}/{len} runs ({elapsed}, ~{eta} left)")
             .unwrap()
             .progress_chars("=> "),
     );
     let res = sweep.run(workers, &mut |k, total| {
+        if show_bar && !shown && started.elapsed() > std::time::Duration::from_secs(1) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            shown = true;
+        }
         bar.set_length(total as u64);
         bar.set_position(k as u64);
     });

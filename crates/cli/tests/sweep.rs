@@ -204,10 +204,6 @@ fn a_closed_stdout_ends_the_printing_commands_quietly() {
         let o = c.wait_with_output().unwrap();
         let err = stderr(&o);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
-        assert!(
-            o.status.success() || o.status.signal() == Some(13),
-            "{args:?}: ended by {:?}: {err}",
-            o.status
-        );
+        assert!(o.status.success() || o.status.signal() == Some(13), "{args:?}: ended by {:?}: {err}", o.status);
     }
 }

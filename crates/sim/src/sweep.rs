@@ -131,7 +131,7 @@ fn type_name(v: &toml::Value) -> &'static str {
 
 /// Set `path` to `v` in `root` (the scenario document, a table), creating missing tables on the way (the scenario's validation
 /// then rejects a key it does not know). An index must name an existing array element.
-pub fn set_path(root: &mut toml::Value, key: &str, path: &[Step], v: toml::Value) -> Result<(), String> {
+pub fn set_path(root: &mut toml::Value, path: &[Step], v: toml::Value) -> Result<(), String> {
     let mut cur = root;
     let mut so_far = String::new();
     for (i, step) in path.iter().enumerate() {
@@ -140,12 +140,7 @@ pub fn set_path(root: &mut toml::Value, key: &str, path: &[Step], v: toml::Value
             Step::Key(k) => {
                 let t = match cur {
                     toml::Value::Table(t) => t,
-                    other => {
-                        return Err(format!(
-                            "key `{key}`: `{so_far}` is {} in the scenario, not a table",
-                            type_name(other)
-                        ))
-                    }
+                    other => return Err(format!("`{so_far}` is {} in the scenario, not a table", type_name(other))),
                 };
                 if !so_far.is_empty() {
                     so_far.push('.');
@@ -164,17 +159,12 @@ pub fn set_path(root: &mut toml::Value, key: &str, path: &[Step], v: toml::Value
             Step::Index(n) => {
                 let a = match cur {
                     toml::Value::Array(a) => a,
-                    other => {
-                        return Err(format!(
-                            "key `{key}`: `{so_far}` is {} in the scenario, not an array",
-                            type_name(other)
-                        ))
-                    }
+                    other => return Err(format!("`{so_far}` is {} in the scenario, not an array", type_name(other))),
                 };
                 let len = a.len();
                 let Some(el) = a.get_mut(*n) else {
                     return Err(format!(
-                        "key `{key}`: the scenario has {len} `{so_far}` entr{} (indices from 0), no [{n}]",
+                        "the scenario has {len} `{so_far}` entr{} (indices from 0), no [{n}]",
                         if len == 1 { "y" } else { "ies" }
                     ));
                 };
@@ -219,10 +209,10 @@ impl Base {
     pub fn with(&self, settings: &[Setting], pick: &[usize]) -> Result<Scenario, ScenarioError> {
         let mut root = toml::Value::Table(self.doc.clone());
         for (s, &k) in settings.iter().zip(pick) {
-            set_path(&mut root, &s.key, &s.path, s.values[k].clone()).map_err(|msg| ScenarioError {
+            set_path(&mut root, &s.path, s.values[k].clone()).map_err(|msg| ScenarioError {
                 file: self.file.clone(),
-                key: None,
-                msg: format!("--set {}: {msg}", s.key),
+                key: Some(s.key.clone()),
+                msg: format!("{msg} (with --set {}={})", s.key, s.texts[k]),
             })?;
         }
         let toml::Value::Table(doc) = root else { unreachable!("the root stays a table") };
@@ -800,16 +790,16 @@ start = "uniform(0s, 500ms)"
     fn set_path_creates_tables_and_names_what_is_in_the_way() {
         let mut root = toml::Value::Table(SCN.parse::<toml::Table>().unwrap());
         let s = parse_setting("flows[0].tcp.cc=cubic").unwrap();
-        set_path(&mut root, &s.key, &s.path, s.values[0].clone()).unwrap();
+        set_path(&mut root, &s.path, s.values[0].clone()).unwrap();
         assert_eq!(root["flows"][0]["tcp"]["cc"].as_str(), Some("cubic"));
         let s = parse_setting("flows[2].count=1").unwrap();
-        let e = set_path(&mut root, &s.key, &s.path, s.values[0].clone()).unwrap_err();
+        let e = set_path(&mut root, &s.path, s.values[0].clone()).unwrap_err();
         assert!(e.contains("1 `flows` entry") && e.contains("no [2]"), "{e}");
         let s = parse_setting("duration.x=1").unwrap();
-        let e = set_path(&mut root, &s.key, &s.path, s.values[0].clone()).unwrap_err();
+        let e = set_path(&mut root, &s.path, s.values[0].clone()).unwrap_err();
         assert!(e.contains("`duration` is a string"), "{e}");
         let s = parse_setting("name[0]=1").unwrap();
-        let e = set_path(&mut root, &s.key, &s.path, s.values[0].clone()).unwrap_err();
+        let e = set_path(&mut root, &s.path, s.values[0].clone()).unwrap_err();
         assert!(e.contains("not an array"), "{e}");
     }
 
