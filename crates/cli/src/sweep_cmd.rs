@@ -1,6 +1,6 @@
 //! `ackshape sweep`: one scenario over several values of some of its keys and several seeds.
 
-use ackshape_sim::sweep::{parse_seeds, parse_setting, Base, Setting, Sweep};
+use ackshape_sim::sweep::{metric_index, parse_seeds, parse_setting, Base, Setting, Sweep, METRICS};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +28,10 @@ pub struct SweepArgs {
     /// point), sweep-goodput.svg and sweep-queue.svg into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// With --out, also plot these metrics (comma-separated column names of sweep.csv, e.g.
+    /// jain,retransmit_ratio) as sweep-METRIC.svg.
+    #[arg(long, value_name = "METRIC,…", value_delimiter = ',')]
+    pub plot: Vec<String>,
     /// Print sweep.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -90,6 +94,19 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return bad(e),
     };
+    let mut plots = Vec::new();
+    for m in &a.plot {
+        match metric_index(m.trim()) {
+            Some(i) => plots.push(i),
+            None => {
+                let names: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+                return bad(format!("--plot {m}: no such metric (there are: {})", names.join(", ")));
+            }
+        }
+    }
+    if !plots.is_empty() && a.out.is_none() {
+        return bad("--plot needs --out DIR to write into".into());
+    }
     let sweep = Sweep { base, settings, seeds, link: a.link.clone() };
     let workers = match a.jobs {
         Some(0) | None => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -129,7 +146,7 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         print!("{res}");
     }
     if let Some(out) = &a.out {
-        match res.write(out, &sweep.settings) {
+        match res.write(out, &sweep.settings, &plots) {
             Ok(files) => {
                 if !a.json {
                     println!("\n{}", crate::wrote_line(out, &files));

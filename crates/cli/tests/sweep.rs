@@ -59,6 +59,8 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
         out.to_str().unwrap(),
         "-j",
         "2",
+        "--plot",
+        "jain,retransmit_ratio",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -66,7 +68,18 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
     let mut names: Vec<String> =
         std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
-    assert_eq!(names, ["sweep-goodput.svg", "sweep-points.csv", "sweep-queue.svg", "sweep.csv", "sweep.json"]);
+    assert_eq!(
+        names,
+        [
+            "sweep-goodput.svg",
+            "sweep-jain.svg",
+            "sweep-points.csv",
+            "sweep-queue.svg",
+            "sweep-retransmit_ratio.svg",
+            "sweep.csv",
+            "sweep.json"
+        ]
+    );
     assert!(stdout.contains(&format!("wrote {}: sweep.json, sweep.csv, sweep-points.csv", out.display())), "{stdout}");
 
     let (head, rows) = csv(&out.join("sweep.csv"));
@@ -171,6 +184,9 @@ fn a_bad_set_names_the_file_the_key_and_the_set() {
     let o = ackshape(&["sweep", f, "--link", "nosuch", "--seeds", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--link nosuch") && stderr(&o).contains("bottleneck:rev"), "{}", stderr(&o));
+    let o = ackshape(&["sweep", f, "--plot", "jian", "--out", d.join("o").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--plot jian: no such metric") && stderr(&o).contains("jain"), "{}", stderr(&o));
     let o = ackshape(&["sweep", f, "--seeds", "0"]);
     assert_eq!(o.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&d);

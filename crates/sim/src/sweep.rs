@@ -623,20 +623,26 @@ impl SweepResult {
         )
     }
 
-    /// Write `sweep.json`, `sweep.csv`, `sweep-points.csv` and plots of goodput and of the link's
-    /// queue into `dir` (created); returns the files written.
-    pub fn write(&self, dir: &Path, settings: &[Setting]) -> Result<Vec<PathBuf>, RunError> {
+    /// Write `sweep.json`, `sweep.csv`, `sweep-points.csv`, plots of goodput and of the link's
+    /// queue, and `sweep-METRIC.svg` for each of `more_plots` (indices into [`METRICS`]) into `dir`
+    /// (created); returns the files written.
+    pub fn write(&self, dir: &Path, settings: &[Setting], more_plots: &[usize]) -> Result<Vec<PathBuf>, RunError> {
         std::fs::create_dir_all(dir).map_err(|err| RunError::Io { path: dir.display().to_string(), err })?;
         let json = serde_json::to_string_pretty(&self.to_json(settings)).expect("JSON of numbers and strings") + "\n";
-        let goodput = METRICS.iter().position(|m| m.0 == "goodput_mbps").expect("listed");
-        let queue = METRICS.iter().position(|m| m.0 == "link_queue_avg_pkts").expect("listed");
-        let files = [
-            ("sweep.json", json),
-            ("sweep.csv", self.runs_csv()),
-            ("sweep-points.csv", self.points_csv()),
-            ("sweep-goodput.svg", self.plot(goodput, settings)),
-            ("sweep-queue.svg", self.plot(queue, settings)),
+        let goodput = metric_index("goodput_mbps").expect("listed");
+        let queue = metric_index("link_queue_avg_pkts").expect("listed");
+        let mut files = vec![
+            ("sweep.json".to_string(), json),
+            ("sweep.csv".to_string(), self.runs_csv()),
+            ("sweep-points.csv".to_string(), self.points_csv()),
+            ("sweep-goodput.svg".to_string(), self.plot(goodput, settings)),
+            ("sweep-queue.svg".to_string(), self.plot(queue, settings)),
         ];
+        for &m in more_plots {
+            if m != goodput && m != queue {
+                files.push((format!("sweep-{}.svg", METRICS[m].0), self.plot(m, settings)));
+            }
+        }
         let mut out = Vec::new();
         for (name, text) in files {
             let p = dir.join(name);
@@ -645,6 +651,11 @@ impl SweepResult {
         }
         Ok(out)
     }
+}
+
+/// The position of a metric in [`METRICS`] by its column name.
+pub fn metric_index(name: &str) -> Option<usize> {
+    METRICS.iter().position(|m| m.0 == name)
 }
 
 /// A value as a legend shows it: an inline table without its braces, quotes and `kind = `
@@ -701,7 +712,7 @@ fn x_axis(s: &Setting) -> (Vec<f64>, String, bool) {
 impl fmt::Display for SweepResult {
     /// The terminal table: one line per point, means (± s.e. for goodput) over the seeds.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let idx = |n: &str| METRICS.iter().position(|m| m.0 == n).expect("listed");
+        let idx = |n: &str| metric_index(n).expect("listed");
         let (g, j, r, q, d) =
             (idx("goodput_mbps"), idx("jain"), idx("retransmit_ratio"), idx("link_queue_avg_pkts"), idx("link_drops"));
         let widths: Vec<usize> = self
