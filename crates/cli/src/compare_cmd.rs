@@ -295,6 +295,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         }));
     }
     let report = json!({
+        "set": a.set,
         "tolerance": a.tolerance,
         "metrics": metrics,
         "scenarios": rows,

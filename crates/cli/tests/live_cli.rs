@@ -231,6 +231,7 @@ fn compare_runs_a_qdisc_link_box_in_both_drivers() {
         assert_eq!(row["goodput_within_tolerance"], true, "{row}");
     }
     assert_eq!(r["same_buffer_ordering"], true);
+    assert_eq!(r["set"], serde_json::json!(["middlebox[0].rate=4Mbit/s"]), "the report says what was set");
     // The live summary carries the box like the simulator's: kind, counts and its own stats.
     let live: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("out/qlink-q12/live/summary.json")).unwrap()).unwrap();
