@@ -353,6 +353,21 @@ fn receiver_tcp(tb: &testbed::Testbed, tcp: &ackshape_sim::scenario::TcpSpec) ->
     Ok(())
 }
 
+/// The summary's `scenario` object, with the keys of the simulator's (`set` only when there are
+/// `--set`s).
+fn scenario_info(sc: &Scenario, file: &str, dur_s: f64, warm: f64) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "name": sc.name.clone().unwrap_or_else(|| file.to_string()),
+        "file": file,
+        "duration_s": dur_s,
+        "measure_from_s": warm,
+    });
+    if !sc.set.is_empty() {
+        v["set"] = serde_json::json!(sc.set);
+    }
+    v
+}
+
 /// `ackshape run --live`: the scenario's dumbbell as sender — gateway — wanem — receiver
 /// namespaces with real Linux TCP. The wanem carries the bottleneck (rate, queue, loss, jitter)
 /// and the path's whole one-way delay.
@@ -597,7 +612,7 @@ pub fn cmd_run_live(
         }));
     }
     let summary = serde_json::json!({
-        "scenario": { "name": sc.name.clone().unwrap_or(file.clone()), "file": file, "duration_s": dur_s, "measure_from_s": warm },
+        "scenario": scenario_info(&sc, &file, dur_s, warm),
         "seed": sc.seed,
         "mode": "live",
         "sim": { "events": 0, "wall_time_s": t0.elapsed().as_secs_f64() },

@@ -83,6 +83,7 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap()).unwrap();
     assert_eq!(s["mode"], "live");
+    assert_eq!(s["scenario"]["set"], serde_json::json!(["topology.bottleneck.rate=8Mbit/s"]));
     let flows = s["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 2);
     for f in flows {

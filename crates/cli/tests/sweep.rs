@@ -199,6 +199,11 @@ fn run_set_changes_the_embedded_example() {
     let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let bn = s["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").unwrap();
     assert_eq!(bn["rate_bps"].as_u64(), Some(2_000_000));
+    // The summary says what was changed; without --set it has no `set`.
+    assert_eq!(s["scenario"]["set"], serde_json::json!(["topology.bottleneck.rate=2Mbit/s", "duration=10s"]));
+    let o = ackshape(&["run", "--json"]);
+    let plain: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(plain["scenario"].get("set").is_none(), "{}", plain["scenario"]);
     let goodput = s["aggregate"]["goodput_bps"].as_f64().unwrap();
     assert!(goodput > 1.5e6 && goodput < 2e6, "{goodput}");
 }

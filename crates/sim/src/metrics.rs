@@ -9,6 +9,9 @@ pub struct ScenarioInfo {
     pub duration_s: f64,
     /// Start of the measurement window (s); metrics marked "window" cover [measure_from_s, duration_s].
     pub measure_from_s: f64,
+    /// The `--set KEY=VALUE`s applied to the file (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]

@@ -704,6 +704,10 @@ pub struct Scenario {
     pub reproduce: Option<toml::Table>,
     /// Settings only the live driver reads (free-form here).
     pub live: Option<toml::Table>,
+    /// The command line's `--set KEY=VALUE`s that made this scenario from its file (not a key of
+    /// the file; recorded in the summary as `scenario.set`).
+    #[serde(skip)]
+    pub set: Vec<String>,
 }
 
 fn default_seed() -> u64 {

@@ -216,14 +216,15 @@ impl Base {
             })?;
         }
         let toml::Value::Table(doc) = root else { unreachable!("the root stays a table") };
-        Scenario::from_table(doc, &self.file).map_err(|mut e| {
-            if !settings.is_empty() {
-                let set: Vec<String> =
-                    settings.iter().zip(pick).map(|(s, &k)| format!("{}={}", s.key, s.texts[k])).collect();
+        let set: Vec<String> = settings.iter().zip(pick).map(|(s, &k)| format!("{}={}", s.key, s.texts[k])).collect();
+        let mut sc = Scenario::from_table(doc, &self.file).map_err(|mut e| {
+            if !set.is_empty() {
                 e.msg = format!("{} (with --set {})", e.msg, set.join(" --set "));
             }
             e
-        })
+        })?;
+        sc.set = set;
+        Ok(sc)
     }
 }
 

@@ -198,6 +198,8 @@ pub struct Sim {
     pub trace: Vec<TraceRow>,
     name: String,
     file: String,
+    /// The scenario's `--set`s, for the summary.
+    set: Vec<String>,
     link_snap: Vec<(u64, u128)>,
     /// Per link at the start of the window: per-class queue integrals and the discipline's stats.
     class_snap: Vec<([u128; 3], Option<ackshape_core::shape::asym::AsymStats>)>,
@@ -601,6 +603,7 @@ impl Sim {
             trace: Vec::new(),
             name: sc.name.clone().unwrap_or_else(|| file.to_string()),
             file: file.to_string(),
+            set: sc.set.clone(),
             link_snap: Vec::new(),
             class_snap: Vec::new(),
             mbs,
@@ -1626,6 +1629,7 @@ impl Sim {
                 file: self.file.clone(),
                 duration_s: self.duration.as_secs_f64(),
                 measure_from_s: self.warmup.as_secs_f64(),
+                set: self.set.clone(),
             },
             seed: self.seed,
             sim: SimInfo {
