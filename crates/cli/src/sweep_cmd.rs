@@ -108,10 +108,8 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         return bad("--plot needs --out DIR to write into".into());
     }
     let sweep = Sweep { base, settings, seeds, link: a.link.clone() };
-    let workers = match a.jobs {
-        Some(0) | None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        Some(n) => n,
-    };
+    // 0 or none: the machine's available parallelism, as `reproduce -j`.
+    let workers = a.jobs.filter(|&n| n > 0).unwrap_or_else(ackshape_sim::reproduce::workers);
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     // Shown (on a terminal) once the sweep has taken a second, as `run`'s bar.
     let bar = indicatif::ProgressBar::hidden();

@@ -46,22 +46,15 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
     let scn = d.join("s.toml");
     std::fs::write(&scn, SCENARIO).unwrap();
     let out = d.join("out");
-    let o = ackshape(&[
-        "sweep",
-        scn.to_str().unwrap(),
-        "--set",
-        "topology.bottleneck.rate=2Mbit/s,4Mbit/s,8Mbit/s",
-        "--set",
-        "tcp.cc=reno,cubic",
-        "--seeds",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-        "-j",
-        "2",
-        "--plot",
-        "jain,retransmit_ratio",
-    ]);
+    // 3 rates × 2 senders.
+    let sweep = |more: &[&str]| {
+        let mut args =
+            vec!["sweep", scn.to_str().unwrap(), "--set", "topology.bottleneck.rate=2Mbit/s,4Mbit/s,8Mbit/s"];
+        args.extend(["--set", "tcp.cc=reno,cubic"]);
+        args.extend(more);
+        ackshape(&args)
+    };
+    let o = sweep(&["--seeds", "2", "--out", out.to_str().unwrap(), "-j", "2", "--plot", "jain,retransmit_ratio"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("6 points, 2 seeds each"), "{stdout}");
@@ -133,21 +126,7 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
 
     // The same sweep on one worker writes the same rows.
     let out1 = d.join("out1");
-    let o = ackshape(&[
-        "sweep",
-        scn.to_str().unwrap(),
-        "--set",
-        "topology.bottleneck.rate=2Mbit/s,4Mbit/s,8Mbit/s",
-        "--set",
-        "tcp.cc=reno,cubic",
-        "--seeds",
-        "4-5",
-        "--out",
-        out1.to_str().unwrap(),
-        "-j",
-        "1",
-        "--quiet",
-    ]);
+    let o = sweep(&["--seeds", "4-5", "--out", out1.to_str().unwrap(), "-j", "1", "--quiet"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for f in ["sweep.csv", "sweep-points.csv"] {
         assert_eq!(std::fs::read(out.join(f)).unwrap(), std::fs::read(out1.join(f)).unwrap(), "{f}");
@@ -174,7 +153,7 @@ fn a_bad_set_names_the_file_the_key_and_the_set() {
     assert!(stderr(&o).contains("bottlenek"), "{}", stderr(&o));
     let o = ackshape(&["run", f, "--set", "flows[3].count=2"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("1 `flows` entry"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`flows` has 1 element, no index 3"), "{}", stderr(&o));
     let o = ackshape(&["run", f, "--set", "tcp.cc=reno,cubic"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("ackshape sweep"), "{}", stderr(&o));

@@ -11,7 +11,7 @@
 
 use crate::metrics::Summary;
 use crate::plot::{xy_chart, Curve, XyChart};
-use crate::reproduce::run_parallel;
+use crate::reproduce::{mean_sd, path_steps, run_parallel, set_path};
 use crate::run::{csv_field, RunError};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::world::{RunOptions, Sim};
@@ -19,19 +19,11 @@ use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// One step of a key path: a table key, or an index into an array of tables (`flows[1]`).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Step {
-    Key(String),
-    Index(usize),
-}
-
 /// A `--set KEY=V1,V2,…`: a dotted key path into the scenario and the values to give it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Setting {
     /// The key as written, e.g. `topology.bottleneck.rate` or `flows[0].count`.
     pub key: String,
-    pub path: Vec<Step>,
     pub values: Vec<toml::Value>,
     /// Each value as written (for tables, CSV columns and plot labels).
     pub texts: Vec<String>,
@@ -47,44 +39,13 @@ pub fn parse_setting(spec: &str) -> Result<Setting, String> {
         ));
     };
     let key = key.trim();
-    let path = parse_path(key).map_err(|m| format!("--set {spec:?}: {m}"))?;
+    path_steps(key).map_err(|m| format!("--set {spec:?}: {m}"))?;
     let texts: Vec<String> = split_top_level(vals).into_iter().map(|s| s.trim().to_string()).collect();
     if texts.iter().any(|t| t.is_empty()) {
         return Err(format!("--set {spec:?}: expected a value after `=` and between commas"));
     }
     let values = texts.iter().map(|t| parse_value(t)).collect();
-    Ok(Setting { key: key.to_string(), path, values, texts })
-}
-
-/// A dotted key path with optional array indices: `a.b`, `flows[0].count`.
-pub fn parse_path(key: &str) -> Result<Vec<Step>, String> {
-    let mut steps = Vec::new();
-    if key.is_empty() {
-        return Err("expected a key before `=`".into());
-    }
-    for part in key.split('.') {
-        let (name, mut rest) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        if name.is_empty() || !name.chars().all(bare) {
-            return Err(format!("key {key:?}: expected dotted names like `topology.bottleneck.rate`, got {part:?}"));
-        }
-        steps.push(Step::Key(name.to_string()));
-        while !rest.is_empty() {
-            let close = rest.find(']').ok_or_else(|| format!("key {key:?}: unclosed `[`"))?;
-            let idx: usize = rest[1..close]
-                .parse()
-                .map_err(|_| format!("key {key:?}: expected an index like `[0]`, got {:?}", &rest[..=close]))?;
-            steps.push(Step::Index(idx));
-            rest = &rest[close + 1..];
-            if !rest.is_empty() && !rest.starts_with('[') {
-                return Err(format!("key {key:?}: expected `.` or `[` after `]`"));
-            }
-        }
-    }
-    Ok(steps)
+    Ok(Setting { key: key.to_string(), values, texts })
 }
 
 /// A TOML literal if `s` is one, else the string `s`.
@@ -117,69 +78,6 @@ fn split_top_level(s: &str) -> Vec<&str> {
     out
 }
 
-fn type_name(v: &toml::Value) -> &'static str {
-    match v {
-        toml::Value::String(_) => "a string",
-        toml::Value::Integer(_) => "an integer",
-        toml::Value::Float(_) => "a float",
-        toml::Value::Boolean(_) => "a boolean",
-        toml::Value::Datetime(_) => "a datetime",
-        toml::Value::Array(_) => "an array",
-        toml::Value::Table(_) => "a table",
-    }
-}
-
-/// Set `path` to `v` in `root` (the scenario document, a table), creating missing tables on the way (the scenario's validation
-/// then rejects a key it does not know). An index must name an existing array element.
-pub fn set_path(root: &mut toml::Value, path: &[Step], v: toml::Value) -> Result<(), String> {
-    let mut cur = root;
-    let mut so_far = String::new();
-    for (i, step) in path.iter().enumerate() {
-        let last = i + 1 == path.len();
-        match step {
-            Step::Key(k) => {
-                let t = match cur {
-                    toml::Value::Table(t) => t,
-                    other => return Err(format!("`{so_far}` is {} in the scenario, not a table", type_name(other))),
-                };
-                if !so_far.is_empty() {
-                    so_far.push('.');
-                }
-                so_far.push_str(k);
-                if last {
-                    t.insert(k.clone(), v);
-                    return Ok(());
-                }
-                let empty = match path[i + 1] {
-                    Step::Key(_) => toml::Value::Table(toml::Table::new()),
-                    Step::Index(_) => toml::Value::Array(Vec::new()),
-                };
-                cur = t.entry(k.clone()).or_insert(empty);
-            }
-            Step::Index(n) => {
-                let a = match cur {
-                    toml::Value::Array(a) => a,
-                    other => return Err(format!("`{so_far}` is {} in the scenario, not an array", type_name(other))),
-                };
-                let len = a.len();
-                let Some(el) = a.get_mut(*n) else {
-                    return Err(format!(
-                        "the scenario has {len} `{so_far}` entr{} (indices from 0), no [{n}]",
-                        if len == 1 { "y" } else { "ies" }
-                    ));
-                };
-                so_far.push_str(&format!("[{n}]"));
-                if last {
-                    *el = v;
-                    return Ok(());
-                }
-                cur = el;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// A scenario document (as parsed TOML) and the file it came from; `file` names it in errors and
 /// resolves its relative paths (`policy_file`).
 #[derive(Clone, Debug)]
@@ -207,15 +105,15 @@ impl Base {
     /// The scenario with each setting given its value `pick[i]`; errors name the file, the key and
     /// the `--set` that led there.
     pub fn with(&self, settings: &[Setting], pick: &[usize]) -> Result<Scenario, ScenarioError> {
-        let mut root = toml::Value::Table(self.doc.clone());
+        let mut doc = self.doc.clone();
         for (s, &k) in settings.iter().zip(pick) {
-            set_path(&mut root, &s.path, s.values[k].clone()).map_err(|msg| ScenarioError {
+            // The message names the key (`key `flows[3].count`: …`).
+            set_path(&mut doc, &s.key, s.values[k].clone()).map_err(|msg| ScenarioError {
                 file: self.file.clone(),
-                key: Some(s.key.clone()),
+                key: None,
                 msg: format!("{msg} (with --set {}={})", s.key, s.texts[k]),
             })?;
         }
-        let toml::Value::Table(doc) = root else { unreachable!("the root stays a table") };
         let set: Vec<String> = settings.iter().zip(pick).map(|(s, &k)| format!("{}={}", s.key, s.texts[k])).collect();
         let mut sc = Scenario::from_table(doc, &self.file).map_err(|mut e| {
             if !set.is_empty() {
@@ -416,13 +314,9 @@ fn point_stats(values: Vec<String>, rows: &[&RunRow]) -> PointStats {
     let (mut mean, mut se, mut min, mut max) = (vec![0.0; m], vec![0.0; m], vec![0.0; m], vec![0.0; m]);
     for j in 0..m {
         let xs: Vec<f64> = rows.iter().map(|r| r.metrics[j]).collect();
-        let mu = xs.iter().sum::<f64>() / n as f64;
+        let (mu, sd) = mean_sd(&xs);
         mean[j] = mu;
-        se[j] = if n > 1 {
-            (xs.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() / (n as f64).sqrt()
-        } else {
-            0.0
-        };
+        se[j] = sd / (n as f64).sqrt();
         min[j] = xs.iter().cloned().fold(f64::INFINITY, f64::min);
         max[j] = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     }
@@ -790,28 +684,28 @@ start = "uniform(0s, 500ms)"
         assert_eq!(s.values[3], toml::Value::Boolean(true));
         assert_eq!(s.values[4], toml::Value::String("x,y".into()));
         assert!(s.values[5].as_array().is_some_and(|a| a.len() == 2));
-        assert_eq!(s.path, vec![Step::Key("a".into()), Step::Key("b".into())]);
+        assert_eq!(s.key, "a.b");
         for bad in ["novalue", "a.b=", "a.b=1,,2", "=3", "a..b=1", "flows[x].count=1", "flows[0=1", "a b=1"] {
             assert!(parse_setting(bad).is_err(), "{bad:?} should be refused");
         }
-        let p = parse_path("flows[1].tcp.cc").unwrap();
-        assert_eq!(p, vec![Step::Key("flows".into()), Step::Index(1), Step::Key("tcp".into()), Step::Key("cc".into())]);
+        let p = path_steps("flows[1].tcp.cc").unwrap();
+        assert_eq!(p, vec![("flows", Some(1)), ("tcp", None), ("cc", None)]);
     }
 
     #[test]
     fn set_path_creates_tables_and_names_what_is_in_the_way() {
-        let mut root = toml::Value::Table(SCN.parse::<toml::Table>().unwrap());
-        let s = parse_setting("flows[0].tcp.cc=cubic").unwrap();
-        set_path(&mut root, &s.path, s.values[0].clone()).unwrap();
-        assert_eq!(root["flows"][0]["tcp"]["cc"].as_str(), Some("cubic"));
-        let s = parse_setting("flows[2].count=1").unwrap();
-        let e = set_path(&mut root, &s.path, s.values[0].clone()).unwrap_err();
-        assert!(e.contains("1 `flows` entry") && e.contains("no [2]"), "{e}");
-        let s = parse_setting("duration.x=1").unwrap();
-        let e = set_path(&mut root, &s.path, s.values[0].clone()).unwrap_err();
-        assert!(e.contains("`duration` is a string"), "{e}");
-        let s = parse_setting("name[0]=1").unwrap();
-        let e = set_path(&mut root, &s.path, s.values[0].clone()).unwrap_err();
+        let mut doc = SCN.parse::<toml::Table>().unwrap();
+        let set = |doc: &mut toml::Table, spec: &str| {
+            let s = parse_setting(spec).unwrap();
+            set_path(doc, &s.key, s.values[0].clone())
+        };
+        set(&mut doc, "flows[0].tcp.cc=cubic").unwrap();
+        assert_eq!(doc["flows"][0]["tcp"]["cc"].as_str(), Some("cubic"));
+        let e = set(&mut doc, "flows[2].count=1").unwrap_err();
+        assert!(e.contains("`flows` has 1 element,") && e.contains("no index 2"), "{e}");
+        let e = set(&mut doc, "duration.x=1").unwrap_err();
+        assert!(e.contains("`duration` is not a table (it is a string)"), "{e}");
+        let e = set(&mut doc, "name[0]=1").unwrap_err();
         assert!(e.contains("not an array"), "{e}");
     }
 

@@ -274,21 +274,45 @@ impl ExpFile {
     }
 }
 
-/// One step of a dotted path: a key, optionally indexed (`links[2]`).
-fn path_steps(path: &str) -> Result<Vec<(&str, Option<usize>)>, String> {
+/// The steps of a dotted path: keys (bare TOML names), each optionally indexed (`links[2]`).
+pub fn path_steps(path: &str) -> Result<Vec<(&str, Option<usize>)>, String> {
+    let bare = |k: &str| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     path.split('.')
-        .map(|seg| match seg.split_once('[') {
-            Some((k, rest)) => {
-                let i = rest
-                    .strip_suffix(']')
-                    .and_then(|n| n.parse().ok())
-                    .ok_or_else(|| format!("key `{path}`: bad index in `{seg}`"))?;
-                Ok((k, Some(i)))
+        .map(|seg| {
+            let (k, i) = match seg.split_once('[') {
+                Some((k, rest)) => {
+                    let i = rest
+                        .strip_suffix(']')
+                        .and_then(|n| n.parse().ok())
+                        .ok_or_else(|| format!("key `{path}`: bad index in `{seg}`, expected e.g. `flows[0]`"))?;
+                    (k, Some(i))
+                }
+                None => (seg, None),
+            };
+            if !bare(k) {
+                return Err(format!(
+                    "key `{path}`: expected dotted names like `topology.bottleneck.rate`, got `{seg}`"
+                ));
             }
-            None if seg.is_empty() => Err(format!("key `{path}`: empty segment")),
-            None => Ok((seg, None)),
+            Ok((k, i))
         })
         .collect()
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a float",
+        toml::Value::Boolean(_) => "a boolean",
+        toml::Value::Datetime(_) => "a datetime",
+        toml::Value::Array(_) => "an array",
+        toml::Value::Table(_) => "a table",
+    }
+}
+
+fn no_index(path: &str, k: &str, n: usize, i: usize) -> String {
+    format!("key `{path}`: `{k}` has {n} element{}, no index {i} (indices count from 0)", if n == 1 { "" } else { "s" })
 }
 
 /// The value at a dotted path (`topology.links[1].rate`), if any.
@@ -319,13 +343,17 @@ pub fn set_path(t: &mut toml::Table, path: &str, value: toml::Value) -> Result<(
         let entry = table.entry(k.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
         let v = match idx {
             Some(i) => {
-                let arr = entry.as_array_mut().ok_or_else(|| format!("key `{path}`: `{k}` is not an array"))?;
+                let what = type_name(entry);
+                let arr = entry
+                    .as_array_mut()
+                    .ok_or_else(|| format!("key `{path}`: `{k}` is not an array (it is {what})"))?;
                 let n = arr.len();
-                arr.get_mut(*i).ok_or_else(|| format!("key `{path}`: `{k}` has {n} elements, no index {i}"))?
+                arr.get_mut(*i).ok_or_else(|| no_index(path, k, n, *i))?
             }
             None => entry,
         };
-        table = v.as_table_mut().ok_or_else(|| format!("key `{path}`: `{k}` is not a table"))?;
+        let what = type_name(v);
+        table = v.as_table_mut().ok_or_else(|| format!("key `{path}`: `{k}` is not a table (it is {what})"))?;
     }
     match last {
         (k, None) => {
@@ -337,7 +365,7 @@ pub fn set_path(t: &mut toml::Table, path: &str, value: toml::Value) -> Result<(
                 .and_then(|v| v.as_array_mut())
                 .ok_or_else(|| format!("key `{path}`: `{k}` is not an array"))?;
             let n = arr.len();
-            *arr.get_mut(*i).ok_or_else(|| format!("key `{path}`: `{k}` has {n} elements, no index {i}"))? = value;
+            *arr.get_mut(*i).ok_or_else(|| no_index(path, k, n, *i))? = value;
         }
     }
     Ok(())
