@@ -25,7 +25,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LINK")]
     pub link: Option<String>,
     /// Write sweep.json, sweep.csv (one row per run), sweep-points.csv (mean and standard error per
-    /// point), sweep-goodput.svg and sweep-queue.svg into this directory.
+    /// point), sweep-goodput.svg and sweep-queue.svg into this directory (with a gateway box also
+    /// sweep-gateway-queue.svg and sweep-gateway-acks.svg: its data queue and held ACKs).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// With --out, also plot these metrics (comma-separated column names of sweep.csv, e.g.
@@ -108,6 +109,14 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         return bad("--plot needs --out DIR to write into".into());
     }
     let sweep = Sweep { base, settings, seeds, link: a.link.clone() };
+    if let Some(m) = plots.iter().map(|&i| METRICS[i].0).find(|m| m.starts_with("gateway_")) {
+        if !sweep.has_gateway() {
+            return bad(format!(
+                "--plot {m}: {} has no gateway box (`[[middlebox]]` with kind = \"gateway\")",
+                sweep.base.file
+            ));
+        }
+    }
     // 0 or none: the machine's available parallelism, as `reproduce -j`.
     let workers = a.jobs.filter(|&n| n > 0).unwrap_or_else(ackshape_sim::reproduce::workers);
     let show_bar = !a.quiet && std::io::stderr().is_terminal();

@@ -168,6 +168,11 @@ fn a_bad_set_names_the_file_the_key_and_the_set() {
     assert!(stderr(&o).contains("--plot jian: no such metric") && stderr(&o).contains("jain"), "{}", stderr(&o));
     let o = ackshape(&["sweep", f, "--seeds", "0"]);
     assert_eq!(o.status.code(), Some(2));
+    // The gateway metrics need a gateway box; refused before anything runs.
+    let o = ackshape(&["sweep", f, "--plot", "gateway_drops", "--out", d.join("o").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--plot gateway_drops") && stderr(&o).contains("no gateway box"), "{}", stderr(&o));
+    assert!(!d.join("o").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 

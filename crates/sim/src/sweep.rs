@@ -138,13 +138,49 @@ pub const METRICS: &[(&str, &str)] = &[
     ("link_queue_avg_pkts", "time-average queue of the reported link direction, packets"),
     ("link_queue_max_pkts", "maximum queue of the reported link direction, packets"),
     ("link_drops", "queue drops of the reported link direction"),
+    ("gateway_data_avg_pkts", "time-average data packets queued in the gateway boxes (after the warm-up)"),
+    ("gateway_data_max_pkts", "maximum data packets queued in the gateway boxes (after the warm-up)"),
+    ("gateway_acks_avg", "time-average ACKs held by the gateway boxes (after the warm-up)"),
+    ("gateway_acks_max", "maximum ACKs held by the gateway boxes (after the warm-up)"),
+    ("gateway_drops", "data packets dropped by the gateway boxes' classes (after the warm-up)"),
 ];
 
-/// The metrics of one run, in [`METRICS`] order; the link ones are NaN if `link` is not in it.
+/// The metrics that only a scenario with a `kind = "gateway"` box has (columns left out otherwise).
+const GATEWAY_METRICS: &str = "gateway_";
+
+/// The gateway boxes' buffer: summed averages, the largest maximum, summed class drops; the
+/// `…_after_warmup` values where the box has them (a run with a warm-up), else the whole run's.
+/// `None` without a gateway box.
+fn gateway_metrics(s: &Summary) -> Option<[f64; 5]> {
+    let gws: Vec<&serde_json::Value> = s.middleboxes.iter().filter(|m| m["kind"] == "gateway").collect();
+    if gws.is_empty() {
+        return None;
+    }
+    let get = |b: &serde_json::Value, key: &str| {
+        b.get(format!("{key}_after_warmup")).and_then(|v| v.as_f64()).or_else(|| b[key].as_f64())
+    };
+    let num = |b: &serde_json::Value, key: &str| get(b, key).unwrap_or(0.0);
+    let mut m = [0.0; 5];
+    for g in gws {
+        let b = &g["stats"]["buffer"];
+        m[0] += num(b, "data_avg_pkts");
+        m[1] = m[1].max(num(b, "data_max_pkts"));
+        m[2] += num(b, "acks_avg");
+        m[3] = m[3].max(num(b, "acks_max"));
+        if let Some(cls) = g["stats"]["classes"].as_object() {
+            m[4] += cls.values().filter_map(|c| get(c, "drops")).sum::<f64>();
+        }
+    }
+    Some(m)
+}
+
+/// The metrics of one run, in [`METRICS`] order; the link ones are NaN if `link` is not in it, the
+/// gateway ones if the run has no gateway box.
 pub fn metrics_of(s: &Summary, link: &str) -> Vec<f64> {
     let sent: u64 = s.flows.iter().map(|f| f.data_packets_sent).sum();
     let retx: u64 = s.flows.iter().map(|f| f.retransmitted_packets).sum();
     let l = s.link(link);
+    let gw = gateway_metrics(s).unwrap_or([f64::NAN; 5]);
     vec![
         s.aggregate.goodput_bps / 1e6,
         s.aggregate.throughput_bps / 1e6,
@@ -156,6 +192,11 @@ pub fn metrics_of(s: &Summary, link: &str) -> Vec<f64> {
         l.map_or(f64::NAN, |l| l.queue_avg_pkts),
         l.map_or(f64::NAN, |l| l.queue_max_pkts as f64),
         l.map_or(f64::NAN, |l| l.drops as f64),
+        gw[0],
+        gw[1],
+        gw[2],
+        gw[3],
+        gw[4],
     ]
 }
 
@@ -201,6 +242,9 @@ pub struct SweepResult {
     pub keys: Vec<String>,
     pub seeds: Vec<u64>,
     pub link: String,
+    /// The metrics this sweep reports (indices into [`METRICS`]): all but the gateway ones when no
+    /// run had a gateway box.
+    pub columns: Vec<usize>,
     pub runs: Vec<RunRow>,
     pub points: Vec<PointStats>,
 }
@@ -249,6 +293,13 @@ impl Sweep {
         Ok(out)
     }
 
+    /// Whether some point's scenario has a gateway box (and so the `gateway_…` metrics).
+    pub fn has_gateway(&self) -> bool {
+        self.picks().iter().any(|pick| {
+            self.base.with(&self.settings, pick).is_ok_and(|sc| sc.middlebox.iter().any(|m| m.kind == "gateway"))
+        })
+    }
+
     /// Run every point over every seed on `workers` threads. Results are in a fixed order whatever
     /// the number of workers; `on_done(k, total)` follows progress.
     pub fn run(&self, workers: usize, on_done: &mut dyn FnMut(usize, usize)) -> Result<SweepResult, String> {
@@ -289,11 +340,13 @@ impl Sweep {
                 point_stats(values.clone(), &rows)
             })
             .collect();
+        let gateway = summaries.iter().any(|s| gateway_metrics(s).is_some());
         Ok(SweepResult {
             file: file.clone(),
             keys: self.settings.iter().map(|s| s.key.clone()).collect(),
             seeds: self.seeds.clone(),
             link,
+            columns: (0..METRICS.len()).filter(|&j| gateway || !METRICS[j].0.starts_with(GATEWAY_METRICS)).collect(),
             runs,
             points: stats,
         })
@@ -379,8 +432,8 @@ impl SweepResult {
                 o.insert("point".into(), r.point.into());
                 o.insert("values".into(), values(&self.points[r.point].values).into());
                 o.insert("seed".into(), r.seed.into());
-                for ((name, _), v) in METRICS.iter().zip(&r.metrics) {
-                    o.insert((*name).into(), json_num(*v));
+                for &j in &self.columns {
+                    o.insert(METRICS[j].0.into(), json_num(r.metrics[j]));
                 }
                 o.into()
             })
@@ -392,9 +445,9 @@ impl SweepResult {
                 let mut o = serde_json::Map::new();
                 o.insert("values".into(), values(&p.values).into());
                 o.insert("runs".into(), p.runs.into());
-                for (j, (name, _)) in METRICS.iter().enumerate() {
+                for &j in &self.columns {
                     o.insert(
-                        (*name).into(),
+                        METRICS[j].0.into(),
                         serde_json::json!({
                             "mean": json_num(p.mean[j]), "se": json_num(p.se[j]),
                             "min": json_num(p.min[j]), "max": json_num(p.max[j]),
@@ -409,7 +462,7 @@ impl SweepResult {
             "settings": settings.iter().map(|s| serde_json::json!({"key": s.key, "values": s.texts})).collect::<Vec<_>>(),
             "seeds": self.seeds,
             "link": self.link,
-            "metrics": METRICS.iter().map(|(name, what)| MetricDoc { name, what }).collect::<Vec<_>>(),
+            "metrics": self.columns.iter().map(|&j| MetricDoc { name: METRICS[j].0, what: METRICS[j].1 }).collect::<Vec<_>>(),
             "runs": runs,
             "points": points,
         })
@@ -420,13 +473,13 @@ impl SweepResult {
         let mut head: Vec<String> = vec!["point".into()];
         head.extend(self.keys.iter().map(|k| csv_field(k)));
         head.push("seed".into());
-        head.extend(METRICS.iter().map(|m| m.0.to_string()));
+        head.extend(self.columns.iter().map(|&j| METRICS[j].0.to_string()));
         let mut o = head.join(",") + "\n";
         for r in &self.runs {
             let mut row = vec![r.point.to_string()];
             row.extend(self.points[r.point].values.iter().map(|v| csv_field(v)));
             row.push(r.seed.to_string());
-            row.extend(r.metrics.iter().map(|&x| num(x)));
+            row.extend(self.columns.iter().map(|&j| num(r.metrics[j])));
             o += &(row.join(",") + "\n");
         }
         o
@@ -436,15 +489,15 @@ impl SweepResult {
     pub fn points_csv(&self) -> String {
         let mut head: Vec<String> = self.keys.iter().map(|k| csv_field(k)).collect();
         head.push("runs".into());
-        for (m, _) in METRICS {
-            head.push(format!("{m}_mean"));
-            head.push(format!("{m}_se"));
+        for &j in &self.columns {
+            head.push(format!("{}_mean", METRICS[j].0));
+            head.push(format!("{}_se", METRICS[j].0));
         }
         let mut o = head.join(",") + "\n";
         for p in &self.points {
             let mut row: Vec<String> = p.values.iter().map(|v| csv_field(v)).collect();
             row.push(p.runs.to_string());
-            for j in 0..METRICS.len() {
+            for &j in &self.columns {
                 row.push(num(p.mean[j]));
                 row.push(num(p.se[j]));
             }
@@ -519,8 +572,10 @@ impl SweepResult {
     }
 
     /// Write `sweep.json`, `sweep.csv`, `sweep-points.csv`, plots of goodput and of the link's
-    /// queue, and `sweep-METRIC.svg` for each of `more_plots` (indices into [`METRICS`]) into `dir`
-    /// (created); returns the files written.
+    /// queue (with a gateway box also of its data queue and held ACKs: `sweep-gateway-queue.svg`,
+    /// `sweep-gateway-acks.svg`), and `sweep-METRIC.svg` for each of `more_plots` (indices into
+    /// [`METRICS`]; those not among [`SweepResult::columns`] are skipped) into `dir` (created);
+    /// returns the files written.
     pub fn write(&self, dir: &Path, settings: &[Setting], more_plots: &[usize]) -> Result<Vec<PathBuf>, RunError> {
         std::fs::create_dir_all(dir).map_err(|err| RunError::Io { path: dir.display().to_string(), err })?;
         let json = serde_json::to_string_pretty(&self.to_json(settings)).expect("JSON of numbers and strings") + "\n";
@@ -533,8 +588,18 @@ impl SweepResult {
             ("sweep-goodput.svg".to_string(), self.plot(goodput, settings)),
             ("sweep-queue.svg".to_string(), self.plot(queue, settings)),
         ];
+        let mut done = vec![goodput, queue];
+        // With a gateway box, where its buffer goes: data queued and ACKs held.
+        for (name, m) in [("gateway-queue", "gateway_data_avg_pkts"), ("gateway-acks", "gateway_acks_avg")] {
+            let m = metric_index(m).expect("listed");
+            if self.columns.contains(&m) {
+                files.push((format!("sweep-{name}.svg"), self.plot(m, settings)));
+                done.push(m);
+            }
+        }
         for &m in more_plots {
-            if m != goodput && m != queue {
+            if !done.contains(&m) && self.columns.contains(&m) {
+                done.push(m);
                 files.push((format!("sweep-{}.svg", METRICS[m].0), self.plot(m, settings)));
             }
         }
@@ -605,7 +670,8 @@ fn x_axis(s: &Setting) -> (Vec<f64>, String, bool) {
 }
 
 impl fmt::Display for SweepResult {
-    /// The terminal table: one line per point, means (± s.e. for goodput) over the seeds.
+    /// The terminal table: one line per point, means (± s.e. for goodput) over the seeds; with a
+    /// gateway box also its average data queue, held ACKs and drops.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let idx = |n: &str| metric_index(n).expect("listed");
         let (g, j, r, q, d) =
@@ -621,7 +687,9 @@ impl fmt::Display for SweepResult {
             head += &format!("{k:<w$}  ");
         }
         let link_q = format!("{} queue", self.link);
-        writeln!(
+        let gw = self.columns.contains(&idx("gateway_data_avg_pkts"));
+        let (gq, ga, gd) = (idx("gateway_data_avg_pkts"), idx("gateway_acks_avg"), idx("gateway_drops"));
+        write!(
             f,
             "{head}{:>4}  {:>20}  {:>6}  {:>6}  {:>w$}  {:>8}",
             "runs",
@@ -632,6 +700,10 @@ impl fmt::Display for SweepResult {
             "drops",
             w = link_q.len().max(8)
         )?;
+        if gw {
+            write!(f, "  {:>8}  {:>8}  {:>8}", "gw data", "gw acks", "gw drops")?;
+        }
+        writeln!(f)?;
         for p in &self.points {
             let mut line = String::new();
             for (v, w) in p.values.iter().zip(&widths) {
@@ -639,7 +711,7 @@ impl fmt::Display for SweepResult {
             }
             let gp =
                 if p.runs > 1 { format!("{:.3} ± {:.3}", p.mean[g], p.se[g]) } else { format!("{:.3}", p.mean[g]) };
-            writeln!(
+            write!(
                 f,
                 "{line}{:>4}  {gp:>20}  {:>6.4}  {:>5.2}%  {:>w$.2}  {:>8.1}",
                 p.runs,
@@ -649,6 +721,10 @@ impl fmt::Display for SweepResult {
                 p.mean[d],
                 w = link_q.len().max(8)
             )?;
+            if gw {
+                write!(f, "  {:>8.2}  {:>8.2}  {:>8.1}", p.mean[gq], p.mean[ga], p.mean[gd])?;
+            }
+            writeln!(f)?;
         }
         Ok(())
     }
@@ -789,8 +865,19 @@ start = "uniform(0s, 500ms)"
             let sc = base.with(&settings, &pick).unwrap();
             let mut sim = Sim::build(&sc, "s.toml", Some(r.seed), RunOptions::default()).unwrap();
             sim.run(None);
-            assert_eq!(r.metrics, metrics_of(&sim.summary(0.0), "bottleneck"), "point {} seed {}", r.point, r.seed);
+            // Bit for bit (the gateway metrics are NaN: no gateway box).
+            let bits = |m: &[f64]| m.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&r.metrics),
+                bits(&metrics_of(&sim.summary(0.0), "bottleneck")),
+                "point {} seed {}",
+                r.point,
+                r.seed
+            );
         }
+        // No gateway box: no gateway columns.
+        assert!(!one.runs_csv().lines().next().unwrap().contains("gateway_"));
+        assert!(!one.to_string().contains("gw data"));
         // The rate was applied: goodput stays under each bottleneck's rate, and the seeds differ.
         for p in &one.points {
             let cap = if p.values[0] == "2Mbit/s" { 2.0 } else { 4.0 };
@@ -802,6 +889,74 @@ start = "uniform(0s, 500ms)"
         assert_eq!(one.points_csv().lines().count(), 5);
         let svg = one.plot(0, &settings);
         assert!(svg.contains("topology.bottleneck.rate (Mbit/s)") && svg.contains("cc=cubic"));
+    }
+
+    #[test]
+    fn a_gateway_box_adds_its_buffer_and_drops_after_the_warm_up() {
+        // A 2 Mbit/s class with a small FIFO in front of a 100 Mbit/s path: the class is the
+        // bottleneck, so the data queue and the drops are the gateway's, not the link's.
+        let scn = r#"
+name = "sweep-gateway"
+seed = 1
+duration = "6s"
+warmup = "2s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "100Mbit/s", delay = "10ms", queue = "1000pkt" }
+access = { rate = "1Gbit/s", delay = "0ms" }
+[[flows]]
+count = 3
+start = "uniform(0s, 200ms)"
+[[middlebox]]
+node = "left"
+wan = "bottleneck"
+kind = "gateway"
+policy = { default_class = "c", class = [ { name = "c", rate = "2Mbit/s", queue = "8pkt" } ] }
+"#;
+        let base = Base::parse(scn, "g.toml").unwrap();
+        let settings = vec![parse_setting(
+            r#"middlebox[0].policy.class[0].mechanism={ kind = "none" },{ kind = "tcr" }"#,
+        )
+        .unwrap()];
+        let sweep = Sweep { base: base.clone(), settings: settings.clone(), seeds: vec![1, 2], link: None };
+        assert!(sweep.has_gateway());
+        let res = sweep.run(2, &mut |_, _| {}).unwrap();
+        let head = res.runs_csv().lines().next().unwrap().to_string();
+        for m in
+            ["gateway_data_avg_pkts", "gateway_data_max_pkts", "gateway_acks_avg", "gateway_acks_max", "gateway_drops"]
+        {
+            assert!(head.contains(m), "{head}");
+        }
+        assert!(res.to_string().contains("gw data"));
+        let col = |n: &str| metric_index(n).unwrap();
+        for r in &res.runs {
+            let sc = base.with(&settings, &[r.point]).unwrap();
+            let mut sim = Sim::build(&sc, "g.toml", Some(r.seed), RunOptions::default()).unwrap();
+            sim.run(None);
+            let s = sim.summary(0.0);
+            let st = &s.middleboxes[0]["stats"];
+            let (b, c) = (&st["buffer"], &st["classes"]["c"]);
+            assert_eq!(r.metrics[col("gateway_data_avg_pkts")], b["data_avg_pkts_after_warmup"].as_f64().unwrap());
+            assert_eq!(r.metrics[col("gateway_data_max_pkts")], b["data_max_pkts_after_warmup"].as_f64().unwrap());
+            assert_eq!(r.metrics[col("gateway_acks_avg")], b["acks_avg_after_warmup"].as_f64().unwrap());
+            assert_eq!(r.metrics[col("gateway_acks_max")], b["acks_max_after_warmup"].as_f64().unwrap());
+            let (after, all) = (c["drops_after_warmup"].as_f64().unwrap(), c["drops"].as_f64().unwrap());
+            assert_eq!(r.metrics[col("gateway_drops")], after);
+            // Without a mechanism the start-up burst (3 initial windows into 8 packets) drops before
+            // the warm-up ends, and the windows keep overflowing the FIFO after it.
+            assert!(after <= all, "point {}: drops after the warm-up {after}, whole run {all}", r.point);
+            if r.point == 0 {
+                assert!(0.0 < after && after < all, "FIFO: drops after the warm-up {after}, whole run {all}");
+            }
+            // The class FIFO holds 8; the gateway-wide count also has the other direction's packets.
+            let class_max = c["data_queue_max_pkts_after_warmup"].as_f64().unwrap();
+            assert!(class_max <= 8.0 && r.metrics[col("gateway_data_max_pkts")] >= class_max, "{b} {c}");
+        }
+        // Plain FIFO: the senders' windows sit in the class queue; TCR holds them as ACKs.
+        let (fifo, tcr) = (&res.points[0], &res.points[1]);
+        let (q, a) = (col("gateway_data_avg_pkts"), col("gateway_acks_avg"));
+        assert!(fifo.mean[q] > tcr.mean[q], "data queue FIFO {} vs TCR {}", fifo.mean[q], tcr.mean[q]);
+        assert!(fifo.mean[a] == 0.0 && tcr.mean[a] > 0.0, "ACKs held FIFO {} vs TCR {}", fifo.mean[a], tcr.mean[a]);
     }
 
     #[test]

@@ -398,4 +398,10 @@ fn occupancy_after_the_warmup_leaves_out_the_start_up_burst() {
     assert!(c["acks_held_max_after_warmup"].as_u64().unwrap() <= c["acks_held_max"].as_u64().unwrap());
     let b = &s.middleboxes[0]["stats"]["buffer"];
     assert_eq!(b["data_max_pkts_after_warmup"].as_u64().unwrap(), after, "{b}");
+    // One class: the gateway's held ACKs are the class's, over the same window.
+    let acks_after = c["acks_held_avg_after_warmup"].as_f64().unwrap();
+    assert!(acks_after.is_finite() && acks_after >= 0.0, "{c}");
+    assert!(acks_after <= c["acks_held_max_after_warmup"].as_f64().unwrap(), "{c}");
+    assert_eq!(b["acks_avg_after_warmup"].as_f64().unwrap(), acks_after, "{b}");
+    assert!(c["drops_after_warmup"].as_u64().unwrap() <= c["drops"].as_u64().unwrap(), "{c}");
 }

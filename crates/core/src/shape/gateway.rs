@@ -314,6 +314,8 @@ struct CStats {
     acks_in: u64,
     data: Occ,
     acks: Occ,
+    /// `drops` when the measurement window started and (once closed) ended.
+    wdrops: Option<(u64, Option<u64>)>,
 }
 
 /// One class in one direction.
@@ -543,7 +545,9 @@ impl Gateway {
                 let (mut data, mut acks) = (c.st.data, c.st.acks);
                 data.restart(t, now);
                 acks.restart(t, now);
-                c.st = CStats { data, acks, ..CStats::default() };
+                // Counters restart from zero, so an open window's drops count from zero too.
+                let wdrops = c.st.wdrops.map(|(_, end)| (0, end.map(|_| 0)));
+                c.st = CStats { data, acks, wdrops, ..CStats::default() };
             }
         }
         self.g.data_total.restart(t, now);
@@ -1159,11 +1163,17 @@ impl Middlebox for Gateway {
     fn start_window(&mut self, now: Time) {
         self.last_now = self.last_now.max(now);
         self.occupancies().for_each(|o| o.start_window(now));
+        self.sides.iter_mut().flat_map(|s| s.cls.iter_mut()).for_each(|c| c.st.wdrops = Some((c.st.drops, None)));
     }
 
     fn end_window(&mut self, now: Time) {
         self.last_now = self.last_now.max(now);
         self.occupancies().for_each(|o| o.end_window(now));
+        for c in self.sides.iter_mut().flat_map(|s| s.cls.iter_mut()) {
+            if let Some((_, end @ None)) = &mut c.st.wdrops {
+                *end = Some(c.st.drops);
+            }
+        }
     }
 
     fn stats_json(&self) -> serde_json::Value {
@@ -1202,6 +1212,8 @@ impl Middlebox for Gateway {
                 m["data_queue_max_pkts_after_warmup"] = maxu(&|s| s.data.wmax).into();
                 m["data_queue_avg_pkts_after_warmup"] = avg(&|s| s.data.window_avg(now).unwrap_or(0.0)).into();
                 m["acks_held_max_after_warmup"] = maxu(&|s| s.acks.wmax).into();
+                m["acks_held_avg_after_warmup"] = avg(&|s| s.acks.window_avg(now).unwrap_or(0.0)).into();
+                m["drops_after_warmup"] = sum(&|s| s.wdrops.map_or(0, |(d0, d1)| d1.unwrap_or(s.drops) - d0)).into();
             }
             if pc.is_leaf() {
                 let mut q = Map::new();
@@ -1242,6 +1254,7 @@ impl Middlebox for Gateway {
                 "data_max_pkts_after_warmup": g.data_total.wsince.map(|_| g.data_total.wmax),
                 "data_avg_pkts_after_warmup": g.data_total.window_avg(now),
                 "acks_max_after_warmup": g.acks_total.wsince.map(|_| g.acks_total.wmax),
+                "acks_avg_after_warmup": g.acks_total.window_avg(now),
             },
             "flows": {
                 "tracked": self.flows.len(),
