@@ -68,8 +68,8 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, y_scale: f64, serie
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ =
-        writeln!(o, r#"<text x="{}" y="24" font-size="16" text-anchor="middle">{}</text>"#, l + pw / 2.0, esc(title));
+    let (size, tx) = title_fit(title, 16.0, l + pw / 2.0, pw, w);
+    let _ = writeln!(o, r#"<text x="{tx:.1}" y="24" font-size="{size:.1}" text-anchor="middle">{}</text>"#, esc(title));
     // Grid and ticks.
     let mut y = 0.0;
     while y <= y1 + 1e-9 {
@@ -154,6 +154,16 @@ pub struct XyChart {
     pub hlines: Vec<(f64, String)>,
 }
 
+/// Font size and centre of a title: `size` centred at `centre` if it fits in `room`, else centred
+/// on the image (`width`), in a smaller font (not below 9) if it does not fit there either.
+fn title_fit(title: &str, size: f64, centre: f64, room: f64, width: f64) -> (f64, f64) {
+    let em = 0.55 * title.chars().count() as f64;
+    if em * size <= room {
+        return (size, centre);
+    }
+    (((width - 20.0) / em).clamp(9.0, size), width / 2.0)
+}
+
 /// Render an x/y plot of several curves with a legend.
 pub fn xy_chart(c: &XyChart, curves: &[Curve]) -> String {
     // The legend's column widens (and the image with it) for names longer than ~28 characters.
@@ -198,10 +208,12 @@ pub fn xy_chart(c: &XyChart, curves: &[Curve]) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    // The title centred over the plot; a longer one over the whole image, and one longer than the
+    // image in a smaller font (about 0.55 em per character of sans-serif).
+    let (size, tx_title) = title_fit(&c.title, 15.0, l + pw / 2.0, pw, w);
     let _ = writeln!(
         o,
-        r#"<text x="{}" y="24" font-size="15" text-anchor="middle">{}</text>"#,
-        l + pw / 2.0,
+        r#"<text x="{tx_title:.1}" y="24" font-size="{size:.1}" text-anchor="middle">{}</text>"#,
         esc(&c.title)
     );
     let mut y = y0;
@@ -330,6 +342,21 @@ mod tests {
         assert_eq!(svg.matches("<path").count(), 2);
         assert!(svg.contains("a&lt;b"));
         assert!(svg.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn long_titles_move_to_the_image_centre_and_shrink_to_fit() {
+        // Short: centred over the plot, full size.
+        assert_eq!(title_fit("short", 15.0, 375.0, 590.0, 900.0), (15.0, 375.0));
+        // Wider than the plot, narrower than the image: centred on the image, full size.
+        let mid = "x".repeat(80);
+        assert_eq!(title_fit(&mid, 15.0, 375.0, 590.0, 900.0), (15.0, 450.0));
+        // Wider than the image: smaller, so that 0.55 em per character fits in 880 px.
+        let long = "x".repeat(150);
+        let (size, x) = title_fit(&long, 15.0, 375.0, 590.0, 900.0);
+        assert!(size < 15.0 && size * 0.55 * 150.0 <= 880.0 + 1e-9 && x == 450.0, "{size}");
+        // Never below 9.
+        assert_eq!(title_fit(&"x".repeat(1000), 15.0, 375.0, 590.0, 900.0).0, 9.0);
     }
 
     #[test]

@@ -641,8 +641,8 @@ fn compact(v: &str) -> String {
 }
 
 /// The x positions of a setting's values, the axis label and whether the values are numeric:
-/// numbers as they are, rates in Mbit/s, durations in ms; anything else by position, named in the
-/// label.
+/// numbers as they are, rates in Mbit/s, durations in ms, queue sizes in packets or bytes; anything
+/// else by position, named in the label.
 fn x_axis(s: &Setting) -> (Vec<f64>, String, bool) {
     let nums: Option<Vec<f64>> = s
         .values
@@ -663,6 +663,17 @@ fn x_axis(s: &Setting) -> (Vec<f64>, String, bool) {
         }
         if let Ok(xs) = strs.iter().map(|t| ackshape_core::units::parse_duration(t)).collect::<Result<Vec<_>, _>>() {
             return (xs.iter().map(|d| d.0 as f64 / 1e6).collect(), format!("{} (ms)", s.key), true);
+        }
+        // Queue sizes: all in packets, or all in bytes.
+        use ackshape_core::units::{parse_size, Size};
+        if let Ok(xs) = strs.iter().map(|t| parse_size(t)).collect::<Result<Vec<_>, _>>() {
+            if let Some(p) = xs.iter().map(|x| if let Size::Packets(n) = x { Some(*n as f64) } else { None }).collect()
+            {
+                return (p, format!("{} (packets)", s.key), true);
+            }
+            if let Some(b) = xs.iter().map(|x| if let Size::Bytes(n) = x { Some(*n as f64) } else { None }).collect() {
+                return (b, format!("{} (bytes)", s.key), true);
+            }
         }
     }
     let names: Vec<String> = s.texts.iter().enumerate().map(|(i, t)| format!("{} = {t}", i + 1)).collect();
@@ -808,6 +819,21 @@ start = "uniform(0s, 500ms)"
         assert_eq!(compact(r#"{ kind = "drr" }"#), "drr");
         assert_eq!(compact("5Mbit/s"), "5Mbit/s");
         assert_eq!(compact(r#"{ p = 0.01, kind = "bernoulli" }"#), "p=0.01, bernoulli");
+    }
+
+    #[test]
+    fn numeric_axes_read_rates_durations_and_queue_sizes() {
+        let axis = |spec: &str| x_axis(&parse_setting(spec).unwrap());
+        assert_eq!(axis("a=5Mbit/s,500kbit/s").0, vec![5.0, 0.5]);
+        assert_eq!(axis("a=20ms,1s").0, vec![20.0, 1000.0]);
+        let (xs, label, numeric) = axis("a.queue=5pkt,50pkt");
+        assert!(numeric && label.ends_with("(packets)"), "{label}");
+        assert_eq!(xs, vec![5.0, 50.0]);
+        assert_eq!(axis("a=1500B,3000B").1, "a (bytes)");
+        // Mixed packets and bytes have no common axis: by position.
+        let (xs, label, numeric) = axis("a=5pkt,3000B");
+        assert!(!numeric && label.contains("1 = 5pkt"), "{label}");
+        assert_eq!(xs, vec![1.0, 2.0]);
     }
 
     #[test]
