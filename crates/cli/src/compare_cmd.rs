@@ -57,7 +57,7 @@ pub struct CompareArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Never show a progress bar.
-    #[arg(long)]
+    #[arg(long, short)]
     pub quiet: bool,
 }
 

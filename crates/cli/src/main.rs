@@ -104,8 +104,8 @@ struct RunArgs {
     /// Print summary.json to stdout instead of the table.
     #[arg(long)]
     json: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
+    /// Never show a progress bar (nor the note that names `reproduce` for a paper's experiment file).
+    #[arg(long, short)]
     quiet: bool,
     /// Run with real Linux TCP in network namespaces (sender — gateway — wanem — receiver)
     /// instead of the simulator (root; dumbbell scenarios with bulk flows).
@@ -270,7 +270,8 @@ fn main() -> ExitCode {
                     eprintln!("error: {e}");
                     return ExitCode::from(BAD_INPUT);
                 }
-                println!("{}: valid ({} flows)", scenario.display(), sc.flow_count());
+                let n = sc.flow_count();
+                println!("{}: valid ({n} flow{})", scenario.display(), if n == 1 { "" } else { "s" });
                 // What the gateway boxes' policies do that is valid but probably not meant.
                 let base = scenario.parent();
                 for (i, mb) in sc.middlebox.iter().enumerate() {
@@ -340,6 +341,11 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             },
         }
     };
+    if !a.json && !a.quiet {
+        if let Some(note) = a.scenario.as_deref().and_then(experiment_note) {
+            eprintln!("{note}");
+        }
+    }
     let req = RunRequest { seed: a.seed, out: a.out.clone(), pcap: a.pcap.clone() };
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
@@ -383,6 +389,33 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             ExitCode::from(BAD_INPUT)
         }
     }
+}
+
+/// For a paper's experiment file (`experiments/pN/…`): `run` runs only its base scenario, without
+/// the schemes, sweeps and claims that `reproduce` adds; say so and name the command.
+fn experiment_note(path: &std::path::Path) -> Option<String> {
+    let path = path.canonicalize().ok()?;
+    let all = ackshape_sim::reproduce::registry();
+    let ids: Vec<&str> = all
+        .iter()
+        .filter(|e| {
+            let rel = std::path::Path::new(e.file);
+            // The file itself, in this checkout or another: its path ends with the repository path.
+            path.ends_with(rel)
+        })
+        .map(|e| e.id)
+        .collect();
+    if ids.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "note: {} is the base scenario of {} {}: `run` simulates it as written; `ackshape reproduce {}` runs the \
+         paper's schemes and sweeps on it and checks the claims",
+        path.file_name()?.to_string_lossy(),
+        if ids.len() == 1 { "experiment" } else { "experiments" },
+        ids.join(", "),
+        ids.join(" ")
+    ))
 }
 
 /// "wrote DIR: a, b, c" for the files a run wrote into `out`.

@@ -197,3 +197,34 @@ fn which(cmd: &str) -> Result<PathBuf, ()> {
         .and_then(|p| std::env::split_paths(&p).map(|d| d.join(cmd)).find(|p| p.is_file()))
         .ok_or(())
 }
+
+/// `run` on a paper's experiment file simulates only its base scenario; it says so on stderr and
+/// names `reproduce ID`. Not with `--json` or `--quiet`, not for a copy outside `experiments/`.
+#[test]
+fn run_on_an_experiment_file_names_reproduce() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let f9 = repo.join("experiments/p0/f9-loss.toml");
+    let ackshape =
+        |args: &[&std::ffi::OsStr]| Command::new(env!("CARGO_BIN_EXE_ackshape")).args(args).output().unwrap();
+    let o = ackshape(&["run".as_ref(), f9.as_os_str()]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("base scenario of experiment P0-F9") && err.contains("`ackshape reproduce P0-F9`"), "{err}");
+    // A file two experiments share names both.
+    let f3 = repo.join("experiments/p2/f3.toml");
+    let o = ackshape(&["run".as_ref(), f3.as_os_str(), "--json".as_ref()]);
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = ackshape(&["validate".as_ref(), f3.as_os_str()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("valid (2 flows)"));
+    let o = ackshape(&["run".as_ref(), f9.as_os_str(), "-q".as_ref()]);
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The same text elsewhere is the user's own scenario.
+    let d = tmpdir("expnote");
+    let copy = d.join("f9-loss.toml");
+    std::fs::copy(&f9, &copy).unwrap();
+    let o = ackshape(&["run".as_ref(), copy.as_os_str()]);
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = ackshape(&["validate".as_ref(), copy.as_os_str()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("valid (1 flow)"), "{}", String::from_utf8_lossy(&o.stdout));
+    let _ = std::fs::remove_dir_all(&d);
+}
