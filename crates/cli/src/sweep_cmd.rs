@@ -1,6 +1,6 @@
 //! `ackshape sweep`: one scenario over several values of some of its keys and several seeds.
 
-use ackshape_sim::sweep::{metric_index, parse_seeds, parse_setting, Base, Setting, Sweep, METRICS};
+use ackshape_sim::sweep::{metric_index, parse_metric, parse_seeds, parse_setting, Base, Setting, Sweep, METRICS};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,8 +29,13 @@ pub struct SweepArgs {
     /// sweep-gateway-queue.svg and sweep-gateway-acks.svg: its data queue and held ACKs).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// More columns: any number in each run's summary.json, by its dotted path, optionally named,
+    /// e.g. `--metric injections=middleboxes[0].stats.injections` or `--metric flows[0].goodput_bps`
+    /// (repeatable; `ackshape run FILE --json` shows the keys).
+    #[arg(long = "metric", value_name = "[NAME=]PATH")]
+    pub metric: Vec<String>,
     /// With --out, also plot these metrics (comma-separated column names of sweep.csv, e.g.
-    /// jain,retransmit_ratio) as sweep-METRIC.svg.
+    /// jain,retransmit_ratio, or a --metric's name) as sweep-METRIC.svg.
     #[arg(long, value_name = "METRIC,…", value_delimiter = ',')]
     pub plot: Vec<String>,
     /// Print sweep.json to stdout instead of the table.
@@ -95,12 +100,24 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return bad(e),
     };
+    let mut extra = Vec::new();
+    for spec in &a.metric {
+        match parse_metric(spec) {
+            Ok(m) if extra.iter().any(|e: &ackshape_sim::sweep::ExtraMetric| e.name == m.name) => {
+                return bad(format!("--metric {spec}: the name `{}` is given twice", m.name))
+            }
+            Ok(m) => extra.push(m),
+            Err(e) => return bad(e),
+        }
+    }
     let mut plots = Vec::new();
     for m in &a.plot {
-        match metric_index(m.trim()) {
+        let by_extra = extra.iter().position(|e| e.name == m.trim()).map(|k| METRICS.len() + k);
+        match metric_index(m.trim()).or(by_extra) {
             Some(i) => plots.push(i),
             None => {
-                let names: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+                let names: Vec<&str> =
+                    METRICS.iter().map(|m| m.0).chain(extra.iter().map(|e| e.name.as_str())).collect();
                 return bad(format!("--plot {m}: no such metric (there are: {})", names.join(", ")));
             }
         }
@@ -108,8 +125,10 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
     if !plots.is_empty() && a.out.is_none() {
         return bad("--plot needs --out DIR to write into".into());
     }
-    let sweep = Sweep { base, settings, seeds, link: a.link.clone() };
-    if let Some(m) = plots.iter().map(|&i| METRICS[i].0).find(|m| m.starts_with("gateway_")) {
+    let sweep = Sweep { base, settings, seeds, link: a.link.clone(), extra };
+    if let Some(m) =
+        plots.iter().filter(|&&i| i < METRICS.len()).map(|&i| METRICS[i].0).find(|m| m.starts_with("gateway_"))
+    {
         if !sweep.has_gateway() {
             return bad(format!(
                 "--plot {m}: {} has no gateway box (`[[middlebox]]` with kind = \"gateway\")",

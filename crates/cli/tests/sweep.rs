@@ -173,6 +173,36 @@ fn a_bad_set_names_the_file_the_key_and_the_set() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--plot gateway_drops") && stderr(&o).contains("no gateway box"), "{}", stderr(&o));
     assert!(!d.join("o").exists());
+    // A --metric path the runs do not have, or a name taken twice.
+    let o =
+        ackshape(&["sweep", f, "--seeds", "1", "--metric", "flows[0].nosuch", "--out", d.join("o").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--metric flows[0].nosuch") && stderr(&o).contains("--json"), "{}", stderr(&o));
+    assert!(!d.join("o").exists());
+    let o = ackshape(&["sweep", f, "--metric", "x=flows[0].id", "--metric", "x=flows[0].timeouts"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("given twice"), "{}", stderr(&o));
+    // A --metric is a column, and --plot takes its name.
+    let out = d.join("m");
+    let o = ackshape(&[
+        "sweep",
+        f,
+        "--seeds",
+        "1",
+        "--metric",
+        "rtt=flows[0].rtt_mean_ms",
+        "--plot",
+        "rtt",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    assert!(head.ends_with(",rtt"), "{head}");
+    let rtt: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+    assert!(rtt > 0.0, "{row}");
+    assert!(out.join("sweep-rtt.svg").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -200,6 +200,46 @@ pub fn metrics_of(s: &Summary, link: &str) -> Vec<f64> {
     ]
 }
 
+/// A metric of the user's (`--metric NAME=PATH`): a number anywhere in `summary.json`, by its
+/// dotted path (`middleboxes[0].stats.injections`, `flows[2].goodput_bps`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtraMetric {
+    /// The column name (the path if none was given).
+    pub name: String,
+    pub path: String,
+}
+
+/// Parse `NAME=PATH` or `PATH`.
+pub fn parse_metric(spec: &str) -> Result<ExtraMetric, String> {
+    let (name, path) = match spec.split_once('=') {
+        Some((n, p)) => (n.trim(), p.trim()),
+        None => (spec.trim(), spec.trim()),
+    };
+    let bad = |m: String| {
+        format!("--metric {spec:?}: {m}; expected [NAME=]PATH into summary.json, e.g. injections=middleboxes[0].stats.injections")
+    };
+    if name.is_empty() || name.contains(',') || name.contains('"') {
+        return Err(bad("expected a name without commas or quotes".into()));
+    }
+    path_steps(path).map_err(bad)?;
+    if METRICS.iter().any(|m| m.0 == name) {
+        return Err(bad(format!("`{name}` is already a column")));
+    }
+    Ok(ExtraMetric { name: name.to_string(), path: path.to_string() })
+}
+
+/// The number at a dotted path of a JSON document (booleans as 0/1), if there is one.
+pub fn json_number(v: &serde_json::Value, path: &str) -> Option<f64> {
+    let mut cur = v;
+    for (k, i) in path_steps(path).ok()? {
+        cur = cur.get(k)?;
+        if let Some(i) = i {
+            cur = cur.get(i)?;
+        }
+    }
+    cur.as_f64().or_else(|| cur.as_bool().map(|b| b as u8 as f64))
+}
+
 /// A sweep: a base scenario, the keys to vary, the seeds, and the link direction to report.
 #[derive(Clone, Debug)]
 pub struct Sweep {
@@ -209,6 +249,8 @@ pub struct Sweep {
     /// The link direction whose queue, drops and utilization are reported; `None`: `bottleneck`
     /// if the scenario has one, else the busiest direction of the first run.
     pub link: Option<String>,
+    /// More metrics from each run's `summary.json` (after [`METRICS`], in this order).
+    pub extra: Vec<ExtraMetric>,
 }
 
 /// One run of a sweep.
@@ -217,7 +259,7 @@ pub struct RunRow {
     /// Index of the point (the settings' values), in expansion order.
     pub point: usize,
     pub seed: u64,
-    /// In [`METRICS`] order.
+    /// In [`METRICS`] order, then the extra metrics (NaN where a run has none).
     pub metrics: Vec<f64>,
 }
 
@@ -227,7 +269,7 @@ pub struct PointStats {
     /// The settings' values, as written.
     pub values: Vec<String>,
     pub runs: usize,
-    /// Per metric, in [`METRICS`] order.
+    /// Per metric, in [`SweepResult::names`] order.
     pub mean: Vec<f64>,
     /// Standard error of the mean (sample standard deviation / √runs; 0 with one run).
     pub se: Vec<f64>,
@@ -242,7 +284,9 @@ pub struct SweepResult {
     pub keys: Vec<String>,
     pub seeds: Vec<u64>,
     pub link: String,
-    /// The metrics this sweep reports (indices into [`METRICS`]): all but the gateway ones when no
+    /// Every metric's column name and description: [`METRICS`], then the extra ones.
+    pub names: Vec<(String, String)>,
+    /// The metrics this sweep reports (indices into `names`): all but the gateway ones when no
     /// run had a gateway box.
     pub columns: Vec<usize>,
     pub runs: Vec<RunRow>,
@@ -310,18 +354,31 @@ impl Sweep {
         let jobs: Vec<(usize, u64)> = (0..points.len()).flat_map(|p| self.seeds.iter().map(move |&s| (p, s))).collect();
         let total = jobs.len();
         let file = &self.base.file;
-        let summaries: Vec<Result<Summary, String>> = run_parallel(
-            &jobs,
-            workers,
-            |&(p, seed)| {
-                let mut sim =
-                    Sim::build(&points[p].1, file, Some(seed), RunOptions::default()).map_err(|e| e.to_string())?;
-                let t0 = std::time::Instant::now();
-                sim.run(None);
-                Ok(sim.summary(t0.elapsed().as_secs_f64()))
-            },
-            &mut |k| on_done(k, total),
-        );
+        let one = |&(p, seed): &(usize, u64)| -> Result<Summary, String> {
+            let mut sim =
+                Sim::build(&points[p].1, file, Some(seed), RunOptions::default()).map_err(|e| e.to_string())?;
+            let t0 = std::time::Instant::now();
+            sim.run(None);
+            Ok(sim.summary(t0.elapsed().as_secs_f64()))
+        };
+        // With --metric, the first run alone first: a path its summary does not have (a typo, most
+        // likely) fails the sweep before the other runs are spent.
+        let mut summaries: Vec<Result<Summary, String>> = Vec::new();
+        let mut done = 0;
+        if !self.extra.is_empty() {
+            let first = one(&jobs[0])?;
+            let doc = serde_json::to_value(&first).expect("a summary is JSON");
+            if let Some(e) = self.extra.iter().find(|e| json_number(&doc, &e.path).is_none()) {
+                return Err(format!(
+                    "--metric {}: the first run's summary.json has no number at `{}` (`ackshape run {} --json` shows its keys)",
+                    e.name, e.path, file
+                ));
+            }
+            summaries.push(Ok(first));
+            done = 1;
+            on_done(1, total);
+        }
+        summaries.extend(run_parallel(&jobs[done..], workers, one, &mut |k| on_done(done + k, total)));
         let summaries = summaries.into_iter().collect::<Result<Vec<_>, _>>()?;
         let link = match &self.link {
             Some(l) => l.clone(),
@@ -330,7 +387,14 @@ impl Sweep {
         let runs: Vec<RunRow> = jobs
             .iter()
             .zip(&summaries)
-            .map(|(&(point, seed), s)| RunRow { point, seed, metrics: metrics_of(s, &link) })
+            .map(|(&(point, seed), s)| {
+                let mut metrics = metrics_of(s, &link);
+                if !self.extra.is_empty() {
+                    let doc = serde_json::to_value(s).expect("a summary is JSON");
+                    metrics.extend(self.extra.iter().map(|e| json_number(&doc, &e.path).unwrap_or(f64::NAN)));
+                }
+                RunRow { point, seed, metrics }
+            })
             .collect();
         let stats = points
             .iter()
@@ -346,7 +410,15 @@ impl Sweep {
             keys: self.settings.iter().map(|s| s.key.clone()).collect(),
             seeds: self.seeds.clone(),
             link,
-            columns: (0..METRICS.len()).filter(|&j| gateway || !METRICS[j].0.starts_with(GATEWAY_METRICS)).collect(),
+            names: METRICS
+                .iter()
+                .map(|(n, w)| (n.to_string(), w.to_string()))
+                .chain(self.extra.iter().map(|e| (e.name.clone(), format!("{} (summary.json)", e.path))))
+                .collect(),
+            columns: (0..METRICS.len())
+                .filter(|&j| gateway || !METRICS[j].0.starts_with(GATEWAY_METRICS))
+                .chain(METRICS.len()..METRICS.len() + self.extra.len())
+                .collect(),
             runs,
             points: stats,
         })
@@ -363,7 +435,7 @@ fn default_link(s: &Summary) -> String {
 
 fn point_stats(values: Vec<String>, rows: &[&RunRow]) -> PointStats {
     let n = rows.len();
-    let m = METRICS.len();
+    let m = rows.first().map_or(METRICS.len(), |r| r.metrics.len());
     let (mut mean, mut se, mut min, mut max) = (vec![0.0; m], vec![0.0; m], vec![0.0; m], vec![0.0; m]);
     for j in 0..m {
         let xs: Vec<f64> = rows.iter().map(|r| r.metrics[j]).collect();
@@ -413,9 +485,9 @@ fn json_num(x: f64) -> serde_json::Value {
 }
 
 #[derive(Serialize)]
-struct MetricDoc {
-    name: &'static str,
-    what: &'static str,
+struct MetricDoc<'a> {
+    name: &'a str,
+    what: &'a str,
 }
 
 impl SweepResult {
@@ -433,7 +505,7 @@ impl SweepResult {
                 o.insert("values".into(), values(&self.points[r.point].values).into());
                 o.insert("seed".into(), r.seed.into());
                 for &j in &self.columns {
-                    o.insert(METRICS[j].0.into(), json_num(r.metrics[j]));
+                    o.insert(self.names[j].0.clone(), json_num(r.metrics[j]));
                 }
                 o.into()
             })
@@ -447,7 +519,7 @@ impl SweepResult {
                 o.insert("runs".into(), p.runs.into());
                 for &j in &self.columns {
                     o.insert(
-                        METRICS[j].0.into(),
+                        self.names[j].0.clone(),
                         serde_json::json!({
                             "mean": json_num(p.mean[j]), "se": json_num(p.se[j]),
                             "min": json_num(p.min[j]), "max": json_num(p.max[j]),
@@ -462,7 +534,7 @@ impl SweepResult {
             "settings": settings.iter().map(|s| serde_json::json!({"key": s.key, "values": s.texts})).collect::<Vec<_>>(),
             "seeds": self.seeds,
             "link": self.link,
-            "metrics": self.columns.iter().map(|&j| MetricDoc { name: METRICS[j].0, what: METRICS[j].1 }).collect::<Vec<_>>(),
+            "metrics": self.columns.iter().map(|&j| MetricDoc { name: &self.names[j].0, what: &self.names[j].1 }).collect::<Vec<_>>(),
             "runs": runs,
             "points": points,
         })
@@ -473,7 +545,7 @@ impl SweepResult {
         let mut head: Vec<String> = vec!["point".into()];
         head.extend(self.keys.iter().map(|k| csv_field(k)));
         head.push("seed".into());
-        head.extend(self.columns.iter().map(|&j| METRICS[j].0.to_string()));
+        head.extend(self.columns.iter().map(|&j| csv_field(&self.names[j].0)));
         let mut o = head.join(",") + "\n";
         for r in &self.runs {
             let mut row = vec![r.point.to_string()];
@@ -490,8 +562,8 @@ impl SweepResult {
         let mut head: Vec<String> = self.keys.iter().map(|k| csv_field(k)).collect();
         head.push("runs".into());
         for &j in &self.columns {
-            head.push(format!("{}_mean", METRICS[j].0));
-            head.push(format!("{}_se", METRICS[j].0));
+            head.push(csv_field(&format!("{}_mean", self.names[j].0)));
+            head.push(csv_field(&format!("{}_se", self.names[j].0)));
         }
         let mut o = head.join(",") + "\n";
         for p in &self.points {
@@ -510,7 +582,7 @@ impl SweepResult {
     /// numeric values (numbers, rates, durations), else the first. One curve per combination of the
     /// other settings' values.
     pub fn plot(&self, metric: usize, settings: &[Setting]) -> String {
-        let (name, what) = METRICS[metric];
+        let (name, what) = (&self.names[metric].0, &self.names[metric].1);
         let axes: Vec<(Vec<f64>, String, bool)> = settings.iter().map(x_axis).collect();
         let xi = axes.iter().position(|a| a.2).unwrap_or(0);
         let x_label = axes.get(xi).map_or_else(|| "(no --set)".to_string(), |a| a.1.clone());
@@ -600,7 +672,12 @@ impl SweepResult {
         for &m in more_plots {
             if !done.contains(&m) && self.columns.contains(&m) {
                 done.push(m);
-                files.push((format!("sweep-{}.svg", METRICS[m].0), self.plot(m, settings)));
+                let file: String = self.names[m]
+                    .0
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+                    .collect();
+                files.push((format!("sweep-{file}.svg"), self.plot(m, settings)));
             }
         }
         let mut out = Vec::new();
@@ -610,6 +687,20 @@ impl SweepResult {
             out.push(p);
         }
         Ok(out)
+    }
+}
+
+/// A mean for the table: 4 significant digits, no exponent for everyday magnitudes.
+fn fmt_sig(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let a = x.abs();
+    if a == 0.0 || (1e-3..1e9).contains(&a) {
+        let decimals = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+        format!("{x:.decimals$}")
+    } else {
+        format!("{x:.3e}")
     }
 }
 
@@ -714,6 +805,10 @@ impl fmt::Display for SweepResult {
         if gw {
             write!(f, "  {:>8}  {:>8}  {:>8}", "gw data", "gw acks", "gw drops")?;
         }
+        let extra: Vec<usize> = self.columns.iter().copied().filter(|&c| c >= METRICS.len()).collect();
+        for &c in &extra {
+            write!(f, "  {:>w$}", self.names[c].0, w = self.names[c].0.len().max(10))?;
+        }
         writeln!(f)?;
         for p in &self.points {
             let mut line = String::new();
@@ -734,6 +829,9 @@ impl fmt::Display for SweepResult {
             )?;
             if gw {
                 write!(f, "  {:>8.2}  {:>8.2}  {:>8.1}", p.mean[gq], p.mean[ga], p.mean[gd])?;
+            }
+            for &c in &extra {
+                write!(f, "  {:>w$}", fmt_sig(p.mean[c]), w = self.names[c].0.len().max(10))?;
             }
             writeln!(f)?;
         }
@@ -868,7 +966,8 @@ start = "uniform(0s, 500ms)"
             parse_setting("topology.bottleneck.rate=2Mbit/s,4Mbit/s").unwrap(),
             parse_setting("tcp.cc=reno,cubic").unwrap(),
         ];
-        let sweep = Sweep { base: base.clone(), settings: settings.clone(), seeds: vec![1, 2], link: None };
+        let sweep =
+            Sweep { base: base.clone(), settings: settings.clone(), seeds: vec![1, 2], link: None, extra: vec![] };
         let one = sweep.run(1, &mut |_, _| {}).unwrap();
         let two = sweep.run(2, &mut |_, _| {}).unwrap();
         assert_eq!(one.runs_csv(), two.runs_csv());
@@ -944,7 +1043,8 @@ policy = { default_class = "c", class = [ { name = "c", rate = "2Mbit/s", queue 
             r#"middlebox[0].policy.class[0].mechanism={ kind = "none" },{ kind = "tcr" }"#,
         )
         .unwrap()];
-        let sweep = Sweep { base: base.clone(), settings: settings.clone(), seeds: vec![1, 2], link: None };
+        let sweep =
+            Sweep { base: base.clone(), settings: settings.clone(), seeds: vec![1, 2], link: None, extra: vec![] };
         assert!(sweep.has_gateway());
         let res = sweep.run(2, &mut |_, _| {}).unwrap();
         let head = res.runs_csv().lines().next().unwrap().to_string();
@@ -986,9 +1086,60 @@ policy = { default_class = "c", class = [ { name = "c", rate = "2Mbit/s", queue 
     }
 
     #[test]
+    fn extra_metrics_are_numbers_of_each_runs_summary() {
+        let m = parse_metric("fr=flows[1].fast_retransmits").unwrap();
+        assert_eq!((m.name.as_str(), m.path.as_str()), ("fr", "flows[1].fast_retransmits"));
+        assert_eq!(parse_metric("aggregate.cov").unwrap().name, "aggregate.cov");
+        for bad in ["jain=aggregate.jain", "x=a..b", "x=flows[z].id", "=a", "a,b=c"] {
+            assert!(parse_metric(bad).is_err(), "{bad:?} should be refused");
+        }
+        let doc = serde_json::json!({ "a": [{ "b": 2.5 }, { "b": true }], "s": "text" });
+        assert_eq!(json_number(&doc, "a[0].b"), Some(2.5));
+        assert_eq!(json_number(&doc, "a[1].b"), Some(1.0));
+        assert_eq!(json_number(&doc, "a[2].b"), None);
+        assert_eq!(json_number(&doc, "s"), None);
+        assert_eq!(json_number(&doc, "a"), None);
+
+        let base = Base::parse(SCN, "s.toml").unwrap();
+        let settings = vec![parse_setting("tcp.cc=reno,cubic").unwrap()];
+        let extra = vec![parse_metric("fr=flows[1].fast_retransmits").unwrap(), parse_metric("aggregate.cov").unwrap()];
+        let sweep = Sweep { base: base.clone(), settings: settings.clone(), seeds: vec![1, 2], link: None, extra };
+        let res = sweep.run(2, &mut |_, _| {}).unwrap();
+        let n = METRICS.len();
+        for r in &res.runs {
+            let sc = base.with(&settings, &[r.point]).unwrap();
+            let mut sim = Sim::build(&sc, "s.toml", Some(r.seed), RunOptions::default()).unwrap();
+            sim.run(None);
+            let s = sim.summary(0.0);
+            assert_eq!(r.metrics[n], s.flows[1].fast_retransmits as f64);
+            assert_eq!(r.metrics[n + 1], s.aggregate.cov);
+            assert_eq!(r.metrics[n + 1], r.metrics[metric_index("cov").unwrap()]);
+        }
+        assert!(res.runs.iter().any(|r| r.metrics[n] > 0.0), "the lossy bottleneck causes fast retransmits");
+        let head = res.runs_csv().lines().next().unwrap().to_string();
+        assert!(head.ends_with(",fr,aggregate.cov"), "{head}");
+        assert!(res
+            .points_csv()
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("fr_mean,fr_se,aggregate.cov_mean,aggregate.cov_se"));
+        let table = res.to_string();
+        assert!(table.lines().next().unwrap().contains("aggregate.cov"), "{table}");
+        assert!(res.plot(n, &settings).contains("flows[1].fast_retransmits (summary.json)"));
+        // A path the first run does not have fails before the others run.
+        let typo = vec![parse_metric("flows[1].fast_retransmit").unwrap()];
+        let sweep = Sweep { base, settings, seeds: vec![1, 2], link: None, extra: typo };
+        let mut ran = 0;
+        let e = sweep.run(1, &mut |k, _| ran = k).unwrap_err();
+        assert!(e.contains("flows[1].fast_retransmit") && e.contains("first run"), "{e}");
+        assert_eq!(ran, 0);
+    }
+
+    #[test]
     fn an_unknown_link_is_refused_before_anything_runs() {
         let base = Base::parse(SCN, "s.toml").unwrap();
-        let sweep = Sweep { base, settings: vec![], seeds: vec![1], link: Some("nosuch".into()) };
+        let sweep = Sweep { base, settings: vec![], seeds: vec![1], link: Some("nosuch".into()), extra: vec![] };
         let mut ran = 0;
         let e = sweep.run(1, &mut |_, _| ran += 1).unwrap_err();
         assert!(e.contains("--link nosuch") && e.contains("bottleneck"), "{e}");
