@@ -222,7 +222,7 @@ pub fn parse_metric(spec: &str) -> Result<ExtraMetric, String> {
         return Err(bad("expected a name without commas or quotes".into()));
     }
     path_steps(path).map_err(bad)?;
-    if METRICS.iter().any(|m| m.0 == name) {
+    if METRICS.iter().any(|m| m.0 == name) || ["point", "seed", "runs"].contains(&name) {
         return Err(bad(format!("`{name}` is already a column")));
     }
     Ok(ExtraMetric { name: name.to_string(), path: path.to_string() })
@@ -646,8 +646,8 @@ impl SweepResult {
     /// Write `sweep.json`, `sweep.csv`, `sweep-points.csv`, plots of goodput and of the link's
     /// queue (with a gateway box also of its data queue and held ACKs: `sweep-gateway-queue.svg`,
     /// `sweep-gateway-acks.svg`), and `sweep-METRIC.svg` for each of `more_plots` (indices into
-    /// [`METRICS`]; those not among [`SweepResult::columns`] are skipped) into `dir` (created);
-    /// returns the files written.
+    /// [`SweepResult::names`]; those not among [`SweepResult::columns`] are skipped) into `dir`
+    /// (created); returns the files written.
     pub fn write(&self, dir: &Path, settings: &[Setting], more_plots: &[usize]) -> Result<Vec<PathBuf>, RunError> {
         std::fs::create_dir_all(dir).map_err(|err| RunError::Io { path: dir.display().to_string(), err })?;
         let json = serde_json::to_string_pretty(&self.to_json(settings)).expect("JSON of numbers and strings") + "\n";
@@ -696,7 +696,10 @@ fn fmt_sig(x: f64) -> String {
         return "-".into();
     }
     let a = x.abs();
-    if a == 0.0 || (1e-3..1e9).contains(&a) {
+    if a == 0.0 {
+        return "0".into();
+    }
+    if (1e-3..1e9).contains(&a) {
         let decimals = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
         format!("{x:.decimals$}")
     } else {
@@ -1090,7 +1093,12 @@ policy = { default_class = "c", class = [ { name = "c", rate = "2Mbit/s", queue 
         let m = parse_metric("fr=flows[1].fast_retransmits").unwrap();
         assert_eq!((m.name.as_str(), m.path.as_str()), ("fr", "flows[1].fast_retransmits"));
         assert_eq!(parse_metric("aggregate.cov").unwrap().name, "aggregate.cov");
-        for bad in ["jain=aggregate.jain", "x=a..b", "x=flows[z].id", "=a", "a,b=c"] {
+        assert_eq!(fmt_sig(0.0), "0");
+        assert_eq!(fmt_sig(2282.0), "2282");
+        assert_eq!(fmt_sig(0.012345), "0.01235");
+        assert_eq!(fmt_sig(f64::NAN), "-");
+        assert_eq!(fmt_sig(3.2e12), "3.200e12");
+        for bad in ["jain=aggregate.jain", "seed=flows[0].id", "x=a..b", "x=flows[z].id", "=a", "a,b=c"] {
             assert!(parse_metric(bad).is_err(), "{bad:?} should be refused");
         }
         let doc = serde_json::json!({ "a": [{ "b": 2.5 }, { "b": true }], "s": "text" });

@@ -1213,7 +1213,8 @@ impl Middlebox for Gateway {
                 m["data_queue_avg_pkts_after_warmup"] = avg(&|s| s.data.window_avg(now).unwrap_or(0.0)).into();
                 m["acks_held_max_after_warmup"] = maxu(&|s| s.acks.wmax).into();
                 m["acks_held_avg_after_warmup"] = avg(&|s| s.acks.window_avg(now).unwrap_or(0.0)).into();
-                m["drops_after_warmup"] = sum(&|s| s.wdrops.map_or(0, |(d0, d1)| d1.unwrap_or(s.drops) - d0)).into();
+                m["drops_after_warmup"] =
+                    sum(&|s| s.wdrops.map_or(0, |(d0, d1)| d1.unwrap_or(s.drops).saturating_sub(d0))).into();
             }
             if pc.is_leaf() {
                 let mut q = Map::new();
