@@ -1,7 +1,8 @@
 //! `ackshape reproduce`: run the papers' experiments and check their claims.
 
 use ackshape_sim::reproduce::{
-    claim_records, registry, select, set_workers, workers, write_index, write_output_with, Ctx, RunInfo,
+    apply_sets, claim_records, registry, select, set_workers, workers, write_index, write_output_with, Ctx, Experiment,
+    RunInfo,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -37,6 +38,12 @@ pub struct ReproduceArgs {
     /// Results do not depend on it.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Change a key of each chosen experiment's file for this run, e.g. `--set tcp.cc=reno` or
+    /// `--set paper.seeds=20` (repeatable; as `run --set`). The paper's values and tolerances stay;
+    /// keys the experiment sets per run (what it sweeps) keep its values. The report, run.json and
+    /// the JSON records say what was changed; use --out to keep the results apart.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
 }
 
 pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
@@ -58,6 +65,43 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         eprintln!("error: no experiments are registered");
         return ExitCode::from(2);
     }
+    // With --set: each chosen experiment with its file changed, all checked before any runs.
+    let mut set_texts = Vec::new();
+    let changed: Vec<Experiment> = if a.set.is_empty() {
+        Vec::new()
+    } else {
+        let settings = match crate::sweep_cmd::parse_settings(&a.set) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        if let Some(s) = settings.iter().find(|s| s.values.len() > 1) {
+            eprintln!(
+                "error: --set {}: reproduce takes one value per key, got {}; run it once per value",
+                s.key,
+                s.values.len()
+            );
+            return ExitCode::from(2);
+        }
+        set_texts = settings.iter().map(|s| format!("{}={}", s.key, s.texts[0])).collect();
+        let sets: Vec<(String, toml::Value)> = settings.iter().map(|s| (s.key.clone(), s.values[0].clone())).collect();
+        let mut v = Vec::new();
+        for exp in &chosen {
+            match apply_sets(exp.text, exp.file, &sets) {
+                // Experiments borrow their file's text for the whole program; a changed copy is
+                // made once per chosen experiment.
+                Ok(text) => v.push(Experiment { text: Box::leak(text.into_boxed_str()), ..**exp }),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", exp.id);
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        v
+    };
+    let chosen: Vec<&Experiment> = if changed.is_empty() { chosen } else { changed.iter().collect() };
     if let Some(j) = a.jobs {
         set_workers(j);
     }
@@ -86,7 +130,7 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         match res {
             Ok(out) => {
                 let dir = a.out.join(exp.id);
-                let run = RunInfo::new(&out, exp, a.quick, a.seed, wall);
+                let run = RunInfo { set: set_texts.clone(), ..RunInfo::new(&out, exp, a.quick, a.seed, wall) };
                 match write_output_with(&out, exp, &run, &dir) {
                     Ok(report) => {
                         if !a.json {
@@ -119,7 +163,11 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
                     }
                 }
                 failed_claims += out.claims.iter().filter(|c| !c.holds).count();
-                records.extend(claim_records(&out, exp, a.quick));
+                records.extend(
+                    claim_records(&out, exp, a.quick)
+                        .into_iter()
+                        .map(|r| ackshape_sim::reproduce::ClaimRecord { set: set_texts.clone(), ..r }),
+                );
             }
             Err(e) => {
                 eprintln!("error: {}: {e}", exp.id);

@@ -122,3 +122,46 @@ fn reproduce_results_do_not_depend_on_the_number_of_workers() {
     assert_eq!(csv1, csv2);
     assert!(csv1.lines().count() > 10, "{csv1}");
 }
+
+/// `reproduce --set` runs an experiment with a key of its file changed: the change reaches the
+/// simulations (the measurements differ from the file's), and the records, run.json, the report
+/// and its command say so. A bad key or value exits 2 before anything runs.
+#[test]
+fn reproduce_with_set_changes_the_file_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("ackshape-repro-set-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |out: &str, extra: &[&str]| {
+        let d = dir.join(out);
+        let mut args = vec!["reproduce", "P0-F9", "--quick", "--json", "-q", "--out", d.to_str().unwrap()];
+        args.extend(extra);
+        let o = ackshape(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let (plain, reno) = (run("plain", &[]), run("reno", &["--set", "tcp.cc=reno"]));
+    let (plain, reno) = (plain.as_array().unwrap(), reno.as_array().unwrap());
+    assert_eq!(plain.len(), reno.len());
+    assert!(plain.iter().all(|r| r.get("set").is_none()));
+    assert!(reno.iter().all(|r| r["set"] == serde_json::json!(["tcp.cc=reno"])));
+    // SACK vs Reno under 1% loss: the measured goodputs differ.
+    assert!(plain.iter().zip(reno).any(|(a, b)| a["measured"] != b["measured"]), "{plain:?}");
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reno/P0-F9/run.json")).unwrap()).unwrap();
+    assert_eq!(run_json["set"], serde_json::json!(["tcp.cc=reno"]));
+    let report = std::fs::read_to_string(dir.join("reno/P0-F9/report.md")).unwrap();
+    assert!(report.contains("**Changed from the file** (`--set`): `tcp.cc=reno`"), "{report}");
+    assert!(report.contains("`ackshape reproduce P0-F9 --quick --set tcp.cc=reno`"), "{report}");
+    let index = std::fs::read_to_string(dir.join("reno/index.md")).unwrap();
+    assert!(index.contains("--set tcp.cc=reno"), "{index}");
+    // Refused before anything runs.
+    let bad = dir.join("bad");
+    let o = ackshape(&["reproduce", "P0-F9", "--set", "tcp.cc=vegas", "--out", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("experiments/p0/f9-loss.toml: key `tcp.cc`") && err.contains("--set tcp.cc=vegas"), "{err}");
+    assert!(!bad.exists());
+    let o = ackshape(&["reproduce", "P0-F9", "--set", "tcp.cc=reno,sack", "--out", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!bad.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -452,6 +452,9 @@ pub struct RunInfo {
     pub workers: usize,
     pub claims: usize,
     pub claims_hold: usize,
+    /// The `--set KEY=VALUE`s the experiment file was run with (none: as written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
 }
 
 impl RunInfo {
@@ -466,6 +469,7 @@ impl RunInfo {
             workers: workers(),
             claims: out.claims.len(),
             claims_hold: out.claims.iter().filter(|c| c.holds).count(),
+            set: Vec::new(),
         }
     }
 
@@ -478,8 +482,40 @@ impl RunInfo {
         if self.seed != 1 {
             c += &format!(" --seed {}", self.seed);
         }
+        for kv in &self.set {
+            c += &format!(" --set {}", shell_word(kv));
+        }
         c
     }
+}
+
+/// `w` as one POSIX shell word: as it is if it has nothing the shell would interpret, else in
+/// single quotes.
+fn shell_word(w: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,/=:+%@".contains(c);
+    if !w.is_empty() && w.chars().all(plain) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// An experiment file's text with some keys changed (`reproduce --set`): each `(key, value)` is
+/// written into the document (tables on the way are created), the result is checked as a scenario
+/// (errors name the file, the key and the `--set`s), and returned as TOML text. The experiment's
+/// code reads the changed document as it would the file; keys it sets itself per run (what it
+/// sweeps) still take its values.
+pub fn apply_sets(text: &str, file: &str, sets: &[(String, toml::Value)]) -> Result<String, String> {
+    let mut t: toml::Table = text.parse().map_err(|e| format!("{file}: {e}"))?;
+    // As typed: strings without their quotes.
+    let shown: Vec<String> =
+        sets.iter().map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_string))).collect();
+    let with = || format!(" (with --set {})", shown.join(" --set "));
+    for (k, v) in sets {
+        set_path(&mut t, k, v.clone()).map_err(|m| format!("{file}: {m}{}", with()))?;
+    }
+    Scenario::from_table(t.clone(), file).map_err(|e| format!("{e}{}", with()))?;
+    toml::to_string(&t).map_err(|e| format!("{file}: cannot write the changed document: {e}"))
 }
 
 /// One claim as `reproduce --json` prints it: flat, with the experiment's ID.
@@ -498,6 +534,9 @@ pub struct ClaimRecord {
     pub title: String,
     pub file: String,
     pub quick: bool,
+    /// The `--set KEY=VALUE`s the experiment ran with (absent: as written).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
 }
 
 /// The claims of one experiment as flat records.
@@ -515,6 +554,7 @@ pub fn claim_records(out: &ExpOutput, exp: &Experiment, quick: bool) -> Vec<Clai
             title: if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() },
             file: exp.file.to_string(),
             quick,
+            set: Vec::new(),
         })
         .collect()
 }
@@ -653,6 +693,13 @@ pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String
     let mut s = format!("# {id} — {title}\n\nExperiment file: `{}`", exp.file);
     if run.quick {
         s += " (quick mode: fewer seeds/points than the full run)";
+    }
+    if !run.set.is_empty() {
+        s += &format!(
+            "\n\n**Changed from the file** (`--set`): {}. The paper's values and the tolerances are the file's; \
+             keys the experiment sets per run (what it sweeps) keep its values.",
+            run.set.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        );
     }
     s += &format!("\n\nCommand: `{}`", run.command());
     if run.wall_s > 0.0 {
@@ -841,6 +888,33 @@ seeds = 3
         assert!(set_path(&mut t, "a..b", 1.into()).is_err());
         let sc = Scenario::from_table(t, "t.toml").unwrap();
         assert_eq!(sc.tcp.min_rto.map(|d| d.0), Some(ackshape_core::time::Dur::from_millis(200)));
+    }
+
+    #[test]
+    fn every_experiment_file_survives_a_set_and_names_bad_ones() {
+        for e in registry() {
+            // Nothing changed: the same document (comments aside).
+            let same = apply_sets(e.text, e.file, &[]).unwrap_or_else(|m| panic!("{}: {m}", e.id));
+            let (a, b): (toml::Table, toml::Table) = (e.text.parse().unwrap(), same.parse().unwrap());
+            assert_eq!(a, b, "{}", e.id);
+        }
+        let f9 = registry().into_iter().find(|e| e.id == "P0-F9").unwrap();
+        let t = apply_sets(f9.text, f9.file, &[("tcp.cc".into(), toml::Value::String("reno".into()))]).unwrap();
+        let t: toml::Table = t.parse().unwrap();
+        assert_eq!(get_path(&t, "tcp.cc").and_then(|v| v.as_str()), Some("reno"));
+        assert!(get_path(&t, "paper.schemes").is_some(), "the [paper] table stays");
+        let e = apply_sets(f9.text, f9.file, &[("tcp.cc".into(), toml::Value::String("vegas".into()))]).unwrap_err();
+        assert!(
+            e.contains("experiments/p0/f9-loss.toml: key `tcp.cc`") && e.contains("(with --set tcp.cc=vegas)"),
+            "{e}"
+        );
+        let e = apply_sets(f9.text, f9.file, &[("flows[4].count".into(), toml::Value::Integer(2))]).unwrap_err();
+        assert!(e.contains("no index 4"), "{e}");
+        assert_eq!(shell_word("tcp.cc=reno"), "tcp.cc=reno");
+        assert_eq!(shell_word(r#"a={ kind = "red" }"#), r#"'a={ kind = "red" }'"#);
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        let run = RunInfo { id: "P0-F9".into(), set: vec!["tcp.cc=reno".into()], seed: 1, ..Default::default() };
+        assert_eq!(run.command(), "ackshape reproduce P0-F9 --set tcp.cc=reno");
     }
 
     #[test]
