@@ -224,8 +224,15 @@ pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
 
 #[derive(clap::Subcommand)]
 pub enum TestbedCmd {
-    /// Build the namespaces of a scenario (its [live.testbed] table; defaults otherwise) and print them.
-    Up { scenario: PathBuf },
+    /// Build the namespaces of a scenario (its [live.testbed] table; defaults otherwise), list them
+    /// and print the commands that run the scenario's WAN and gateway in them by hand.
+    Up {
+        scenario: PathBuf,
+        /// Write the gateway policy of the scenario's `kind = "gateway"` box to this file, for
+        /// `ackshape gateway --policy` (an inline `policy = { … }` becomes a policy file).
+        #[arg(long, value_name = "FILE")]
+        policy_out: Option<PathBuf>,
+    },
     /// Remove every namespace and veth with the scenario's prefix (or --prefix), also after a crash.
     Down {
         scenario: Option<PathBuf>,
@@ -263,19 +270,24 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
     }
     match c {
         TestbedCmd::TapUp(a) => crate::tap_cmd::cmd_tap_up(a),
-        TestbedCmd::Up { scenario } => {
+        TestbedCmd::Up { scenario, policy_out } => {
             let sc = match load(&scenario) {
                 Ok(s) => s,
                 Err(e) => return e,
             };
-            let spec = match topology_of(&sc, &scenario.display().to_string()) {
+            let file = scenario.display().to_string();
+            let spec = match topology_of(&sc, &file) {
                 Ok(s) => s,
+                Err(e) => return e,
+            };
+            // The policy file is written (and so checked) before anything is built.
+            let policy = match hand_policy(&sc, &file, scenario.parent(), policy_out.as_deref()) {
+                Ok(p) => p,
                 Err(e) => return e,
             };
             match testbed::up(&spec) {
                 Ok(tb) => {
-                    println!("testbed {} is up: {tb:#?}", spec.prefix);
-                    println!("remove it with: ackshape testbed down --prefix {}", spec.prefix);
+                    print!("{}", hand_guide(&tb, &sc, &policy));
                     ExitCode::SUCCESS
                 }
                 Err(e) => fail(1, e),
@@ -298,13 +310,237 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
             };
             match testbed::down(&prefix) {
                 Ok(removed) => {
-                    println!("removed {} objects with prefix {prefix}: {}", removed.len(), removed.join(" "));
+                    let (procs, objs): (Vec<&String>, Vec<&String>) =
+                        removed.iter().partition(|r| r.starts_with("pid "));
+                    if !procs.is_empty() {
+                        let p: Vec<&str> = procs.iter().map(|s| s.as_str()).collect();
+                        println!("stopped {} processes in the namespaces: {}", p.len(), p.join(", "));
+                    }
+                    let o: Vec<&str> = objs.iter().map(|s| s.as_str()).collect();
+                    println!("removed {} objects with prefix {prefix}: {}", o.len(), o.join(" "));
                     ExitCode::SUCCESS
                 }
                 Err(e) => fail(1, e),
             }
         }
     }
+}
+
+/// What `testbed up` says about the gateway's policy: the file to pass to `ackshape gateway`, or
+/// why there is none.
+enum HandPolicy {
+    /// The scenario has no box: the gateway passes frames through.
+    None,
+    /// A policy file (the box's `policy_file`, or the inline policy written by `--policy-out`).
+    File(String),
+    /// An inline policy, not written: `--policy-out` would write it.
+    Inline,
+    /// A box `ackshape gateway` does not run (only `run --live` does): its index and kind.
+    Other(usize, String),
+}
+
+/// The scenario's gateway policy for a hand-run `ackshape gateway`; with `out`, the policy (inline
+/// or from its file) is written there as a policy file, after the same checks the gateway makes.
+fn hand_policy(sc: &Scenario, file: &str, base: Option<&Path>, out: Option<&Path>) -> Result<HandPolicy, ExitCode> {
+    let Some((i, m)) = sc.middlebox.iter().enumerate().next() else {
+        return match out {
+            Some(_) => Err(fail(
+                BAD_INPUT,
+                format!("{file}: --policy-out: the scenario has no `[[middlebox]]` kind = \"gateway\""),
+            )),
+            None => Ok(HandPolicy::None),
+        };
+    };
+    if m.kind != "gateway" {
+        return match out {
+            Some(_) => Err(fail(
+                BAD_INPUT,
+                format!("{file}: --policy-out: `middlebox[{i}]` is kind = {:?}, not a gateway with a policy", m.kind),
+            )),
+            None => Ok(HandPolicy::Other(i, m.kind.clone())),
+        };
+    }
+    let inline = m.settings.get("policy").and_then(|v| v.as_table());
+    let from_file = m.settings.get("policy_file").and_then(|v| v.as_str()).map(|f| match base {
+        Some(b) if Path::new(f).is_relative() && !b.as_os_str().is_empty() => b.join(f),
+        _ => PathBuf::from(f),
+    });
+    // The same checks as the simulator's box and the live gateway's load.
+    if let Some(Err((k, msg))) = ackshape_sim::middlebox::gateway_policy(m, base) {
+        return Err(fail(BAD_INPUT, format!("{file}: key `middlebox[{i}].{k}`: {msg}")));
+    }
+    let Some(out) = out else {
+        return Ok(match from_file {
+            Some(p) => HandPolicy::File(p.display().to_string()),
+            None => HandPolicy::Inline,
+        });
+    };
+    let text = match (inline, &from_file) {
+        (Some(t), _) => format!(
+            "# The gateway policy of {file} (`middlebox[{i}].policy`), for `ackshape gateway --policy`.\n{}",
+            toml::to_string(t).expect("a TOML table serialises")
+        ),
+        (None, Some(p)) => match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e) => return Err(fail(BAD_INPUT, format!("{}: {e}", p.display()))),
+        },
+        (None, None) => unreachable!("gateway_policy refused a box without a policy"),
+    };
+    if let Err(e) = std::fs::write(out, text) {
+        return Err(fail(1, format!("{}: {e}", out.display())));
+    }
+    Ok(HandPolicy::File(out.display().to_string()))
+}
+
+/// A rate as the CLI takes it back: `100Mbit/s`, `1.5Mbit/s`, `800kbit/s`.
+fn rate_arg(bps: u64) -> String {
+    if bps >= 1_000_000_000 && bps.is_multiple_of(1_000_000_000) {
+        format!("{}Gbit/s", bps / 1_000_000_000)
+    } else if bps >= 1_000_000 && bps.is_multiple_of(1_000) {
+        // Exact: at most three decimals.
+        let v = format!("{:.3}", bps as f64 / 1e6);
+        format!("{}Mbit/s", v.trim_end_matches('0').trim_end_matches('.'))
+    } else if bps.is_multiple_of(1_000) {
+        format!("{}kbit/s", bps / 1_000)
+    } else {
+        format!("{bps}bit/s")
+    }
+}
+
+/// A duration as the CLI takes it back: `10ms`, `0.5ms`, `250us`.
+fn dur_arg(ns: u64) -> String {
+    if ns.is_multiple_of(1_000_000) {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns.is_multiple_of(1_000) {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// `ackshape wanem` arguments for the scenario's WAN (what `run --live` gives its wanem), and notes
+/// on what the command line cannot say (the CLI's delay, jitter, loss and queue are the same both
+/// ways; the rate can differ).
+fn wanem_args(fwd: &WanLink, back: &WanLink) -> (String, Vec<String>) {
+    let mut a = format!("--delay {}", dur_arg(fwd.delay_ns));
+    let mut notes = Vec::new();
+    if let JitterSpec::Uniform { max_ns } = fwd.jitter {
+        a += &format!(" --jitter {}", dur_arg(max_ns));
+    }
+    match &fwd.loss {
+        LossSpec::None => {}
+        LossSpec::Bernoulli { p } => a += &format!(" --loss {p}"),
+        LossSpec::Periodic { every, offset: 0 } => a += &format!(" --loss-every {every}"),
+        LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } if *loss_good == 0.0 && *loss_bad == 1.0 => {
+            a += &format!(" --loss-ge {p_gb},{p_bg}")
+        }
+        other => notes.push(format!("the WAN's loss model {other:?} has no wanem flag; `run --live` applies it")),
+    }
+    if let Some(r) = fwd.rate_bps {
+        a += &format!(" --rate {}", rate_arg(r));
+    }
+    if back.rate_bps != fwd.rate_bps {
+        if let Some(r) = back.rate_bps {
+            a += &format!(" --rate-back {}", rate_arg(r));
+        }
+    }
+    a += &format!(" --queue {}", fwd.queue_packets);
+    if back.delay_ns != fwd.delay_ns {
+        notes.push(format!(
+            "the reverse (B→A) delay is {} in the scenario; the wanem flags set {} both ways",
+            dur_arg(back.delay_ns),
+            dur_arg(fwd.delay_ns)
+        ));
+    }
+    if back.loss != fwd.loss || back.jitter != fwd.jitter || back.queue_packets != fwd.queue_packets {
+        notes.push(
+            "the reverse direction's loss, jitter or queue differ in the scenario; the flags use the forward one's"
+                .into(),
+        );
+    }
+    (a, notes)
+}
+
+/// The listing `testbed up` prints: the namespaces and their ports, and the commands that run the
+/// scenario by hand in them (`run --live` does all of it itself).
+fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "testbed {} is up:", tb.prefix);
+    let _ = writeln!(s, "  sender    netns {:<16} {} {}", tb.ns_sender, tb.if_sender, tb.sender_addr);
+    let _ = writeln!(s, "  gateway   netns {:<16} lan {}, wan {}", tb.ns_gateway, tb.if_gw_lan, tb.if_gw_wan);
+    if let (Some(ns), Some(a), Some(b)) = (&tb.ns_wanem, &tb.if_wan_a, &tb.if_wan_b) {
+        let _ = writeln!(s, "  wanem     netns {ns:<16} a {a} (gateway side), b {b} (receiver side)");
+    }
+    let _ = writeln!(s, "  receiver  netns {:<16} {} {}", tb.ns_receiver, tb.if_receiver, tb.receiver_addr);
+    let _ = writeln!(s);
+    let bin = "ackshape";
+    if let (Some(ns), Some(a), Some(b)) = (&tb.ns_wanem, &tb.if_wan_a, &tb.if_wan_b) {
+        if let SimTopo::Dumbbell(d) = &sc.topology {
+            let (bf, br) = d.bottleneck.directions();
+            let (af, ar) = d.access.directions();
+            let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+            let (rf, rr) = racc.directions();
+            let (args, notes) = wanem_args(&wan_link(&bf, af.delay + rf.delay), &wan_link(&br, ar.delay + rr.delay));
+            let _ = writeln!(s, "start the WAN (the scenario's bottleneck; delays include the access links):");
+            let _ = writeln!(s, "  ip netns exec {ns} {bin} wanem --a {a} --b {b} {args} --seed {} &", sc.seed);
+            for n in notes {
+                let _ = writeln!(s, "  (note: {n})");
+            }
+        } else {
+            let _ = writeln!(s, "start the WAN:");
+            let _ = writeln!(s, "  ip netns exec {ns} {bin} wanem --a {a} --b {b} --delay 10ms &");
+        }
+    }
+    let gw = format!("ip netns exec {} {bin} gateway --lan {} --wan {}", tb.ns_gateway, tb.if_gw_lan, tb.if_gw_wan);
+    let stats = "--stats-json gateway-stats.jsonl";
+    match policy {
+        HandPolicy::None => {
+            let _ = writeln!(
+                s,
+                "start the gateway (the scenario has no box: a pass-through; add --policy P.toml to shape):"
+            );
+            let _ = writeln!(s, "  {gw} {stats} &");
+        }
+        HandPolicy::File(f) => {
+            let _ = writeln!(s, "start the gateway with the scenario's policy (kill -HUP reloads the file):");
+            let _ = writeln!(s, "  {gw} --policy {f} {stats} &");
+        }
+        HandPolicy::Inline => {
+            let _ = writeln!(
+                s,
+                "start the gateway (the scenario's policy is inline: `testbed up --policy-out gw.toml` writes it as a file):"
+            );
+            let _ = writeln!(s, "  {gw} --policy gw.toml {stats} &");
+        }
+        HandPolicy::Other(i, kind) => {
+            let _ = writeln!(
+                s,
+                "start the gateway (`middlebox[{i}]`, kind = {kind:?}, runs only under `ackshape run --live`; by hand the gateway runs a policy):"
+            );
+            let _ = writeln!(s, "  {gw} [--policy P.toml] {stats} &");
+        }
+    }
+    // The scenario's bulk flows as one iperf3 run (`run --live` starts them at their own times).
+    let n: u32 = sc.flows.iter().filter(|f| f.kind == FlowKind::Bulk).map(|f| f.count.unwrap_or(1)).sum();
+    let cc = match sc.live.as_ref().and_then(|l| l.get("cc")).and_then(|v| v.as_str()) {
+        Some(c) => c.to_string(),
+        None if sc.tcp.cc == Some(CcAlgo::Cubic) => "cubic".into(),
+        None => "reno".into(),
+    };
+    let secs = sc.duration.0.as_secs_f64().ceil().max(1.0) as u64;
+    let _ = writeln!(s, "run traffic (the scenario's {} bulk flows at once, with iperf3):", n.max(1));
+    let _ = writeln!(s, "  ip netns exec {} iperf3 -s -D", tb.ns_receiver);
+    let _ = writeln!(
+        s,
+        "  ip netns exec {} iperf3 -c {} -t {secs} -P {} -C {cc}",
+        tb.ns_sender,
+        tb.receiver_addr,
+        n.max(1)
+    );
+    let _ = writeln!(s, "remove it (this stops what runs in its namespaces too):");
+    let _ = writeln!(s, "  {bin} testbed down --prefix {}", tb.prefix);
+    s
 }
 
 fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {

@@ -435,3 +435,134 @@ impl WaitOutput for std::process::Child {
         (self.wait().unwrap(), e, o)
     }
 }
+
+/// The commands `testbed up` prints run the scenario by hand: its wanem, its gateway with the
+/// policy `--policy-out` wrote (a 4 Mbit/s class on a 100 Mbit/s WAN, so the rate is the policy's),
+/// and iperf3; `testbed down` then stops what runs in the namespaces.
+#[test]
+fn the_commands_testbed_up_prints_run_the_scenario_by_hand() {
+    if skip("the_commands_testbed_up_prints_run_the_scenario_by_hand") {
+        return;
+    }
+    if Command::new("iperf3").arg("--version").output().is_err() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "SKIPPED: the_commands_testbed_up_prints_run_the_scenario_by_hand: no iperf3 (scripts/setup.sh installs it)"
+        );
+        return;
+    }
+    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let _c = Cleanup("acks-lc6");
+    let d = tmp("hand");
+    let scn = d.join("hand.toml");
+    std::fs::write(
+        &scn,
+        r#"
+name = "hand"
+duration = "4s"
+[tcp]
+cc = "cubic"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "100Mbit/s", delay = "5ms", queue = "1000pkt" }
+access = { rate = "1Gbit/s", delay = "0ms" }
+[[flows]]
+count = 2
+[[middlebox]]
+node = "left"
+wan = "bottleneck"
+kind = "gateway"
+policy = { default_class = "c", class = [ { name = "c", rate = "4Mbit/s", queue = "50pkt", mechanism = { kind = "tcr" } } ] }
+[live.testbed]
+prefix = "acks-lc6"
+"#,
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_ackshape");
+    let up = Command::new(bin)
+        .args(["testbed", "up"])
+        .arg(&scn)
+        .arg("--policy-out")
+        .arg(d.join("gw.toml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&up.stdout).to_string();
+    assert!(up.status.success(), "{}{}", text, String::from_utf8_lossy(&up.stderr));
+    eprintln!("{text}");
+    // The printed commands, as a user would paste them (the binary named by its path).
+    let cmds: Vec<Vec<String>> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("ip netns exec "))
+        .map(|l| {
+            let l = l.trim_end_matches('&').trim();
+            let mut w: Vec<String> = vec!["netns".into(), "exec".into()];
+            w.extend(l.split_whitespace().map(|x| if x == "ackshape" { bin.to_string() } else { x.to_string() }));
+            w
+        })
+        .collect();
+    let find = |what: &str| {
+        cmds.iter()
+            .find(|c| c.iter().any(|w| w == what))
+            .unwrap_or_else(|| panic!("no {what} command in:\n{text}"))
+            .clone()
+    };
+    let wanem = find("wanem");
+    let gateway = find("gateway");
+    let server = find("-s");
+    let client = find("-c");
+    assert!(wanem.join(" ").contains("--delay 5ms --rate 100Mbit/s --queue 1000"), "{wanem:?}");
+    assert!(gateway.join(" ").contains(&format!("--policy {}", d.join("gw.toml").display())), "{gateway:?}");
+    assert!(client.join(" ").contains("-t 4 -P 2 -C cubic"), "{client:?}");
+    let spawn = |c: &[String]| {
+        Command::new("ip")
+            .args(c)
+            .current_dir(&d)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let w = spawn(&wanem);
+    let g = spawn(&gateway);
+    let s = Command::new("ip").args(&server).current_dir(&d).status().unwrap();
+    assert!(s.success(), "iperf3 server");
+    // `iperf3 -s -D` returns before its daemon listens: wait for the socket (a condition, not a
+    // time). A SYN that reaches the gateway before it is up is retransmitted by TCP.
+    let t0 = std::time::Instant::now();
+    loop {
+        let ss = Command::new("ip").args(["netns", "exec", "acks-lc6-rcv", "ss", "-ltnH"]).output().unwrap();
+        if String::from_utf8_lossy(&ss.stdout).contains(":5201") {
+            break;
+        }
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "iperf3 -s never listened");
+        std::thread::yield_now();
+    }
+    let mut client_j = client.clone();
+    client_j.push("-J".into());
+    let out = Command::new("ip").args(&client_j).current_dir(&d).output().unwrap();
+    assert!(out.status.success(), "iperf3 client: {}", String::from_utf8_lossy(&out.stdout));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bps = j["end"]["sum_received"]["bits_per_second"].as_f64().unwrap();
+    // The class's 4 Mbit/s carries 4 × 1448/1514 of TCP payload; iperf3's average includes the
+    // start (slow start and the sender's initial window). Far below the WAN's 100 Mbit/s.
+    eprintln!("iperf3 through the hand-run gateway: {:.3} Mbit/s (class 4 Mbit/s, WAN 100 Mbit/s)", bps / 1e6);
+    assert!(bps > 0.8 * 3.826e6 && bps < 1.1 * 4e6, "{bps} bit/s");
+    let down = Command::new(bin).args(["testbed", "down", "--prefix", "acks-lc6"]).output().unwrap();
+    let dtext = String::from_utf8_lossy(&down.stdout).to_string();
+    eprintln!("{dtext}");
+    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    assert!(dtext.contains("stopped 3 processes") && dtext.contains("(iperf3)"), "{dtext}");
+    // The gateway and the wanem got SIGTERM: they exit cleanly and print their last stats.
+    let go = g.wait_with_output().unwrap();
+    let wo = w.wait_with_output().unwrap();
+    assert!(go.status.success() && wo.status.success(), "{:?} {:?}", go.status, wo.status);
+    let last: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&go.stdout).lines().last().unwrap()).unwrap();
+    let class = &last["pipeline"]["stats"]["classes"]["c"];
+    assert_eq!(class["mechanism"], "tcr", "the gateway ran the scenario's policy: {class}");
+    assert!(class["sent_pkts"].as_u64().unwrap() > 1000, "{class}");
+    assert!(ackshape_live::testbed::processes("acks-lc6").is_empty());
+    assert!(ackshape_live::testbed::leftovers("acks-lc6").is_empty());
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -107,7 +107,17 @@ impl SchedSpec {
         match sys::join_cpu_cgroup(CPU_GROUP, CPU_GROUP_SHARES) {
             Ok(()) => CpuGroupGuard(true),
             Err(e) => {
-                tracing::warn!("cannot join cpu cgroup {CPU_GROUP}: {e}");
+                // `ip netns exec` gives its command a /sys of the namespace, without the cgroup
+                // mounts: say so, the usual case when the gateway is run by hand in a testbed.
+                let why = if e.kind() == std::io::ErrorKind::Unsupported {
+                    " (under `ip netns exec`, /sys is the namespace's, without cgroups)"
+                } else {
+                    ""
+                };
+                tracing::warn!(
+                    "cannot join cpu cgroup {CPU_GROUP}: {e}{why}; the data plane stays in its session's \
+                     scheduling group, where --nice counts only within the session (--no-cpu-group: do not try)"
+                );
                 CpuGroupGuard(false)
             }
         }

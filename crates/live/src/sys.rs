@@ -610,6 +610,15 @@ pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
 /// Mount point of the cgroup-v1 cpu controller.
 const CPU_CGROUP_V1: &str = "/sys/fs/cgroup/cpu";
 
+/// Send signal `sig` to process `pid` (0: only check that it exists); true if the call succeeded.
+pub fn signal(pid: i32, sig: i32) -> bool {
+    if pid <= 0 {
+        return false; // never a process group or every process
+    }
+    // SAFETY: kill takes plain integers; a positive pid names one process.
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
 /// The calling thread's id.
 pub fn gettid() -> i64 {
     // SAFETY: gettid takes no arguments and cannot fail.

@@ -173,13 +173,55 @@ pub fn leftovers(prefix: &str) -> Vec<String> {
     v
 }
 
+/// The processes whose network namespace is one of the prefix's (`ip netns pids`), other than
+/// this one: pid and command name.
+pub fn processes(prefix: &str) -> Vec<(i32, String)> {
+    let me = std::process::id() as i32;
+    let mut v = Vec::new();
+    for ns in namespaces(prefix) {
+        let Ok(out) = ip(&["netns", "pids", &ns]) else { continue };
+        for pid in out.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+            if pid != me && !v.iter().any(|(p, _)| *p == pid) {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                v.push((pid, comm.trim().to_string()));
+            }
+        }
+    }
+    v
+}
+
+/// Stop the processes running in the prefix's namespaces: SIGTERM, then SIGKILL to those still
+/// there after 3 s. Returns the processes signalled.
+pub fn stop_processes(prefix: &str) -> Vec<(i32, String)> {
+    let procs = processes(prefix);
+    let alive = |pid: i32| crate::sys::signal(pid, 0);
+    for (pid, _) in &procs {
+        crate::sys::signal(*pid, libc::SIGTERM);
+    }
+    let t0 = std::time::Instant::now();
+    while procs.iter().any(|(p, _)| alive(*p)) && t0.elapsed() < std::time::Duration::from_secs(3) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for (pid, _) in &procs {
+        if alive(*pid) {
+            crate::sys::signal(*pid, libc::SIGKILL);
+        }
+    }
+    procs
+}
+
 /// Remove every namespace and host link whose name starts with `prefix-` (veths inside a
-/// namespace go with it). Idempotent; works after a crash. Returns what was removed.
+/// namespace go with it), after stopping the processes running in those namespaces
+/// ([`stop_processes`]). Idempotent; works after a crash. Returns what was removed, the processes
+/// first (`pid 123 (iperf3)`).
 pub fn down(prefix: &str) -> Result<Vec<String>, TestbedError> {
     if !prefix.starts_with("acks-") {
         return Err(TestbedError::BadPrefix(prefix.into()));
     }
-    let mut removed = Vec::new();
+    // Processes started in the namespaces (a gateway or iperf3 run by hand) keep a deleted
+    // namespace, its veths and their work alive: stop them first.
+    let mut removed: Vec<String> =
+        stop_processes(prefix).into_iter().map(|(pid, comm)| format!("pid {pid} ({comm})")).collect();
     let mut first_err = None;
     for ns in namespaces(prefix) {
         match ip(&["netns", "del", &ns]) {
