@@ -54,7 +54,23 @@ fn variants() -> Vec<(&'static str, String)> {
         ),
         ("fifo + postack on-off", policy("mechanism = { kind = \"postack\" }")),
         ("fifo + tcr", policy("mechanism = { kind = \"tcr\" }")),
+        ("per-host, 256 classes", per_host(24)),
+        ("per-host, 1024 classes", per_host(26)),
+        ("per-host, 4096 classes", per_host(28)),
+        ("per-host, 256 classes + tcr", per_host(24).replace("[[rule]]", "mechanism = { kind = \"tcr\" }\n[[rule]]")),
+        ("per-host, 4096 classes + tcr", per_host(28).replace("[[rule]]", "mechanism = { kind = \"tcr\" }\n[[rule]]")),
     ]
+}
+
+/// A per-host template over the flows' LAN addresses (10.100-107.0-31.1): 8 × /19 in blocks of
+/// /`block` (/24: one class per flow's host, 256; /26 and /28: 1024 and 4096 classes, of which 256
+/// carry traffic), each 1 Gbit/s with a 100 Gbit/s ceiling under one parent.
+fn per_host(block: u8) -> String {
+    let nets: Vec<String> = (0..8).map(|i| format!("\"10.{}.0.0/19\"", 100 + i)).collect();
+    format!(
+        "[[class]]\nname = \"subs\"\nrate = \"5000Gbit/s\"\n[[class]]\nname = \"h\"\nparent = \"subs\"\nper_host = [{}]\nhost_prefix = {block}\nrate = \"1Gbit/s\"\nceil = \"100Gbit/s\"\n[[rule]]\nclass = \"h\"\n",
+        nets.join(", ")
+    )
 }
 
 /// 60 % data LAN → WAN, 40 % pure ACKs WAN → LAN, over `FLOWS` TCP flows spread over the rules.

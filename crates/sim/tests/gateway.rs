@@ -405,3 +405,61 @@ fn occupancy_after_the_warmup_leaves_out_the_start_up_burst() {
     assert_eq!(b["acks_avg_after_warmup"].as_f64().unwrap(), acks_after, "{b}");
     assert!(c["drops_after_warmup"].as_u64().unwrap() <= c["drops"].as_u64().unwrap(), "{c}");
 }
+
+/// Two subscribers (dumbbell senders 10.0.0.1 and 10.0.0.3; flows 0 and 2 from the first, flow 1
+/// from the second) under a per-host template: each host gets its own class under `subs`.
+fn per_host(ceil: &str) -> String {
+    format!(
+        r#"
+seed = 4
+duration = "30s"
+warmup = "5s"
+[tcp]
+cc = "sack"
+mss = 1460
+timestamps = false
+[topology]
+kind = "dumbbell"
+senders = 2
+bottleneck = {{ rate = "100Mbit/s", delay = "20ms", queue = "1000pkt" }}
+access = {{ rate = "100Mbit/s", delay = "1ms", queue = "1000pkt" }}
+[[flows]]
+kind = "bulk"
+count = 3
+[[middlebox]]
+node = "left"
+wan = "bottleneck"
+kind = "gateway"
+policy = {{ class = [
+  {{ name = "subs", rate = "4Mbit/s" }},
+  {{ name = "home", parent = "subs", per_host = "10.0.0.0/29", rate = "500kbit/s", ceil = "{ceil}", queue = "50pkt" }},
+], rule = [ {{ class = "home" }} ] }}
+"#
+    )
+}
+
+#[test]
+fn per_host_classes_share_by_subscriber_not_by_flow_and_cap_each_at_its_ceiling() {
+    // Both subscribers backlogged: the 4 Mbit/s parent splits by host (equal rates, equal
+    // quanta), whatever each runs: 2 flows against 1.
+    let s = run(&per_host("10Mbit/s"));
+    let g: Vec<f64> = s.flows.iter().map(|f| f.goodput_bps).collect();
+    let (h1, h3) = (g[0] + g[2], g[1]);
+    eprintln!("per host: 10.0.0.1 {h1:.0} bit/s (2 flows), 10.0.0.3 {h3:.0} bit/s (1 flow); flows {g:?}");
+    assert!((h1 / adjusted(2e6) - 1.0).abs() < 0.05, "host .1 {h1}");
+    assert!((h3 / adjusted(2e6) - 1.0).abs() < 0.05, "host .3 {h3}");
+    let stats = &s.middleboxes[0]["stats"]["classes"];
+    for h in ["home/10.0.0.1", "home/10.0.0.3"] {
+        assert!(stats[h]["sent_pkts"].as_u64().unwrap() > 1000, "{h}: {}", stats[h]);
+    }
+    // The other six hosts' classes exist and stay idle.
+    assert_eq!(stats["home/10.0.0.5"]["sent_pkts"].as_u64(), Some(0));
+    assert_eq!(s.middleboxes[0]["stats"]["classes"].as_object().unwrap().len(), 9, "subs and 8 hosts");
+    // A 1.5 Mbit/s plan: each host stops at its ceiling although the parent has 4.
+    let s = run(&per_host("1.5Mbit/s"));
+    let g: Vec<f64> = s.flows.iter().map(|f| f.goodput_bps).collect();
+    let (h1, h3) = (g[0] + g[2], g[1]);
+    eprintln!("1.5 Mbit/s plans: 10.0.0.1 {h1:.0} bit/s, 10.0.0.3 {h3:.0} bit/s");
+    assert!((h1 / adjusted(1.5e6) - 1.0).abs() < 0.04, "host .1 {h1}");
+    assert!((h3 / adjusted(1.5e6) - 1.0).abs() < 0.04, "host .3 {h3}");
+}

@@ -352,6 +352,13 @@ struct Side {
     cursor: [usize; 8],
     wake: Option<Time>,
     skip: Vec<bool>,
+    /// The leaves that may hold packets (every leaf an enqueue made non-empty; emptied ones leave
+    /// lazily when a scan finds them empty), so choosing a leaf and the next wake-up cost the
+    /// backlogged leaves, not all classes (a policy with thousands of per-host classes).
+    active: Vec<usize>,
+    in_active: Vec<bool>,
+    /// The classes with an ACK mechanism (in index order): the timers to poll.
+    mechs: Vec<usize>,
 }
 
 /// Gateway-wide counters.
@@ -382,6 +389,59 @@ pub struct Gateway {
     g: GStats,
     /// Reset the class and buffer statistics at the first event at or after this time.
     stats_from: Option<Time>,
+    /// The mechanisms' next deadlines, cached after every call into them, so `poll_timeout`
+    /// does not ask every mechanism (thousands, with per-host classes) after every event.
+    timers: Timers,
+}
+
+/// Each mechanism's `poll_timeout` as of the last call into it (`due[side][class]`), and a heap of
+/// them with lazy deletion: an entry is current while `due` still holds its time, and the heap's
+/// top is always current (stale tops are popped as they surface).
+#[derive(Default)]
+struct Timers {
+    due: [Vec<Option<Time>>; 2],
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(Time, usize, usize)>>,
+    /// `on_timeout`'s work lists, kept to reuse their memory.
+    pending: std::collections::BinaryHeap<std::cmp::Reverse<(usize, usize)>>,
+    later: Vec<std::cmp::Reverse<(Time, usize, usize)>>,
+}
+
+impl Timers {
+    fn current(&self, t: Time, d: usize, c: usize) -> bool {
+        self.due[d][c] == Some(t)
+    }
+
+    fn set(&mut self, d: usize, c: usize, t: Option<Time>) {
+        if self.due[d][c] != t {
+            self.due[d][c] = t;
+            if let Some(t) = t {
+                self.heap.push(std::cmp::Reverse((t, d, c)));
+            }
+        }
+        self.clean();
+    }
+
+    /// Pop stale tops; rebuild the heap when stale entries outnumber the current ones.
+    fn clean(&mut self) {
+        while let Some(&std::cmp::Reverse((t, d, c))) = self.heap.peek() {
+            if self.current(t, d, c) {
+                break;
+            }
+            self.heap.pop();
+        }
+        let live = self.due[0].len() + self.due[1].len();
+        if self.heap.len() > 4 * live + 64 {
+            self.heap = (0..2)
+                .flat_map(|d| {
+                    self.due[d].iter().enumerate().filter_map(move |(c, t)| t.map(|t| std::cmp::Reverse((t, d, c))))
+                })
+                .collect();
+        }
+    }
+
+    fn next(&self) -> Option<Time> {
+        self.heap.peek().map(|r| r.0 .0)
+    }
 }
 
 /// Inverse of a flow key (the key of the packets travelling to its sender).
@@ -483,6 +543,9 @@ impl Gateway {
                 busy_until: Time::ZERO,
                 in_tx: None,
                 skip: vec![false; cls.len()],
+                active: Vec::new(),
+                in_active: vec![false; cls.len()],
+                mechs: (0..cls.len()).filter(|&c| cls[c].mech.is_some()).collect(),
                 cls,
                 cursor: [0; 8],
                 wake: None,
@@ -492,7 +555,7 @@ impl Gateway {
         let borrows = policy.classes.iter().any(|c| c.mechanism.is_some() && c.ceil_bps > c.rate_bps);
         let sweep_every =
             Dur::from_secs_f64(policy.flows.embryonic_timeout_s.min(policy.flows.idle_timeout_s) / 2.0).max(Dur(1));
-        Gateway {
+        let mut gw = Gateway {
             next_borrow: borrows.then_some(Time::ZERO + policy.borrow_interval),
             policy,
             overhead: overhead_bytes,
@@ -505,7 +568,23 @@ impl Gateway {
             last_now: Time::ZERO,
             g: GStats::default(),
             stats_from: None,
+            timers: Timers::default(),
+        };
+        for d in 0..2 {
+            gw.timers.due[d] = vec![None; gw.sides[d].cls.len()];
+            for i in 0..gw.sides[d].mechs.len() {
+                let c = gw.sides[d].mechs[i];
+                gw.refresh_timer(d, c);
+            }
         }
+        gw
+    }
+
+    /// Cache mechanism `c`'s (side `d`) next deadline after a call into it.
+    #[inline]
+    fn refresh_timer(&mut self, d: usize, c: usize) {
+        let t = self.sides[d].cls[c].mech.as_ref().and_then(|m| m.poll_timeout());
+        self.timers.set(d, c, t);
     }
 
     /// Replace the mechanism of leaf `class` in `dir` (e.g. a mechanism built outside the
@@ -519,6 +598,11 @@ impl Gateway {
         m.set_rate(self.last_now, rate);
         c.mech = Some(m);
         c.mech_rate = rate;
+        let side = &mut self.sides[dir.index()];
+        if let Err(at) = side.mechs.binary_search(&class) {
+            side.mechs.insert(at, class);
+        }
+        self.refresh_timer(dir.index(), class);
         if self.policy.classes[class].ceil_bps > rate && self.next_borrow.is_none() {
             self.next_borrow = Some(self.last_now + self.policy.borrow_interval);
         }
@@ -627,6 +711,7 @@ impl Gateway {
         if let Some(m) = self.sides[d].cls[class as usize].mech.as_mut() {
             let mut scratch = std::mem::take(&mut self.scratch);
             m.on_flow_end(now, key, &mut scratch);
+            self.refresh_timer(d, class as usize);
             self.mech_out(now, dir, class as usize, &mut scratch, out);
             self.scratch = scratch;
         }
@@ -729,7 +814,12 @@ impl Gateway {
         if accepted {
             if let (Some(p), Some(m)) = (probe.as_ref(), c.mech.as_mut()) {
                 m.on_data(now, key_of(p).expect("TCP"), p);
+                self.refresh_timer(d, class);
             }
+        }
+        if !self.sides[d].in_active[class] && self.sides[d].cls[class].leaf.as_ref().is_some_and(|l| l.len_pkts() > 0) {
+            self.sides[d].in_active[class] = true;
+            self.sides[d].active.push(class);
         }
         self.note_data(now, d, class);
         self.pump(now, d, out);
@@ -810,8 +900,11 @@ impl Gateway {
     fn pump(&mut self, now: Time, d: usize, out: &mut Emit) {
         let dir = self.sides[d].dir;
         let ovh = self.overhead;
-        for s in self.sides[d].skip.iter_mut() {
-            *s = false;
+        {
+            let side = &mut self.sides[d];
+            for &c in &side.active {
+                side.skip[c] = false;
+            }
         }
         // Set when this call took the line's last frame: it ended at `busy_until` (< now when
         // this wake-up came late) and nothing ran in between (an arrival first lets the line
@@ -831,11 +924,21 @@ impl Gateway {
                 }
             }
             // Choose a leaf: lowest level, then priority, then round robin.
+            // Over the backlogged leaves only; the choice does not depend on their order (the
+            // round-robin distance from the cursor is unique per class).
             let mut best: Option<(usize, u8, usize)> = None; // (level, prio, class)
             let ncls = self.policy.classes.len();
-            for c in 0..ncls {
-                let Some(leaf) = self.sides[d].cls[c].leaf.as_ref() else { continue };
-                if leaf.len_pkts() == 0 || self.sides[d].skip[c] {
+            let mut k = 0;
+            while k < self.sides[d].active.len() {
+                let c = self.sides[d].active[k];
+                let side = &mut self.sides[d];
+                if side.cls[c].leaf.as_ref().is_none_or(|l| l.len_pkts() == 0) {
+                    side.active.swap_remove(k);
+                    side.in_active[c] = false;
+                    continue;
+                }
+                k += 1;
+                if side.skip[c] {
                     continue;
                 }
                 let Some(lvl) = self.level(d, c, now) else { continue };
@@ -885,6 +988,7 @@ impl Gateway {
                     let qlen = cs.leaf.as_ref().and_then(|l| l.flow_qlen(&FlowId::of(&p)));
                     let mut scratch = std::mem::take(&mut self.scratch);
                     cs.mech.as_mut().unwrap().on_class_dequeue(now, k, qlen, &mut scratch);
+                    self.refresh_timer(d, c);
                     self.mech_out(now, dir, c, &mut scratch, out);
                     self.scratch = scratch;
                 }
@@ -926,7 +1030,7 @@ impl Gateway {
             return;
         }
         let mut wake: Option<Time> = None;
-        for c in 0..self.policy.classes.len() {
+        for &c in &self.sides[d].active {
             let Some(leaf) = self.sides[d].cls[c].leaf.as_ref() else { continue };
             if leaf.len_pkts() == 0 {
                 continue;
@@ -989,6 +1093,7 @@ impl Gateway {
                 if r.abs_diff(s.mech_rate) * 100 > s.mech_rate {
                     s.mech_rate = r;
                     m.set_rate(now, r);
+                    self.refresh_timer(d, c);
                 }
             }
         }
@@ -1104,6 +1209,7 @@ impl Middlebox for Gateway {
                             cs.st.acks_in += 1;
                             let mut scratch = std::mem::take(&mut self.scratch);
                             m.on_ack(now, rk, pkt, &mut scratch);
+                            self.refresh_timer(dd.index(), c);
                             self.mech_out(now, dd, c, &mut scratch, out);
                             self.scratch = scratch;
                             self.drain_reinject(now, out);
@@ -1126,30 +1232,61 @@ impl Middlebox for Gateway {
         };
         for s in &self.sides {
             take(s.wake);
-            for c in &s.cls {
-                if let Some(m) = &c.mech {
-                    take(m.poll_timeout());
-                }
-            }
         }
+        take(self.timers.next());
         t
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Emit) {
         self.last_now = now;
         self.maybe_reset_stats(now);
-        for d in 0..2 {
-            for c in 0..self.sides[d].cls.len() {
-                let due = self.sides[d].cls[c].mech.as_ref().and_then(|m| m.poll_timeout()).is_some_and(|t| t <= now);
-                if due {
-                    let mut scratch = std::mem::take(&mut self.scratch);
-                    self.sides[d].cls[c].mech.as_mut().unwrap().on_timeout(now, &mut scratch);
-                    let dir = self.sides[d].dir;
-                    self.mech_out(now, dir, c, &mut scratch, out);
-                    self.scratch = scratch;
+        // Every mechanism due now, side by side and in class order, each asked again when its
+        // turn comes (what an earlier one did may have changed it), as a scan of all mechanisms
+        // would; one that falls due meanwhile is served in this pass if its turn is still
+        // ahead, else at the next call.
+        let mut pending = std::mem::take(&mut self.timers.pending);
+        let mut later = std::mem::take(&mut self.timers.later);
+        pending.clear();
+        later.clear();
+        let mut pos: Option<(usize, usize)> = None;
+        loop {
+            while let Some(&std::cmp::Reverse((t, d, c))) = self.timers.heap.peek() {
+                if t > now {
+                    break;
+                }
+                self.timers.heap.pop();
+                if !self.timers.current(t, d, c) {
+                    continue;
+                }
+                if pos.is_none_or(|p| (d, c) > p) {
+                    pending.push(std::cmp::Reverse((d, c)));
+                } else {
+                    later.push(std::cmp::Reverse((t, d, c)));
                 }
             }
+            let Some(std::cmp::Reverse((d, c))) = pending.pop() else { break };
+            if pos == Some((d, c)) {
+                continue; // a second entry of the one just served
+            }
+            pos = Some((d, c));
+            let due = self.sides[d].cls[c].mech.as_ref().and_then(|m| m.poll_timeout()).is_some_and(|t| t <= now);
+            if due {
+                let mut scratch = std::mem::take(&mut self.scratch);
+                self.sides[d].cls[c].mech.as_mut().unwrap().on_timeout(now, &mut scratch);
+                self.refresh_timer(d, c);
+                let dir = self.sides[d].dir;
+                self.mech_out(now, dir, c, &mut scratch, out);
+                self.scratch = scratch;
+            }
+            // Its entry left the heap: put its deadline back whether or not it moved.
+            if let Some(t) = self.timers.due[d][c] {
+                self.timers.heap.push(std::cmp::Reverse((t, d, c)));
+            }
         }
+        self.timers.heap.extend(later.drain(..));
+        self.timers.pending = pending;
+        self.timers.later = later;
+        self.timers.clean();
         for d in 0..2 {
             if self.sides[d].wake.is_some_and(|t| t <= now) {
                 self.pump(now, d, out);

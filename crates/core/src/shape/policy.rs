@@ -122,6 +122,13 @@ pub struct ClassSpec {
     pub qdisc: Option<toml::Table>,
     /// ACK mechanism: `{ kind = "none" | "tcr" | "postack", … }` (see [`ackmech::build`]).
     pub mechanism: Option<toml::Table>,
+    /// A per-host template: one leaf class per LAN-side address (or `host_prefix` block) of these
+    /// subnets, named `NAME/ADDR`, each with this class's keys; rules naming the class go to the
+    /// packet's host's class (see [`expand_hosts`]).
+    pub per_host: Option<Nets>,
+    /// The block each per-host class covers (default 32 for IPv4, 128 for IPv6; e.g. 56 for IPv6
+    /// subscribers with a /56 each).
+    pub host_prefix: Option<u8>,
 }
 
 /// Which data direction a rule matches.
@@ -324,6 +331,10 @@ pub struct Class {
     pub mechanism: Option<(String, toml::Table)>,
     /// Directions rules (or the default class) send data into this class (or its subtree).
     pub dirs: [bool; 2],
+    /// The key of the class in the file (`class[2]`), also for a per-host class.
+    pub key: String,
+    /// A per-host class: its template's name and the block of LAN addresses it carries.
+    pub host: Option<(String, IpNet)>,
 }
 
 impl Class {
@@ -335,8 +346,13 @@ impl Class {
 /// A validated rule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rule {
-    /// Position in the file (`rule[i]`).
+    /// Position in the rule list after per-host expansion (file order).
     pub index: usize,
+    /// The key of the rule in the file (`rule[1]`); the rules a per-host template's rule expands
+    /// into share it.
+    pub key: String,
+    /// A per-host template's rule: the block of LAN addresses of the host it is for.
+    pub host: Option<IpNet>,
     pub order: i64,
     pub class: usize,
     pub direction: RuleDir,
@@ -444,6 +460,21 @@ pub struct Policy {
     pub default_class: Option<usize>,
     pub borrow_interval: Dur,
     pub flows: FlowTablePolicy,
+    /// The runs of rules a per-host template's rule expanded into, as hash lookups by host:
+    /// `classify` costs one lookup per run instead of a test per host.
+    host_runs: Vec<HostRun>,
+}
+
+/// Rules `start..end` (consecutive in evaluation order, from one per-host rule): the rule for
+/// each (direction, host block). Their hosts are disjoint, so at most one can match a packet in a
+/// direction, and a lookup by the packet's host finds the first match among them.
+#[derive(Clone, Debug, PartialEq)]
+struct HostRun {
+    start: usize,
+    end: usize,
+    /// The host blocks' prefix lengths (one per address family, normally).
+    lens: Vec<u8>,
+    map: std::collections::HashMap<(usize, IpNet), usize>,
 }
 
 impl Default for Policy {
@@ -511,7 +542,32 @@ impl Policy {
     /// default class, else none (the packet passes unshaped).
     #[inline]
     pub fn classify(&self, dir: Dir, pkt: &Packet) -> Option<usize> {
-        self.rules.iter().find(|r| r.matches(dir, pkt)).map(|r| r.class).or(self.default_class)
+        if self.host_runs.is_empty() {
+            return self.rules.iter().find(|r| r.matches(dir, pkt)).map(|r| r.class).or(self.default_class);
+        }
+        let (mut i, mut run) = (0, 0);
+        while i < self.rules.len() {
+            if let Some(h) = self.host_runs.get(run).filter(|h| h.start == i) {
+                // The host is the LAN side: the source of outbound data, the destination of inbound.
+                let host = if dir == Dir::AToB { pkt.ip.src } else { pkt.ip.dst };
+                for &len in &h.lens {
+                    let Ok(net) = IpNet::new(host, len) else { continue }; // the other family
+                    if let Some(&r) = h.map.get(&(dir.index(), net.trunc())) {
+                        if self.rules[r].matches(dir, pkt) {
+                            return Some(self.rules[r].class);
+                        }
+                    }
+                }
+                i = h.end;
+                run += 1;
+                continue;
+            }
+            if self.rules[i].matches(dir, pkt) {
+                return Some(self.rules[i].class);
+            }
+            i += 1;
+        }
+        self.default_class
     }
 
     /// Class index by name.
@@ -520,7 +576,163 @@ impl Policy {
     }
 }
 
+/// At most this many per-host classes per policy (the gateway chooses among its leaf classes for
+/// every packet it sends, and tries the rules in order for every new flow).
+pub const MAX_HOST_CLASSES: usize = 4096;
+
+/// The intersection of two prefixes (one contains the other, or they are disjoint).
+fn net_meet(a: &IpNet, b: &IpNet) -> Option<IpNet> {
+    if a.contains(b) {
+        Some(*b)
+    } else if b.contains(a) {
+        Some(*a)
+    } else {
+        None
+    }
+}
+
+/// Expand per-host templates (`per_host`): each template becomes one leaf class per block of
+/// `host_prefix` bits in its subnets (`NAME/ADDR`), and each rule naming a template becomes, per
+/// host and per data direction, a rule for that host's class that also matches the host — as the
+/// source of outbound data, the destination of inbound data (hosts are on the LAN side). A rule's
+/// own `src` (outbound) or `dst` (inbound) narrows the hosts it applies to. Returns the expanded
+/// spec and, per class and per rule, its key in the file and its host.
+#[allow(clippy::type_complexity)]
+pub fn expand_hosts(
+    spec: &PolicySpec,
+) -> Result<(PolicySpec, Vec<String>, Vec<Option<(String, IpNet)>>, Vec<(String, Option<IpNet>)>), (String, String)> {
+    let templates: Vec<(usize, &ClassSpec)> =
+        spec.class.iter().enumerate().filter(|(_, c)| c.per_host.is_some() || c.host_prefix.is_some()).collect();
+    if templates.is_empty() {
+        return Ok((
+            spec.clone(),
+            (0..spec.class.len()).map(|i| format!("class[{i}]")).collect(),
+            vec![None; spec.class.len()],
+            (0..spec.rule.len()).map(|i| (format!("rule[{i}]"), None)).collect(),
+        ));
+    }
+    let mut hosts_of = std::collections::HashMap::new();
+    let mut total = 0usize;
+    for &(i, c) in &templates {
+        let Some(nets) = &c.per_host else {
+            return Err((
+                format!("class[{i}].host_prefix"),
+                "applies to a per-host class: add `per_host = \"SUBNET\"`".into(),
+            ));
+        };
+        let mut hosts: Vec<IpNet> = Vec::new();
+        for n in &nets.0 {
+            let full = if n.addr().is_ipv4() { 32 } else { 128 };
+            let hp = c.host_prefix.unwrap_or(full);
+            if hp > full || hp < n.prefix_len() {
+                return Err((
+                    format!("class[{i}].host_prefix"),
+                    format!("expected a prefix length from {} (the subnet {n}) to {full}, got {hp}", n.prefix_len()),
+                ));
+            }
+            let count = 1u128.checked_shl((hp - n.prefix_len()) as u32).unwrap_or(u128::MAX);
+            if total as u128 + hosts.len() as u128 + count > MAX_HOST_CLASSES as u128 {
+                return Err((
+                    format!("class[{i}].per_host"),
+                    format!(
+                        "{n} in blocks of /{hp} is {count} hosts; a policy has at most {MAX_HOST_CLASSES} per-host classes"
+                    ),
+                ));
+            }
+            for h in n.subnets(hp).expect("hp is within the subnet's range") {
+                if hosts.iter().any(|x| x.contains(&h) || h.contains(x)) {
+                    return Err((format!("class[{i}].per_host"), format!("the subnets overlap at {h}")));
+                }
+                hosts.push(h);
+            }
+        }
+        total += hosts.len();
+        hosts_of.insert(c.name.as_str(), hosts);
+    }
+    let host_name = |t: &str, h: &IpNet| {
+        let full = if h.addr().is_ipv4() { 32 } else { 128 };
+        if h.prefix_len() == full {
+            format!("{t}/{}", h.addr())
+        } else {
+            format!("{t}/{h}")
+        }
+    };
+    let mut out = spec.clone();
+    out.class.clear();
+    out.rule.clear();
+    let (mut ckeys, mut chosts, mut rkeys) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, c) in spec.class.iter().enumerate() {
+        match hosts_of.get(c.name.as_str()) {
+            None => {
+                if let Some(p) = c.parent.as_deref().filter(|p| hosts_of.contains_key(p)) {
+                    return Err((
+                        format!("class[{i}].parent"),
+                        format!("class {p:?} is a per-host template (its hosts' classes are leaves): it cannot have children"),
+                    ));
+                }
+                out.class.push(c.clone());
+                ckeys.push(format!("class[{i}]"));
+                chosts.push(None);
+            }
+            Some(hosts) => {
+                for h in hosts {
+                    let mut x = c.clone();
+                    x.name = host_name(&c.name, h);
+                    x.per_host = None;
+                    x.host_prefix = None;
+                    out.class.push(x);
+                    ckeys.push(format!("class[{i}]"));
+                    chosts.push(Some((c.name.clone(), *h)));
+                }
+            }
+        }
+    }
+    if let Some(d) = spec.default_class.as_deref().filter(|d| hosts_of.contains_key(d)) {
+        return Err((
+            "default_class".into(),
+            format!("class {d:?} is a per-host template: name it in a rule (`[[rule]] class = {d:?}`), which sends each host's packets to its class"),
+        ));
+    }
+    for (i, r) in spec.rule.iter().enumerate() {
+        let Some(hosts) = hosts_of.get(r.class.as_str()) else {
+            out.rule.push(r.clone());
+            rkeys.push((format!("rule[{i}]"), None));
+            continue;
+        };
+        let before = out.rule.len();
+        for h in hosts {
+            for d in r.direction.dirs() {
+                let mut x = r.clone();
+                x.class = host_name(&r.class, h);
+                x.direction = if *d == Dir::AToB { RuleDir::Outbound } else { RuleDir::Inbound };
+                // The host is the LAN side: the sender of outbound data, the receiver of inbound.
+                let side = if *d == Dir::AToB { &mut x.src } else { &mut x.dst };
+                let nets: Vec<IpNet> = match side {
+                    None => vec![*h],
+                    Some(own) => own.0.iter().filter_map(|n| net_meet(n, h)).collect(),
+                };
+                if nets.is_empty() {
+                    continue;
+                }
+                *side = Some(Nets(nets));
+                out.rule.push(x);
+                rkeys.push((format!("rule[{i}]"), Some(*h)));
+            }
+        }
+        if out.rule.len() == before {
+            let side = if r.direction == RuleDir::Inbound { "dst" } else { "src" };
+            return Err((
+                format!("rule[{i}].{side}"),
+                format!("matches none of the hosts of the per-host class {:?}", r.class),
+            ));
+        }
+    }
+    Ok((out, ckeys, chosts, rkeys))
+}
+
 fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
+    let (expanded, ckey, chost, rkey) = expand_hosts(spec)?;
+    let spec = &expanded;
     let link_bps = [spec.link.outbound.map(|r| r.0 .0), spec.link.inbound.map(|r| r.0 .0)];
     for (k, v) in [("link.outbound", link_bps[0]), ("link.inbound", link_bps[1])] {
         if v == Some(0) {
@@ -538,10 +750,10 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
     let mut index = std::collections::HashMap::new();
     for (i, c) in spec.class.iter().enumerate() {
         if c.name.trim().is_empty() {
-            return Err((format!("class[{i}].name"), "expected a non-empty class name".into()));
+            return Err((format!("{}.name", ckey[i]), "expected a non-empty class name".into()));
         }
         if let Some(j) = index.insert(c.name.as_str(), i) {
-            return Err((format!("class[{i}].name"), format!("duplicate class name {:?} (also class[{j}])", c.name)));
+            return Err((format!("{}.name", ckey[i]), format!("duplicate class name {:?} (also {})", c.name, ckey[j])));
         }
     }
     let names = || spec.class.iter().map(|c| format!("{:?}", c.name)).collect::<Vec<_>>().join(", ");
@@ -550,12 +762,12 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
         if let Some(p) = &c.parent {
             match index.get(p.as_str()) {
                 Some(&j) if j == i => {
-                    return Err((format!("class[{i}].parent"), format!("class {:?} cannot be its own parent", c.name)))
+                    return Err((format!("{}.parent", ckey[i]), format!("class {:?} cannot be its own parent", c.name)))
                 }
                 Some(&j) => parent[i] = Some(j),
                 None => {
                     return Err((
-                        format!("class[{i}].parent"),
+                        format!("{}.parent", ckey[i]),
                         format!("expected the name of a class ({}), got {p:?}", names()),
                     ))
                 }
@@ -575,7 +787,7 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
                     x = parent[x].unwrap();
                 }
                 cyc.push(spec.class[i].name.clone());
-                return Err((format!("class[{i}].parent"), format!("the parents form a cycle: {}", cyc.join(" → "))));
+                return Err((format!("{}.parent", ckey[i]), format!("the parents form a cycle: {}", cyc.join(" → "))));
             }
             at = p;
         }
@@ -591,7 +803,7 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
     // Rates, buckets, leaves.
     let mut classes = Vec::with_capacity(n);
     for (i, c) in spec.class.iter().enumerate() {
-        let at = |k: &str| format!("class[{i}].{k}");
+        let at = |k: &str| format!("{}.{k}", ckey[i]);
         let rate = c.rate.0 .0;
         if rate == 0 {
             return Err((at("rate"), "expected a positive rate, got 0".into()));
@@ -674,6 +886,8 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
             leaf,
             mechanism,
             dirs: [false; 2],
+            key: ckey[i].clone(),
+            host: chost[i].clone(),
         });
     }
 
@@ -691,7 +905,7 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
     let with_order = spec.rule.iter().filter(|r| r.order.is_some()).count();
     let mut rules = Vec::with_capacity(spec.rule.len());
     for (i, r) in spec.rule.iter().enumerate() {
-        let at = |k: &str| format!("rule[{i}].{k}");
+        let at = |k: &str| format!("{}.{k}", rkey[i].0);
         if with_order > 0 && r.order.is_none() {
             return Err((
                 at("order"),
@@ -709,6 +923,8 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
         }
         rules.push(Rule {
             index: i,
+            key: rkey[i].0.clone(),
+            host: rkey[i].1,
             order: r.order.unwrap_or(i as i64),
             class,
             direction: r.direction,
@@ -724,17 +940,17 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
         for ra in &rules[..b] {
             if ra.order == rb.order && with_order > 0 && ra.overlaps(rb) {
                 return Err((
-                    format!("rule[{}].order", rb.index),
+                    format!("{}.order", rb.key),
                     format!(
-                        "rule[{}] and rule[{}] both have order {} and can match the same packets: give them different orders",
-                        ra.index, rb.index, rb.order
+                        "{} and {} both have order {} and can match the same packets: give them different orders",
+                        ra.key, rb.key, rb.order
                     ),
                 ));
             }
             if ra.covers(rb) {
                 return Err((
-                    format!("rule[{}]", rb.index),
-                    format!("never matches: rule[{}], tried first, matches every packet it does", ra.index),
+                    rb.key.clone(),
+                    format!("never matches: {}, tried first, matches every packet it does", ra.key),
                 ));
             }
         }
@@ -762,16 +978,15 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
     }
 
     // Assured rates fit their parent's (and the link's, per direction).
-    for (i, c) in classes.iter().enumerate() {
+    for c in classes.iter() {
         if c.children.is_empty() {
             continue;
         }
         let sum: u64 = c.children.iter().map(|&k| classes[k].rate_bps).sum();
         if sum > c.rate_bps {
-            let kids: Vec<String> =
-                c.children.iter().map(|&k| format!("{} {}", classes[k].name, Rate(classes[k].rate_bps))).collect();
+            let kids = rate_terms(&classes, &c.children);
             return Err((
-                format!("class[{i}].rate"),
+                c.key.clone() + ".rate",
                 format!(
                     "the child classes' rates sum to {} ({}), above this class's rate {}",
                     Rate(sum),
@@ -787,8 +1002,7 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
         let sum: u64 = top.iter().map(|&i| classes[i].rate_bps).sum();
         if sum > link {
             let key = if d == Dir::AToB { "link.outbound" } else { "link.inbound" };
-            let kids: Vec<String> =
-                top.iter().map(|&k| format!("{} {}", classes[k].name, Rate(classes[k].rate_bps))).collect();
+            let kids = rate_terms(&classes, &top);
             return Err((
                 key.into(),
                 format!(
@@ -801,7 +1015,49 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
             ));
         }
     }
-    Ok(Policy { link_bps, classes, rules, default_class, borrow_interval, flows: spec.flows.clone() })
+    // Runs of per-host rules (consecutive, from one rule of the file) become lookups.
+    let mut host_runs = Vec::new();
+    let mut i = 0;
+    while i < rules.len() {
+        let Some(_) = rules[i].host else {
+            i += 1;
+            continue;
+        };
+        let mut j = i;
+        let mut run = HostRun { start: i, end: i, lens: Vec::new(), map: Default::default() };
+        while j < rules.len() && rules[j].key == rules[i].key {
+            let Some(h) = rules[j].host else { break };
+            let d = if rules[j].direction == RuleDir::Inbound { Dir::BToA } else { Dir::AToB };
+            run.map.insert((d.index(), h), j);
+            if !run.lens.contains(&h.prefix_len()) {
+                run.lens.push(h.prefix_len());
+            }
+            j += 1;
+        }
+        run.end = j;
+        host_runs.push(run);
+        i = j;
+    }
+    Ok(Policy { link_bps, classes, rules, default_class, borrow_interval, flows: spec.flows.clone(), host_runs })
+}
+
+/// The terms of a sum of rates for an error message: `a 2Mbit/s`, and the per-host classes of a
+/// template as one term, `254 × home/… 1Mbit/s`.
+fn rate_terms(classes: &[Class], of: &[usize]) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for &k in of {
+        let c = &classes[k];
+        match &c.host {
+            None => terms.push(format!("{} {}", c.name, Rate(c.rate_bps))),
+            Some((t, _)) if seen.insert(t.as_str()) => {
+                let n = of.iter().filter(|&&j| classes[j].host.as_ref().is_some_and(|(x, _)| x == t)).count();
+                terms.push(format!("{n} × {t}/… {}", Rate(c.rate_bps)));
+            }
+            Some(_) => {}
+        }
+    }
+    terms
 }
 
 /// `pfq-drr`'s own keys.
@@ -1098,5 +1354,188 @@ sport = "1000-2000"
         assert!(e.contains("class[0]") && e.contains("rate"), "{e}");
         let e = err("[[class]\nname = 1");
         assert!(e.contains("TOML syntax error at line 1"), "{e}");
+    }
+
+    const HOSTS: &str = r#"
+default_class = "other"
+[link]
+outbound = "100Mbit/s"
+[[class]]
+name = "subs"
+rate = "80Mbit/s"
+[[class]]
+name = "home"
+parent = "subs"
+per_host = ["10.1.0.0/30", "10.1.0.8/31"]
+rate = "10Mbit/s"
+ceil = "50Mbit/s"
+mechanism = { kind = "tcr" }
+[[class]]
+name = "other"
+rate = "20Mbit/s"
+[[rule]]
+class = "other"
+proto = "udp"
+[[rule]]
+class = "home"
+direction = "both"
+"#;
+
+    #[test]
+    fn per_host_templates_expand_into_a_class_and_rules_per_host() {
+        use ackshape_wire::{Ecn, IpHdr, TcpHdr};
+        let p = Policy::parse(HOSTS, "p.toml").unwrap();
+        let names: Vec<&str> = p.classes.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "subs",
+                "home/10.1.0.0",
+                "home/10.1.0.1",
+                "home/10.1.0.2",
+                "home/10.1.0.3",
+                "home/10.1.0.8",
+                "home/10.1.0.9",
+                "other"
+            ]
+        );
+        for c in &p.classes[1..7] {
+            assert_eq!(
+                (c.rate_bps, c.ceil_bps, c.parent, c.key.as_str()),
+                (10_000_000, 50_000_000, Some(0), "class[1]")
+            );
+            assert_eq!(c.mechanism.as_ref().map(|m| m.0.as_str()), Some("tcr"));
+            assert_eq!(c.dirs, [true, true]);
+        }
+        assert_eq!(p.classes[0].children, (1..7).collect::<Vec<_>>());
+        // rule[0], then rule[1] as two rules per host: outbound from it, inbound to it.
+        assert_eq!(p.rules.len(), 1 + 12);
+        assert!(p.rules[1..].iter().all(|r| r.key == "rule[1]"));
+        let pk = |src: &str, dst: &str| Packet {
+            ip: IpHdr {
+                src: src.parse().unwrap(),
+                dst: dst.parse().unwrap(),
+                ttl: 64,
+                dscp: 0,
+                ecn: Ecn::NotEct,
+                id: 0,
+            },
+            l4: L4::Tcp(TcpHdr { sport: 1000, dport: 80, ..Default::default() }),
+            payload_len: 100,
+            payload: None,
+        };
+        let name = |d: Dir, src: &str, dst: &str| p.classify(d, &pk(src, dst)).map(|c| p.classes[c].name.clone());
+        assert_eq!(name(Dir::AToB, "10.1.0.9", "192.0.2.1").as_deref(), Some("home/10.1.0.9"));
+        assert_eq!(name(Dir::BToA, "192.0.2.1", "10.1.0.2").as_deref(), Some("home/10.1.0.2"));
+        // The host is the LAN side: inbound data *from* 10.1.0.2 is not its, nor is a host outside.
+        assert_eq!(name(Dir::BToA, "10.1.0.2", "192.0.2.1").as_deref(), Some("other"));
+        assert_eq!(name(Dir::AToB, "10.1.0.4", "192.0.2.1").as_deref(), Some("other"));
+        // The host lookups give what trying every rule in order gives, for addresses inside, at
+        // the edges of and outside the subnets, both directions, TCP and UDP.
+        let linear =
+            |d: Dir, pkt: &Packet| p.rules.iter().find(|r| r.matches(d, pkt)).map(|r| r.class).or(p.default_class);
+        for a in 0..16u8 {
+            for other in ["192.0.2.1", "10.1.0.3", "10.1.0.9"] {
+                let lan = format!("10.1.0.{a}");
+                for (d, src, dst) in [(Dir::AToB, lan.as_str(), other), (Dir::BToA, other, lan.as_str())] {
+                    let mut pkt = pk(src, dst);
+                    assert_eq!(p.classify(d, &pkt), linear(d, &pkt), "{d:?} {src} -> {dst}");
+                    pkt.l4 = L4::Udp(ackshape_wire::UdpHdr { sport: 1, dport: 2 });
+                    assert_eq!(p.classify(d, &pkt), linear(d, &pkt), "udp {d:?} {src} -> {dst}");
+                }
+            }
+        }
+        // The report lists the hosts as one class line and one rule line.
+        let d = p.describe();
+        assert!(d.contains("home/… × 6 (10.1.0.0/30, 10.1.0.8/31)"), "{d}");
+        assert!(
+            d.contains(
+                "rule[1]  per host (12 rules: inbound data to the host, outbound data from the host)  -> home/HOST"
+            ),
+            "{d}"
+        );
+        assert!(p.warnings().is_empty(), "{:?}", p.warnings());
+    }
+
+    #[test]
+    fn per_host_blocks_rule_narrowing_and_their_errors() {
+        // IPv6 subscribers with a /56 each; a rule's own `src` narrows the hosts it applies to.
+        let p = Policy::parse(
+            r#"
+[[class]]
+name = "v6"
+per_host = "2001:db8::/54"
+host_prefix = 56
+rate = "1Mbit/s"
+[[rule]]
+class = "v6"
+src = "2001:db8:0:100::/56"
+"#,
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(p.classes.len(), 4);
+        assert_eq!(p.classes[1].name, "v6/2001:db8:0:100::/56");
+        assert_eq!(p.rules.len(), 1, "outbound only, and only the host inside the rule's src");
+        assert_eq!(p.classes[p.rules[0].class].name, "v6/2001:db8:0:100::/56");
+        assert_eq!(p.rules[0].src, vec!["2001:db8:0:100::/56".parse::<IpNet>().unwrap()]);
+        {
+            use ackshape_wire::{Ecn, IpHdr, TcpHdr};
+            let pk = |src: &str| Packet {
+                ip: IpHdr {
+                    src: src.parse().unwrap(),
+                    dst: "2001:db8:ffff::1".parse().unwrap(),
+                    ttl: 64,
+                    dscp: 0,
+                    ecn: Ecn::NotEct,
+                    id: 0,
+                },
+                l4: L4::Tcp(TcpHdr::default()),
+                payload_len: 1,
+                payload: None,
+            };
+            assert_eq!(p.classify(Dir::AToB, &pk("2001:db8:0:1ab::7")), Some(p.rules[0].class));
+            assert_eq!(p.classify(Dir::AToB, &pk("2001:db8:0:2ab::7")), None);
+            assert_eq!(p.classify(Dir::BToA, &pk("2001:db8:0:1ab::7")), None);
+        }
+        let w = p.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].key, "class[0]");
+        assert!(w[0].msg.contains("3 of the 4 per-host classes of \"v6\""), "{}", w[0].msg);
+        // Errors name the template's own key, not the expanded position.
+        let base = "[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[class]]\nname = \"h\"\nper_host = \"10.0.0.0/30\"\n";
+        let e = err(&format!("{base}rate = \"2Mbit/s\"\nceil = \"1Mbit/s\"\n[[rule]]\nclass = \"h\"\n"));
+        assert!(e.contains("key `class[1].ceil`"), "{e}");
+        let e = err(&format!(
+            "{base}rate = \"1Mbit/s\"\n[[rule]]\nclass = \"h\"\norder = 1\n[[rule]]\nclass = \"a\"\norder = 1\n"
+        ));
+        assert!(e.contains("key `rule[1].order`") && e.contains("rule[0] and rule[1] both have order 1"), "{e}");
+        let e = err(&format!("{base}rate = \"1Mbit/s\"\ndefault_class = \"h\"\n")
+            .replace("default_class = \"h\"\n", "")
+            .replacen("[[class]]", "default_class = \"h\"\n[[class]]", 1));
+        assert!(e.contains("key `default_class`") && e.contains("per-host template"), "{e}");
+        let e =
+            err(&format!("{base}rate = \"1Mbit/s\"\n[[class]]\nname = \"c\"\nparent = \"h\"\nrate = \"1Mbit/s\"\n"));
+        assert!(e.contains("key `class[2].parent`") && e.contains("cannot have children"), "{e}");
+        let e = err(&format!("{base}rate = \"1Mbit/s\"\n[[rule]]\nclass = \"h\"\nsrc = \"192.0.2.0/24\"\n"));
+        assert!(e.contains("key `rule[0].src`") && e.contains("none of the hosts"), "{e}");
+        let e = err(&base
+            .replace("10.0.0.0/30", "10.0.0.0/16")
+            .replace("name = \"h\"\n", "name = \"h\"\nrate = \"1kbit/s\"\n"));
+        assert!(
+            e.contains("key `class[1].per_host`") && e.contains("65536 hosts") && e.contains("at most 4096"),
+            "{e}"
+        );
+        let e = err(&base
+            .replace("\"10.0.0.0/30\"", "[\"10.0.0.0/30\", \"10.0.0.2\"]")
+            .replace("name = \"h\"\n", "name = \"h\"\nrate = \"1kbit/s\"\n"));
+        assert!(e.contains("overlap at 10.0.0.2/32"), "{e}");
+        let e = err("[[class]]\nname = \"h\"\nrate = \"1Mbit/s\"\nhost_prefix = 24\n");
+        assert!(e.contains("key `class[0].host_prefix`") && e.contains("per_host"), "{e}");
+        let e = err("[[class]]\nname = \"h\"\nrate = \"1Mbit/s\"\nper_host = \"10.0.0.0/24\"\nhost_prefix = 20\n");
+        assert!(e.contains("from 24 (the subnet 10.0.0.0/24) to 32, got 20"), "{e}");
+        // Their rates count against the parent's, summed in one term.
+        let e = err("[[class]]\nname = \"p\"\nrate = \"3Mbit/s\"\n[[class]]\nname = \"h\"\nparent = \"p\"\nper_host = \"10.0.0.0/30\"\nrate = \"1Mbit/s\"\n");
+        assert!(e.contains("sum to 4Mbit/s (4 × h/… 1Mbit/s)"), "{e}");
     }
 }

@@ -100,7 +100,17 @@ fn rule_words(r: &Rule, classes: &[Class]) -> String {
     if m.len() == 1 {
         m.push("any packet".into());
     }
-    format!("rule[{}]  {}  -> {}", r.index, m.join(" "), classes[r.class].name)
+    format!("{}  {}  -> {}", r.key, m.join(" "), classes[r.class].name)
+}
+
+/// The name, subnets and count of the per-host classes of template `t`: `home/… × 254 (10.1.0.0/24)`.
+fn hosts_words(classes: &[Class], t: &str) -> String {
+    let hosts: Vec<ipnet::IpNet> =
+        classes.iter().filter_map(|c| c.host.as_ref().filter(|(x, _)| x == t).map(|(_, h)| *h)).collect();
+    let nets = ipnet::IpNet::aggregate(&hosts);
+    let shown: Vec<String> = nets.iter().take(4).map(|n| n.to_string()).collect();
+    let more = if nets.len() > 4 { format!(", … {} more", nets.len() - 4) } else { String::new() };
+    format!("{t}/… × {} ({}{more})", hosts.len(), shown.join(", "))
 }
 
 impl Policy {
@@ -144,11 +154,23 @@ impl Policy {
                 order.push(i);
                 stack.extend(self.classes[i].children.iter().rev());
             }
-            let width =
-                order.iter().map(|&i| 2 * self.classes[i].depth + self.classes[i].name.len()).max().unwrap_or(0);
-            for i in order {
+            // A per-host template's classes differ only by host: one line for all of them.
+            let mut shown = std::collections::HashSet::new();
+            let rows: Vec<(usize, String)> = order
+                .into_iter()
+                .filter_map(|i| {
+                    let c = &self.classes[i];
+                    match &c.host {
+                        None => Some((i, c.name.clone())),
+                        Some((t, _)) if shown.insert(t.clone()) => Some((i, hosts_words(&self.classes, t))),
+                        Some(_) => None,
+                    }
+                })
+                .collect();
+            let width = rows.iter().map(|(i, l)| 2 * self.classes[*i].depth + l.chars().count()).max().unwrap_or(0);
+            for (i, label) in rows {
                 let c = &self.classes[i];
-                let name = format!("{}{}", "  ".repeat(c.depth), c.name);
+                let name = format!("{}{}", "  ".repeat(c.depth), label);
                 let mut line = format!(
                     "  {name:<width$}  rate {:<11} ceil {:<11} prio {}  dirs {:<6}",
                     Rate(c.rate_bps).to_string(),
@@ -164,8 +186,39 @@ impl Policy {
         }
         if !self.rules.is_empty() {
             let _ = writeln!(s, "rules (first match, in this order):");
-            for r in &self.rules {
+            let mut i = 0;
+            while i < self.rules.len() {
+                let r = &self.rules[i];
+                // The rules a per-host template's rule expanded into: one line.
+                if let Some((t, _)) = &self.classes[r.class].host {
+                    let n = self.rules[i..]
+                        .iter()
+                        .take_while(|x| {
+                            x.key == r.key && self.classes[x.class].host.as_ref().is_some_and(|(y, _)| y == t)
+                        })
+                        .count();
+                    let dirs: std::collections::BTreeSet<&str> = self.rules[i..i + n]
+                        .iter()
+                        .map(|x| {
+                            if x.direction == RuleDir::Inbound {
+                                "inbound data to the host"
+                            } else {
+                                "outbound data from the host"
+                            }
+                        })
+                        .collect();
+                    let _ = writeln!(
+                        s,
+                        "  {}  per host ({} rules: {})  -> {t}/HOST",
+                        r.key,
+                        n,
+                        dirs.into_iter().collect::<Vec<_>>().join(", ")
+                    );
+                    i += n;
+                    continue;
+                }
                 let _ = writeln!(s, "  {}", rule_words(r, &self.classes));
+                i += 1;
             }
         }
         let _ = match self.default_class {
@@ -188,10 +241,31 @@ impl Policy {
     /// nothing); zero-timer PostACK over a plain FIFO (it is clocked by per-flow queue lengths).
     pub fn warnings(&self) -> Vec<PolicyWarning> {
         let mut w = Vec::new();
-        for (i, c) in self.classes.iter().enumerate() {
-            if c.is_leaf() && c.dirs == [false, false] {
+        let mut warned = std::collections::HashSet::new();
+        for c in self.classes.iter() {
+            // Per-host classes: one warning per template and kind.
+            if c.host.is_some() && !warned.insert(c.key.clone() + if c.dirs == [false, false] { "0" } else { "1" }) {
+                continue;
+            }
+            if let (Some((t, _)), [false, false]) = (&c.host, c.dirs) {
+                let idle = self
+                    .classes
+                    .iter()
+                    .filter(|x| x.host.as_ref().is_some_and(|(y, _)| y == t) && x.dirs == [false, false])
+                    .count();
+                let all = self.classes.iter().filter(|x| x.host.as_ref().is_some_and(|(y, _)| y == t)).count();
+                let msg = if idle == all {
+                    format!("no rule names the per-host class {t:?}: its {all} classes will never carry traffic")
+                } else {
+                    format!(
+                        "no rule sends data to {idle} of the {all} per-host classes of {t:?} (the rules naming it \
+                         match only some hosts): they will never carry traffic"
+                    )
+                };
+                w.push(PolicyWarning { key: c.key.clone(), msg });
+            } else if c.is_leaf() && c.dirs == [false, false] {
                 w.push(PolicyWarning {
-                    key: format!("class[{i}]"),
+                    key: c.key.clone(),
                     msg: format!(
                         "no rule names class {:?} and it is not the default_class: it will never carry traffic",
                         c.name
@@ -203,7 +277,7 @@ impl Policy {
             });
             if zero_timer && !matches!(c.leaf, Some(LeafSpec::PfqDrr { .. })) {
                 w.push(PolicyWarning {
-                    key: format!("class[{i}].qdisc"),
+                    key: format!("{}.qdisc", c.key),
                     msg: "zero-timer PostACK releases ACKs by the flow's per-flow queue length at each class \
                           dequeue; without per-flow queues it can only count the flow's packets in the class. \
                           Paper 000 §6 runs it over qdisc = { kind = \"pfq-drr\" }"
