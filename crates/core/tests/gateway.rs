@@ -494,3 +494,41 @@ fn the_measurement_window_ends_where_it_is_told_to() {
     assert!(c(&ended, "data_queue_max_pkts") >= 10.0, "{ended}");
     assert_eq!(c(&ended, "enqueued_pkts"), c(&open, "enqueued_pkts"));
 }
+
+/// Per-host classes in the statistics: the busiest `PER_HOST_LISTED` of a template are listed as
+/// classes, idle ones are not, and the template's totals count every host.
+#[test]
+fn per_host_stats_list_the_busiest_hosts_and_total_all() {
+    use ackshape_core::shape::gateway::PER_HOST_LISTED;
+    let p = Policy::parse(
+        "[[class]]\nname = \"h\"\nper_host = \"10.1.0.0/24\"\nrate = \"100Gbit/s\"\n[[rule]]\nclass = \"h\"\n",
+        "p.toml",
+    )
+    .unwrap();
+    let mut g = Gateway::new(p, 0, 1);
+    let mut out = Emit::new();
+    let n = PER_HOST_LISTED + 36; // hosts 10.1.0.1 ..= 10.1.0.100 send; host k sends k packets
+    let mut t = Time::ZERO;
+    for k in 1..=n {
+        for _ in 0..k {
+            t = t + Dur(1_000);
+            g.on_packet(t, Dir::AToB, data(k as u8), &mut out);
+        }
+    }
+    let sent: usize = out.len();
+    let s = g.stats_json();
+    let ph = &s["per_host"]["h"];
+    assert_eq!(ph["classes"], 256);
+    assert_eq!(ph["active"], n as u64);
+    assert_eq!(ph["listed"], PER_HOST_LISTED as u64);
+    assert_eq!(ph["sent_pkts"], sent as u64, "{ph}");
+    assert_eq!(ph["sent_pkts"], (n * (n + 1) / 2) as u64, "{ph}");
+    let classes = s["classes"].as_object().unwrap();
+    assert_eq!(classes.len(), PER_HOST_LISTED);
+    // The busiest: hosts n-63 ..= n.
+    for k in 1..=n {
+        let listed = classes.contains_key(&format!("h/10.1.0.{k}"));
+        assert_eq!(listed, k > n - PER_HOST_LISTED, "host {k}");
+    }
+    assert_eq!(classes[&format!("h/10.1.0.{n}")]["sent_pkts"], n as u64);
+}

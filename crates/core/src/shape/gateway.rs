@@ -373,6 +373,9 @@ struct GStats {
     acks_total: Occ,
 }
 
+/// Per-host classes listed in the statistics per template: the busiest ones (by bytes sent).
+pub const PER_HOST_LISTED: usize = 64;
+
 /// The edge gateway. See the module documentation.
 pub struct Gateway {
     policy: Policy,
@@ -1317,8 +1320,8 @@ impl Middlebox for Gateway {
         use serde_json::{json, Map, Value};
         let now = self.last_now;
         let dir_name = |d: usize| if d == 0 { "outbound" } else { "inbound" };
-        let mut classes = Map::new();
-        for (i, pc) in self.policy.classes.iter().enumerate() {
+        let class_json = |i: usize| -> Value {
+            let pc = &self.policy.classes[i];
             let used: Vec<usize> = (0..2).filter(|&d| pc.dirs[d]).collect();
             let sum = |f: &dyn Fn(&CStats) -> u64| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).sum::<u64>();
             let maxu =
@@ -1379,10 +1382,59 @@ impl Middlebox for Gateway {
                     m["mechanism_rate_bps"] = Value::Object(rates);
                 }
             }
-            classes.insert(pc.name.clone(), m);
+            m
+        };
+        let mut classes = Map::new();
+        let mut templates: Vec<&str> = Vec::new();
+        for (i, pc) in self.policy.classes.iter().enumerate() {
+            match &pc.host {
+                None => {
+                    classes.insert(pc.name.clone(), class_json(i));
+                }
+                Some((t, _)) if !templates.contains(&t.as_str()) => templates.push(t),
+                Some(_) => {}
+            }
+        }
+        // Per-host classes: the busiest PER_HOST_LISTED of each template with any traffic, and the
+        // template's totals (a snapshot of every class of thousands of hosts would stall the
+        // live data plane for tens of ms).
+        let mut per_host = Map::new();
+        for t in templates {
+            let members: Vec<usize> = (0..self.policy.classes.len())
+                .filter(|&i| self.policy.classes[i].host.as_ref().is_some_and(|(x, _)| x == t))
+                .collect();
+            let total = |f: &dyn Fn(&ClassState) -> u64| -> u64 {
+                members.iter().flat_map(|&i| self.sides.iter().map(move |s| &s.cls[i])).map(f).sum()
+            };
+            let mut busy: Vec<(u64, usize)> = members
+                .iter()
+                .filter(|&&i| self.sides.iter().any(|s| s.cls[i].st.enq_pkts > 0 || s.cls[i].st.acks_in > 0))
+                .map(|&i| (self.sides.iter().map(|s| s.cls[i].st.sent_bytes).sum::<u64>(), i))
+                .collect();
+            let active = busy.len();
+            busy.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            busy.truncate(PER_HOST_LISTED);
+            for &(_, i) in &busy {
+                classes.insert(self.policy.classes[i].name.clone(), class_json(i));
+            }
+            per_host.insert(
+                t.to_string(),
+                json!({
+                    "classes": members.len(),
+                    "active": active,
+                    "listed": busy.len(),
+                    "enqueued_pkts": total(&|c| c.st.enq_pkts),
+                    "sent_pkts": total(&|c| c.st.sent_pkts),
+                    "sent_bytes": total(&|c| c.st.sent_bytes),
+                    "drops": total(&|c| c.st.drops),
+                    "acks_in": total(&|c| c.st.acks_in),
+                    "data_queue_pkts": total(&|c| c.leaf.as_ref().map_or(0, |l| l.len_pkts() as u64)),
+                    "acks_held": total(&|c| c.mech.as_ref().map_or(0, |m| m.acks_held() as u64)),
+                }),
+            );
         }
         let g = &self.g;
-        json!({
+        let mut out = json!({
             "classes": classes,
             "buffer": {
                 "data_avg_pkts": g.data_total.avg(now),
@@ -1403,6 +1455,10 @@ impl Middlebox for Gateway {
                 "untracked_pkts": g.untracked_pkts,
             },
             "unclassified_pkts": g.unclassified_pkts,
-        })
+        });
+        if !per_host.is_empty() {
+            out["per_host"] = Value::Object(per_host);
+        }
+        out
     }
 }
