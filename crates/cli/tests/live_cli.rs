@@ -548,6 +548,19 @@ prefix = "acks-lc6"
     // start (slow start and the sender's initial window). Far below the WAN's 100 Mbit/s.
     eprintln!("iperf3 through the hand-run gateway: {:.3} Mbit/s (class 4 Mbit/s, WAN 100 Mbit/s)", bps / 1e6);
     assert!(bps > 0.8 * 3.826e6 && bps < 1.1 * 4e6, "{bps} bit/s");
+    // The same the other way (`-R`): a download the receiver asked for, shaped by the class's
+    // inbound TCR, which learns the handshake from the gateway and so rewrites windows.
+    client_j.push("-R".into());
+    let out = Command::new("ip").args(&client_j).current_dir(&d).output().unwrap();
+    assert!(out.status.success(), "iperf3 -R client: {}", String::from_utf8_lossy(&out.stdout));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bps_r = j["end"]["sum_received"]["bits_per_second"].as_f64().unwrap();
+    eprintln!(
+        "iperf3 -R (download the receiver opened): {:.3} Mbit/s, {} retransmissions",
+        bps_r / 1e6,
+        j["end"]["sum_sent"]["retransmits"]
+    );
+    assert!(bps_r > 0.8 * 3.826e6 && bps_r < 1.1 * 4e6, "{bps_r} bit/s");
     let down = Command::new(bin).args(["testbed", "down", "--prefix", "acks-lc6"]).output().unwrap();
     let dtext = String::from_utf8_lossy(&down.stdout).to_string();
     eprintln!("{dtext}");
@@ -562,6 +575,15 @@ prefix = "acks-lc6"
     let class = &last["pipeline"]["stats"]["classes"]["c"];
     assert_eq!(class["mechanism"], "tcr", "the gateway ran the scenario's policy: {class}");
     assert!(class["sent_pkts"].as_u64().unwrap() > 1000, "{class}");
+    let inbound = &class["mechanism_stats"]["inbound"];
+    let flows = &last["pipeline"]["stats"]["flows"];
+    eprintln!(
+        "inbound TCR: {} window rewrites, {} flows without a handshake; {flows}",
+        inbound["window_rewrites"], inbound["flows_without_handshake"]
+    );
+    assert!(flows["receiver_opened"].as_u64().unwrap() >= 2, "the -R data connections: {flows}");
+    assert_eq!(inbound["flows_without_handshake"].as_u64(), Some(0), "{inbound}");
+    assert!(inbound["window_rewrites"].as_u64().unwrap() > 500, "{inbound}");
     assert!(ackshape_live::testbed::processes("acks-lc6").is_empty());
     assert!(ackshape_live::testbed::leftovers("acks-lc6").is_empty());
     std::fs::remove_dir_all(&d).ok();

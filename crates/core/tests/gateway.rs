@@ -3,7 +3,7 @@
 //! (rates, ceilings, borrowing by priority and quantum).
 
 use ackshape_core::middlebox::{Dir, Emit, Middlebox};
-use ackshape_core::shape::ackmech::{AckMechanism, FlowKey};
+use ackshape_core::shape::ackmech::{AckMechanism, FlowKey, SynOptions};
 use ackshape_core::shape::gateway::Gateway;
 use ackshape_core::shape::policy::Policy;
 use ackshape_core::time::{Dur, Time};
@@ -46,6 +46,8 @@ enum Ev {
     Ack(u16, u32),
     Dequeue(u16, Option<usize>),
     End(u16),
+    /// `on_receiver_open`: the sender's port, its SYN-ACK's window scale, the receiver's SYN's.
+    Open(u16, Option<u8>, Option<u8>),
 }
 
 /// A test double: records calls; holds every ACK and releases one per class dequeue whose flow
@@ -64,6 +66,9 @@ impl AckMechanism for Stub {
     }
     fn on_data(&mut self, _now: Time, flow: FlowKey, pkt: &Packet) {
         self.log.lock().unwrap().push(Ev::Data(flow.2, pkt.payload_len));
+    }
+    fn on_receiver_open(&mut self, _now: Time, flow: FlowKey, sender: &SynOptions, receiver: &SynOptions) {
+        self.log.lock().unwrap().push(Ev::Open(flow.2, sender.wscale, receiver.wscale));
     }
     fn on_ack(&mut self, _now: Time, flow: FlowKey, pkt: Packet, out: &mut Vec<Packet>) {
         self.log.lock().unwrap().push(Ev::Ack(flow.2, pkt.payload_len));
@@ -178,6 +183,87 @@ fn mechanism_hooks_see_data_acks_the_class_clock_and_flow_end() {
     // The ACK held when the flow ended was released by on_flow_end: nothing stays inside.
     assert_eq!(g.stats_json()["classes"]["c"]["acks_held_max"].as_u64(), Some(1));
     assert_eq!(out.iter().filter(|(d, _)| *d == Dir::BToA).count(), 3, "held ACK, then the FIN and the last ACK pass");
+}
+
+/// A connection the LAN client opened, whose data comes from the WAN (a download): the
+/// inbound class's mechanism is shown the handshake (the SYN-ACK's and the client's SYN options)
+/// when the gateway starts tracking the download — at the SYN-ACK if that takes the inbound data
+/// path, else at the first data — and then gets the client's ACKs. An upload's answering half
+/// sends no data and is never shown. Options of SYNs nobody answers go with their flows.
+#[test]
+fn a_download_the_receiver_opened_shows_its_handshake_to_the_inbound_mechanism() {
+    let policy = "[flows]\nembryonic_timeout_s = 1\n[[class]]\nname = \"up\"\nrate = \"10Mbit/s\"\n\
+                  [[class]]\nname = \"down\"\nrate = \"10Mbit/s\"\n\
+                  [[rule]]\nclass = \"up\"\n[[rule]]\nclass = \"down\"\ndirection = \"inbound\"\n";
+    for up_mech in [false, true] {
+        let p = Policy::parse(policy, "test.toml").unwrap();
+        let mut g = Gateway::new(p, 0, 1);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stub = |log: &Arc<Mutex<Vec<Ev>>>| {
+            Box::new(Stub { log: log.clone(), held: Vec::new(), release_at: None, pass_data: true })
+        };
+        g.set_mechanism(1, Dir::BToA, stub(&log));
+        let up_log = Arc::new(Mutex::new(Vec::new()));
+        if up_mech {
+            // The SYN-ACK then takes the outbound mechanism's ACK path (and is held there).
+            g.set_mechanism(0, Dir::AToB, stub(&up_log));
+        }
+        take(&log);
+        let mut out = Emit::new();
+        let t0 = Time::ZERO;
+        let flows = |g: &Gateway, k: &str| g.stats_json()["flows"][k].as_u64().unwrap();
+        for h in [1, 2] {
+            let mut syn = pkt(h, false, 0, TcpFlags::SYN);
+            syn.tcp_mut().unwrap().opts.wscale = Some(9);
+            g.on_packet(t0, Dir::AToB, syn, &mut out);
+            let mut synack = pkt(h, true, 0, TcpFlags::SYN | TcpFlags::ACK);
+            synack.tcp_mut().unwrap().opts.wscale = Some(7);
+            g.on_packet(t0, Dir::BToA, synack, &mut out);
+        }
+        assert_eq!(flows(&g, "opening_syns_kept"), if up_mech { 2 } else { 0 });
+        let ev = take(&log);
+        if !up_mech {
+            // The SYN-ACK took the inbound class's data path: the download is tracked from it.
+            let one = |p| vec![Ev::Open(p, Some(7), Some(9)), Ev::Data(p, 0), Ev::Dequeue(p, None)];
+            assert_eq!(ev, [one(80), one(80)].concat(), "{ev:?}");
+        } else {
+            assert!(ev.is_empty(), "{ev:?}");
+        }
+        // Host 1 downloads: the first data is the first the gateway tracks of it (with the up
+        // mechanism; else again data), then the client's ACKs go to the inbound mechanism.
+        g.on_packet(t0, Dir::BToA, pkt(1, true, 1448, TcpFlags::ACK), &mut out);
+        let ev = take(&log);
+        let open = Ev::Open(80, Some(7), Some(9));
+        assert_eq!(ev.first() == Some(&open), up_mech, "{up_mech}: {ev:?}");
+        assert!(ev.contains(&Ev::Data(80, 1448)), "{ev:?}");
+        g.on_packet(t0, Dir::AToB, pkt(1, false, 0, TcpFlags::ACK), &mut out);
+        assert_eq!(take(&log), vec![Ev::Ack(80, 0)], "{up_mech}");
+        // Host 2 uploads: its answering half sends no data, and is never shown with up_mech.
+        for _ in 0..3 {
+            g.on_packet(t0, Dir::AToB, pkt(2, false, 1448, TcpFlags::ACK), &mut out);
+        }
+        let ev = take(&log);
+        assert!(!ev.iter().any(|e| matches!(e, Ev::Open(..))), "{ev:?}");
+        assert_eq!(flows(&g, "receiver_opened"), if up_mech { 1 } else { 2 });
+        assert_eq!(flows(&g, "opening_syns_kept"), if up_mech { 1 } else { 0 }, "the upload's");
+        // SYNs nobody answers: their options are kept while their flows are, no longer.
+        for h in 3..50 {
+            g.on_packet(t0, Dir::AToB, pkt(h, false, 0, TcpFlags::SYN), &mut out);
+        }
+        assert_eq!(flows(&g, "opening_syns_kept"), if up_mech { 48 } else { 47 });
+        g.on_packet(Time::from_secs_f64(2.0), Dir::AToB, pkt(1, false, 0, TcpFlags::ACK), &mut out);
+        assert_eq!(flows(&g, "opening_syns_kept"), if up_mech { 1 } else { 0 }, "the upload's, still tracked");
+        // A SYN-ACK and data answering no kept SYN (the sender opened) show nothing.
+        take(&log);
+        g.on_packet(Time::from_secs_f64(2.0), Dir::BToA, pkt(60, true, 0, TcpFlags::SYN | TcpFlags::ACK), &mut out);
+        g.on_packet(Time::from_secs_f64(2.0), Dir::BToA, pkt(60, true, 1448, TcpFlags::ACK), &mut out);
+        assert!(!take(&log).iter().any(|e| matches!(e, Ev::Open(..))));
+    }
+    // Without a mechanism on the other side nothing is kept.
+    let (mut g, _log) = gateway("[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"c\"\n");
+    let mut out = Emit::new();
+    g.on_packet(Time::ZERO, Dir::AToB, pkt(1, false, 0, TcpFlags::SYN), &mut out);
+    assert_eq!(g.stats_json()["flows"]["opening_syns_kept"].as_u64(), Some(0));
 }
 
 #[test]

@@ -605,6 +605,18 @@ pub enum ThinkDist {
     Exponential,
 }
 
+/// Who opens a TCP flow's connection.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowOpen {
+    /// The sender connects and sends (an upload, or a server pushing).
+    #[default]
+    Sender,
+    /// The receiver connects and the sender answers with the data (a download asked for by the
+    /// receiver, as a LAN client fetching from a WAN server).
+    Receiver,
+}
+
 /// One `[[flows]]` entry: `count` identical flows.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -624,6 +636,9 @@ pub struct FlowSpec {
     pub think: Option<DurV>,
     #[serde(default)]
     pub think_dist: ThinkDist,
+    /// `bulk`, `short`: who opens the connection (default: the sender).
+    #[serde(default)]
+    pub open: FlowOpen,
     pub rate: Option<RateV>,
     pub packet_size: Option<SizeV>,
     pub tcp: Option<TcpSpec>,
@@ -924,6 +939,12 @@ impl Scenario {
             }
             if f.kind != FlowKind::Vps && f.vps.is_some() {
                 return Err((format!("{at}.vps"), "only a `vps` flow takes this key".into()));
+            }
+            if f.open == FlowOpen::Receiver && !matches!(f.kind, FlowKind::Bulk | FlowKind::Short) {
+                return Err((
+                    format!("{at}.open"),
+                    "only a `bulk` or `short` flow can be opened by its receiver (`open = \"receiver\"`)".into(),
+                ));
             }
             if f.kind.is_group() && f.bytes.is_some() {
                 return Err((format!("{at}.bytes"), "group flows are always backlogged (no `bytes`)".into()));

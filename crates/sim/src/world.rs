@@ -70,6 +70,7 @@ struct Flow {
     stop: Option<Time>,
     think: Dur,
     think_dist: ThinkDist,
+    open: FlowOpen,
     rate_bps: u64,
     pkt_size: u32,
     rng: Rng,
@@ -498,6 +499,7 @@ impl Sim {
                     stop: f.stop.map(|d| Time(d.0 .0)),
                     think: f.think.map(|d| d.0).unwrap_or(Dur::ZERO),
                     think_dist: f.think_dist,
+                    open: f.open,
                     rate_bps: f.rate.map(|r| r.0 .0).unwrap_or(0),
                     pkt_size: match f.packet_size.map(|s| s.0) {
                         Some(Size::Bytes(b)) => b.clamp(29, 65_535) as u32,
@@ -844,9 +846,19 @@ impl Sim {
                     if let Some(&f) = self.syn_flow.get(&(src, t.sport, node.host)) {
                         let iss = self.iss_rng.next_u32();
                         let cfg = self.flows[f as usize].cfg.clone();
-                        if let Some(conn) = Connection::accept(cfg, &pkt, iss, self.now) {
-                            let c = self.add_conn(conn, n, f, false, key);
-                            self.flows[f as usize].receiver = c;
+                        if let Some(mut conn) = Connection::accept(cfg, &pkt, iss, self.now) {
+                            // Opened by the receiver: the listener is the sender and answers with
+                            // the data.
+                            let by_receiver = self.flows[f as usize].open == FlowOpen::Receiver;
+                            if by_receiver && !self.verify {
+                                write_transfer(&mut conn, self.flows[f as usize].bytes);
+                            }
+                            let c = self.add_conn(conn, n, f, by_receiver, key);
+                            if by_receiver {
+                                self.flows[f as usize].sender = c;
+                            } else {
+                                self.flows[f as usize].receiver = c;
+                            }
                             self.drive(c);
                         }
                     }
@@ -1110,6 +1122,10 @@ impl Sim {
             return;
         }
         let (src, dst) = (self.flows[f as usize].src, self.flows[f as usize].dst);
+        // The opener connects from `src` to the listener at `dst`: the receiver of a flow it
+        // opens (`open = "receiver"`) connects to its sender.
+        let by_receiver = self.flows[f as usize].open == FlowOpen::Receiver;
+        let (src, dst) = if by_receiver { (dst, src) } else { (src, dst) };
         let sn = self.hosts[src as usize];
         let node = &mut self.nodes[sn as usize];
         // Ephemeral port not in use by this node towards dst.
@@ -1151,22 +1167,20 @@ impl Sim {
             let gen = stream(self.seed, "payload", ((f as u64) << 24) + fl.completions.len() as u64);
             fl.send_gen = Some(gen.clone());
             fl.recv_gen = Some(gen);
-        } else if !app {
-            match fl.bytes {
-                Some(b) => {
-                    conn.write(b);
-                    conn.close();
-                }
-                None => conn.write(u64::MAX / 4),
-            }
+        } else if !app && !by_receiver {
+            write_transfer(&mut conn, fl.bytes);
         }
         // Old connection of a short flow: forget its SYN mapping.
         if let Some(k) = self.flows[f as usize].syn_key.replace((src, port, dst)) {
             self.syn_flow.remove(&k);
         }
         self.syn_flow.insert((src, port, dst), f);
-        let c = self.add_conn(conn, sn, f, true, (sn, port, LISTEN_PORT, dst));
-        self.flows[f as usize].sender = c;
+        let c = self.add_conn(conn, sn, f, !by_receiver, (sn, port, LISTEN_PORT, dst));
+        if by_receiver {
+            self.flows[f as usize].receiver = c;
+        } else {
+            self.flows[f as usize].sender = c;
+        }
         self.drive(c);
     }
 
@@ -1697,4 +1711,15 @@ fn add_stats(a: &mut TcpStats, b: &TcpStats) {
     a.persist_probes += b.persist_probes;
     a.zero_windows += b.zero_windows;
     a.zero_window_ns += b.zero_window_ns;
+}
+
+/// Hand a transfer to its sending connection: `bytes` then FIN, or endless data.
+fn write_transfer(conn: &mut Connection, bytes: Option<u64>) {
+    match bytes {
+        Some(b) => {
+            conn.write(b);
+            conn.close();
+        }
+        None => conn.write(u64::MAX / 4),
+    }
 }

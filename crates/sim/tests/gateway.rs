@@ -249,6 +249,53 @@ fn inbound_rules_shape_downloads_through_their_acks() {
     assert!(c["acks_held_avg"].as_f64().unwrap() > c["data_queue_avg_pkts"].as_f64().unwrap(), "{c}");
 }
 
+/// A download its receiver opened (a LAN client fetching from a WAN server, the usual case at an
+/// ISP's edge): the gateway shows the handshake — the client's SYN went out as data of the other
+/// half — to the inbound class's TCR, which then knows the window scale and rewrites the windows
+/// as it does for a download its sender opened. Without that it saw no handshake, could not
+/// scale a window and only paced the ACKs.
+#[test]
+fn inbound_tcr_shapes_downloads_whichever_end_opened_them() {
+    let gw = r#"policy = { class = [{ name = "down", rate = "4Mbit/s", mechanism = { kind = "tcr" } }], rule = [{ class = "down", direction = "inbound" }] }"#;
+    let sc = |open: &str| {
+        scenario(3, "30s", gw)
+            .replace("timestamps = false", "timestamps = true\nrcv_buf = \"1MB\"")
+            .replace("count = 3", &format!("count = 3\nopen = \"{open}\""))
+            .replace("node = \"left\"\nwan = \"bottleneck\"", "node = \"right\"\nwan = \"bottleneck:rev\"")
+    };
+    let mut goodputs = Vec::new();
+    for open in ["sender", "receiver"] {
+        let s = run(&sc(open));
+        report(&format!("tcr, opened by the {open}"), &s, "down");
+        let c = class(&s, "down");
+        let m = &c["mechanism_stats"]["inbound"];
+        let total: f64 = s.flows.iter().map(|f| f.goodput_bps).sum();
+        eprintln!(
+            "  window rewrites {}, flows without handshake {}, rcv_scale {:?}, receiver-opened {}",
+            m["window_rewrites"],
+            m["flows_without_handshake"],
+            m["per_flow"].as_array().unwrap().iter().map(|f| f["rcv_scale"].clone()).collect::<Vec<_>>(),
+            s.middleboxes[0]["stats"]["flows"]["receiver_opened"]
+        );
+        assert_eq!(m["flows_without_handshake"].as_u64(), Some(0), "{open}: {m}");
+        assert!(m["window_rewrites"].as_u64().unwrap() > 1000, "{open}: {m}");
+        for f in m["per_flow"].as_array().unwrap() {
+            assert_eq!(f["rcv_scale"].as_u64(), Some(7), "{open}: {f}");
+            assert_eq!(f["mss"].as_u64(), Some(1460), "{open}: {f}"); // the scenario's segments
+        }
+        let opened = s.middleboxes[0]["stats"]["flows"]["receiver_opened"].as_u64().unwrap();
+        assert_eq!(opened, if open == "receiver" { 3 } else { 0 });
+        // TCR keeps the class queue short and drops nothing.
+        assert_eq!(c["drops"].as_u64(), Some(0), "{open}: {c}");
+        assert!(c["data_queue_avg_pkts"].as_f64().unwrap() < 5.0, "{open}: {c}");
+        assert!(jain(&s) > 0.99, "{open}");
+        goodputs.push(total);
+    }
+    let (a, b) = (goodputs[0], goodputs[1]);
+    assert!((a / b - 1.0).abs() < 0.02, "opened by the sender {a}, by the receiver {b}");
+    assert!((b / (4e6 * 1448.0 / 1500.0) - 1.0).abs() < 0.03, "{b}");
+}
+
 /// The mechanism of a class that may borrow sees the rate it can get: its ceiling while the
 /// other class is idle.
 #[test]

@@ -14,6 +14,28 @@ use ackshape_wire::Packet;
 /// the shaped direction (data goes sender → receiver).
 pub type FlowKey = (std::net::IpAddr, std::net::IpAddr, u16, u16);
 
+/// The options of one end's SYN or SYN-ACK: what a mechanism needs from a handshake it did not
+/// see (see [`AckMechanism::on_receiver_open`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SynOptions {
+    pub mss: Option<u16>,
+    /// The window-scale shift this end will apply to the windows it advertises.
+    pub wscale: Option<u8>,
+    pub timestamps: bool,
+    pub sack_permitted: bool,
+}
+
+impl SynOptions {
+    pub fn of(opts: &ackshape_wire::TcpOptions) -> SynOptions {
+        SynOptions {
+            mss: opts.mss,
+            wscale: opts.wscale,
+            timestamps: opts.timestamps.is_some(),
+            sack_permitted: opts.sack_permitted,
+        }
+    }
+}
+
 /// An ACK-side shaping mechanism for one class. See the module documentation.
 pub trait AckMechanism {
     /// The class's rate (bits/s) changed (set at construction, and when borrowing changes it).
@@ -22,6 +44,15 @@ pub trait AckMechanism {
     /// Ethernet on the live path, 0 in most simulator scenarios). Called once, right after the
     /// mechanism is built, so that the mechanism counts packets as the class does. Default: ignored.
     fn set_overhead(&mut self, _bytes: u32) {}
+    /// The handshake of a connection its *receiver* opened (a download from the WAN asked for on
+    /// the LAN side), told when the gateway starts tracking `flow` — at the sender's SYN-ACK if
+    /// that takes this class's data path, else at the sender's first data — and before `on_data`
+    /// sees that packet. `sender` and `receiver` are the options of the sender's SYN-ACK and of
+    /// the receiver's SYN: the SYN went the other way as data of the reverse half, and the
+    /// SYN-ACK may have taken another class's ACK path, so this mechanism saw neither. (With a
+    /// connection its sender opened, `on_data` sees the sender's SYN and `on_ack` the receiver's
+    /// SYN-ACK instead.) Default: ignored.
+    fn on_receiver_open(&mut self, _now: Time, _flow: FlowKey, _sender: &SynOptions, _receiver: &SynOptions) {}
     /// A data packet (or SYN/FIN) of `flow` in the shaped direction, accepted by the class.
     fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet);
     /// A packet travelling to the shaped sender of `flow` (ACK, possibly piggy-backed on data).

@@ -28,6 +28,14 @@
 //!    `ip_len + overhead` bytes. A backlogged line starts its next frame when the last one ended,
 //!    also when the wake-up comes late (live timers), up to 5 ms late.
 //!
+//! *Connections the receiver opened.* The opener's SYN is data of its own direction and the
+//! answering SYN-ACK may take that direction's ACK path, so the half that carries the answer's
+//! data would reach its mechanism without a handshake. When the other direction has a mechanism
+//! class, the options of a tracked flow's opening SYN and of its SYN-ACK are kept; when the
+//! answering half is first tracked (its SYN-ACK on the data path, or its first data) and its
+//! class has a mechanism, the mechanism gets [`AckMechanism::on_receiver_open`] before it sees
+//! that packet. The answering half of an upload sends no data and stays untracked.
+//!
 //! Flow end (RST, or FIN seen both ways) and eviction call [`AckMechanism::on_flow_end`].
 //!
 //! **Rates mechanisms see.** At start each class mechanism gets its class's rate
@@ -368,6 +376,8 @@ struct GStats {
     flows_created: u64,
     flows_evicted: u64,
     flows_ended: u64,
+    /// Flows whose receiver opened the connection, shown to their mechanism at the SYN-ACK.
+    receiver_opened: u64,
     untracked_pkts: u64,
     data_total: Occ,
     acks_total: Occ,
@@ -382,6 +392,13 @@ pub struct Gateway {
     overhead: usize,
     sides: [Side; 2],
     flows: FxHashMap<FlowKey, FlowEntry>,
+    /// The handshake of a tracked flow that opened with a SYN, when the other direction has a
+    /// mechanism class: the SYN's options, and the SYN-ACK's once it passed. When the answering
+    /// half starts to be tracked (its SYN-ACK on the data path, or its first data), its
+    /// mechanism is shown the handshake ([`AckMechanism::on_receiver_open`]): a connection its
+    /// receiver opened (a download asked for on the LAN). Bounded by the flow table: removed
+    /// with the opener's flow.
+    syn_opts: FxHashMap<FlowKey, (ackmech::SynOptions, Option<ackmech::SynOptions>)>,
     scratch: Vec<Packet>,
     /// Packets released by a mechanism that carry data: they take the data path next.
     reinject: Vec<(Dir, Packet)>,
@@ -564,6 +581,7 @@ impl Gateway {
             overhead: overhead_bytes,
             sides,
             flows: FxHashMap::default(),
+            syn_opts: FxHashMap::default(),
             scratch: Vec::new(),
             reinject: Vec::new(),
             next_sweep: Time::ZERO + sweep_every,
@@ -691,11 +709,31 @@ impl Gateway {
                 let class = class.map_or(NONE, |c| c as u32);
                 self.flows.insert(key, FlowEntry { class, dir, state, last_seen: now });
                 self.g.flows_created += 1;
+                if !self.syn_opts.is_empty() {
+                    self.receiver_opened(now, dir, key, class);
+                }
             } else {
                 self.g.untracked_pkts += 1;
             }
         }
         class
+    }
+
+    /// `key` (travelling `dir`, in `class`) has just been tracked: if it answers a kept SYN, its
+    /// receiver opened the connection; show its mechanism the handshake.
+    fn receiver_opened(&mut self, now: Time, dir: Dir, key: FlowKey, class: u32) {
+        let rk = rev(&key);
+        let Some(&(opener, Some(answer))) = self.syn_opts.get(&rk) else { return };
+        self.syn_opts.remove(&rk);
+        let (d, c) = (dir.index(), class as usize);
+        if class == NONE {
+            return;
+        }
+        if let Some(m) = self.sides[d].cls[c].mech.as_mut() {
+            self.g.receiver_opened += 1;
+            m.on_receiver_open(now, key, &answer, &opener);
+            self.refresh_timer(d, c);
+        }
     }
 
     /// End a flow: the mechanism releases what it holds for it.
@@ -740,6 +778,7 @@ impl Gateway {
         for k in dead {
             self.end_flow(now, k, out);
             self.flows.remove(&k);
+            self.syn_opts.remove(&k);
             self.g.flows_evicted += 1;
         }
     }
@@ -1184,6 +1223,7 @@ impl Middlebox for Gateway {
                 for k in [key, rev(&key)] {
                     self.end_flow(now, k, out);
                     self.flows.remove(&k);
+                    self.syn_opts.remove(&k);
                 }
                 self.data_path(now, dir, pkt, out);
                 self.drain_reinject(now, out);
@@ -1198,6 +1238,23 @@ impl Middlebox for Gateway {
                             self.end_flow(now, k, out);
                         }
                     }
+                }
+            }
+            if flags.contains(TcpFlags::SYN) {
+                if flags.contains(TcpFlags::ACK) {
+                    // The answer to a kept SYN: keep its options for the answering half.
+                    if let Some(e) = self.syn_opts.get_mut(&rev(&key)) {
+                        e.1 = Some(ackmech::SynOptions::of(&t.opts));
+                    }
+                } else if !self.sides[dir.reverse().index()].mechs.is_empty() {
+                    // An opening SYN: the answer's half may carry data shaped by a mechanism.
+                    let o = ackmech::SynOptions::of(&t.opts);
+                    self.data_path(now, dir, pkt, out);
+                    if self.flows.get(&key).is_some_and(|e| e.dir == dir) {
+                        self.syn_opts.insert(key, (o, None));
+                    }
+                    self.drain_reinject(now, out);
+                    return;
                 }
             }
             // The ACK path: towards the sender of a tracked flow of a mechanism class.
@@ -1452,6 +1509,8 @@ impl Middlebox for Gateway {
                 "created": g.flows_created,
                 "ended": g.flows_ended,
                 "evicted": g.flows_evicted,
+                "receiver_opened": g.receiver_opened,
+                "opening_syns_kept": self.syn_opts.len(),
                 "untracked_pkts": g.untracked_pkts,
             },
             "unclassified_pkts": g.unclassified_pkts,

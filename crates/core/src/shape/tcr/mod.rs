@@ -71,7 +71,7 @@ mod config;
 pub mod workload;
 pub use config::*;
 
-use super::ackmech::{AckMechanism, FlowKey};
+use super::ackmech::{AckMechanism, FlowKey, SynOptions};
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
@@ -504,6 +504,22 @@ impl Tcr {
 
     fn flow_mut(&mut self, i: u32) -> &mut Flow {
         self.slots[i as usize].flow.as_mut().expect("live slot")
+    }
+
+    /// A new connection on the same addresses and ports: start the flow over.
+    fn restart_flow(&mut self, now: Time, key: FlowKey, i: u32) {
+        let f = self.slots[i as usize].flow.as_mut().unwrap();
+        let counted = f.counted as u64;
+        let was_member = f.member();
+        *f = Flow::new(key, &self.cfg, now);
+        self.held -= counted;
+        let slot = &mut self.slots[i as usize];
+        slot.gen = slot.gen.wrapping_add(1);
+        self.stats.flows_started += 1;
+        if !was_member {
+            self.members += 1;
+        }
+        self.membership_changed(now, Some(i));
     }
 
     fn lookup_or_create(&mut self, now: Time, key: FlowKey) -> u32 {
@@ -1316,24 +1332,42 @@ impl AckMechanism for Tcr {
         self.realloc(now);
     }
 
+    /// A download its receiver opened: the options of the sender's SYN-ACK and the receiver's SYN
+    /// give what a sender-opened flow's SYN and SYN-ACK give (window scaling, segment size,
+    /// timestamps); the edges start at the receiver's first ACK after this.
+    fn on_receiver_open(&mut self, now: Time, flow: FlowKey, sender: &SynOptions, receiver: &SynOptions) {
+        self.catch_up(now);
+        let i = self.lookup_or_create(now, flow);
+        if self.flow_mut(i).finished || self.flow_mut(i).edges {
+            self.restart_flow(now, flow, i);
+        }
+        let f = self.flow_mut(i);
+        f.syn_seen = true;
+        f.snd_ws = sender.wscale.is_some();
+        f.snd_ts = sender.timestamps;
+        f.snd_mss = sender.mss;
+        f.rcv_scale = Some(if f.snd_ws { receiver.wscale.map_or(0, |w| w.min(14)) } else { 0 });
+        let negotiated = match (sender.mss, receiver.mss) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let ts_on = f.snd_ts && receiver.timestamps;
+        if let Some(m) = negotiated {
+            f.mss = (m as u32).saturating_sub(if ts_on { 12 } else { 0 }).max(1);
+            f.mss_known = true;
+        }
+        if ts_on {
+            f.hdr = f.hdr.max(if f.key.0.is_ipv4() { 52 } else { 72 });
+        }
+    }
+
     fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet) {
         let Some(t) = pkt.tcp() else { return };
         self.catch_up(now);
         let i = self.lookup_or_create(now, flow);
         let f = self.slots[i as usize].flow.as_mut().unwrap();
         if t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) && (f.finished || f.mss_known) {
-            // A new connection on the same addresses and ports: start over.
-            let counted = f.counted as u64;
-            let was_member = f.member();
-            *f = Flow::new(flow, &self.cfg, now);
-            self.held -= counted;
-            let slot = &mut self.slots[i as usize];
-            slot.gen = slot.gen.wrapping_add(1);
-            self.stats.flows_started += 1;
-            if !was_member {
-                self.members += 1;
-            }
-            self.membership_changed(now, Some(i));
+            self.restart_flow(now, flow, i);
         }
         let overhead = self.cfg.overhead_bytes as u64;
         let f = self.flow_mut(i);
