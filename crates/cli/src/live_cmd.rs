@@ -11,7 +11,7 @@ use ackshape_live::traffic::{self, FlowSpec};
 use ackshape_live::wanem::{self, LinkSpec as WanLink, WanemConfig};
 use ackshape_sim::metrics::{cov, jain};
 use ackshape_sim::middlebox::build_middlebox;
-use ackshape_sim::scenario::{DirParams, FlowKind, MbMode, Scenario, StartV, TopologySpec as SimTopo};
+use ackshape_sim::scenario::{DirParams, FlowKind, FlowOpen, MbMode, Scenario, StartV, TopologySpec as SimTopo};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -730,6 +730,7 @@ pub fn cmd_run_live(
                     units::Size::Packets(p) => p * 1448,
                 }),
                 duration_s: Some((dur_s - start).max(0.1)),
+                open_by_receiver: f.open == FlowOpen::Receiver,
             });
             k += 1;
         }

@@ -143,6 +143,79 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
     std::fs::remove_dir_all(&d).ok();
 }
 
+/// Flows their receivers open (`open = "receiver"`: the WAN-side receiver connects to a listener
+/// on the LAN side, which answers with the data) through a TCR class: real TCP carries them, and
+/// the gateway shows TCR each handshake, so it knows the window scale and rewrites windows, as in
+/// the simulator.
+#[test]
+fn run_live_with_flows_their_receivers_open() {
+    if skip("run_live_with_flows_their_receivers_open") {
+        return;
+    }
+    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let _c = Cleanup("acks-lc7");
+    let d = tmp("ropen");
+    let scn = d.join("ropen.toml");
+    std::fs::write(
+        &scn,
+        r#"
+name = "ropen"
+duration = "6s"
+warmup = "2s"
+[tcp]
+cc = "cubic"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "100Mbit/s", delay = "10ms", queue = "1000pkt" }
+access = { rate = "1Gbit/s", delay = "0ms" }
+[[flows]]
+count = 2
+open = "receiver"
+[[middlebox]]
+node = "left"
+wan = "bottleneck"
+kind = "gateway"
+policy = { default_class = "c", class = [ { name = "c", rate = "6Mbit/s", queue = "100pkt", mechanism = { kind = "tcr", overhead_bytes = 14 } } ], link = { outbound = "6Mbit/s" } }
+[live.testbed]
+prefix = "acks-lc7"
+"#,
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+        .args(["run", "--live"])
+        .arg(&scn)
+        .arg("--out")
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    println!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "run --live failed");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap()).unwrap();
+    let flows = s["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2);
+    for f in flows {
+        assert_eq!(f["intact"], true, "{f}");
+    }
+    let g = s["aggregate"]["goodput_bps"].as_f64().unwrap();
+    let want = 6e6 * 1448.0 / 1514.0;
+    let st = &s["middleboxes"][0]["stats"];
+    let tcr = &st["classes"]["c"]["mechanism_stats"]["outbound"];
+    println!(
+        "goodput {g:.0} bit/s of {want:.0}; receiver-opened {}, window rewrites {}, without handshake {}",
+        st["flows"]["receiver_opened"], tcr["window_rewrites"], tcr["flows_without_handshake"]
+    );
+    assert!((g / want - 1.0).abs() < 0.10, "aggregate goodput {g}");
+    assert_eq!(st["flows"]["receiver_opened"].as_u64(), Some(2), "{}", st["flows"]);
+    assert_eq!(tcr["flows_without_handshake"].as_u64(), Some(0), "{tcr}");
+    assert!(tcr["window_rewrites"].as_u64().unwrap() > 500, "{tcr}");
+    for f in tcr["per_flow"].as_array().unwrap() {
+        assert!(f["rcv_scale"].is_u64(), "{f}");
+    }
+    assert!(ackshape_live::testbed::leftovers("acks-lc7").is_empty());
+    std::fs::remove_dir_all(&d).ok();
+}
+
 #[test]
 fn testbed_up_then_down_leaves_nothing() {
     if skip("testbed_up_then_down_leaves_nothing") {

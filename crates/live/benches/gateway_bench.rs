@@ -239,6 +239,7 @@ fn box_timing(results: &mut serde_json::Map<String, serde_json::Value>, rounds: 
                 start_s: 0.0,
                 bytes: None,
                 duration_s: Some(4.0),
+                open_by_receiver: false,
             }];
             let r = traffic::run_flows(&rig.tb, &flows, Duration::from_millis(500), 1).expect("flows");
             let (g, _) = rig.stop();

@@ -70,7 +70,32 @@ pub fn tcp_source_until(
     if bytes.is_none() && duration.is_none() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "a flow needs bytes or a duration"));
     }
-    let mut s = connect_with_cc(dst, cc, Duration::from_secs(10))?;
+    let s = connect_with_cc(dst, cc, Duration::from_secs(10))?;
+    send_on(s, bytes, duration, seed)
+}
+
+/// Accept one connection on `l` (the receiver opens it: a download it asked for), then send
+/// on it as [`tcp_source_until`] does. `cc` is set on the accepted socket.
+pub fn tcp_source_accept(
+    l: &TcpListener,
+    bytes: Option<u64>,
+    duration: Option<Duration>,
+    seed: u64,
+    cc: Option<&str>,
+) -> io::Result<SourceReport> {
+    if bytes.is_none() && duration.is_none() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a flow needs bytes or a duration"));
+    }
+    let (s, _) = l.accept()?;
+    if let Some(cc) = cc {
+        use nix::sys::socket::{self, sockopt};
+        socket::setsockopt(&s, sockopt::TcpCongestion, &std::ffi::OsString::from(cc))
+            .map_err(|e| io::Error::other(format!("TCP_CONGESTION {cc}: {e}")))?;
+    }
+    send_on(s, bytes, duration, seed)
+}
+
+fn send_on(mut s: TcpStream, bytes: Option<u64>, duration: Option<Duration>, seed: u64) -> io::Result<SourceReport> {
     let mut rng = stream(seed, "tcp-source", 0);
     let mut buf = vec![0u8; 64 * 1024];
     let mut h = Sha256::new();
@@ -129,6 +154,10 @@ pub struct FlowSpec {
     pub bytes: Option<u64>,
     #[serde(default)]
     pub duration_s: Option<f64>,
+    /// The receiver opens the connection (to a listener in the sender namespace, port 6000 + i)
+    /// and the sender answers with the data: a download the receiver asked for.
+    #[serde(default)]
+    pub open_by_receiver: bool,
 }
 
 /// What one flow of a live run achieved.
@@ -149,7 +178,9 @@ pub struct FlowReport {
 }
 
 /// Run TCP flows through a testbed: one sink per flow in the receiver namespace (ports
-/// 6000 + i), one source per flow in the sender namespace, started at its `start_s`.
+/// 6000 + i), one source per flow in the sender namespace, started at its `start_s`; a flow the
+/// receiver opens (`open_by_receiver`) has its source listen in the sender namespace (port
+/// 6000 + i) and its sink connect at `start_s`.
 pub fn run_flows(
     tb: &crate::testbed::Testbed,
     flows: &[FlowSpec],
@@ -160,6 +191,35 @@ pub fn run_flows(
     let origin = Instant::now();
     let mut handles = Vec::new();
     for (i, f) in flows.iter().enumerate() {
+        if f.open_by_receiver {
+            // The source listens in the sender namespace; the sink connects at the start time.
+            let at = SocketAddr::from((tb.sender_addr, 6000 + i as u16));
+            let (tx, rx) = std::sync::mpsc::channel();
+            let f2 = f.clone();
+            let src = spawn_in_netns(&tb.ns_sender, "acks-source", move || -> io::Result<SourceReport> {
+                let l = TcpListener::bind(at)?;
+                let _ = tx.send(());
+                tcp_source_accept(
+                    &l,
+                    f2.bytes,
+                    f2.duration_s.map(Duration::from_secs_f64),
+                    seed.wrapping_add(i as u64),
+                    f2.cc.as_deref(),
+                )
+            })?;
+            rx.recv_timeout(Duration::from_secs(5))
+                .map_err(|_| io::Error::other(format!("source for flow {} did not start", f.name)))?;
+            let start_s = f.start_s;
+            let sink = spawn_in_netns(&tb.ns_receiver, "acks-sink", move || -> io::Result<SinkReport> {
+                let start = origin + Duration::from_secs_f64(start_s.max(0.0));
+                if let Some(d) = start.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(d);
+                }
+                tcp_sink_connect(at, 64 * 1024)
+            })?;
+            handles.push((f.clone(), src, sink));
+            continue;
+        }
         let dst = SocketAddr::from((tb.receiver_addr, 6000 + i as u16));
         let (tx, rx) = std::sync::mpsc::channel();
         let sink = spawn_in_netns(&tb.ns_receiver, "acks-sink", move || -> io::Result<SinkReport> {
@@ -272,7 +332,18 @@ fn connect_with_cc(dst: SocketAddr, cc: Option<&str>, timeout: Duration) -> io::
 
 /// Accept one connection on `l`, read to EOF, hash it.
 pub fn tcp_sink(l: &TcpListener, mark_every: u64) -> io::Result<SinkReport> {
-    let (mut s, _) = l.accept()?;
+    let (s, _) = l.accept()?;
+    read_from(s, mark_every)
+}
+
+/// Connect to `src` (the receiver opens the connection and the source answers with the data),
+/// read to EOF, hash it.
+pub fn tcp_sink_connect(src: SocketAddr, mark_every: u64) -> io::Result<SinkReport> {
+    let s = TcpStream::connect_timeout(&src, Duration::from_secs(10))?;
+    read_from(s, mark_every)
+}
+
+fn read_from(mut s: TcpStream, mark_every: u64) -> io::Result<SinkReport> {
     let mut buf = vec![0u8; 256 * 1024];
     let mut h = Sha256::new();
     let mut bytes = 0u64;

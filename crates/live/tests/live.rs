@@ -542,6 +542,7 @@ fn run_flows_with_per_flow_congestion_control() {
             start_s: 0.2 * i as f64,
             bytes: None,
             duration_s: Some(2.0),
+            open_by_receiver: false,
         })
         .collect();
     let reps = traffic::run_flows(&rig.tb, &flows, Duration::from_millis(250), 5).unwrap();
