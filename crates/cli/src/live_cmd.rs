@@ -529,15 +529,34 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
         None => "reno".into(),
     };
     let secs = sc.duration.0.as_secs_f64().ceil().max(1.0) as u64;
-    let _ = writeln!(s, "run traffic (the scenario's {} bulk flows at once, with iperf3):", n.max(1));
-    let _ = writeln!(s, "  ip netns exec {} iperf3 -s -D", tb.ns_receiver);
-    let _ = writeln!(
-        s,
-        "  ip netns exec {} iperf3 -c {} -t {secs} -P {} -C {cc}",
-        tb.ns_sender,
-        tb.receiver_addr,
-        n.max(1)
-    );
+    let bulk = || sc.flows.iter().filter(|f| f.kind == FlowKind::Bulk);
+    let by_receiver = bulk().count() > 0 && bulk().all(|f| f.open == FlowOpen::Receiver);
+    if by_receiver {
+        // The receivers open the connections: the iperf3 server sends (-R) from the sender side.
+        let _ = writeln!(
+            s,
+            "run traffic (the scenario's {} bulk flows at once, opened by their receivers, with iperf3 -R):",
+            n.max(1)
+        );
+        let _ = writeln!(s, "  ip netns exec {} iperf3 -s -D", tb.ns_sender);
+        let _ = writeln!(
+            s,
+            "  ip netns exec {} iperf3 -c {} -R -t {secs} -P {} -C {cc}",
+            tb.ns_receiver,
+            tb.sender_addr,
+            n.max(1)
+        );
+    } else {
+        let _ = writeln!(s, "run traffic (the scenario's {} bulk flows at once, with iperf3):", n.max(1));
+        let _ = writeln!(s, "  ip netns exec {} iperf3 -s -D", tb.ns_receiver);
+        let _ = writeln!(
+            s,
+            "  ip netns exec {} iperf3 -c {} -t {secs} -P {} -C {cc}",
+            tb.ns_sender,
+            tb.receiver_addr,
+            n.max(1)
+        );
+    }
     let _ = writeln!(s, "remove it (this stops what runs in its namespaces too):");
     let _ = writeln!(s, "  {bin} testbed down --prefix {}", tb.prefix);
     s
