@@ -853,6 +853,9 @@ impl Sim {
                             if by_receiver && !self.verify {
                                 write_transfer(&mut conn, self.flows[f as usize].bytes);
                             }
+                            if by_receiver {
+                                self.retire_sender(f);
+                            }
                             let c = self.add_conn(conn, n, f, by_receiver, key);
                             if by_receiver {
                                 self.flows[f as usize].sender = c;
@@ -1158,6 +1161,9 @@ impl Sim {
             }
         }
         let app = g != NONE; // a WRR application writes the data
+        if !by_receiver {
+            self.retire_sender(f);
+        }
         let fl = &mut self.flows[f as usize];
         let mut conn = Connection::connect(fl.cfg.clone(), local, remote, iss, now);
         fl.transfer_start = now;
@@ -1224,6 +1230,22 @@ impl Sim {
         self.q.push(now + Dur::from_secs_f64(gap), Ev::UdpSend(f));
         let sn = self.hosts[fl.src as usize];
         self.forward(sn, pkt);
+    }
+
+    /// A short flow's next transfer replaces its sending connection, which may linger (its FIN
+    /// sent, the receiver never closing): count what it sent now, and keep it from being topped up
+    /// with the next transfer's data or counted again if it closes.
+    fn retire_sender(&mut self, f: u32) {
+        let old = std::mem::replace(&mut self.flows[f as usize].sender, NONE);
+        if old == NONE {
+            return;
+        }
+        if let Some(slot) = self.conns[old as usize].as_mut() {
+            if slot.sender && slot.flow == f {
+                add_stats(&mut self.flows[f as usize].done_stats, slot.conn.stats());
+                slot.sender = false;
+            }
+        }
     }
 
     fn flow_tcp_stats(&self, f: &Flow) -> TcpStats {

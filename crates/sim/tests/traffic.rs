@@ -52,6 +52,57 @@ think = "1s"
     for f in &s.flows {
         assert_eq!(f.bytes_delivered, f.transfers_completed * 20_000);
     }
+    // The sender counters cover every transfer, not just the last connection: 20 KB is 14
+    // segments of 1448 bytes per transfer (the one under way may have sent some of its own).
+    for f in &s.flows {
+        let min = f.transfers_completed * 14;
+        assert!(
+            f.data_packets_sent >= min && f.data_packets_sent <= min + 14,
+            "{} sent {}",
+            f.name,
+            f.data_packets_sent
+        );
+    }
+}
+
+/// Transfers their receivers open (`open = "receiver"`: the client connects, the sender listens
+/// and answers): the same transfers, each a connection the receiver opened, and the payload
+/// checked end to end.
+#[test]
+fn short_transfers_the_receiver_opens() {
+    let sc = |open: &str| {
+        format!(
+            r#"
+duration = "30s"
+verify_payload = true
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "10Mbit/s", delay = "20ms" }}
+access = {{ rate = "100Mbit/s", delay = "1ms" }}
+[[flows]]
+kind = "short"
+count = 3
+bytes = "20KB"
+think = "1s"
+open = "{open}"
+"#
+        )
+    };
+    let (a, b) = (run(&sc("sender")), run(&sc("receiver")));
+    let (sa, sb) = (a.short_transfers.as_ref().unwrap(), b.short_transfers.as_ref().unwrap());
+    println!("opened by the sender {sa:?}\nby the receiver {sb:?}");
+    let v = b.verify.as_ref().unwrap();
+    assert_eq!((v.mismatched_flows, v.incomplete_flows), (0, 0), "{v:?}");
+    for f in &b.flows {
+        assert_eq!(f.bytes_delivered, f.transfers_completed * 20_000);
+        assert!(f.data_packets_sent >= f.transfers_completed * 14, "{}", f.data_packets_sent);
+    }
+    // The same transfers, half a round trip later: the receiver's SYN has to reach the sender
+    // (22 ms one way here) before the handshake that a sender starts itself. A transfer is timed
+    // from its opener's SYN.
+    assert!(sb.count.abs_diff(sa.count) <= 3, "{} vs {}", sb.count, sa.count);
+    let extra = sb.mean_s - sa.mean_s;
+    assert!((extra - 0.022).abs() < 0.004, "{} vs {}: {extra}", sb.mean_s, sa.mean_s);
 }
 
 #[test]
