@@ -124,3 +124,56 @@ fn bytes_of_state_per_flow() {
         drop(g);
     }
 }
+
+/// What the gateway keeps of a SYN-opened connection's handshake while the other direction has a
+/// mechanism class (for a download its receiver opened; `flows.opening_syns_kept`): uploads keep
+/// theirs as long as they are tracked. Measured as the difference between connections that
+/// opened with a handshake and connections picked up mid-stream, with a TCR class both ways.
+#[test]
+fn bytes_of_a_kept_handshake() {
+    const N: u32 = 5_000;
+    let policy = "[flows]\nmax_flows = 1000000\n[[class]]\nname = \"c\"\nrate = \"10Gbit/s\"\n\
+                  mechanism = { kind = \"tcr\" }\n[[rule]]\nclass = \"c\"\ndirection = \"both\"\n";
+    let mut per_flow = Vec::new();
+    for handshake in [false, true] {
+        let mut g = Gateway::new(Policy::parse(policy, "alloc.toml").unwrap(), 0, 1);
+        let mut out = Emit::with_capacity(64);
+        let base = live_bytes();
+        let mut t = Time::ZERO;
+        for f in 0..N {
+            if handshake {
+                for (ack, flags) in [(false, TcpFlags::SYN), (true, TcpFlags::SYN | TcpFlags::ACK)] {
+                    let (d, mut p) = pkt(f, ack, 0);
+                    p.payload_len = 0;
+                    p.tcp_mut().unwrap().flags = flags;
+                    t.0 += 1_000;
+                    g.on_packet(t, d, p, &mut out);
+                }
+            }
+            for ack in [false, true] {
+                let (d, p) = pkt(f, ack, 1);
+                t.0 += 1_000;
+                g.on_packet(t, d, p, &mut out);
+            }
+            out.clear();
+        }
+        let end = t + ackshape_core::time::Dur::from_secs(1);
+        while let Some(x) = g.poll_timeout() {
+            if x > end || g.acks_held() == 0 {
+                break;
+            }
+            g.on_timeout(x, &mut out);
+            out.clear();
+        }
+        let kept = g.stats_json()["flows"]["opening_syns_kept"].as_u64().unwrap();
+        assert_eq!(kept, if handshake { N as u64 } else { 0 });
+        per_flow.push((live_bytes() - base) as f64 / N as f64);
+        drop(g);
+    }
+    let extra = per_flow[1] - per_flow[0];
+    eprintln!(
+        "tcr both ways: {:.0} B per flow picked up mid-stream, {:.0} B with a kept handshake (+{extra:.0} B)",
+        per_flow[0], per_flow[1]
+    );
+    assert!(extra > 0.0 && extra < 256.0, "{extra} B per kept handshake");
+}
