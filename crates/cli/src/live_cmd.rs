@@ -531,32 +531,16 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
     let secs = sc.duration.0.as_secs_f64().ceil().max(1.0) as u64;
     let bulk = || sc.flows.iter().filter(|f| f.kind == FlowKind::Bulk);
     let by_receiver = bulk().count() > 0 && bulk().all(|f| f.open == FlowOpen::Receiver);
-    if by_receiver {
-        // The receivers open the connections: the iperf3 server sends (-R) from the sender side.
-        let _ = writeln!(
-            s,
-            "run traffic (the scenario's {} bulk flows at once, opened by their receivers, with iperf3 -R):",
-            n.max(1)
-        );
-        let _ = writeln!(s, "  ip netns exec {} iperf3 -s -D", tb.ns_sender);
-        let _ = writeln!(
-            s,
-            "  ip netns exec {} iperf3 -c {} -R -t {secs} -P {} -C {cc}",
-            tb.ns_receiver,
-            tb.sender_addr,
-            n.max(1)
-        );
+    // With the receivers opening the connections, the iperf3 server sends (-R) from the sender side.
+    let (how, server_ns, client_ns, server_addr, reverse) = if by_receiver {
+        (", opened by their receivers, with iperf3 -R", &tb.ns_sender, &tb.ns_receiver, tb.sender_addr, " -R")
     } else {
-        let _ = writeln!(s, "run traffic (the scenario's {} bulk flows at once, with iperf3):", n.max(1));
-        let _ = writeln!(s, "  ip netns exec {} iperf3 -s -D", tb.ns_receiver);
-        let _ = writeln!(
-            s,
-            "  ip netns exec {} iperf3 -c {} -t {secs} -P {} -C {cc}",
-            tb.ns_sender,
-            tb.receiver_addr,
-            n.max(1)
-        );
-    }
+        (", with iperf3", &tb.ns_receiver, &tb.ns_sender, tb.receiver_addr, "")
+    };
+    let _ = writeln!(s, "run traffic (the scenario's {} bulk flows at once{how}):", n.max(1));
+    let _ = writeln!(s, "  ip netns exec {server_ns} iperf3 -s -D");
+    let _ =
+        writeln!(s, "  ip netns exec {client_ns} iperf3 -c {server_addr}{reverse} -t {secs} -P {} -C {cc}", n.max(1));
     let _ = writeln!(s, "remove it (this stops what runs in its namespaces too):");
     let _ = writeln!(s, "  {bin} testbed down --prefix {}", tb.prefix);
     s
@@ -981,4 +965,57 @@ fn write_live_outputs(
     std::fs::write(&p, svg).map_err(io(&p))?;
     files.push(p);
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn testbed() -> testbed::Testbed {
+        testbed::Testbed {
+            prefix: "acks-t".into(),
+            ns_sender: "acks-t-snd".into(),
+            ns_gateway: "acks-t-gw".into(),
+            ns_wanem: None,
+            ns_receiver: "acks-t-rcv".into(),
+            if_sender: "snd0".into(),
+            if_gw_lan: "lan0".into(),
+            if_gw_wan: "wan0".into(),
+            if_wan_a: None,
+            if_wan_b: None,
+            if_receiver: "rcv0".into(),
+            sender_addr: "10.77.0.1".parse().unwrap(),
+            receiver_addr: "10.77.0.2".parse().unwrap(),
+        }
+    }
+
+    /// The iperf3 lines of `testbed up`: the server where the data's receiver listens, or, for
+    /// downloads their receivers open, in the sender namespace with the client running `-R`.
+    #[test]
+    fn the_hand_guide_runs_iperf3_the_way_the_flows_open() {
+        let text = |open: &str| {
+            let sc = Scenario::parse(
+                &format!(
+                    "duration = \"4s\"\n[tcp]\ncc = \"cubic\"\n[topology]\nkind = \"dumbbell\"\n\
+                     bottleneck = {{ rate = \"10Mbit/s\", delay = \"5ms\" }}\n\
+                     access = {{ rate = \"100Mbit/s\", delay = \"1ms\" }}\n\
+                     [[flows]]\nkind = \"bulk\"\ncount = 3\nopen = \"{open}\"\n"
+                ),
+                "t.toml",
+            )
+            .unwrap();
+            hand_guide(&testbed(), &sc, &HandPolicy::None)
+        };
+        let by_sender = text("sender");
+        assert!(by_sender.contains("ip netns exec acks-t-rcv iperf3 -s -D"), "{by_sender}");
+        assert!(by_sender.contains("ip netns exec acks-t-snd iperf3 -c 10.77.0.2 -t 4 -P 3 -C cubic"), "{by_sender}");
+        assert!(!by_sender.contains("-R"), "{by_sender}");
+        let by_receiver = text("receiver");
+        assert!(by_receiver.contains("opened by their receivers"), "{by_receiver}");
+        assert!(by_receiver.contains("ip netns exec acks-t-snd iperf3 -s -D"), "{by_receiver}");
+        assert!(
+            by_receiver.contains("ip netns exec acks-t-rcv iperf3 -c 10.77.0.1 -R -t 4 -P 3 -C cubic"),
+            "{by_receiver}"
+        );
+    }
 }

@@ -50,6 +50,18 @@ const LEAVES: &[(&str, &str)] = &[
     ("fifo + tcr", "mechanism = { kind = \"tcr\" }"),
 ];
 
+/// Run the gateway's timers for up to a second after `t`, until no ACK is held.
+fn release_held(g: &mut Gateway, t: Time, out: &mut Emit) {
+    let end = t + ackshape_core::time::Dur::from_secs(1);
+    while let Some(x) = g.poll_timeout() {
+        if x > end || g.acks_held() == 0 {
+            break;
+        }
+        g.on_timeout(x, out);
+        out.clear();
+    }
+}
+
 fn gateway(leaf: &str) -> Gateway {
     let p = format!(
         "[flows]\nmax_flows = 1000000\n[[class]]\nname = \"c\"\nrate = \"10Gbit/s\"\n{leaf}\n[[rule]]\nclass = \"c\"\n"
@@ -105,14 +117,7 @@ fn bytes_of_state_per_flow() {
             out.clear();
         }
         // Let the mechanisms release what they hold (held ACKs are traffic, not state).
-        let end = t + ackshape_core::time::Dur::from_secs(1);
-        while let Some(x) = g.poll_timeout() {
-            if x > end || g.acks_held() == 0 {
-                break;
-            }
-            g.on_timeout(x, &mut out);
-            out.clear();
-        }
+        release_held(&mut g, t, &mut out);
         assert_eq!(g.acks_held(), 0, "{name}: ACKs still held");
         assert_eq!(g.flows_tracked(), N as usize);
         let per_flow = (live_bytes() - base) as f64 / N as f64;
@@ -157,14 +162,7 @@ fn bytes_of_a_kept_handshake() {
             }
             out.clear();
         }
-        let end = t + ackshape_core::time::Dur::from_secs(1);
-        while let Some(x) = g.poll_timeout() {
-            if x > end || g.acks_held() == 0 {
-                break;
-            }
-            g.on_timeout(x, &mut out);
-            out.clear();
-        }
+        release_held(&mut g, t, &mut out);
         let kept = g.stats_json()["flows"]["opening_syns_kept"].as_u64().unwrap();
         assert_eq!(kept, if handshake { N as u64 } else { 0 });
         per_flow.push((live_bytes() - base) as f64 / N as f64);

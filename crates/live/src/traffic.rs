@@ -67,9 +67,7 @@ pub fn tcp_source_until(
     seed: u64,
     cc: Option<&str>,
 ) -> io::Result<SourceReport> {
-    if bytes.is_none() && duration.is_none() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a flow needs bytes or a duration"));
-    }
+    need_an_end(bytes, duration)?;
     let s = connect_with_cc(dst, cc, Duration::from_secs(10))?;
     send_on(s, bytes, duration, seed)
 }
@@ -83,14 +81,10 @@ pub fn tcp_source_accept(
     seed: u64,
     cc: Option<&str>,
 ) -> io::Result<SourceReport> {
-    if bytes.is_none() && duration.is_none() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a flow needs bytes or a duration"));
-    }
+    need_an_end(bytes, duration)?;
     let (s, _) = l.accept()?;
     if let Some(cc) = cc {
-        use nix::sys::socket::{self, sockopt};
-        socket::setsockopt(&s, sockopt::TcpCongestion, &std::ffi::OsString::from(cc))
-            .map_err(|e| io::Error::other(format!("TCP_CONGESTION {cc}: {e}")))?;
+        set_cc(&s, cc)?;
     }
     send_on(s, bytes, duration, seed)
 }
@@ -318,16 +312,30 @@ fn connect_with_cc(dst: SocketAddr, cc: Option<&str>, timeout: Duration) -> io::
     match cc {
         None => TcpStream::connect_timeout(&dst, timeout),
         Some(cc) => {
-            use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage};
+            use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
             let fam = if dst.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
             let fd = socket::socket(fam, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).map_err(io::Error::from)?;
-            socket::setsockopt(&fd, sockopt::TcpCongestion, &std::ffi::OsString::from(cc))
-                .map_err(|e| io::Error::other(format!("TCP_CONGESTION {cc}: {e}")))?;
+            set_cc(&fd, cc)?;
             socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(dst))
                 .map_err(io::Error::from)?;
             Ok(TcpStream::from(fd))
         }
     }
+}
+
+/// A flow ends after `bytes` or after `duration`: at least one must be given.
+fn need_an_end(bytes: Option<u64>, duration: Option<Duration>) -> io::Result<()> {
+    if bytes.is_none() && duration.is_none() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a flow needs bytes or a duration"));
+    }
+    Ok(())
+}
+
+/// Set TCP_CONGESTION (reno, cubic, bbr) on a socket.
+fn set_cc<F: std::os::fd::AsFd>(fd: &F, cc: &str) -> io::Result<()> {
+    use nix::sys::socket::{self, sockopt};
+    socket::setsockopt(fd, sockopt::TcpCongestion, &std::ffi::OsString::from(cc))
+        .map_err(|e| io::Error::other(format!("TCP_CONGESTION {cc}: {e}")))
 }
 
 /// Accept one connection on `l`, read to EOF, hash it.
