@@ -227,6 +227,8 @@ pub enum TestbedCmd {
     /// Build the namespaces of a scenario (its [live.testbed] table; defaults otherwise), list them
     /// and print the commands that run the scenario's WAN and gateway in them by hand.
     Up {
+        /// The scenario (TOML): its `[live.testbed]` table names the namespaces (prefix, addresses),
+        /// its bottleneck and `kind = "gateway"` box give the printed wanem and gateway commands.
         scenario: PathBuf,
         /// Write the gateway policy of the scenario's `kind = "gateway"` box to this file, for
         /// `ackshape gateway --policy` (an inline `policy = { … }` becomes a policy file).
@@ -235,7 +237,9 @@ pub enum TestbedCmd {
     },
     /// Remove every namespace and veth with the scenario's prefix (or --prefix), also after a crash.
     Down {
+        /// The scenario whose testbed to remove (its `[live.testbed]` prefix; without a scenario or --prefix, `acks-tb`, the default).
         scenario: Option<PathBuf>,
+        /// The prefix to remove instead, e.g. `acks-live` (as `testbed up` printed it).
         #[arg(long)]
         prefix: Option<String>,
     },
