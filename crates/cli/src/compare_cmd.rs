@@ -216,6 +216,14 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+        // What the live run warned of (a flow in another class than in the simulator) is part
+        // of the comparison: printed, and kept in compare.json.
+        let warnings = live.get("warnings").cloned();
+        if let Some(ws) = warnings.as_ref().and_then(|w| w.as_array()) {
+            for w in ws {
+                bar.suspend(|| eprintln!("warning: {}", w.as_str().unwrap_or_default()));
+            }
+        }
         let over = |f: &dyn Fn(&Value) -> Option<f64>| -> (f64, f64) {
             mean_sd(&sims.iter().map(|s| f(s).unwrap_or(f64::NAN)).collect::<Vec<_>>())
         };
@@ -238,6 +246,9 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             "goodput_gap": gap,
             "goodput_within_tolerance": gap <= a.tolerance,
         }));
+        if let Some(w) = warnings {
+            rows.last_mut().expect("pushed")["warnings"] = w;
+        }
     }
     bar.finish_and_clear();
     let col = |side: &str, key: &str| -> Vec<f64> {

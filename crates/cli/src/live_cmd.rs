@@ -253,7 +253,7 @@ fn load(p: &std::path::Path) -> Result<Scenario, ExitCode> {
 }
 
 /// The testbed of a scenario: `[live.testbed]` (see docs/scenario.md) over the defaults.
-fn topology_of(sc: &Scenario, file: &str) -> Result<TopologySpec, ExitCode> {
+pub(crate) fn topology_of(sc: &Scenario, file: &str) -> Result<TopologySpec, ExitCode> {
     let Some(t) = sc.live.as_ref().and_then(|l| l.get("testbed")) else {
         return Ok(TopologySpec::default());
     };
@@ -263,9 +263,11 @@ fn topology_of(sc: &Scenario, file: &str) -> Result<TopologySpec, ExitCode> {
             base.insert(k.clone(), v.clone());
         }
     }
-    toml::Value::Table(base)
+    let spec = toml::Value::Table(base)
         .try_into::<TopologySpec>()
-        .map_err(|e| fail(BAD_INPUT, format!("{file}: key `live.testbed`: {}", e.message().trim_end())))
+        .map_err(|e| fail(BAD_INPUT, format!("{file}: key `live.testbed`: {}", e.message().trim_end())))?;
+    spec.check().map_err(|(key, msg)| fail(BAD_INPUT, format!("{file}: key `live.testbed.{key}`: {msg}")))?;
+    Ok(spec)
 }
 
 pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
@@ -289,6 +291,12 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
                 Ok(p) => p,
                 Err(e) => return e,
             };
+            // The gateway runs by hand on the testbed's addresses, as under `run --live`.
+            if let Some(i) = sc.middlebox.iter().position(|m| m.kind == "gateway") {
+                for w in class_drift(&sc, &file, &sc.middlebox[i], i, scenario.parent(), &spec, &|_| 5201) {
+                    eprintln!("warning: {w}");
+                }
+            }
             match testbed::up(&spec) {
                 Ok(tb) => {
                     print!("{}", hand_guide(&tb, &sc, &policy));
@@ -596,6 +604,87 @@ fn receiver_tcp(tb: &testbed::Testbed, tcp: &ackshape_sim::scenario::TcpSpec) ->
     Ok(())
 }
 
+/// The flows a gateway policy would put into another class live than in the simulator: its rules
+/// see the drivers' addresses and ports, which differ (simulator: `10.0.0.x`, the opener connecting
+/// to port 5001; live: `[live.testbed]`'s two addresses, port `live_port(i)`: 6000 + i under
+/// `run --live`, iperf3's 5201 by hand). One line per such flow (at
+/// most 5, then a count), empty when every flow lands in the same class (of the file: a per-host
+/// class counts as its template). The flows' ephemeral ports are taken equal in both.
+fn class_drift(
+    sc: &Scenario,
+    file: &str,
+    m: &ackshape_sim::scenario::MiddleboxSpec,
+    i: usize,
+    base: Option<&Path>,
+    topo: &TopologySpec,
+    live_port: &dyn Fn(usize) -> u16,
+) -> Vec<String> {
+    use ackshape_core::middlebox::Dir;
+    use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, L4};
+    use std::net::IpAddr;
+    let Some(Ok(policy)) = ackshape_sim::middlebox::gateway_policy(m, base) else { return Vec::new() };
+    let Ok(sim) = ackshape_sim::Sim::build(sc, file, None, Default::default()) else { return Vec::new() };
+    const EPHEMERAL: u16 = 40000;
+    let data = |src: IpAddr, sport: u16, dst: IpAddr, dport: u16| Packet {
+        ip: IpHdr { src, dst, ttl: 64, dscp: 0, ecn: Ecn::NotEct, id: 0 },
+        l4: L4::Tcp(TcpHdr {
+            sport,
+            dport,
+            seq: SeqNum(1),
+            ack: SeqNum(1),
+            flags: TcpFlags::ACK,
+            window: 1000,
+            ..Default::default()
+        }),
+        payload_len: 1448,
+        payload: None,
+    };
+    let class_of = |p: &Packet| match policy.classify(Dir::AToB, p) {
+        Some(c) => {
+            format!("`{}` ({})", policy.classes[c].name.split('/').next().unwrap_or_default(), policy.classes[c].key)
+        }
+        None => "no class (unshaped)".to_string(),
+    };
+    let opens: Vec<bool> = sc
+        .flows
+        .iter()
+        .flat_map(|f| std::iter::repeat_n(f.open == FlowOpen::Receiver, f.count.unwrap_or(1) as usize))
+        .collect();
+    let (ls, lr) = (IpAddr::V4(topo.sender_addr), IpAddr::V4(topo.receiver_addr));
+    let mut lines = Vec::new();
+    let mut n = 0;
+    for (k, ((ss, sr, sport), by_receiver)) in sim.flow_endpoints().into_iter().zip(opens).enumerate() {
+        let lport = live_port(k);
+        let (sim_pkt, live_pkt) = if by_receiver {
+            (data(ss, sport, sr, EPHEMERAL), data(ls, lport, lr, EPHEMERAL))
+        } else {
+            (data(ss, EPHEMERAL, sr, sport), data(ls, EPHEMERAL, lr, lport))
+        };
+        let (a, b) = (class_of(&sim_pkt), class_of(&live_pkt));
+        if a != b {
+            n += 1;
+            if lines.len() < 5 {
+                let ep = |p: &Packet| {
+                    let t = p.tcp().expect("TCP");
+                    format!("{}:{} → {}:{}", p.ip.src, t.sport, p.ip.dst, t.dport)
+                };
+                lines.push(format!(
+                    "{file}: key `middlebox[{i}].policy`: flow {k}'s data is in {a} in the simulator ({}) but in {b} live ({}): the rules see each driver's addresses and ports; `[live.testbed]` sender_addr/receiver_addr set the live ones (docs/scenario.md)",
+                    ep(&sim_pkt),
+                    ep(&live_pkt)
+                ));
+            }
+        }
+    }
+    if n > lines.len() {
+        lines.push(format!(
+            "{file}: key `middlebox[{i}].policy`: and {} more flows in another class live",
+            n - lines.len()
+        ));
+    }
+    lines
+}
+
 /// The summary's `scenario` object, with the keys of the simulator's (`set` only when there are
 /// `--set`s).
 fn scenario_info(sc: &Scenario, file: &str, dur_s: f64, warm: f64) -> serde_json::Value {
@@ -673,6 +762,15 @@ pub fn cmd_run_live(
     };
     if sc.live.as_ref().and_then(|l| l.get("testbed")).and_then(|t| t.get("prefix")).is_none() {
         topo.prefix = "acks-run".into();
+    }
+    // A policy that matches on addresses or ports may put a flow into another class live.
+    let warnings: Vec<String> = sc
+        .middlebox
+        .first()
+        .map(|m| class_drift(&sc, &file, m, 0, path.parent(), &topo, &|k| 6000 + k as u16))
+        .unwrap_or_default();
+    for w in &warnings {
+        eprintln!("warning: {w}");
     }
     let (bf, br) = d.bottleneck.directions();
     let (af, ar) = d.access.directions();
@@ -867,6 +965,10 @@ pub fn cmd_run_live(
         "gateway": gw_json,
         "wanem": wan_json,
     });
+    let mut summary = summary;
+    if !warnings.is_empty() {
+        summary["warnings"] = serde_json::json!(warnings);
+    }
     let mut written = Vec::new();
     if let Some(o) = &out {
         match write_live_outputs(o, &summary, &reports, bin) {
@@ -991,6 +1093,53 @@ mod tests {
             sender_addr: "10.77.0.1".parse().unwrap(),
             receiver_addr: "10.77.0.2".parse().unwrap(),
         }
+    }
+
+    /// A policy whose rules match on addresses or ports: the flows that would be in another class
+    /// live than in the simulator are named, and none when the testbed's addresses match too.
+    #[test]
+    fn flows_in_another_class_live_are_named() {
+        let drift = |rule: &str, testbed: &str| {
+            let text = format!(
+                "duration = \"4s\"\n[topology]\nkind = \"dumbbell\"\n\
+                 bottleneck = {{ rate = \"10Mbit/s\", delay = \"5ms\" }}\n\
+                 access = {{ rate = \"100Mbit/s\", delay = \"1ms\" }}\n\
+                 [[flows]]\nkind = \"bulk\"\ncount = 7\n\
+                 [[middlebox]]\nnode = \"left\"\nwan = \"bottleneck\"\nkind = \"gateway\"\n\
+                 policy = {{ class = [{{ name = \"c\", rate = \"5Mbit/s\" }}], rule = [{{ class = \"c\", {rule} }}] }}\n\
+                 {testbed}"
+            );
+            let sc = Scenario::parse(&text, "d.toml").unwrap();
+            let topo = topology_of(&sc, "d.toml").unwrap();
+            // (A policy that does not load warns of nothing: make sure this one does.)
+            ackshape_sim::middlebox::gateway_policy(&sc.middlebox[0], None).unwrap().unwrap();
+            class_drift(&sc, "d.toml", &sc.middlebox[0], 0, None, &topo, &|k| 6000 + k as u16)
+        };
+        // The simulator's receivers are 10.0.0.2, .4, …; the testbed's 10.77.0.2.
+        let w = drift("dst = \"10.0.0.0/24\"", "");
+        assert_eq!(w.len(), 6, "5 flows named, then a count: {w:#?}");
+        assert!(
+            w[0].contains("d.toml: key `middlebox[0].policy`: flow 0's data is in `c` (class[0]) in the simulator"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[0].contains("10.0.0.1:40000 → 10.0.0.2:5001")
+                && w[0].contains("no class (unshaped) live (10.77.0.1:40000 → 10.77.0.2:6000)"),
+            "{}",
+            w[0]
+        );
+        assert!(w[5].contains("and 2 more flows"), "{}", w[5]);
+        // The testbed in the simulator's subnet: the same classes.
+        let tb = "[live.testbed]\nsender_addr = \"10.0.0.101\"\nreceiver_addr = \"10.0.0.102\"\n";
+        assert_eq!(drift("dst = \"10.0.0.0/24\"", tb), Vec::<String>::new());
+        // The simulator's listening port.
+        let w = drift("dport = 5001", "");
+        assert_eq!(w.len(), 6, "{w:#?}");
+        assert!(w[0].contains(":6000)"), "{}", w[0]);
+        // Rules on what both drivers share.
+        assert_eq!(drift("proto = \"tcp\"", ""), Vec::<String>::new());
+        assert_eq!(drift("direction = \"outbound\"", ""), Vec::<String>::new());
     }
 
     /// The iperf3 lines of `testbed up`: the server where the data's receiver listens, or, for

@@ -270,6 +270,10 @@ fn main() -> ExitCode {
                     eprintln!("error: {e}");
                     return ExitCode::from(BAD_INPUT);
                 }
+                // The live testbed's table (`[live.testbed]`), as `testbed up` and `run --live` read it.
+                if let Err(code) = live_cmd::topology_of(&sc, &file) {
+                    return code;
+                }
                 let n = sc.flow_count();
                 println!("{}: valid ({n} flow{})", scenario.display(), if n == 1 { "" } else { "s" });
                 // What the gateway boxes' policies do that is valid but probably not meant.

@@ -93,3 +93,50 @@ fn zero_rate_link() {
         &["positive rate"],
     );
 }
+
+/// `[live]` is read only by the live driver, but a typo in it is an error everywhere.
+#[test]
+fn unknown_or_bad_live_keys() {
+    check(
+        "live-unknown",
+        &format!("{GOOD}[live]\nccc = \"cubic\"\n"),
+        "live.ccc",
+        &["unknown key", "`cc`", "`testbed`"],
+    );
+    check("live-cc", &format!("{GOOD}[live]\ncc = 3\n"), "live.cc", &["congestion control name"]);
+    check("live-testbed", &format!("{GOOD}[live]\ntestbed = \"acks-x\"\n"), "live.testbed", &["expected a table"]);
+}
+
+/// `[live.testbed]`'s own keys, checked by `validate` as `testbed up` and `run --live` read them
+/// (the simulator ignores the table).
+#[test]
+fn bad_live_testbed_is_named_by_validate() {
+    let dir = std::env::temp_dir().join(format!("ackshape-bad-{}-testbed", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (case, table, key, expect) in [
+        ("tb-field", "prefx = \"acks-a\"", "live.testbed", "unknown field `prefx`"),
+        ("tb-prefix", "prefix = \"mynet\"", "live.testbed.prefix", "must start with \"acks-\""),
+        ("tb-subnet", "receiver_addr = \"10.78.0.2\"", "live.testbed.receiver_addr", "sender's subnet 10.77.0.0/24"),
+        ("tb-same", "receiver_addr = \"10.77.0.1\"", "live.testbed.receiver_addr", "other than the sender's"),
+        ("tb-len", "prefix_len = 31", "live.testbed.prefix_len", "8 to 30"),
+    ] {
+        let path = dir.join(format!("{case}.toml"));
+        std::fs::write(&path, format!("{GOOD}[live.testbed]\n{table}\n")).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").arg(&path).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        eprintln!("[{case}] ackshape validate → {:?}: {err}", out.status.code());
+        assert_eq!(out.status.code(), Some(2), "{case}: exit code");
+        assert!(err.contains(&format!("{case}.toml")), "{case}: names the file: {err}");
+        assert!(err.contains(&format!("key `{key}`")), "{case}: names key {key}: {err}");
+        assert!(err.contains(expect), "{case}: says {expect:?}: {err}");
+        // The simulator does not read it.
+        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).args(["run", "--quiet"]).arg(&path).output().unwrap();
+        assert!(out.status.success(), "{case}: run: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // A good one.
+    let path = dir.join("tb-good.toml");
+    std::fs::write(&path, format!("{GOOD}[live]\ncc = \"bbr\"\n[live.testbed]\nprefix = \"acks-v\"\nsender_addr = \"192.168.5.10\"\nreceiver_addr = \"192.168.5.20\"\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -61,6 +61,45 @@ impl TopologySpec {
     pub fn new(prefix: &str) -> TopologySpec {
         TopologySpec { prefix: prefix.into(), ..Default::default() }
     }
+
+    /// What [`up`] would refuse, checked without building anything: the prefix, and two distinct
+    /// host addresses in one subnet of `prefix_len` bits. The error names the key (`prefix`,
+    /// `receiver_addr`, `prefix_len`) and says what was expected.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        check_prefix(&self.prefix).map_err(|e| ("prefix", e.to_string()))?;
+        if !(8..=30).contains(&self.prefix_len) {
+            return Err(("prefix_len", format!("expected a subnet prefix length of 8 to 30, got {}", self.prefix_len)));
+        }
+        let mask = u32::MAX << (32 - self.prefix_len);
+        let (s, r) = (u32::from(self.sender_addr), u32::from(self.receiver_addr));
+        if s == r {
+            return Err(("receiver_addr", format!("expected an address other than the sender's {}", self.sender_addr)));
+        }
+        if s & mask != r & mask {
+            return Err((
+                "receiver_addr",
+                format!(
+                    "expected an address in the sender's subnet {}/{} (the testbed is one subnet), got {}",
+                    Ipv4Addr::from(s & mask),
+                    self.prefix_len,
+                    self.receiver_addr
+                ),
+            ));
+        }
+        for (key, a) in [("sender_addr", s), ("receiver_addr", r)] {
+            let host = a & !mask;
+            if host == 0 || host == !mask {
+                return Err((
+                    key,
+                    format!(
+                        "expected a host address, got {} (the subnet's network or broadcast address)",
+                        Ipv4Addr::from(a)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Names of what [`up`] built.
@@ -95,6 +134,8 @@ pub enum TestbedError {
     Command { cmd: String, stderr: String },
     #[error("running `{cmd}`: {source}")]
     Spawn { cmd: String, source: io::Error },
+    #[error("testbed key `{key}`: {msg}")]
+    Spec { key: &'static str, msg: String },
     #[error("testbed {0} already exists (run `down` first)")]
     Exists(String),
 }
@@ -258,6 +299,9 @@ fn mac(prefix: &str, host: u8) -> String {
 /// Build the topology. On failure everything built so far is removed.
 pub fn up(spec: &TopologySpec) -> Result<Testbed, TestbedError> {
     check_prefix(&spec.prefix)?;
+    if let Err((key, msg)) = spec.check() {
+        return Err(TestbedError::Spec { key, msg });
+    }
     if !leftovers(&spec.prefix).is_empty() {
         return Err(TestbedError::Exists(spec.prefix.clone()));
     }

@@ -806,6 +806,9 @@ impl Scenario {
                 return Err(("bin".into(), "expected a positive bin width, got 0".into()));
             }
         }
+        if let Some(live) = &self.live {
+            validate_live(live)?;
+        }
         self.tcp.validate("tcp")?;
         match &self.topology {
             TopologySpec::Dumbbell(d) => {
@@ -980,4 +983,40 @@ impl Scenario {
     pub fn flow_count(&self) -> u32 {
         self.flows.iter().map(|f| f.count.unwrap_or(1)).sum()
     }
+}
+
+/// `[live]`: what only the live driver reads. Its keys are checked here so that a typo is an error
+/// in the simulator too (`ackshape validate`), not a setting the live run silently lacks; the
+/// testbed table's own keys are the live crate's (`ackshape validate` and the live commands check them).
+fn validate_live(live: &toml::Table) -> Result<(), (String, String)> {
+    for (k, v) in live {
+        match k.as_str() {
+            "cc" => {
+                let ok = v.as_str().is_some_and(|c| {
+                    !c.is_empty() && c.len() < 16 && c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                });
+                if !ok {
+                    return Err((
+                        "live.cc".into(),
+                        format!("expected a Linux congestion control name like \"cubic\", \"reno\" or \"bbr\", got {v}"),
+                    ));
+                }
+            }
+            "testbed" => {
+                if !v.is_table() {
+                    return Err((
+                        "live.testbed".into(),
+                        format!("expected a table like {{ prefix = \"acks-live\" }}, got {v}"),
+                    ));
+                }
+            }
+            _ => {
+                return Err((
+                    format!("live.{k}"),
+                    "unknown key; `[live]` has `cc` (the live senders' congestion control) and `testbed` (the namespaces: prefix, sender_addr, receiver_addr, prefix_len, middle, wanem, mtu)".into(),
+                ))
+            }
+        }
+    }
+    Ok(())
 }

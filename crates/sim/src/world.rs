@@ -1704,6 +1704,12 @@ impl Sim {
         Some(self.flow_tcp_stats(f))
     }
 
+    /// The data's sender and receiver address of every flow (the order of `summary.flows`), and
+    /// the port the opening side connects to (the other side's is ephemeral, from 32769 up).
+    pub fn flow_endpoints(&self) -> Vec<(IpAddr, IpAddr, u16)> {
+        self.flows.iter().map(|f| (host_addr(f.src), host_addr(f.dst), LISTEN_PORT)).collect()
+    }
+
     /// Counters of a link direction by name.
     pub fn link_counters(&self, name: &str) -> Option<&crate::link::LinkCounters> {
         self.links.iter().find(|l| l.name == name).map(|l| &l.c)
