@@ -685,6 +685,11 @@ fn class_drift(
     lines
 }
 
+/// [`class_drift`] of the box `run --live` runs (the first; it runs one), with its ports.
+pub(crate) fn live_class_drift(sc: &Scenario, file: &str, base: Option<&Path>, topo: &TopologySpec) -> Vec<String> {
+    sc.middlebox.first().map(|m| class_drift(sc, file, m, 0, base, topo, &|k| 6000 + k as u16)).unwrap_or_default()
+}
+
 /// The summary's `scenario` object, with the keys of the simulator's (`set` only when there are
 /// `--set`s).
 fn scenario_info(sc: &Scenario, file: &str, dur_s: f64, warm: f64) -> serde_json::Value {
@@ -764,11 +769,7 @@ pub fn cmd_run_live(
         topo.prefix = "acks-run".into();
     }
     // A policy that matches on addresses or ports may put a flow into another class live.
-    let warnings: Vec<String> = sc
-        .middlebox
-        .first()
-        .map(|m| class_drift(&sc, &file, m, 0, path.parent(), &topo, &|k| 6000 + k as u16))
-        .unwrap_or_default();
+    let warnings = live_class_drift(&sc, &file, path.parent(), &topo);
     for w in &warnings {
         eprintln!("warning: {w}");
     }

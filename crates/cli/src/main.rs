@@ -271,9 +271,10 @@ fn main() -> ExitCode {
                     return ExitCode::from(BAD_INPUT);
                 }
                 // The live testbed's table (`[live.testbed]`), as `testbed up` and `run --live` read it.
-                if let Err(code) = live_cmd::topology_of(&sc, &file) {
-                    return code;
-                }
+                let topo = match live_cmd::topology_of(&sc, &file) {
+                    Ok(t) => t,
+                    Err(code) => return code,
+                };
                 let n = sc.flow_count();
                 println!("{}: valid ({n} flow{})", scenario.display(), if n == 1 { "" } else { "s" });
                 // What the gateway boxes' policies do that is valid but probably not meant.
@@ -286,6 +287,13 @@ fn main() -> ExitCode {
                     };
                     for w in p.warnings() {
                         eprintln!("warning: {origin}: key `{prefix}{}`: {}", w.key, w.msg);
+                    }
+                }
+                // A scenario meant for live runs too (it has `[live]`): flows its gateway would
+                // classify otherwise live, as `run --live` warns.
+                if sc.live.is_some() {
+                    for w in live_cmd::live_class_drift(&sc, &file, base, &topo) {
+                        eprintln!("warning: {w}");
                     }
                 }
                 ExitCode::SUCCESS

@@ -140,3 +140,37 @@ fn bad_live_testbed_is_named_by_validate() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A scenario meant for live runs (it has `[live]`) whose gateway rules match on the simulator's
+/// addresses: `validate` accepts it and warns of each flow that would be in another class live.
+#[test]
+fn validate_warns_of_a_policy_that_classifies_otherwise_live() {
+    let dir = std::env::temp_dir().join(format!("ackshape-drift-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gw = "[[middlebox]]\nnode = \"left\"\nwan = \"bottleneck\"\nkind = \"gateway\"\n\
+              policy = { class = [{ name = \"c\", rate = \"5Mbit/s\" }], rule = [{ class = \"c\", dst = \"10.0.0.0/24\" }] }\n";
+    let stderr = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").arg(&path).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let err = stderr("live.toml", format!("{GOOD}{gw}[live.testbed]\nprefix = \"acks-v\"\n"));
+    eprintln!("{err}");
+    assert_eq!(err.matches("warning: ").count(), 2, "{err}");
+    assert!(
+        err.contains("live.toml: key `middlebox[0].policy`: flow 1's data is in `c` (class[0]) in the simulator"),
+        "{err}"
+    );
+    // The testbed in the simulator's subnet: nothing to warn of.
+    let err = stderr(
+        "same.toml",
+        format!("{GOOD}{gw}[live.testbed]\nsender_addr = \"10.0.0.101\"\nreceiver_addr = \"10.0.0.102\"\n"),
+    );
+    assert!(!err.contains("warning"), "{err}");
+    // Not meant for live (no `[live]`): not checked.
+    let err = stderr("sim.toml", format!("{GOOD}{gw}"));
+    assert!(!err.contains("warning"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
