@@ -378,6 +378,9 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
                 println!("  ordered oppositely on {what}: {} and {}", p[0], p[1]);
             }
         }
+        for line in warning_footnotes(&rows) {
+            println!("{line}");
+        }
     }
     if a.strict && !(all_within && same_buffer_order && same_cov_order) {
         return ExitCode::FAILURE;
@@ -401,6 +404,25 @@ const CSV_COLUMNS: [(&str, &str); 11] = [
 ];
 
 /// Aggregate goodput per bin (sum over the flows of `timeseries.csv`).
+/// One line under the table per scenario whose live run warned (its policy puts flows in another
+/// class live than in the simulator): by the time the table prints, those warnings have scrolled by,
+/// and they may be the whole of the gap.
+fn warning_footnotes(rows: &[Value]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| {
+            let n = r["warnings"].as_array().map_or(0, Vec::len);
+            (n > 0).then(|| {
+                format!(
+                    "  {}: {n} warning{} above (`warnings` in compare.json): the policy classifies flows otherwise \
+                     live than in the simulator, so the two runs may not shape the same traffic",
+                    r["scenario"].as_str().unwrap_or(""),
+                    if n == 1 { "" } else { "s" }
+                )
+            })
+        })
+        .collect()
+}
+
 fn aggregate_series(p: &std::path::Path) -> Result<Vec<(f64, f64)>, String> {
     let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
     let mut by_t: std::collections::BTreeMap<u64, f64> = Default::default();
@@ -436,6 +458,20 @@ fn goodput_overlay(dir: &std::path::Path, name: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scenarios_whose_live_run_warned_are_named_under_the_table() {
+        let rows = vec![
+            json!({"scenario": "a"}),
+            json!({"scenario": "b", "warnings": ["w1", "w2"]}),
+            json!({"scenario": "c", "warnings": []}),
+            json!({"scenario": "d", "warnings": ["w"]}),
+        ];
+        let lines = warning_footnotes(&rows);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("  b: 2 warnings above"), "{}", lines[0]);
+        assert!(lines[1].starts_with("  d: 1 warning above"), "{}", lines[1]);
+    }
 
     #[test]
     fn buffer_max_prefers_the_middlebox() {
