@@ -682,7 +682,7 @@ impl Sim {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::TxDone(l) => {
