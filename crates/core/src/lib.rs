@@ -3,11 +3,14 @@
 //! Everything in ackshape that *decides*, as sans-IO state machines: packets and `now` go in,
 //! packets, verdicts and timer deadlines come out.
 //!
-//! - [`tcp`]: TCP endpoint models (Tahoe, Reno, NewReno, SACK, CUBIC, a misbehaving sender;
-//!   RFC 6298 timers with a configurable clock tick; delayed ACKs, SACK, timestamps, ECN).
+//! - [`tcp`]: TCP endpoint models (Tahoe, Reno, NewReno, SACK, CUBIC, MulTCP, a misbehaving
+//!   sender; RFC 6298 timers with a configurable clock tick; delayed ACKs, SACK, timestamps, ECN),
+//!   and paper 003's sender-side Virtual Packet Substitution ([`tcp::vps`]).
 //! - [`queue`]: the [`queue::QueueDisc`] seam where shaping plugs into an output, and drop-tail.
-//! - [`shape`]: gateway mechanisms; today the asymmetric-link disciplines of paper 002 (AFVQ,
-//!   ACKs-first, ACK filters, ACQ).
+//! - [`shape`]: the gateway mechanisms: the edge gateway (policy, classes, link sharing) with
+//!   TCR (paper 001) and PostACK (paper 000) as its ACK mechanisms, PFQ, DRR, RED/ECN, the
+//!   asymmetric-link disciplines of paper 002 (AFVQ, ACKs-first, ACK filters, ACQ) and the
+//!   third-party tap of paper 004.
 //! - [`middlebox`]: the [`middlebox::Middlebox`] seam for boxes in the path (edge gateway, tap).
 //! - [`impair`]: loss and delay models shared by simulated links and the live WAN emulator.
 //! - [`model`], [`model_afvq`], [`model_edge`]: analytic throughput models (Mathis, Padhye; paper

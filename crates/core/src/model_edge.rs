@@ -31,11 +31,11 @@ pub fn g(w: f64, x: f64, ww: f64, floor: bool) -> f64 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Regime {
-    /// `p ≥ 8/(3W_w²)`: E[W_c] ≤ W_w (Fig. 15a).
+    /// `p ≥ 8/(3W_w²)`: E\[W_c\] ≤ W_w (Fig. 15a).
     Case1,
-    /// `8/(3W_w²) > p ≥ 2/(3W_w² − W_w)`: W_w < E[W_c] ≤ 2W_w (Fig. 15b).
+    /// `8/(3W_w²) > p ≥ 2/(3W_w² − W_w)`: W_w < E\[W_c\] ≤ 2W_w (Fig. 15b).
     Case2,
-    /// `p < 2/(3W_w² − W_w)`: E[W_c] > 2W_w (Fig. 15c).
+    /// `p < 2/(3W_w² − W_w)`: E\[W_c\] > 2W_w (Fig. 15c).
     Case3,
 }
 

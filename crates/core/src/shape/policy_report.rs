@@ -2,7 +2,7 @@
 //! prints it) and warnings about things that are valid but probably not what the author meant.
 //!
 //! Warnings never reject a policy (errors do, in [`Policy::from_spec`]); they name the key the
-//! way errors do, so `policy.toml: key `class[3]`: …` points at the line to look at.
+//! way errors do, so ``policy.toml: key `class[3]`: …`` points at the line to look at.
 
 use crate::middlebox::Dir;
 use crate::queue::Limit;

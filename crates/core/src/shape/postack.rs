@@ -253,7 +253,7 @@ pub struct PostAckStats {
     pub qr_skips: u64,
     pub unused_slots: u64,
     /// on-off: slots not run because the timer came more than
-    /// [`LATE_WAKEUP_CATCHUP`](crate::shape::LATE_WAKEUP_CATCHUP) after them (live only).
+    /// [`LATE_WAKEUP_CATCHUP`] after them (live only).
     pub late_slots_given_up: u64,
     /// zero-timer: dequeues seen, those that held (the paper's qlen > 1), and those reported without
     /// a per-flow queue length (FIFO fallback).

@@ -339,7 +339,7 @@ pub struct TcrStats {
     /// RTT samples discarded (retransmission overlap, or the timed segment's dequeue was not seen).
     pub rtt_samples_discarded: u64,
     /// Per-flow pacing: timer calls that came more than
-    /// [`LATE_WAKEUP_CATCHUP`](crate::shape::LATE_WAKEUP_CATCHUP) late (live only), and the time
+    /// [`LATE_WAKEUP_CATCHUP`] late (live only), and the time
     /// every flow's pacing grid was moved by for them, ns.
     pub late_timer_shifts: u64,
     pub late_timer_shift_ns: u64,
