@@ -403,7 +403,6 @@ const CSV_COLUMNS: [(&str, &str); 11] = [
     ("live_buffer_max_pkts", "live/buffer_max_pkts"),
 ];
 
-/// Aggregate goodput per bin (sum over the flows of `timeseries.csv`).
 /// One line under the table per scenario whose live run warned (its policy puts flows in another
 /// class live than in the simulator): by the time the table prints, those warnings have scrolled by,
 /// and they may be the whole of the gap.
@@ -423,6 +422,7 @@ fn warning_footnotes(rows: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// Aggregate goodput per bin (sum over the flows of `timeseries.csv`).
 fn aggregate_series(p: &std::path::Path) -> Result<Vec<(f64, f64)>, String> {
     let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
     let mut by_t: std::collections::BTreeMap<u64, f64> = Default::default();
