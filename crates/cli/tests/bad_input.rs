@@ -174,3 +174,57 @@ fn validate_warns_of_a_policy_that_classifies_otherwise_live() {
     assert!(!err.contains("warning"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// What a run keeps per flow is bounded: a typo in a count or a bin width is an error naming the
+/// key, not a run that takes the machine's memory.
+#[test]
+fn sizes_beyond_the_limits() {
+    check(
+        "manyflows",
+        &GOOD.replace("count = 2", "count = 10000000"),
+        "flows[0].count",
+        &["at most 200000 flows", "10000000"],
+    );
+    check(
+        "twoentries",
+        &GOOD.replace("count = 2", "count = 2\n[[flows]]\ncount = 150000\n[[flows]]\ncount = 150000"),
+        "flows[1].count",
+        &["at most 200000 flows", "300002", "150000 here"],
+    );
+    check(
+        "tinybin",
+        &GOOD.replace("duration = \"10s\"", "duration = \"10s\"\nbin = \"1ns\""),
+        "bin",
+        &["2 flows × 10000000000 bins"],
+    );
+    check(
+        "tinytrace",
+        &GOOD.replace("duration = \"10s\"", "duration = \"10s\"\ntrace_interval = \"1us\""),
+        "trace_interval",
+        &["2 flows × 10000000 samples"],
+    );
+    check(
+        "manypairs",
+        &GOOD.replace(
+            "access = { rate = \"100Mbit/s\", delay = \"1ms\" }",
+            "access = { rate = \"100Mbit/s\", delay = \"1ms\" }\nsenders = 10000000",
+        ),
+        "topology.senders",
+        &["at most 200000 sender/receiver pairs", "10000000"],
+    );
+    check(
+        "manygrouped",
+        &GOOD.replace(
+            "[[flows]]",
+            "[[topology.groups]]\nsenders = 4000000000\n[[topology.groups]]\nsenders = 4000000000\n[[flows]]",
+        ),
+        "topology.groups",
+        &["at most 200000 sender/receiver pairs", "8000000000"],
+    );
+    check(
+        "zerotrace",
+        &GOOD.replace("duration = \"10s\"", "duration = \"10s\"\ntrace_interval = \"0s\""),
+        "trace_interval",
+        &["positive"],
+    );
+}

@@ -597,7 +597,7 @@ fn per_host_stats_list_the_busiest_hosts_and_total_all() {
     let mut t = Time::ZERO;
     for k in 1..=n {
         for _ in 0..k {
-            t = t + Dur(1_000);
+            t += Dur(1_000);
             g.on_packet(t, Dir::AToB, data(k as u8), &mut out);
         }
     }

@@ -725,6 +725,13 @@ pub struct Scenario {
     pub set: Vec<String>,
 }
 
+/// At most this many flows in a scenario (about 2 GB of connection state).
+pub const MAX_FLOWS: u64 = 200_000;
+/// At most this many goodput bins (flows × `duration` ÷ `bin`; 8 bytes each).
+pub const MAX_FLOW_BINS: u64 = 100_000_000;
+/// At most this many TCP trace samples (flows × `duration` ÷ `trace_interval`).
+pub const MAX_TRACE_SAMPLES: u64 = 10_000_000;
+
 fn default_seed() -> u64 {
     1
 }
@@ -806,6 +813,10 @@ impl Scenario {
                 return Err(("bin".into(), "expected a positive bin width, got 0".into()));
             }
         }
+        if self.trace_interval.is_some_and(|t| t.0 == Dur::ZERO) {
+            return Err(("trace_interval".into(), "expected a positive sampling interval, got 0".into()));
+        }
+        self.check_size()?;
         if let Some(live) = &self.live {
             validate_live(live)?;
         }
@@ -831,19 +842,19 @@ impl Scenario {
                 for (i, g) in d.receiver_groups.iter().enumerate() {
                     g.access.over(&racc).validate(&format!("topology.receiver_groups[{i}].access"))?;
                 }
-                let grouped: u32 = d.groups.iter().map(|g| g.senders).sum();
+                let grouped: u64 = d.groups.iter().map(|g| u64::from(g.senders)).sum();
                 if let Some(n) = d.senders {
                     if n == 0 {
                         return Err(("topology.senders".into(), "expected at least 1 sender".into()));
                     }
-                    if grouped > n {
+                    if grouped > u64::from(n) {
                         return Err((
                             "topology.groups".into(),
                             format!("groups hold {grouped} senders but topology.senders is {n}"),
                         ));
                     }
-                    let rgrouped: u32 = d.receiver_groups.iter().map(|g| g.receivers).sum();
-                    if rgrouped > n {
+                    let rgrouped: u64 = d.receiver_groups.iter().map(|g| u64::from(g.receivers)).sum();
+                    if rgrouped > u64::from(n) {
                         return Err((
                             "topology.receiver_groups".into(),
                             format!("receiver groups hold {rgrouped} receivers but topology.senders is {n}"),
@@ -982,6 +993,71 @@ impl Scenario {
     /// Total number of flows.
     pub fn flow_count(&self) -> u32 {
         self.flows.iter().map(|f| f.count.unwrap_or(1)).sum()
+    }
+
+    /// What a run keeps per flow grows with the flow count and with duration ÷ `bin` (and ÷
+    /// `trace_interval`): a typo there (`count = 10000000`, `bin = "1ns"`) would otherwise take
+    /// the machine's memory before the first event. The limits ([`MAX_FLOWS`], …) sit far above
+    /// any experiment here; the error names the key to change.
+    fn check_size(&self) -> Result<(), (String, String)> {
+        let flows: u64 = self.flows.iter().map(|f| u64::from(f.count.unwrap_or(1))).sum();
+        if flows > MAX_FLOWS {
+            let (i, n) = self
+                .flows
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (i, f.count.unwrap_or(1)))
+                .max_by_key(|&(i, n)| (n, std::cmp::Reverse(i)))
+                .unwrap_or((0, 0));
+            return Err((
+                format!("flows[{i}].count"),
+                if u64::from(n) == flows {
+                    format!("expected at most {MAX_FLOWS} flows in all (a flow takes about 10 KB), got {flows}")
+                } else {
+                    format!(
+                        "expected at most {MAX_FLOWS} flows in all (a flow takes about 10 KB), got {flows} ({n} here)"
+                    )
+                },
+            ));
+        }
+        if let TopologySpec::Dumbbell(d) = &self.topology {
+            let pairs = [
+                ("topology.senders", u64::from(d.senders.unwrap_or(0))),
+                ("topology.groups", d.groups.iter().map(|g| u64::from(g.senders)).sum()),
+                ("topology.receiver_groups", d.receiver_groups.iter().map(|g| u64::from(g.receivers)).sum()),
+            ];
+            for (key, n) in pairs {
+                if n > MAX_FLOWS {
+                    return Err((
+                        key.into(),
+                        format!("expected at most {MAX_FLOWS} sender/receiver pairs (each two hosts and their links), got {n}"),
+                    ));
+                }
+            }
+        }
+        let duration = self.duration.0 .0;
+        let per_flow = |every: Dur| duration.div_ceil(every.0.max(1));
+        let bins = per_flow(self.bin.map(|b| b.0).unwrap_or(Dur::from_secs(1)));
+        if flows.max(1).saturating_mul(bins) > MAX_FLOW_BINS {
+            return Err((
+                "bin".into(),
+                format!(
+                    "expected a bin wide enough for at most {MAX_FLOW_BINS} goodput bins over all flows, got {flows} flows × {bins} bins (`duration` ÷ `bin`)"
+                ),
+            ));
+        }
+        if let Some(t) = self.trace_interval {
+            let samples = per_flow(t.0);
+            if flows.max(1).saturating_mul(samples) > MAX_TRACE_SAMPLES {
+                return Err((
+                    "trace_interval".into(),
+                    format!(
+                        "expected an interval long enough for at most {MAX_TRACE_SAMPLES} trace samples over all flows, got {flows} flows × {samples} samples (`duration` ÷ `trace_interval`)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -354,12 +354,42 @@ impl Sim {
             }
         }
         // Routes: for every node, shortest path (by hop count, ties by link order) to every host,
-        // by a BFS backwards from each host over incoming links: O(hosts × links).
+        // by a BFS backwards from each host over incoming links.
         let mut incoming: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
+        let mut out_links: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
         for (i, l) in links.iter().enumerate() {
             incoming[l.to as usize].push(i as u32);
+            out_links[l.from as usize].push(i as u32);
         }
-        let mut routes = vec![vec![NONE; hosts.len()]; nodes.len()];
+        // A node with a single outgoing link (every host of a dumbbell) needs no table: that link
+        // is its default route, and it gets no row (a full table is O(nodes × hosts): 1.6 GB for
+        // 10,000 flows). A *leaf* is such a node whose incoming links all come from where its one
+        // link goes: no shortest path between two other nodes crosses it (it would be a detour
+        // out and back), so the BFS starts at leaves but never walks through them, and costs
+        // O(hosts × links between non-leaves) instead of O(hosts × links).
+        let next_hop = |n: usize| links[out_links[n][0] as usize].to;
+        let leaf: Vec<bool> = (0..nodes.len())
+            .map(|n| out_links[n].len() == 1 && incoming[n].iter().all(|&i| links[i as usize].from == next_hop(n)))
+            .collect();
+        let inner_in: Vec<Vec<u32>> = incoming
+            .iter()
+            .map(|ins| ins.iter().copied().filter(|&i| !leaf[links[i as usize].from as usize]).collect())
+            .collect();
+        let mut routes: Vec<Vec<u32>> =
+            out_links.iter().map(|out| if out.len() == 1 { Vec::new() } else { vec![NONE; hosts.len()] }).collect();
+        let mut default_route = vec![NONE; nodes.len()];
+        for (n, out) in out_links.iter().enumerate() {
+            if out.len() == 1 {
+                default_route[n] = out[0];
+            }
+        }
+        // Every flow needs a path both ways; checked per destination host while its BFS is fresh.
+        let mut to_host: Vec<Vec<(usize, u32)>> = vec![Vec::new(); hosts.len()];
+        for (fi, &(a, b)) in placement.iter().enumerate() {
+            to_host[b as usize].push((fi, hosts[a as usize]));
+            to_host[a as usize].push((fi, hosts[b as usize]));
+        }
+        let mut unreachable: Option<usize> = None;
         let mut seen = vec![u32::MAX; nodes.len()];
         let mut frontier = Vec::new();
         let mut next = Vec::new();
@@ -367,45 +397,44 @@ impl Sim {
             seen[hn as usize] = h as u32;
             frontier.clear();
             frontier.push(hn);
+            let mut first = true;
             while !frontier.is_empty() {
                 next.clear();
                 for &v in &frontier {
-                    for &i in &incoming[v as usize] {
+                    let ins = if first { &incoming[v as usize] } else { &inner_in[v as usize] };
+                    for &i in ins {
                         let from = links[i as usize].from as usize;
                         if seen[from] != h as u32 {
                             seen[from] = h as u32;
-                            routes[from][h] = i;
+                            if let Some(slot) = routes[from].get_mut(h) {
+                                *slot = i;
+                            }
                             next.push(from as u32);
                         }
                     }
                 }
+                first = false;
                 std::mem::swap(&mut frontier, &mut next);
             }
-        }
-        let reach = |n: u32, h: u32| routes[n as usize][h as usize] != NONE || hosts[h as usize] == n;
-        for (fi, &(a, b)) in placement.iter().enumerate() {
-            if !reach(hosts[a as usize], b) || !reach(hosts[b as usize], a) {
-                return Err(topo_err(
-                    format!("flows[{fi}]"),
-                    format!(
-                        "no path between {} and {} in the topology",
-                        nodes[hosts[a as usize] as usize].name, nodes[hosts[b as usize] as usize].name
-                    ),
-                ));
+            let reaches = |n: u32| {
+                let n = n as usize;
+                seen[n] == h as u32 || (leaf[n] && seen[next_hop(n) as usize] == h as u32)
+            };
+            for &(fi, n) in &to_host[h] {
+                if !reaches(n) && unreachable.is_none_or(|u| fi < u) {
+                    unreachable = Some(fi);
+                }
             }
         }
-        // A node with a single outgoing link (every host of a dumbbell) needs no table: store
-        // that link as its default route and drop the row (the table is O(nodes × hosts)).
-        let mut out_links: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
-        for (i, l) in links.iter().enumerate() {
-            out_links[l.from as usize].push(i as u32);
-        }
-        let mut default_route = vec![NONE; nodes.len()];
-        for (n, out) in out_links.iter().enumerate() {
-            if out.len() == 1 {
-                default_route[n] = out[0];
-                routes[n] = Vec::new();
-            }
+        if let Some(fi) = unreachable {
+            let (a, b) = placement[fi];
+            return Err(topo_err(
+                format!("flows[{fi}]"),
+                format!(
+                    "no path between {} and {} in the topology",
+                    nodes[hosts[a as usize] as usize].name, nodes[hosts[b as usize] as usize].name
+                ),
+            ));
         }
         let duration = Time(sc.duration.0 .0);
         let warmup = Time(sc.warmup.map(|w| w.0 .0).unwrap_or(0));

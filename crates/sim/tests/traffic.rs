@@ -207,3 +207,73 @@ start = "uniform(0s, 1s)"
     assert!(s.aggregate.goodput_bps > 80e6, "{}", s.aggregate.goodput_bps);
     assert!(s.flows.iter().all(|f| f.goodput_bps > 1e6), "every flow makes progress");
 }
+
+/// Routing skips leaves (nodes whose one link is their only neighbour) in its search; a host with
+/// two parallel links to its router is no leaf and keeps its table: it sends on the first, and a
+/// dead-end router off the path changes nothing.
+#[test]
+fn graph_routes_around_leaves_and_over_parallel_links() {
+    let s = run(r#"
+duration = "5s"
+[topology]
+kind = "graph"
+nodes = [
+  { name = "h1", kind = "host" }, { name = "r1", kind = "router" }, { name = "stub", kind = "router" },
+  { name = "r2", kind = "router" }, { name = "h2", kind = "host" }, { name = "h3", kind = "host" },
+]
+links = [
+  { name = "first", a = "h1", b = "r1", rate = "100Mbit/s" },
+  { name = "second", a = "h1", b = "r1", rate = "100Mbit/s" },
+  { name = "dead-end", a = "r1", b = "stub", rate = "100Mbit/s" },
+  { name = "core", a = "r1", b = "r2", rate = "10Mbit/s" },
+  { name = "b", a = "r2", b = "h2", rate = "100Mbit/s" },
+  { name = "c", a = "r2", b = "h3", rate = "100Mbit/s" },
+]
+[[flows]]
+from = "h1"
+to = "h2"
+[[flows]]
+from = "h3"
+to = "h1"
+"#);
+    assert!(s.link("first").unwrap().tx_packets > 100, "h1 sends on its first link");
+    assert_eq!(s.link("second").unwrap().tx_packets, 0);
+    assert!(s.link("first:rev").unwrap().tx_packets > 100, "r1 reaches h1 over the first link too");
+    assert_eq!(s.link("dead-end").unwrap().tx_packets + s.link("dead-end:rev").unwrap().tx_packets, 0);
+    assert!(s.flows.iter().all(|f| f.goodput_bps > 1e6), "both flows make progress");
+}
+
+/// A flow between two parts of a graph that no link joins is an error naming the flow and both ends.
+#[test]
+fn graph_without_a_path_names_the_flow() {
+    let sc = parse(
+        r#"
+duration = "5s"
+[topology]
+kind = "graph"
+nodes = [
+  { name = "h1", kind = "host" }, { name = "r1", kind = "router" }, { name = "h2", kind = "host" },
+  { name = "h3", kind = "host" }, { name = "r2", kind = "router" }, { name = "h4", kind = "host" },
+]
+links = [
+  { a = "h1", b = "r1", rate = "10Mbit/s" }, { a = "r1", b = "h2", rate = "10Mbit/s" },
+  { a = "h3", b = "r2", rate = "10Mbit/s" }, { a = "r2", b = "h4", rate = "10Mbit/s" },
+]
+[[flows]]
+from = "h1"
+to = "h2"
+[[flows]]
+from = "h4"
+to = "h1"
+[[flows]]
+from = "h2"
+to = "h3"
+"#,
+    );
+    let err = match ackshape_sim::Sim::build(&sc, "test.toml", None, ackshape_sim::RunOptions::default()) {
+        Ok(_) => panic!("built a flow without a path"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("key `flows[1]`"), "the first flow without a path: {err}");
+    assert!(err.contains("no path between h4 and h1"), "{err}");
+}
