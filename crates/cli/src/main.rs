@@ -600,7 +600,31 @@ fn cmd_model_afvq(a: AfvqArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => bad(format!("model afvq: {e}")),
+        Err(e) => bad(afvq_error(&e)),
+    }
+}
+
+/// A model error in the terms of `model afvq`'s flags (the model names its input fields).
+fn afvq_error(e: &ackshape_core::model_afvq::AfvqModelError) -> String {
+    use ackshape_core::model_afvq::AfvqModelError as E;
+    let flag = |field: &str| match field {
+        "down.rate_bytes_per_s" => "--down",
+        "up.rate_bytes_per_s" => "--up",
+        "down.delay_s" | "up.delay_s" => "--delay",
+        "down.loss" | "up.loss" => "--loss",
+        "data_bytes" => "--data-bytes",
+        "ack_bytes" => "--ack-bytes",
+        "t0_s" => "--rto",
+        "maxwnd_down" | "maxwnd_up" => "--maxwnd",
+        "q_ack_down_s" | "q_ack_up_s" => "--ack-delay",
+        _ => "--acks-queued",
+    };
+    match e {
+        E::NotPositive(f) => format!("{}: expected a number > 0", flag(f)),
+        E::Negative(f) => format!("{}: expected a number >= 0", flag(f)),
+        E::Loss(f) => format!("{}: expected a probability in [0, 1)", flag(f)),
+        E::B => "--b: expected at least 1 data packet per ACK".into(),
+        E::NoRoot(..) => format!("model afvq: {e}"),
     }
 }
 

@@ -59,6 +59,25 @@ fn bad_model_input_exits_2() {
     }
 }
 
+/// `model afvq`'s errors name its flags, not the model's input fields.
+#[test]
+fn afvq_errors_name_the_flag() {
+    for (extra, flag) in [
+        (&["--down", "0bit/s", "--up", "1Mbit/s"][..], "--down: expected a number > 0"),
+        (&["--down", "1Mbit/s", "--up", "0bit/s"][..], "--up: expected a number > 0"),
+        (&["--down", "1Mbit/s", "--up", "1Mbit/s", "--loss", "1"][..], "--loss: expected a probability in [0, 1)"),
+        (&["--down", "1Mbit/s", "--up", "1Mbit/s", "--maxwnd", "0"][..], "--maxwnd: expected a number > 0"),
+        (&["--down", "1Mbit/s", "--up", "1Mbit/s", "--data-bytes", "0"][..], "--data-bytes"),
+        (&["--down", "1Mbit/s", "--up", "1Mbit/s", "--acks-queued=-1"][..], "--acks-queued: expected a number >= 0"),
+        (&["--down", "1Mbit/s", "--up", "1Mbit/s", "--b", "0"][..], "--b: expected at least 1"),
+    ] {
+        let args: Vec<&str> = std::iter::once("afvq").chain(extra.iter().copied()).collect();
+        let (c, out) = run(&args);
+        assert_eq!(c, Some(2), "{args:?}: {out}");
+        assert!(out.contains(flag), "{args:?} names {flag:?}: {out}");
+    }
+}
+
 #[test]
 fn edge_model_from_rate_and_bad_input() {
     // 200 KB/s over 50 ms with 1500-byte packets: W_w = 6.67, the regime of p = 1% is case 3.
