@@ -21,6 +21,9 @@ pub const BAD_INPUT: u8 = 2;
 /// Exit code when the live path cannot run on this machine (not root, tools missing).
 pub const CANNOT_RUN: u8 = 3;
 
+/// At most this many flows in `run --live` (and `compare`'s live half).
+pub const MAX_LIVE_FLOWS: u64 = 1000;
+
 fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(code)
@@ -726,6 +729,24 @@ pub fn cmd_run_live(
     };
     if d.upstream.is_some() {
         return fail(BAD_INPUT, format!("{file}: key `topology.upstream`: run --live has no upstream router yet"));
+    }
+    // Each live flow is a real connection on port 6000 + i with a thread at each end.
+    let live_flows: u64 = sc.flows.iter().map(|f| u64::from(f.count.unwrap_or(1))).sum();
+    if live_flows > MAX_LIVE_FLOWS {
+        let i = sc
+            .flows
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, f)| (f.count.unwrap_or(1), std::cmp::Reverse(*i)))
+            .map_or(0, |x| x.0);
+        return fail(
+            BAD_INPUT,
+            format!(
+                "{file}: key `flows[{i}].count`: run --live runs at most {MAX_LIVE_FLOWS} flows (each a real connection on \
+                 port 6000 + i with a thread at each end), got {live_flows}; the simulator takes up to {}",
+                ackshape_sim::scenario::MAX_FLOWS
+            ),
+        );
     }
     // [[middlebox]]: the same factory as the simulator builds the same box; it runs in the
     // gateway, which sits where the dumbbell's `left` router is (senders → box → bottleneck).

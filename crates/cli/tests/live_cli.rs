@@ -362,6 +362,20 @@ fn run_live_rejects_a_box_it_cannot_place() {
     std::fs::remove_dir_all(&d).ok();
 }
 
+#[test]
+fn run_live_rejects_more_flows_than_it_can_open() {
+    // Also before anything needs root: 2000 flows would need ports past 6000 + 1000 and 4000 threads.
+    let d = tmp("manyflows");
+    let p = scenario(&d, "acks-lc9");
+    let text = std::fs::read_to_string(&p).unwrap().replace("count = 2", "count = 2000");
+    std::fs::write(&p, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).args(["run", "--live"]).arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("live.toml") && err.contains("flows[0].count") && err.contains("at most 1000 flows"), "{err}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
 /// The last JSON line of a stats file (None while there is none).
 fn last_stats(p: &std::path::Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(p).ok()?;
