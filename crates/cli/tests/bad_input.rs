@@ -228,3 +228,26 @@ fn sizes_beyond_the_limits() {
         &["positive"],
     );
 }
+
+/// A graph link from a node to itself, and a flow from a host to itself, are errors (the flow once
+/// ran at 50 Mbit/s over no link at all).
+#[test]
+fn graph_self_loops() {
+    const GRAPH: &str = r#"
+duration = "3s"
+[topology]
+kind = "graph"
+nodes = [{ name = "h1", kind = "host" }, { name = "r1", kind = "router" }, { name = "h2", kind = "host" }]
+links = [{ a = "h1", b = "r1", rate = "100Mbit/s" }, { a = "r1", b = "h2", rate = "10Mbit/s" }]
+[[flows]]
+from = "h1"
+to = "h2"
+"#;
+    check(
+        "selflink",
+        &GRAPH.replace("{ a = \"r1\", b = \"h2\"", "{ a = \"h2\", b = \"h2\""),
+        "topology.links[1].b",
+        &["other than `a`"],
+    );
+    check("selfflow", &GRAPH.replace("to = \"h2\"", "to = \"h1\""), "flows[0].to", &["other than `from`", "\"h1\""]);
+}

@@ -878,6 +878,12 @@ impl Scenario {
                             ));
                         }
                     }
+                    if l.a == l.b {
+                        return Err((
+                            format!("topology.links[{i}].b"),
+                            format!("expected a node other than `a` ({:?}): a link joins two nodes", l.a),
+                        ));
+                    }
                     l.link().validate(&format!("topology.links[{i}]"))?;
                 }
             }
@@ -984,6 +990,15 @@ impl Scenario {
                             }
                         }
                     }
+                }
+                if f.from.is_some() && f.from == f.to {
+                    return Err((
+                        format!("{at}.to"),
+                        format!(
+                            "expected a host other than `from` ({:?}): a flow crosses the network",
+                            f.from.as_deref().unwrap_or("")
+                        ),
+                    ));
                 }
             }
         }
