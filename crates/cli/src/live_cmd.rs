@@ -195,7 +195,14 @@ pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
         } else {
             LossSpec::None
         };
-        l.loss.validate().map_err(|e| format!("loss: {e}"))?;
+        let loss_flag = if a.loss_every.is_some() {
+            "--loss-every"
+        } else if a.loss_ge.is_some() {
+            "--loss-ge"
+        } else {
+            "--loss"
+        };
+        l.loss.validate().map_err(|e| format!("{loss_flag}: {e}"))?;
         if let Some(r) = rate {
             l.rate_bps = Some(units::parse_rate(r).map_err(|e| format!("--rate: {e}"))?.0);
         }
@@ -335,6 +342,7 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
                     println!("removed {} objects with prefix {prefix}: {}", o.len(), o.join(" "));
                     ExitCode::SUCCESS
                 }
+                Err(e @ testbed::TestbedError::BadPrefix(_)) => fail(BAD_INPUT, format!("--prefix: {e}")),
                 Err(e) => fail(1, e),
             }
         }
