@@ -1057,7 +1057,7 @@ impl Scenario {
             return Err((
                 "bin".into(),
                 format!(
-                    "expected a bin wide enough for at most {MAX_FLOW_BINS} goodput bins over all flows, got {flows} flows × {bins} bins (`duration` ÷ `bin`)"
+                    "expected a bin wide enough for at most {MAX_FLOW_BINS} goodput bins over all flows, got {flows} {} × {bins} bins (`duration` ÷ `bin`)", if flows == 1 { "flow" } else { "flows" }
                 ),
             ));
         }
@@ -1067,7 +1067,7 @@ impl Scenario {
                 return Err((
                     "trace_interval".into(),
                     format!(
-                        "expected an interval long enough for at most {MAX_TRACE_SAMPLES} trace samples over all flows, got {flows} flows × {samples} samples (`duration` ÷ `trace_interval`)"
+                        "expected an interval long enough for at most {MAX_TRACE_SAMPLES} trace samples over all flows, got {flows} {} × {samples} samples (`duration` ÷ `trace_interval`)", if flows == 1 { "flow" } else { "flows" }
                     ),
                 ));
             }
