@@ -245,6 +245,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             "live": { "goodput_bps": gl, "cov": live["aggregate"]["cov"], "buffer_max_pkts": buffer_max(&live) },
             "goodput_gap": gap,
             "goodput_within_tolerance": gap <= a.tolerance,
+            "live_warnings": warnings.as_ref().and_then(|w| w.as_array()).map_or(0, Vec::len),
         }));
         if let Some(w) = warnings {
             rows.last_mut().expect("pushed")["warnings"] = w;
@@ -389,7 +390,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
 }
 
 /// The columns of `compare.csv`: (header, path into a row of the report's `scenarios`).
-const CSV_COLUMNS: [(&str, &str); 11] = [
+const CSV_COLUMNS: [(&str, &str); 12] = [
     ("scenario", "scenario"),
     ("file", "file"),
     ("sim_goodput_bps", "sim/goodput_bps"),
@@ -401,6 +402,7 @@ const CSV_COLUMNS: [(&str, &str); 11] = [
     ("live_cov", "live/cov"),
     ("sim_buffer_max_pkts", "sim/buffer_max_pkts"),
     ("live_buffer_max_pkts", "live/buffer_max_pkts"),
+    ("live_warnings", "live_warnings"),
 ];
 
 /// One line under the table per scenario whose live run warned (its policy puts flows in another

@@ -343,6 +343,9 @@ fn compare_runs_a_qdisc_link_box_in_both_drivers() {
             assert_eq!(line[col(h)].parse::<f64>().unwrap(), row[side][key].as_f64().unwrap(), "{h}");
         }
         assert_eq!(line[col("goodput_within_tolerance")], row["goodput_within_tolerance"].to_string());
+        // No policy, so nothing the live run could classify otherwise.
+        assert_eq!(row["live_warnings"], 0, "{row}");
+        assert_eq!(line[col("live_warnings")], "0");
     }
     assert!(ackshape_live::testbed::leftovers("acks-lc3").is_empty());
     std::fs::remove_dir_all(&d).ok();
