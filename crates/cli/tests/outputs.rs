@@ -228,3 +228,32 @@ fn run_on_an_experiment_file_names_reproduce() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("valid (1 flow)"), "{}", String::from_utf8_lossy(&o.stdout));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `--pcap` of a link that does not exist names the links there are: all of a small topology's,
+/// and a dozen and the count of a large one's (1001 flows: 4006 link directions, once a 60 KB line).
+#[test]
+fn pcap_of_an_unknown_link_names_the_links() {
+    let d = tmpdir("pcap-unknown");
+    let scn = d.join("s.toml");
+    std::fs::write(&scn, SCENARIO).unwrap();
+    let err = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+            .arg("run")
+            .arg(&scn)
+            .arg("--out")
+            .arg(d.join("o"))
+            .args(["--pcap", "nolink"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let small = err(&["--set", "flows[0].count=1"]);
+    assert!(small.contains("no link named \"nolink\"") && small.contains("bottleneck, bottleneck:rev"), "{small}");
+    assert!(!small.contains("in all"), "{small}");
+    let large = err(&["--set", "flows[0].count=1000"]);
+    assert!(large.contains("… (4006 in all)"), "{large}");
+    assert!(large.len() < 1000, "{} bytes: {large}", large.len());
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -171,6 +171,16 @@ pub struct RunOptions {
     pub captures: Vec<(String, Box<dyn Capture>)>,
 }
 
+/// Names for an error message: all of them up to 16, else the first 12 and how many there are
+/// (a dumbbell of 10,000 flows has 40,002 link directions).
+fn name_list(names: &[&str]) -> String {
+    if names.len() <= 16 {
+        names.join(", ")
+    } else {
+        format!("{}, … ({} in all)", names[..12].join(", "), names.len())
+    }
+}
+
 /// A built simulation.
 pub struct Sim {
     now: Time,
@@ -570,7 +580,7 @@ impl Sim {
                 let known: Vec<&str> = nodes.iter().filter(|x| x.host == NONE).map(|x| x.name.as_str()).collect();
                 return Err(topo_err(
                     format!("middlebox[{i}].node"),
-                    format!("expected a router node ({}), got {:?}", known.join(", "), m.node),
+                    format!("expected a router node ({}), got {:?}", name_list(&known), m.node),
                 ));
             };
             if nodes[n].host != NONE {
@@ -589,7 +599,7 @@ impl Sim {
                 let known: Vec<&str> = links.iter().filter(|l| l.from == n as u32).map(|l| l.name.as_str()).collect();
                 return Err(topo_err(
                     format!("middlebox[{i}].wan"),
-                    format!("expected a link leaving {:?} ({}), got {:?}", m.node, known.join(", "), m.wan),
+                    format!("expected a link leaving {:?} ({}), got {:?}", m.node, name_list(&known), m.wan),
                 ));
             };
             let mb = build_middlebox(m, seed, i, std::path::Path::new(file).parent())
@@ -652,7 +662,7 @@ impl Sim {
                     let known: Vec<&str> = sim.links.iter().map(|l| l.name.as_str()).collect();
                     return Err(topo_err(
                         "--pcap".into(),
-                        format!("no link named {name:?}; links are: {}", known.join(", ")),
+                        format!("no link named {name:?}; links are: {}", name_list(&known)),
                     ));
                 }
             }
