@@ -257,3 +257,36 @@ fn pcap_of_an_unknown_link_names_the_links() {
     assert!(large.len() < 1000, "{} bytes: {large}", large.len());
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// The table stays readable with many flows: the first 20 rows and a line on all of them; of many
+/// access links that drop, the 8 that drop most and a line on the rest.
+#[test]
+fn the_table_folds_many_flows_and_dropping_access_links() {
+    let d = tmpdir("fold");
+    let scn = d.join("s.toml");
+    std::fs::write(&scn, SCENARIO).unwrap();
+    let table = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("run").arg(&scn).args(extra).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let few = table(&["--set", "flows[0].count=39"]);
+    assert!(few.contains("\n  39 ") && !few.contains("more flows"), "40 flows: every row\n{few}");
+    let many = table(&["--set", "flows[0].count=200"]);
+    assert!(many.contains("\n  19 f19") && !many.contains("\n  20 f20"), "{many}");
+    assert!(many.contains("… 181 more flows; goodput over all 201: min "), "{many}");
+    let lossy = table(&[
+        "--set",
+        "flows[0].count=30",
+        "--set",
+        "topology.access.queue=\"3pkt\"",
+        "--set",
+        "topology.access.rate=\"10Mbit/s\"",
+        "--set",
+        "topology.bottleneck.rate=\"1Gbit/s\"",
+    ]);
+    let rows = lossy.lines().filter(|l| l.starts_with("access-")).count();
+    assert_eq!(rows, 8, "{lossy}");
+    assert!(lossy.contains("more access link directions with drops or losses"), "{lossy}");
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -283,6 +283,11 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
 /// How many link directions `queue.svg` shows (the ones with the longest queues).
 pub const QUEUE_PLOT_LINKS: usize = 8;
 
+/// Above this many flows the table shows the first [`FLOW_ROWS_FOLDED`] and a line on all of them.
+pub const FLOW_ROWS_MAX: usize = 40;
+/// Flow rows shown when there are more than [`FLOW_ROWS_MAX`].
+pub const FLOW_ROWS_FOLDED: usize = 20;
+
 /// A human-readable table of a summary.
 pub fn format_table(s: &Summary) -> String {
     use std::fmt::Write as _;
@@ -298,7 +303,9 @@ pub fn format_table(s: &Summary) -> String {
         "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>8} {:>6} {:>5} {:>9}",
         "flow", "name", "kind", "cc", "goodput", "throughput", "retx", "RTO", "FR", "rtt(ms)"
     );
-    for f in &s.flows {
+    // Many flows (a 100,000-flow gateway run): the first rows, then the spread of all of them.
+    let shown = if s.flows.len() > FLOW_ROWS_MAX { FLOW_ROWS_FOLDED } else { s.flows.len() };
+    for f in &s.flows[..shown] {
         let _ = writeln!(
             o,
             "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>8} {:>6} {:>5} {:>9.2}",
@@ -314,6 +321,20 @@ pub fn format_table(s: &Summary) -> String {
             f.rtt_mean_ms
         );
     }
+    if shown < s.flows.len() {
+        let mut g: Vec<f64> = s.flows.iter().map(|f| f.goodput_bps).collect();
+        g.sort_by(f64::total_cmp);
+        let none = g.iter().filter(|&&x| x == 0.0).count();
+        let _ = writeln!(
+            o,
+            "… {} more flows; goodput over all {}: min {}, median {}, max {}; {none} with none (all in summary.json, and flows.csv with --out)",
+            s.flows.len() - shown,
+            g.len(),
+            fmt_rate(g[0]),
+            fmt_rate(g[g.len() / 2]),
+            fmt_rate(g[g.len() - 1]),
+        );
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -323,11 +344,22 @@ pub fn format_table(s: &Summary) -> String {
     // Many dumbbell access links: show them as one line unless they drop packets.
     let access: Vec<_> = s.links.iter().filter(|l| l.name.starts_with("access-")).collect();
     let fold = access.len() > 8;
+    // And of those that drop, the 8 that drop most (in table order), when more do.
+    let lossy: Vec<_> = access.iter().filter(|l| l.drops > 0 || l.lost > 0).collect();
+    let mut worst: Vec<&str> = Vec::new();
+    if fold && lossy.len() > 8 {
+        let mut by_drops = lossy.clone();
+        by_drops.sort_by_key(|l| std::cmp::Reverse(l.drops + l.lost));
+        worst = by_drops[..8].iter().map(|l| l.name.as_str()).collect();
+    }
     for l in &s.links {
         if l.tx_packets == 0 && l.drops == 0 {
             continue;
         }
         if fold && l.name.starts_with("access-") && l.drops == 0 && l.lost == 0 {
+            continue;
+        }
+        if !worst.is_empty() && l.name.starts_with("access-") && !worst.contains(&l.name.as_str()) {
             continue;
         }
         let _ = writeln!(
@@ -341,6 +373,16 @@ pub fn format_table(s: &Summary) -> String {
             l.utilization * 100.0,
             l.queue_avg_pkts,
             l.queue_max_pkts
+        );
+    }
+    if !worst.is_empty() {
+        let _ = writeln!(
+            o,
+            "… {} more access link directions with drops or losses: {} dropped, {} lost in all of the {} (all in summary.json)",
+            lossy.len() - worst.len(),
+            lossy.iter().map(|l| l.drops).sum::<u64>(),
+            lossy.iter().map(|l| l.lost).sum::<u64>(),
+            lossy.len()
         );
     }
     if fold {
