@@ -183,19 +183,20 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
         sim.goodput_series().into_iter().map(|(t, f, g)| format!("{t},{f},{g}")),
     )?;
     files.push(p);
-    // Plots: per-flow goodput, and cwnd when traced.
+    // Plots: per-flow goodput (with many flows, its spread per bin), and cwnd when traced.
     let mut series: Vec<Series> =
         summary.flows.iter().map(|f| Series { name: format!("{} ({})", f.name, f.cc), points: Vec::new() }).collect();
     for (t, f, g) in sim.goodput_series() {
         series[f as usize].points.push((t, g));
     }
-    let svg = line_chart(
-        &format!("{}: goodput per flow", summary.scenario.name),
-        "time (s)",
-        "goodput (Mbit/s)",
-        1e6,
-        &series,
-    );
+    let title = if series.len() > FLOW_ROWS_MAX {
+        let n = series.len();
+        series = goodput_spread(&series);
+        format!("{}: goodput per flow, spread over the {n} flows per bin", summary.scenario.name)
+    } else {
+        format!("{}: goodput per flow", summary.scenario.name)
+    };
+    let svg = line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
     let p = out.join("goodput.svg");
     std::fs::write(&p, svg).map_err(io_err(&p))?;
     files.push(p);
@@ -278,6 +279,27 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
         files.push(p);
     }
     Ok(files)
+}
+
+/// Per bin, the largest, median, mean and smallest goodput over the flows' series (all of the same
+/// bins): what `goodput.svg` plots for more than [`FLOW_ROWS_MAX`] flows, whose own lines would
+/// be a tangle.
+pub fn goodput_spread(flows: &[Series]) -> Vec<Series> {
+    let bins = flows.iter().map(|s| s.points.len()).min().unwrap_or(0);
+    let names = ["max", "median", "mean", "min"];
+    let mut out: Vec<Series> = names.iter().map(|n| Series { name: (*n).into(), points: Vec::new() }).collect();
+    let mut col = Vec::with_capacity(flows.len());
+    for k in 0..bins {
+        col.clear();
+        col.extend(flows.iter().map(|s| s.points[k].1));
+        col.sort_by(f64::total_cmp);
+        let t = flows[0].points[k].0;
+        let mean = col.iter().sum::<f64>() / col.len() as f64;
+        for (s, v) in out.iter_mut().zip([col[col.len() - 1], col[col.len() / 2], mean, col[0]]) {
+            s.points.push((t, v));
+        }
+    }
+    out
 }
 
 /// How many link directions `queue.svg` shows (the ones with the longest queues).
@@ -477,6 +499,19 @@ pub fn fmt_rate(bps: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn goodput_spread_is_max_median_mean_min_per_bin() {
+        let flow = |g: [f64; 2]| Series { name: String::new(), points: vec![(1.0, g[0]), (2.0, g[1])] };
+        let spread = goodput_spread(&[flow([1.0, 0.0]), flow([5.0, 0.0]), flow([3.0, 9.0])]);
+        let names: Vec<&str> = spread.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["max", "median", "mean", "min"]);
+        assert_eq!(spread[0].points, [(1.0, 5.0), (2.0, 9.0)]);
+        assert_eq!(spread[1].points, [(1.0, 3.0), (2.0, 0.0)]);
+        assert_eq!(spread[2].points, [(1.0, 3.0), (2.0, 3.0)]);
+        assert_eq!(spread[3].points, [(1.0, 1.0), (2.0, 0.0)]);
+        assert!(goodput_spread(&[]).iter().all(|s| s.points.is_empty()));
+    }
 
     #[test]
     fn json_csv_follows_paths_quotes_strings_and_leaves_missing_values_empty() {
