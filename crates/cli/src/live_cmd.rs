@@ -1087,7 +1087,7 @@ fn write_live_outputs(
         reports.iter().enumerate().flat_map(|(i, r)| r.series.iter().map(move |(t, g)| format!("{},{i},{g}", t + b))),
     )?;
     files.push(p);
-    let series: Vec<ackshape_sim::plot::Series> = reports
+    let mut series: Vec<ackshape_sim::plot::Series> = reports
         .iter()
         .map(|r| ackshape_sim::plot::Series {
             name: format!("{} ({})", r.name, r.cc.as_deref().unwrap_or("default")),
@@ -1095,7 +1095,14 @@ fn write_live_outputs(
         })
         .collect();
     let name = summary["scenario"]["name"].as_str().unwrap_or("live run");
-    let title = format!("{name} (live): goodput per flow");
+    // Many flows: their spread per bin, as the simulator's plot does.
+    let title = if series.len() > ackshape_sim::run::FLOW_ROWS_MAX {
+        let n = series.len();
+        series = ackshape_sim::run::goodput_spread(&series);
+        format!("{name} (live): goodput per flow, spread over the {n} flows per bin")
+    } else {
+        format!("{name} (live): goodput per flow")
+    };
     let svg = ackshape_sim::plot::line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
     let p = out.join("goodput.svg");
     std::fs::write(&p, svg).map_err(io(&p))?;

@@ -281,19 +281,20 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     Ok(files)
 }
 
-/// Per bin, the largest, median, mean and smallest goodput over the flows' series (all of the same
-/// bins): what `goodput.svg` plots for more than [`FLOW_ROWS_MAX`] flows, whose own lines would
-/// be a tangle.
+/// Per bin, the largest, median, mean and smallest goodput over the flows' series: what
+/// `goodput.svg` plots for more than [`FLOW_ROWS_MAX`] flows, whose own lines would be a tangle.
+/// The series share their bins (index k is the same bin in each); one that ends early (a live
+/// flow's series stops at its last byte) counts as 0 in the bins it lacks.
 pub fn goodput_spread(flows: &[Series]) -> Vec<Series> {
-    let bins = flows.iter().map(|s| s.points.len()).min().unwrap_or(0);
+    let bins = flows.iter().map(|s| s.points.len()).max().unwrap_or(0);
     let names = ["max", "median", "mean", "min"];
     let mut out: Vec<Series> = names.iter().map(|n| Series { name: (*n).into(), points: Vec::new() }).collect();
     let mut col = Vec::with_capacity(flows.len());
     for k in 0..bins {
         col.clear();
-        col.extend(flows.iter().map(|s| s.points[k].1));
+        col.extend(flows.iter().map(|s| s.points.get(k).map_or(0.0, |p| p.1)));
         col.sort_by(f64::total_cmp);
-        let t = flows[0].points[k].0;
+        let Some(t) = flows.iter().find_map(|s| s.points.get(k)).map(|p| p.0) else { continue };
         let mean = col.iter().sum::<f64>() / col.len() as f64;
         for (s, v) in out.iter_mut().zip([col[col.len() - 1], col[col.len() / 2], mean, col[0]]) {
             s.points.push((t, v));
@@ -511,6 +512,11 @@ mod tests {
         assert_eq!(spread[2].points, [(1.0, 3.0), (2.0, 3.0)]);
         assert_eq!(spread[3].points, [(1.0, 1.0), (2.0, 0.0)]);
         assert!(goodput_spread(&[]).iter().all(|s| s.points.is_empty()));
+        // A series that ends early counts as 0 where it has no bin.
+        let short = Series { name: String::new(), points: vec![(1.0, 4.0)] };
+        let spread = goodput_spread(&[flow([2.0, 6.0]), short]);
+        assert_eq!(spread[0].points, [(1.0, 4.0), (2.0, 6.0)]);
+        assert_eq!(spread[3].points, [(1.0, 2.0), (2.0, 0.0)]);
     }
 
     #[test]
