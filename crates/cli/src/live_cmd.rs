@@ -1014,7 +1014,12 @@ pub fn cmd_run_live(
             "{:>4} {:<6} {:<6} {:>14} {:>14} {:>8} {:>7}",
             "flow", "name", "cc", "goodput", "bytes", "retrans", "intact"
         );
+        // Many flows: the first rows, every flow whose stream was not intact, and a line on all.
+        let fold = reports.len() > ackshape_sim::run::FLOW_ROWS_MAX;
         for (i, r) in reports.iter().enumerate() {
+            if fold && i >= ackshape_sim::run::FLOW_ROWS_FOLDED && r.intact {
+                continue;
+            }
             println!(
                 "{:>4} {:<6} {:<6} {:>14} {:>14} {:>8} {:>7}",
                 i,
@@ -1024,6 +1029,21 @@ pub fn cmd_run_live(
                 r.bytes,
                 r.retransmitted_packets.map_or("–".to_string(), |x| x.to_string()),
                 r.intact
+            );
+        }
+        if fold {
+            let mut g = good.clone();
+            g.sort_by(f64::total_cmp);
+            let fmt = ackshape_sim::run::fmt_rate;
+            println!(
+                "… {} more flows; goodput over all {}: min {}, median {}, max {}; {} with none; {} not intact (listed above)",
+                reports.len() - ackshape_sim::run::FLOW_ROWS_FOLDED.min(reports.len()),
+                g.len(),
+                fmt(g[0]),
+                fmt(g[g.len() / 2]),
+                fmt(g[g.len() - 1]),
+                g.iter().filter(|&&x| x == 0.0).count(),
+                reports.iter().filter(|r| !r.intact).count()
             );
         }
         for m in &middleboxes {
