@@ -739,14 +739,8 @@ pub fn cmd_run_live(
         return fail(BAD_INPUT, format!("{file}: key `topology.upstream`: run --live has no upstream router yet"));
     }
     // Each live flow is a real connection on port 6000 + i with a thread at each end.
-    let live_flows: u64 = sc.flows.iter().map(|f| u64::from(f.count.unwrap_or(1))).sum();
+    let (live_flows, i, _) = sc.flow_total();
     if live_flows > MAX_LIVE_FLOWS {
-        let i = sc
-            .flows
-            .iter()
-            .enumerate()
-            .max_by_key(|(i, f)| (f.count.unwrap_or(1), std::cmp::Reverse(*i)))
-            .map_or(0, |x| x.0);
         return fail(
             BAD_INPUT,
             format!(

@@ -1014,16 +1014,24 @@ impl Scenario {
     /// `trace_interval`): a typo there (`count = 10000000`, `bin = "1ns"`) would otherwise take
     /// the machine's memory before the first event. The limits ([`MAX_FLOWS`], …) sit far above
     /// any experiment here; the error names the key to change.
+    /// The number of flows the scenario makes in all (each `[[flows]]` entry counts `count` times),
+    /// and the index and `count` of its largest entry (the first of equals) — what a limit on the flow
+    /// count names in its error (`flows[i].count`).
+    pub fn flow_total(&self) -> (u64, usize, u32) {
+        let total = self.flows.iter().map(|f| u64::from(f.count.unwrap_or(1))).sum();
+        let (i, n) = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i, f.count.unwrap_or(1)))
+            .max_by_key(|&(i, n)| (n, std::cmp::Reverse(i)))
+            .unwrap_or((0, 0));
+        (total, i, n)
+    }
+
     fn check_size(&self) -> Result<(), (String, String)> {
-        let flows: u64 = self.flows.iter().map(|f| u64::from(f.count.unwrap_or(1))).sum();
+        let (flows, i, n) = self.flow_total();
         if flows > MAX_FLOWS {
-            let (i, n) = self
-                .flows
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (i, f.count.unwrap_or(1)))
-                .max_by_key(|&(i, n)| (n, std::cmp::Reverse(i)))
-                .unwrap_or((0, 0));
             return Err((
                 format!("flows[{i}].count"),
                 if u64::from(n) == flows {

@@ -226,6 +226,7 @@ impl ExpFile {
             .map_err(|e: toml::de::Error| format!("{file}: {}", ackshape_core::tomlerr::syntax_message(text, &e)))?;
         // The base scenario must be valid as it stands.
         Scenario::from_table(table.clone(), file).map_err(|e| e.to_string())?;
+        check_finite(&table).map_err(|m| format!("{file}: {m}"))?;
         Ok(ExpFile { file: file.to_string(), table })
     }
 
@@ -515,7 +516,24 @@ pub fn apply_sets(text: &str, file: &str, sets: &[(String, toml::Value)]) -> Res
         set_path(&mut t, k, v.clone()).map_err(|m| format!("{file}: {m}{}", with()))?;
     }
     Scenario::from_table(t.clone(), file).map_err(|e| format!("{e}{}", with()))?;
+    check_finite(&t).map_err(|m| format!("{file}: {m}{}", with()))?;
     toml::to_string(&t).map_err(|e| format!("{file}: cannot write the changed document: {e}"))
+}
+
+/// Every number under `[paper]` and `[reproduce]` (the paper's values, tolerances, sweep points,
+/// seeds) must be finite: a NaN tolerance would make a claim fail with "within NaN%", a NaN sweep
+/// point would run as a nonsense scenario. The scenario's own keys are checked by the scenario.
+/// The error names the first offending key (`paper.tolerance.x`, `reproduce.loss[1]`).
+fn check_finite(t: &toml::Table) -> Result<(), String> {
+    fn walk(v: &toml::Value, path: &str) -> Result<(), String> {
+        match v {
+            toml::Value::Float(x) if !x.is_finite() => Err(format!("key `{path}`: expected a finite number, got {x}")),
+            toml::Value::Array(a) => a.iter().enumerate().try_for_each(|(i, x)| walk(x, &format!("{path}[{i}]"))),
+            toml::Value::Table(t) => t.iter().try_for_each(|(k, x)| walk(x, &format!("{path}.{k}"))),
+            _ => Ok(()),
+        }
+    }
+    ["paper", "reproduce"].iter().filter_map(|k| t.get(*k).map(|v| (k, v))).try_for_each(|(k, v)| walk(v, k))
 }
 
 /// One claim as `reproduce --json` prints it: flat, with the experiment's ID.
@@ -910,6 +928,18 @@ seeds = 3
         );
         let e = apply_sets(f9.text, f9.file, &[("flows[4].count".into(), toml::Value::Integer(2))]).unwrap_err();
         assert!(e.contains("no index 4"), "{e}");
+        // A non-finite paper value, tolerance or sweep point is refused, naming the key.
+        let nan = |k: &str| apply_sets(f9.text, f9.file, &[(k.into(), toml::Value::Float(f64::NAN))]);
+        let e = nan("paper.tolerance.pfq_postack").unwrap_err();
+        assert!(e.contains("key `paper.tolerance.pfq_postack`: expected a finite number, got NaN"), "{e}");
+        let e = nan("paper.loss[1]").unwrap_err();
+        assert!(e.contains("key `paper.loss[1]`: expected a finite number"), "{e}");
+        let inf = toml::Value::Float(f64::INFINITY);
+        let e = apply_sets(f9.text, f9.file, &[("paper.values.no_difference_above".into(), inf)]).unwrap_err();
+        assert!(e.contains("key `paper.values.no_difference_above`: expected a finite number, got inf"), "{e}");
+        assert!(
+            apply_sets(f9.text, f9.file, &[("paper.tolerance.pfq_postack".into(), toml::Value::Float(0.2))]).is_ok()
+        );
         assert_eq!(shell_word("tcp.cc=reno"), "tcp.cc=reno");
         assert_eq!(shell_word(r#"a={ kind = "red" }"#), r#"'a={ kind = "red" }'"#);
         assert_eq!(shell_word("it's"), r"'it'\''s'");
