@@ -65,7 +65,7 @@ pub(crate) struct MbSlot {
 /// `kind = "qdisc-link"`: a rate and a queue discipline per direction
 /// (`rate`, `qdisc`, `queue`; `reverse_rate`, `reverse_qdisc`, `reverse_queue`; `overhead`).
 fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
-    use crate::scenario::{QdiscSpec, RateV, SizeV};
+    use crate::scenario::{QdiscTable, RateV, SizeV};
     use ackshape_core::queue::{DropTail, Limit};
     use ackshape_core::shape::qlink::{QdiscLink, Shaper};
     use ackshape_core::units::Size;
@@ -73,10 +73,10 @@ fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn M
     #[serde(deny_unknown_fields)]
     struct V {
         rate: Option<RateV>,
-        qdisc: Option<QdiscSpec>,
+        qdisc: Option<QdiscTable>,
         queue: Option<SizeV>,
         reverse_rate: Option<RateV>,
-        reverse_qdisc: Option<QdiscSpec>,
+        reverse_qdisc: Option<QdiscTable>,
         reverse_queue: Option<SizeV>,
         #[serde(default)]
         overhead: usize,
@@ -85,7 +85,7 @@ fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn M
         let path = e.path().to_string();
         (if path == "." { "kind".into() } else { path }, e.inner().message().trim_end().to_string())
     })?;
-    let mk = |rate: Option<RateV>, q: Option<QdiscSpec>, size: Option<SizeV>, key: &str, d: u64| {
+    let mk = |rate: Option<RateV>, q: Option<QdiscTable>, size: Option<SizeV>, key: &str, d: u64| {
         let Some(rate) = rate else {
             if q.is_some() || size.is_some() {
                 return Err((key.to_string(), "a queue needs a rate in the same direction".to_string()));
@@ -97,7 +97,11 @@ fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn M
         }
         let queue: Box<dyn ackshape_core::queue::QueueDisc + Send> = match q {
             Some(q) => {
-                q.validate().map_err(|m| (format!("{key}.qdisc"), m))?;
+                // As on a link: `queue` (packets) sizes the limits the qdisc table leaves out.
+                let qkey = key.replace("rate", "queue");
+                let qdisc = key.replace("rate", "qdisc");
+                let (q, _) = q.with_queue(size.map(|s| s.0)).map_err(|m| (qkey, m))?;
+                q.validate().map_err(|m| (qdisc, m))?;
                 q.build(rate.0 .0, ackshape_core::rng::stream(seed, "mb-qdisc", index as u64 * 2 + d))
             }
             None => Box::new(DropTail::new(match size.map(|s| s.0).unwrap_or(Size::Packets(100)) {

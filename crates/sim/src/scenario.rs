@@ -32,7 +32,7 @@ impl fmt::Display for ScenarioError {
 }
 impl std::error::Error for ScenarioError {}
 
-pub use ackshape_core::shape::qdisc_spec::QdiscSpec;
+pub use ackshape_core::shape::qdisc_spec::{QdiscSpec, QdiscTable};
 pub use ackshape_core::units::{DurV, RateV, SizeV};
 
 /// A start time: fixed (`"2s"`) or uniform in an interval (`"uniform(0s, 1s)"`).
@@ -284,7 +284,7 @@ impl TcpSpec {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DirSpec {
-    pub qdisc: Option<QdiscSpec>,
+    pub qdisc: Option<QdiscTable>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,
@@ -298,8 +298,9 @@ pub struct DirSpec {
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {
     /// Queue discipline (`{ kind = "afvq" }`, …; see `docs/scenario.md`); replaces the drop-tail
-    /// FIFO of size `queue`. Applies to both directions unless `reverse.qdisc` is set.
-    pub qdisc: Option<QdiscSpec>,
+    /// FIFO. Applies to both directions unless `reverse.qdisc` is set. A `queue` given in packets
+    /// sizes its limits where the table leaves them out ([`QdiscTable::with_queue`]).
+    pub qdisc: Option<QdiscTable>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,
@@ -330,10 +331,26 @@ impl LinkSpec {
         }
     }
 
+    /// Each direction's `qdisc` table and the `queue` given for it (forward, reverse): the
+    /// reverse direction takes the forward one's where `reverse` does not say.
+    fn dir_qdiscs(&self) -> [(Option<&QdiscTable>, Option<Size>); 2] {
+        let r = self.reverse.as_ref();
+        [
+            (self.qdisc.as_ref(), self.queue.map(|q| q.0)),
+            (
+                r.and_then(|r| r.qdisc.as_ref()).or(self.qdisc.as_ref()),
+                r.and_then(|r| r.queue).or(self.queue).map(|q| q.0),
+            ),
+        ]
+    }
+
     /// The resolved parameters of each direction (forward, reverse).
     pub fn directions(&self) -> (DirParams, DirParams) {
+        // `validate` reports a `queue` that cannot size the discipline; here it is left out.
+        let [fq, rq] =
+            self.dir_qdiscs().map(|(t, q)| t.map(|t| t.with_queue(q).map_or_else(|_| t.spec.clone(), |x| x.0)));
         let fwd = DirParams {
-            qdisc: self.qdisc.clone(),
+            qdisc: fq,
             rate: self.rate.map(|r| r.0).unwrap_or(Rate(0)),
             delay: self.delay.map(|d| d.0).unwrap_or(Dur::ZERO),
             queue: self.queue.map(|q| q.0).unwrap_or(Size::Packets(1000)),
@@ -343,7 +360,7 @@ impl LinkSpec {
         };
         let r = self.reverse.clone().unwrap_or_default();
         let rev = DirParams {
-            qdisc: r.qdisc.clone().or_else(|| self.qdisc.clone()),
+            qdisc: rq,
             rate: r.rate.map(|x| x.0).unwrap_or(fwd.rate),
             delay: r.delay.map(|x| x.0).unwrap_or(fwd.delay),
             queue: r.queue.map(|x| x.0).unwrap_or(fwd.queue),
@@ -372,13 +389,22 @@ impl LinkSpec {
             if let Err(e) = d.loss.validate() {
                 return Err((format!("{at}{sub}.loss"), e));
             }
-            if let Some(q) = &d.qdisc {
-                if let Err(e) = q.validate() {
-                    return Err((format!("{at}{sub}.qdisc"), e));
-                }
-            }
             if matches!(d.queue, Size::Packets(0) | Size::Bytes(0)) {
                 return Err((format!("{at}{sub}.queue"), "expected room for at least one packet, got 0".into()));
+            }
+        }
+        for ((table, queue), sub) in self.dir_qdiscs().into_iter().zip(["", ".reverse"]) {
+            let Some(t) = table else { continue };
+            let (q, filled) = t.with_queue(queue).map_err(|e| (format!("{at}{sub}.queue"), e))?;
+            if let Err(e) = q.validate() {
+                let from_queue = match (filled.is_empty(), queue) {
+                    (false, Some(Size::Packets(n))) => format!(
+                        " ({} = {n} from `queue`)",
+                        filled.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" and ")
+                    ),
+                    _ => String::new(),
+                };
+                return Err((format!("{at}{sub}.qdisc"), format!("{e}{from_queue}")));
             }
         }
         Ok(())
@@ -464,7 +490,7 @@ pub struct GraphLinkSpec {
     pub name: Option<String>,
     pub a: String,
     pub b: String,
-    pub qdisc: Option<QdiscSpec>,
+    pub qdisc: Option<QdiscTable>,
     pub rate: Option<RateV>,
     pub delay: Option<DurV>,
     pub queue: Option<SizeV>,

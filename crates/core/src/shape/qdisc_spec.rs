@@ -127,3 +127,139 @@ impl QdiscSpec {
         }
     }
 }
+
+/// A `qdisc` table as written where a sibling `queue` key sizes the output (a scenario's link
+/// direction, a `qdisc-link` box): the parsed [`QdiscSpec`] and the keys the table gave. As in
+/// ns-2, where `queue-limit` sizes whatever queue the link has, `queue` (in packets) stands for
+/// the discipline's limit keys the table leaves out ([`QdiscTable::queue_keys`]); a key the
+/// table gives wins. (A gateway policy class instead refuses `queue` beside a discipline with
+/// its own limits.)
+#[derive(Clone, Debug, PartialEq)]
+pub struct QdiscTable {
+    pub spec: QdiscSpec,
+    raw: toml::Table,
+}
+
+impl<'de> Deserialize<'de> for QdiscTable {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let raw = toml::Table::deserialize(d)?;
+        let spec = QdiscSpec::deserialize(toml::Value::Table(raw.clone()))
+            .map_err(|e: toml::de::Error| D::Error::custom(e.message().trim_end()))?;
+        Ok(QdiscTable { spec, raw })
+    }
+}
+
+impl From<QdiscSpec> for QdiscTable {
+    /// A discipline built in code: every limit taken as given (a `queue` beside it changes nothing).
+    fn from(spec: QdiscSpec) -> Self {
+        let mut raw = toml::Table::new();
+        for k in QdiscTable::keys_of(&spec) {
+            raw.insert((*k).to_string(), toml::Value::Boolean(true));
+        }
+        QdiscTable { spec, raw }
+    }
+}
+
+impl QdiscTable {
+    fn keys_of(spec: &QdiscSpec) -> &'static [&'static str] {
+        use crate::shape::asym::AsymDiscSpec as A;
+        match spec {
+            QdiscSpec::Red(_) | QdiscSpec::Tbf(_) | QdiscSpec::Drr(_) => &["limit_pkts"],
+            QdiscSpec::Pfq(_) => &["flow_limit_pkts"],
+            QdiscSpec::Asym(a) => match a {
+                A::Fifo { .. } | A::AckFilterClassic { .. } | A::AckFilterCake { .. } => &["limit_pkts"],
+                A::AcksFirst { .. } | A::Acq { .. } => &["ack_limit_pkts", "data_limit_pkts"],
+                A::Afvq { .. } => &["data_limit_pkts", "non_tcp_limit_pkts"],
+            },
+        }
+    }
+
+    /// The limit keys a sibling `queue` stands for: `limit_pkts` (red, tbf, drr — its total —,
+    /// fifo, the ACK filters), `flow_limit_pkts` (pfq: each flow's queue; it has no shared one),
+    /// both class queues of acks-first and acq, and AFVQ's data and non-TCP queues (its ACK queue
+    /// is sized by Eq. 16).
+    pub fn queue_keys(&self) -> &'static [&'static str] {
+        Self::keys_of(&self.spec)
+    }
+
+    /// The discipline with `queue` filling the limit keys the table leaves out, and which keys it
+    /// filled. No `queue`, or every key given: the table's discipline as is. A `queue` in bytes
+    /// cannot fill a limit counted in packets: an error saying so.
+    pub fn with_queue(&self, queue: Option<Size>) -> Result<(QdiscSpec, Vec<&'static str>), String> {
+        let missing: Vec<&'static str> =
+            self.queue_keys().iter().copied().filter(|k| !self.raw.contains_key(*k)).collect();
+        let n = match queue {
+            None => return Ok((self.spec.clone(), Vec::new())),
+            Some(_) if missing.is_empty() => return Ok((self.spec.clone(), Vec::new())),
+            Some(Size::Packets(n)) => n,
+            Some(Size::Bytes(b)) => {
+                return Err(format!(
+                    "`queue` = {b} bytes cannot size this discipline, whose limits count packets: give `queue` in \
+                     packets (\"100pkt\") or the discipline's {}",
+                    missing.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" and ")
+                ))
+            }
+        };
+        let mut t = self.raw.clone();
+        for k in &missing {
+            t.insert((*k).to_string(), toml::Value::Integer(n.min(i64::MAX as u64) as i64));
+        }
+        let spec = QdiscSpec::deserialize(toml::Value::Table(t)).map_err(|e| e.message().trim_end().to_string())?;
+        Ok((spec, missing))
+    }
+}
+
+#[cfg(test)]
+mod queue_tests {
+    use super::*;
+
+    fn table(s: &str) -> QdiscTable {
+        let v: toml::Table = format!("q = {s}").parse().unwrap();
+        v["q"].clone().try_into().unwrap()
+    }
+
+    #[test]
+    fn queue_fills_the_limits_the_table_leaves_out() {
+        let (red, filled) = table(r#"{ kind = "red" }"#).with_queue(Some(Size::Packets(40))).unwrap();
+        assert!(matches!(red, QdiscSpec::Red(ref c) if c.limit_pkts == 40), "{red:?}");
+        assert_eq!(filled, ["limit_pkts"]);
+        // A key the table gives wins; without `queue` the discipline's own defaults stay.
+        let t = table(r#"{ kind = "red", limit_pkts = 70 }"#);
+        assert!(matches!(t.with_queue(Some(Size::Packets(40))).unwrap().0, QdiscSpec::Red(c) if c.limit_pkts == 70));
+        let t = table(r#"{ kind = "drr" }"#);
+        assert!(matches!(t.with_queue(None).unwrap().0, QdiscSpec::Drr(c) if c.limit_pkts == 1000));
+        assert!(matches!(t.with_queue(Some(Size::Packets(20))).unwrap().0, QdiscSpec::Drr(c) if c.limit_pkts == 20));
+        // Two-queue disciplines: both queues, unless one is given.
+        let t = table(r#"{ kind = "acks-first", ack_limit_pkts = 5 }"#);
+        let (q, filled) = t.with_queue(Some(Size::Packets(30))).unwrap();
+        assert_eq!(filled, ["data_limit_pkts"]);
+        assert!(matches!(
+            q,
+            QdiscSpec::Asym(crate::shape::asym::AsymDiscSpec::AcksFirst { ack_limit_pkts: 5, data_limit_pkts: 30 })
+        ));
+        let (q, _) = table(r#"{ kind = "afvq" }"#).with_queue(Some(Size::Packets(30))).unwrap();
+        assert!(matches!(
+            q,
+            QdiscSpec::Asym(crate::shape::asym::AsymDiscSpec::Afvq {
+                data_limit_pkts: 30,
+                non_tcp_limit_pkts: 30,
+                s_max: 5,
+                ..
+            })
+        ));
+        let (q, _) = table(r#"{ kind = "pfq", rate = "1Mbit/s" }"#).with_queue(Some(Size::Packets(7))).unwrap();
+        assert!(matches!(q, QdiscSpec::Pfq(c) if c.flow_limit_pkts == 7));
+    }
+
+    #[test]
+    fn a_queue_in_bytes_cannot_fill_a_packet_limit() {
+        let e = table(r#"{ kind = "fifo" }"#).with_queue(Some(Size::Bytes(64_000))).unwrap_err();
+        assert!(e.contains("64000 bytes") && e.contains("`limit_pkts`"), "{e}");
+        // …but is no error when the table gives every limit.
+        assert!(table(r#"{ kind = "fifo", limit_pkts = 9 }"#).with_queue(Some(Size::Bytes(64_000))).is_ok());
+        // A discipline built in code keeps its limits.
+        let q: QdiscTable = QdiscSpec::Drr(DrrConfig::default()).into();
+        assert!(matches!(q.with_queue(Some(Size::Packets(3))).unwrap().0, QdiscSpec::Drr(c) if c.limit_pkts == 1000));
+    }
+}
