@@ -406,16 +406,16 @@ const CSV_COLUMNS: [(&str, &str); 12] = [
 ];
 
 /// One line under the table per scenario whose live run warned (its policy puts flows in another
-/// class live than in the simulator): by the time the table prints, those warnings have scrolled by,
-/// and they may be the whole of the gap.
+/// class live than in the simulator, or its links have what the testbed does not apply): by the
+/// time the table prints, those warnings have scrolled by, and they may be the whole of the gap.
 fn warning_footnotes(rows: &[Value]) -> Vec<String> {
     rows.iter()
         .filter_map(|r| {
             let n = r["warnings"].as_array().map_or(0, Vec::len);
             (n > 0).then(|| {
                 format!(
-                    "  {}: {n} warning{} above (`warnings` in compare.json): the policy classifies flows otherwise \
-                     live than in the simulator, so the two runs may not shape the same traffic",
+                    "  {}: {n} warning{} above (`warnings` in compare.json): the live run classifies, queues or \
+                     delays traffic otherwise than the simulator, so the two runs may not measure the same thing",
                     r["scenario"].as_str().unwrap_or(""),
                     if n == 1 { "" } else { "s" }
                 )

@@ -301,6 +301,9 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
                 Ok(p) => p,
                 Err(e) => return e,
             };
+            for w in live_link_gaps(&sc, &file) {
+                eprintln!("warning: {w}");
+            }
             // The gateway runs by hand on the testbed's addresses, as under `run --live`.
             if let Some(i) = sc.middlebox.iter().position(|m| m.kind == "gateway") {
                 for w in class_drift(&sc, &file, &sc.middlebox[i], i, scenario.parent(), &spec, &|_| 5201) {
@@ -696,6 +699,79 @@ fn class_drift(
     lines
 }
 
+/// The name of a queue discipline as `kind` spells it.
+fn qdisc_kind(q: &ackshape_sim::scenario::QdiscSpec) -> &'static str {
+    use ackshape_sim::scenario::QdiscSpec as Q;
+    match q {
+        Q::Red(r) if r.ecn => "red (ECN)",
+        Q::Red(_) => "red",
+        Q::Drr(_) => "drr",
+        Q::Tbf(_) => "tbf",
+        Q::Pfq(_) => "pfq",
+        Q::Asym(a) => a.kind(),
+    }
+}
+
+/// What of a dumbbell's links the live testbed does not apply, one warning each (file and key):
+/// the wanem is the bottleneck with a drop-tail queue, and the testbed has one sender and one
+/// receiver whose veths add only the access links' delays. A simulated run of the same file then
+/// shapes or delays traffic that the live run does not.
+pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
+    let SimTopo::Dumbbell(d) = &sc.topology else { return Vec::new() };
+    let mut out = Vec::new();
+    let (bf, br) = d.bottleneck.directions();
+    for (dp, sub) in [(&bf, ""), (&br, ".reverse")] {
+        if let Some(q) = &dp.qdisc {
+            out.push(format!(
+                "{file}: key `topology.bottleneck{sub}.qdisc`: the live WAN emulator queues drop-tail only, so the {} \
+                 discipline runs in the simulator only; to run it live, put it in the gateway as a \
+                 `[[middlebox]] kind = \"qdisc-link\"` (docs/scenario.md)",
+                qdisc_kind(q)
+            ));
+        }
+    }
+    let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+    let key_racc = if d.receiver_access.is_some() { "topology.receiver_access" } else { "topology.access" };
+    for (link, key, side) in [(&d.access, "topology.access", "sender"), (&racc, key_racc, "receiver")] {
+        let (f, r) = link.directions();
+        let mut what = Vec::new();
+        if f.rate < bf.rate || r.rate < br.rate {
+            what.push(format!("rate ({} Mbit/s, below the bottleneck's)", f.rate.0.min(r.rate.0) as f64 / 1e6));
+        }
+        if !matches!(f.loss, ackshape_core::impair::LossSpec::None)
+            || !matches!(r.loss, ackshape_core::impair::LossSpec::None)
+        {
+            what.push("loss".to_string());
+        }
+        if f.qdisc.is_some() || r.qdisc.is_some() {
+            what.push("a qdisc".to_string());
+        }
+        if f.jitter.0 > 0 || r.jitter.0 > 0 {
+            what.push("jitter".to_string());
+        }
+        if !what.is_empty() {
+            out.push(format!(
+                "{file}: key `{key}`: the live testbed applies only the {side} access link's delay (added to the \
+                 WAN emulator's), not its {}",
+                what.join(", ")
+            ));
+        }
+    }
+    if !d.groups.is_empty() {
+        out.push(format!(
+            "{file}: key `topology.groups`: the live testbed has one sender host: the groups' access links (their \
+             delays, e.g. RTT groups) are not applied, and every live flow has the delay of `topology.access`"
+        ));
+    }
+    if !d.receiver_groups.is_empty() {
+        out.push(format!(
+            "{file}: key `topology.receiver_groups`: the live testbed has one receiver host: the groups' access \
+             links are not applied, and every live flow has the delay of `topology.receiver_access`"
+        ));
+    }
+    out
+}
+
 /// [`class_drift`] of the box `run --live` runs (the first; it runs one), with its ports.
 pub(crate) fn live_class_drift(sc: &Scenario, file: &str, base: Option<&Path>, topo: &TopologySpec) -> Vec<String> {
     sc.middlebox.first().map(|m| class_drift(sc, file, m, 0, base, topo, &|k| 6000 + k as u16)).unwrap_or_default()
@@ -792,7 +868,9 @@ pub fn cmd_run_live(
         topo.prefix = "acks-run".into();
     }
     // A policy that matches on addresses or ports may put a flow into another class live.
-    let warnings = live_class_drift(&sc, &file, path.parent(), &topo);
+    let mut warnings = live_class_drift(&sc, &file, path.parent(), &topo);
+    // Links the testbed does not apply: the two drivers then run different paths.
+    warnings.extend(live_link_gaps(&sc, &file));
     for w in &warnings {
         eprintln!("warning: {w}");
     }
@@ -1191,6 +1269,50 @@ mod tests {
         // Rules on what both drivers share.
         assert_eq!(drift("proto = \"tcp\"", ""), Vec::<String>::new());
         assert_eq!(drift("direction = \"outbound\"", ""), Vec::<String>::new());
+    }
+
+    /// What of the links the live testbed does not apply is named, key by key; a plain dumbbell
+    /// (its access links faster than the bottleneck, no loss, no discipline) warns of nothing.
+    #[test]
+    fn links_the_testbed_does_not_apply_are_named() {
+        let gaps = |bottleneck: &str, access: &str, more: &str| {
+            let text = format!(
+                "duration = \"4s\"\n[topology]\nkind = \"dumbbell\"\n\
+                 bottleneck = {{ rate = \"10Mbit/s\", delay = \"5ms\"{bottleneck} }}\n\
+                 access = {{ delay = \"1ms\", {access} }}\n{more}\
+                 [[flows]]\nkind = \"bulk\"\ncount = 4\n"
+            );
+            live_link_gaps(&Scenario::parse(&text, "g.toml").unwrap(), "g.toml")
+        };
+        const A: &str = "rate = \"100Mbit/s\"";
+        assert_eq!(gaps("", A, ""), Vec::<String>::new());
+        assert_eq!(gaps(", queue = \"50pkt\"", "rate = \"100Mbit/s\", jitter = \"0ms\"", ""), Vec::<String>::new());
+        let w = gaps(", qdisc = { kind = \"red\" }", A, "");
+        assert_eq!(w.len(), 2, "both directions: {w:#?}");
+        assert!(w[0].starts_with("g.toml: key `topology.bottleneck.qdisc`") && w[0].contains("red"), "{}", w[0]);
+        assert!(w[1].starts_with("g.toml: key `topology.bottleneck.reverse.qdisc`"), "{}", w[1]);
+        assert!(w[0].contains("qdisc-link"), "says how to run it live: {}", w[0]);
+        let w = gaps(", reverse = { qdisc = { kind = \"afvq\" } }", A, "");
+        assert_eq!(w.len(), 1, "{w:#?}");
+        assert!(w[0].contains("`topology.bottleneck.reverse.qdisc`") && w[0].contains("afvq"), "{}", w[0]);
+        // An access link slower than the bottleneck, with loss: both named, for the sender's and
+        // (inherited) the receiver's access link.
+        let w = gaps("", "rate = \"2Mbit/s\", loss = { kind = \"bernoulli\", p = 0.01 }", "");
+        assert_eq!(w.len(), 2, "{w:#?}");
+        assert!(
+            w[0].starts_with("g.toml: key `topology.access`")
+                && w[0].contains("rate (2 Mbit/s")
+                && w[0].ends_with("loss")
+        );
+        assert!(w[1].contains("receiver access link"), "{}", w[1]);
+        let w = gaps("", A, "receiver_access = { rate = \"1Gbit/s\", delay = \"3ms\", jitter = \"1ms\" }\n");
+        assert_eq!(w.len(), 1, "{w:#?}");
+        assert!(w[0].contains("`topology.receiver_access`") && w[0].ends_with("jitter"), "{}", w[0]);
+        // RTT groups: the testbed has one sender.
+        let groups = "[[topology.groups]]\nsenders = 2\naccess = { rate = \"100Mbit/s\", delay = \"30ms\" }\n";
+        let w = gaps("", A, groups);
+        assert_eq!(w.len(), 1, "{w:#?}");
+        assert!(w[0].starts_with("g.toml: key `topology.groups`: the live testbed has one sender host"), "{}", w[0]);
     }
 
     /// The iperf3 lines of `testbed up`: the server where the data's receiver listens, or, for

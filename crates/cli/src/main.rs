@@ -295,6 +295,9 @@ fn main() -> ExitCode {
                     for w in live_cmd::live_class_drift(&sc, &file, base, &topo) {
                         eprintln!("warning: {w}");
                     }
+                    for w in live_cmd::live_link_gaps(&sc, &file) {
+                        eprintln!("warning: {w}");
+                    }
                 }
                 ExitCode::SUCCESS
             }
