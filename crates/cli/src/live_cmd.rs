@@ -301,7 +301,7 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
                 Ok(p) => p,
                 Err(e) => return e,
             };
-            for w in live_link_gaps(&sc, &file) {
+            for w in live_link_gaps(&sc, &file).into_iter().chain(live_tcp_gaps(&sc, &file)) {
                 eprintln!("warning: {w}");
             }
             // The gateway runs by hand on the testbed's addresses, as under `run --live`.
@@ -772,6 +772,95 @@ pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
     out
 }
 
+/// `[tcp]` settings (the scenario's and each flow's `tcp`) that a live run cannot give: the live
+/// endpoints are Linux's TCP, which has its own behaviour where the simulator has a key. `cc`,
+/// `delack = 1` and `rcv_buf` are mapped (see `receiver_tcp`); a key set to what Linux does anyway
+/// (`mss = 1448` with timestamps, `initial_window = 10`, `sack = true`, …) is not named. One
+/// warning per table, naming the file, the key and what Linux does instead.
+pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
+    use ackshape_core::time::Dur;
+    let ms = |d: Dur| format!("{} ms", d.0 as f64 / 1e6);
+    let differs = |t: &ackshape_sim::scenario::TcpSpec| -> Vec<String> {
+        let mut v = Vec::new();
+        let ts = t.timestamps.unwrap_or(true);
+        let linux_mss = if ts { 1448 } else { 1460 };
+        if let Some(m) = t.mss.filter(|&m| m != linux_mss) {
+            v.push(format!("mss = {m} (Linux: {linux_mss} on the testbed's 1500-byte MTU)"));
+        }
+        if let Some(n) = t.initial_window.filter(|&n| n != 10) {
+            v.push(format!("initial_window = {n} (Linux: 10)"));
+        }
+        if let Some(n) = t.delack.filter(|&n| n > 2) {
+            v.push(format!("delack = {n} (Linux: an ACK for every 1–2 segments)"));
+        }
+        if let Some(d) = t.delack_timeout {
+            v.push(format!("delack_timeout = {} (Linux: adaptive, 40–200 ms)", ms(d.0)));
+        }
+        for (key, val, linux) in [("min_rto", t.min_rto, 200u64), ("initial_rto", t.initial_rto, 1000)] {
+            if let Some(d) = val.filter(|d| d.0 != Dur::from_millis(linux)) {
+                v.push(format!("{key} = {} (Linux: {linux} ms)", ms(d.0)));
+            }
+        }
+        if let Some(d) = t.max_rto.filter(|d| d.0 != Dur::from_secs(120)) {
+            v.push(format!("max_rto = {} (Linux: 120 s)", ms(d.0)));
+        }
+        if let Some(d) = t.rto_granularity.filter(|d| d.0 > Dur::from_millis(4)) {
+            v.push(format!("rto_granularity = {} (Linux: a jiffy, ≤ 4 ms)", ms(d.0)));
+        }
+        if let Some(m) = t.rto_model.filter(|m| *m != Default::default()) {
+            v.push(format!("rto_model = \"{}\" (Linux: RFC 6298)", format!("{m:?}").to_lowercase()));
+        }
+        for (key, val, linux) in [
+            ("sack", t.sack, true),
+            ("timestamps", t.timestamps, true),
+            ("ecn", t.ecn, false),
+            ("limited_transmit", t.limited_transmit, true),
+            ("congestion_avoidance", t.congestion_avoidance, true),
+            ("new_data_on_fast_retransmit", t.new_data_on_fast_retransmit, true),
+        ] {
+            if let Some(b) = val.filter(|&b| b != linux) {
+                v.push(format!("{key} = {b} (Linux: {})", if linux { "on" } else { "off" }));
+            }
+        }
+        if let Some(w) = t.window_update.filter(|w| *w != ackshape_core::tcp::WindowUpdate::Bsd) {
+            v.push(format!("window_update = \"{}\" (Linux: as BSD)", format!("{w:?}").to_lowercase()));
+        }
+        if let Some(n) = t.dupthresh.filter(|&n| n != 3) {
+            v.push(format!("dupthresh = {n} (Linux: 3, raised on reordering)"));
+        }
+        if let Some(w) = t.wscale {
+            v.push(format!("wscale = {w} (Linux: from its buffer size)"));
+        }
+        if let Some(w) = &t.max_window {
+            v.push(format!("max_window = {:?} (Linux: `rcv_buf` is the live knob)", w.0));
+        }
+        if let Some(n) = t.max_burst {
+            v.push(format!("max_burst = {n} (Linux: no such limit)"));
+        }
+        if let Some(b) = t.abc {
+            v.push(format!("abc = {b} (Linux: its own ACK counting)"));
+        }
+        if let Some(n) = t.initial_ssthresh {
+            v.push(format!("initial_ssthresh = {n} (Linux: unlimited)"));
+        }
+        v
+    };
+    let mut out = Vec::new();
+    let tables = std::iter::once(("tcp".to_string(), &sc.tcp))
+        .chain(sc.flows.iter().enumerate().filter_map(|(i, f)| f.tcp.as_ref().map(|t| (format!("flows[{i}].tcp"), t))));
+    for (key, t) in tables {
+        let d = differs(t);
+        if !d.is_empty() {
+            out.push(format!(
+                "{file}: key `{key}`: the live endpoints are Linux's TCP, which does otherwise: {}; these apply in the \
+                 simulator only",
+                d.join(", ")
+            ));
+        }
+    }
+    out
+}
+
 /// [`class_drift`] of the box `run --live` runs (the first; it runs one), with its ports.
 pub(crate) fn live_class_drift(sc: &Scenario, file: &str, base: Option<&Path>, topo: &TopologySpec) -> Vec<String> {
     sc.middlebox.first().map(|m| class_drift(sc, file, m, 0, base, topo, &|k| 6000 + k as u16)).unwrap_or_default()
@@ -871,6 +960,7 @@ pub fn cmd_run_live(
     let mut warnings = live_class_drift(&sc, &file, path.parent(), &topo);
     // Links the testbed does not apply: the two drivers then run different paths.
     warnings.extend(live_link_gaps(&sc, &file));
+    warnings.extend(live_tcp_gaps(&sc, &file));
     for w in &warnings {
         eprintln!("warning: {w}");
     }
@@ -1313,6 +1403,50 @@ mod tests {
         let w = gaps("", A, groups);
         assert_eq!(w.len(), 1, "{w:#?}");
         assert!(w[0].starts_with("g.toml: key `topology.groups`: the live testbed has one sender host"), "{}", w[0]);
+    }
+
+    /// `[tcp]` keys the live run cannot give are named per table, with what Linux does; keys set to
+    /// Linux's own behaviour, and the mapped ones, are not.
+    #[test]
+    fn tcp_settings_linux_does_otherwise_are_named() {
+        let gaps = |tcp: &str, flow_tcp: &str| {
+            let text = format!(
+                "duration = \"4s\"\n[tcp]\n{tcp}\n[topology]\nkind = \"dumbbell\"\n\
+                 bottleneck = {{ rate = \"10Mbit/s\", delay = \"5ms\" }}\n\
+                 access = {{ rate = \"100Mbit/s\", delay = \"1ms\" }}\n\
+                 [[flows]]\nkind = \"bulk\"\ncount = 2\n{flow_tcp}"
+            );
+            live_tcp_gaps(&Scenario::parse(&text, "t.toml").unwrap(), "t.toml")
+        };
+        let linux = "cc = \"cubic\"\nmss = 1448\ninitial_window = 10\ndelack = 1\nrcv_buf = \"64KB\"\nsack = true\n\
+                     min_rto = \"200ms\"\nwindow_update = \"bsd\"\ndupthresh = 3";
+        assert_eq!(gaps(linux, ""), Vec::<String>::new());
+        assert_eq!(
+            gaps("timestamps = false\nmss = 1460", "").len(),
+            1,
+            "timestamps off is named, mss 1460 then is Linux's"
+        );
+        let w = gaps("cc = \"reno\"\nmss = 536\nmin_rto = \"1s\"\nsack = false\nmax_window = \"20pkt\"", "");
+        assert_eq!(w.len(), 1, "{w:#?}");
+        for part in [
+            "t.toml: key `tcp`:",
+            "mss = 536 (Linux: 1448",
+            "min_rto = 1000 ms (Linux: 200 ms)",
+            "sack = false (Linux: on)",
+            "max_window",
+        ] {
+            assert!(w[0].contains(part), "{part}: {}", w[0]);
+        }
+        assert!(!w[0].contains("cc ="), "cc is mapped: {}", w[0]);
+        // A flow's own `tcp` table is named by its key.
+        let w = gaps("", "tcp = { ecn = true, rto_model = \"ns2\" }\n");
+        assert_eq!(w.len(), 1, "{w:#?}");
+        assert!(
+            w[0].starts_with("t.toml: key `flows[0].tcp`:") && w[0].contains("ecn = true (Linux: off)"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("rto_model"), "{}", w[0]);
     }
 
     /// The iperf3 lines of `testbed up`: the server where the data's receiver listens, or, for

@@ -295,7 +295,8 @@ fn main() -> ExitCode {
                     for w in live_cmd::live_class_drift(&sc, &file, base, &topo) {
                         eprintln!("warning: {w}");
                     }
-                    for w in live_cmd::live_link_gaps(&sc, &file) {
+                    for w in live_cmd::live_link_gaps(&sc, &file).into_iter().chain(live_cmd::live_tcp_gaps(&sc, &file))
+                    {
                         eprintln!("warning: {w}");
                     }
                 }
