@@ -1036,10 +1036,6 @@ impl Scenario {
         self.flows.iter().map(|f| f.count.unwrap_or(1)).sum()
     }
 
-    /// What a run keeps per flow grows with the flow count and with duration ÷ `bin` (and ÷
-    /// `trace_interval`): a typo there (`count = 10000000`, `bin = "1ns"`) would otherwise take
-    /// the machine's memory before the first event. The limits ([`MAX_FLOWS`], …) sit far above
-    /// any experiment here; the error names the key to change.
     /// The number of flows the scenario makes in all (each `[[flows]]` entry counts `count` times),
     /// and the index and `count` of its largest entry (the first of equals) — what a limit on the flow
     /// count names in its error (`flows[i].count`).
@@ -1055,6 +1051,10 @@ impl Scenario {
         (total, i, n)
     }
 
+    /// What a run keeps per flow grows with the flow count and with duration ÷ `bin` (and ÷
+    /// `trace_interval`): a typo there (`count = 10000000`, `bin = "1ns"`) would otherwise take
+    /// the machine's memory before the first event. The limits ([`MAX_FLOWS`], …) sit far above
+    /// any experiment here; the error names the key to change.
     fn check_size(&self) -> Result<(), (String, String)> {
         let (flows, i, n) = self.flow_total();
         if flows > MAX_FLOWS {
