@@ -312,6 +312,11 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
             }
             match testbed::up(&spec) {
                 Ok(tb) => {
+                    // The hosts get the scenario's `[tcp]` knobs, as under `run --live`.
+                    if let Err(e) = tb.apply_tcp(&endpoint_tcp(&sc.tcp)) {
+                        let _ = testbed::down(&tb.prefix);
+                        return fail(1, format!("{file}: key `tcp`: setting the hosts' TCP: {e}"));
+                    }
                     print!("{}", hand_guide(&tb, &sc, &policy));
                     ExitCode::SUCCESS
                 }
@@ -586,36 +591,28 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
     }
 }
 
-/// The receivers' TCP as the scenario's `[tcp]` says, where Linux has a knob for it:
-/// `delack = 1` (an ACK for every segment, paper 000's assumption) → the receiver's route to the
-/// senders gets `quickack 1`; `rcv_buf` → the receiver namespace's `tcp_rmem` default and maximum
-/// (twice the size: Linux advertises about half its buffer, so the window is approximate).
-/// Other `[tcp]` keys (except `cc`) are the simulator's only.
-fn receiver_tcp(tb: &testbed::Testbed, tcp: &ackshape_sim::scenario::TcpSpec) -> Result<(), String> {
-    if tcp.delack == Some(1) {
-        let route = format!("{}/32", tb.sender_addr);
-        testbed::sh(
-            "ip",
-            &["-n", &tb.ns_receiver, "route", "replace", &route, "dev", &tb.if_receiver, "quickack", "1"],
-        )
-        .map_err(|e| format!("delack = 1: setting quickack on the receiver's route: {e}"))?;
+/// The endpoints' TCP as the scenario's `[tcp]` says, where Linux has a knob for it
+/// ([`testbed::EndpointTcp`]): `delack = 1` (an ACK for every segment, paper 000's assumption) →
+/// `quickack 1` on the receiver's route; `rcv_buf` → the receiver's `tcp_rmem` default and maximum
+/// (twice the size: Linux advertises about half its buffer, so the window is approximate);
+/// `initial_window` → `initcwnd` and `min_rto` → `rto_min` on the sender's route; `sack`,
+/// `timestamps`, `ecn` → those sysctls in both hosts. The other keys (except `cc`) are the
+/// simulator's only ([`live_tcp_gaps`] names them).
+fn endpoint_tcp(tcp: &ackshape_sim::scenario::TcpSpec) -> testbed::EndpointTcp {
+    testbed::EndpointTcp {
+        quickack: tcp.delack == Some(1),
+        rmem_bytes: tcp.rcv_buf.as_ref().map(|b| {
+            2 * match b.0 {
+                units::Size::Bytes(x) => x,
+                units::Size::Packets(p) => p * 1448,
+            }
+        }),
+        initcwnd: tcp.initial_window,
+        rto_min_ms: tcp.min_rto.map(|d| d.0 .0.div_ceil(1_000_000)),
+        sack: tcp.sack,
+        timestamps: tcp.timestamps,
+        ecn: tcp.ecn,
     }
-    if let Some(b) = &tcp.rcv_buf {
-        let bytes = match b.0 {
-            units::Size::Bytes(x) => x,
-            units::Size::Packets(p) => p * 1448,
-        };
-        let v = format!("4096 {} {}", 2 * bytes, 2 * bytes);
-        let h = testbed::spawn_in_netns(&tb.ns_receiver, "acks-rmem", move || {
-            std::fs::write("/proc/sys/net/ipv4/tcp_rmem", v)
-        })
-        .map_err(|e| format!("rcv_buf: {e}"))?;
-        h.join()
-            .map_err(|_| "rcv_buf: the thread setting tcp_rmem panicked".to_string())?
-            .and_then(|r| r)
-            .map_err(|e| format!("rcv_buf: writing tcp_rmem in the receiver namespace: {e}"))?;
-    }
-    Ok(())
 }
 
 /// The flows a gateway policy would put into another class live than in the simulator: its rules
@@ -773,21 +770,21 @@ pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
 }
 
 /// `[tcp]` settings (the scenario's and each flow's `tcp`) that a live run cannot give: the live
-/// endpoints are Linux's TCP, which has its own behaviour where the simulator has a key. `cc`,
-/// `delack = 1` and `rcv_buf` are mapped (see `receiver_tcp`); a key set to what Linux does anyway
-/// (`mss = 1448` with timestamps, `initial_window = 10`, `sack = true`, …) is not named. One
+/// endpoints are Linux's TCP, which has its own behaviour where the simulator has a key. `cc` and,
+/// in the scenario's `[tcp]`, the keys [`endpoint_tcp`] maps are not named, nor a key set to what
+/// Linux does anyway (`mss = 1448` with timestamps, `dupthresh = 3`, …). One
 /// warning per table, naming the file, the key and what Linux does instead.
 pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
     use ackshape_core::time::Dur;
     let ms = |d: Dur| format!("{} ms", d.0 as f64 / 1e6);
-    let differs = |t: &ackshape_sim::scenario::TcpSpec| -> Vec<String> {
+    let differs = |t: &ackshape_sim::scenario::TcpSpec, mapped: bool| -> Vec<String> {
         let mut v = Vec::new();
         let ts = t.timestamps.unwrap_or(true);
         let linux_mss = if ts { 1448 } else { 1460 };
         if let Some(m) = t.mss.filter(|&m| m != linux_mss) {
             v.push(format!("mss = {m} (Linux: {linux_mss} on the testbed's 1500-byte MTU)"));
         }
-        if let Some(n) = t.initial_window.filter(|&n| n != 10) {
+        if let Some(n) = t.initial_window.filter(|&n| n != 10 && !mapped) {
             v.push(format!("initial_window = {n} (Linux: 10)"));
         }
         if let Some(n) = t.delack.filter(|&n| n > 2) {
@@ -796,7 +793,9 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
         if let Some(d) = t.delack_timeout {
             v.push(format!("delack_timeout = {} (Linux: adaptive, 40–200 ms)", ms(d.0)));
         }
-        for (key, val, linux) in [("min_rto", t.min_rto, 200u64), ("initial_rto", t.initial_rto, 1000)] {
+        for (key, val, linux) in
+            [("min_rto", t.min_rto.filter(|_| !mapped), 200u64), ("initial_rto", t.initial_rto, 1000)]
+        {
             if let Some(d) = val.filter(|d| d.0 != Dur::from_millis(linux)) {
                 v.push(format!("{key} = {} (Linux: {linux} ms)", ms(d.0)));
             }
@@ -811,9 +810,9 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
             v.push(format!("rto_model = \"{}\" (Linux: RFC 6298)", format!("{m:?}").to_lowercase()));
         }
         for (key, val, linux) in [
-            ("sack", t.sack, true),
-            ("timestamps", t.timestamps, true),
-            ("ecn", t.ecn, false),
+            ("sack", t.sack.filter(|_| !mapped), true),
+            ("timestamps", t.timestamps.filter(|_| !mapped), true),
+            ("ecn", t.ecn.filter(|_| !mapped), false),
             ("limited_transmit", t.limited_transmit, true),
             ("congestion_avoidance", t.congestion_avoidance, true),
             ("new_data_on_fast_retransmit", t.new_data_on_fast_retransmit, true),
@@ -846,10 +845,13 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
         v
     };
     let mut out = Vec::new();
-    let tables = std::iter::once(("tcp".to_string(), &sc.tcp))
-        .chain(sc.flows.iter().enumerate().filter_map(|(i, f)| f.tcp.as_ref().map(|t| (format!("flows[{i}].tcp"), t))));
-    for (key, t) in tables {
-        let d = differs(t);
+    // The scenario's `[tcp]` reaches Linux's knobs where there is one (`endpoint_tcp`); a flow's
+    // own `tcp` does not (the hosts are shared by every flow).
+    let tables = std::iter::once(("tcp".to_string(), &sc.tcp, true)).chain(
+        sc.flows.iter().enumerate().filter_map(|(i, f)| f.tcp.as_ref().map(|t| (format!("flows[{i}].tcp"), t, false))),
+    );
+    for (key, t, mapped) in tables {
+        let d = differs(t, mapped);
         if !d.is_empty() {
             out.push(format!(
                 "{file}: key `{key}`: the live endpoints are Linux's TCP, which does otherwise: {}; these apply in the \
@@ -1038,9 +1040,9 @@ pub fn cmd_run_live(
         Err(e) => return fail(1, format!("starting the testbed: {e}")),
     };
     let bin = sc.bin.map(|b| Duration::from_nanos(b.0 .0)).unwrap_or(Duration::from_secs(1));
-    if let Err(e) = receiver_tcp(&rig.tb, &sc.tcp) {
+    if let Err(e) = rig.tb.apply_tcp(&endpoint_tcp(&sc.tcp)) {
         drop(rig);
-        return fail(1, format!("{file}: key `tcp`: {e}"));
+        return fail(1, format!("{file}: key `tcp`: setting the live endpoints' TCP: {e}"));
     }
     // The flows start now (at their `start` offsets) and stop at `duration`: the box measures
     // from the warm-up to the duration, as the simulator does, not the teardown after it.
@@ -1421,23 +1423,22 @@ mod tests {
         let linux = "cc = \"cubic\"\nmss = 1448\ninitial_window = 10\ndelack = 1\nrcv_buf = \"64KB\"\nsack = true\n\
                      min_rto = \"200ms\"\nwindow_update = \"bsd\"\ndupthresh = 3";
         assert_eq!(gaps(linux, ""), Vec::<String>::new());
-        assert_eq!(
-            gaps("timestamps = false\nmss = 1460", "").len(),
-            1,
-            "timestamps off is named, mss 1460 then is Linux's"
-        );
+        assert_eq!(gaps("timestamps = false\nmss = 1460", ""), Vec::<String>::new(), "mapped, and then Linux's MSS");
         let w = gaps("cc = \"reno\"\nmss = 536\nmin_rto = \"1s\"\nsack = false\nmax_window = \"20pkt\"", "");
         assert_eq!(w.len(), 1, "{w:#?}");
-        for part in [
-            "t.toml: key `tcp`:",
-            "mss = 536 (Linux: 1448",
-            "min_rto = 1000 ms (Linux: 200 ms)",
-            "sack = false (Linux: on)",
-            "max_window",
-        ] {
+        for part in ["t.toml: key `tcp`:", "mss = 536 (Linux: 1448", "max_window"] {
             assert!(w[0].contains(part), "{part}: {}", w[0]);
         }
-        assert!(!w[0].contains("cc ="), "cc is mapped: {}", w[0]);
+        for mapped in ["cc =", "min_rto", "sack"] {
+            assert!(!w[0].contains(mapped), "{mapped} reaches Linux's knobs: {}", w[0]);
+        }
+        // In a flow's own `tcp` they do not (the hosts are shared by every flow): named there.
+        let w = gaps("", "tcp = { min_rto = \"1s\", sack = false, initial_window = 4 }\n");
+        assert_eq!(w.len(), 1, "{w:#?}");
+        for part in ["min_rto = 1000 ms (Linux: 200 ms)", "sack = false (Linux: on)", "initial_window = 4 (Linux: 10)"]
+        {
+            assert!(w[0].contains(part), "{part}: {}", w[0]);
+        }
         // A flow's own `tcp` table is named by its key.
         let w = gaps("", "tcp = { ecn = true, rto_model = \"ns2\" }\n");
         assert_eq!(w.len(), 1, "{w:#?}");

@@ -443,6 +443,81 @@ fn disable_ipv6(ns: &str) {
     }
 }
 
+/// What of a scenario's `[tcp]` the live endpoints take, as Linux's knobs: on the routes between
+/// the two hosts and in the two namespaces' sysctls (each namespace has its own; the host's are
+/// untouched). `None`/`false`: Linux's default stays.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointTcp {
+    /// An ACK for every segment: `quickack 1` on the receiver's route to the sender.
+    pub quickack: bool,
+    /// The receiver's `tcp_rmem` default and maximum, in bytes.
+    pub rmem_bytes: Option<u64>,
+    /// The sender's initial congestion window in segments: `initcwnd` on its route to the receiver.
+    pub initcwnd: Option<u32>,
+    /// The sender's minimum retransmission timeout in ms: `rto_min` on its route to the receiver.
+    pub rto_min_ms: Option<u64>,
+    /// `net.ipv4.tcp_sack`, `tcp_timestamps` and `tcp_ecn` (1: request and accept) in both hosts.
+    pub sack: Option<bool>,
+    pub timestamps: Option<bool>,
+    pub ecn: Option<bool>,
+}
+
+impl Testbed {
+    /// Apply `t` to the two hosts. An error names the knob (`initcwnd`, `tcp_sack`, …) and why.
+    pub fn apply_tcp(&self, t: &EndpointTcp) -> Result<(), String> {
+        if t.quickack {
+            let route = format!("{}/32", self.sender_addr);
+            sh("ip", &["-n", &self.ns_receiver, "route", "replace", &route, "dev", &self.if_receiver, "quickack", "1"])
+                .map_err(|e| format!("quickack on the receiver's route: {e}"))?;
+        }
+        let mut attrs: Vec<String> = Vec::new();
+        if let Some(n) = t.initcwnd {
+            attrs.extend(["initcwnd".into(), n.to_string()]);
+        }
+        if let Some(ms) = t.rto_min_ms {
+            attrs.extend(["rto_min".into(), format!("{ms}ms")]);
+        }
+        if !attrs.is_empty() {
+            let route = format!("{}/32", self.receiver_addr);
+            let mut args: Vec<&str> = vec!["-n", &self.ns_sender, "route", "replace", &route, "dev", &self.if_sender];
+            args.extend(attrs.iter().map(String::as_str));
+            sh("ip", &args).map_err(|e| format!("{} on the sender's route: {e}", attrs[0]))?;
+        }
+        let write = |ns: &str, key: &'static str, v: String| -> Result<(), String> {
+            let path = format!("/proc/sys/net/ipv4/{key}");
+            let h = spawn_in_netns(ns, "acks-sysctl", move || std::fs::write(&path, v))
+                .map_err(|e| format!("{key}: {e}"))?;
+            h.join()
+                .map_err(|_| format!("{key}: the thread writing it panicked"))?
+                .and_then(|r| r)
+                .map_err(|e| format!("{key}: writing it in namespace {ns}: {e}"))
+        };
+        if let Some(b) = t.rmem_bytes {
+            write(&self.ns_receiver, "tcp_rmem", format!("4096 {b} {b}"))?;
+        }
+        for (key, v) in [("tcp_sack", t.sack), ("tcp_timestamps", t.timestamps), ("tcp_ecn", t.ecn)] {
+            if let Some(on) = v {
+                for ns in [&self.ns_sender, &self.ns_receiver] {
+                    write(ns, key, u8::from(on).to_string())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A sysctl under `net.ipv4` as one of the hosts sees it (`tcp_sack`, …), trimmed.
+    pub fn read_sysctl(ns: &str, key: &str) -> Result<String, String> {
+        let path = format!("/proc/sys/net/ipv4/{key}");
+        let h = spawn_in_netns(ns, "acks-sysctl", move || std::fs::read_to_string(&path))
+            .map_err(|e| format!("{key}: {e}"))?;
+        h.join()
+            .map_err(|_| format!("{key}: the thread reading it panicked"))?
+            .and_then(|r| r)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| format!("{key}: reading it in namespace {ns}: {e}"))
+    }
+}
+
 /// Removes the testbed on drop (also when a test panics).
 pub struct TestbedGuard {
     pub tb: Testbed,

@@ -406,6 +406,54 @@ fn testbed_cleanup_after_panic_and_after_crash() {
     assert_eq!(testbed::down("acks-tc").unwrap(), Vec::<String>::new(), "down is idempotent");
 }
 
+/// A scenario's `[tcp]` reaches Linux's knobs in the testbed's two hosts (`run --live` applies
+/// it before the flows start): the routes between them carry `quickack`, `initcwnd` and `rto_min`,
+/// and each host's own sysctls the rest. The machine's own sysctls stay as they were.
+#[test]
+fn endpoint_tcp_settings_reach_the_testbeds_hosts_only() {
+    let Some(_l) = live("endpoint_tcp") else { return };
+    let keys = ["tcp_sack", "tcp_timestamps", "tcp_ecn", "tcp_rmem"];
+    let machine = || keys.map(|k| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{k}")).unwrap());
+    let before = machine();
+    let mut rig = rig_with("acks-tk", None, None);
+    let g = rig.tb.clone();
+    // A fresh host has Linux's defaults.
+    assert_eq!(Testbed::read_sysctl(&g.ns_sender, "tcp_sack").unwrap(), "1");
+    let t = testbed::EndpointTcp {
+        quickack: true,
+        rmem_bytes: Some(131_072),
+        initcwnd: Some(4),
+        rto_min_ms: Some(1000),
+        sack: Some(false),
+        timestamps: Some(false),
+        ecn: Some(true),
+    };
+    g.apply_tcp(&t).unwrap();
+    let route = |ns: &str, to: std::net::Ipv4Addr| {
+        testbed::sh("ip", &["-n", ns, "route", "show", &format!("{to}/32")]).unwrap()
+    };
+    let snd = route(&g.ns_sender, g.receiver_addr);
+    eprintln!("sender's route: {snd}");
+    assert!(snd.contains("initcwnd 4"), "{snd}");
+    assert!(snd.contains("rto_min") && (snd.contains("1s") || snd.contains("1000ms")), "{snd}");
+    let rcv = route(&g.ns_receiver, g.sender_addr);
+    assert!(rcv.contains("quickack 1"), "{rcv}");
+    for ns in [&g.ns_sender, &g.ns_receiver] {
+        assert_eq!(Testbed::read_sysctl(ns, "tcp_sack").unwrap(), "0", "{ns}");
+        assert_eq!(Testbed::read_sysctl(ns, "tcp_timestamps").unwrap(), "0", "{ns}");
+        assert_eq!(Testbed::read_sysctl(ns, "tcp_ecn").unwrap(), "1", "{ns}");
+    }
+    let rmem = Testbed::read_sysctl(&g.ns_receiver, "tcp_rmem").unwrap();
+    assert_eq!(rmem.split_whitespace().collect::<Vec<_>>(), ["4096", "131072", "131072"]);
+    // A transfer still runs with every knob set (SYNs without SACK/timestamps options, ECN asked).
+    let (src, sink) = transfer(&g, 2_000_000, Duration::from_secs(30));
+    assert_eq!((sink.bytes, &sink.sha256), (src.bytes, &src.sha256));
+    let _ = stop(&mut rig);
+    drop(rig);
+    assert_eq!(machine(), before, "the machine's own sysctls are untouched");
+    assert!(testbed::leftovers("acks-tk").is_empty());
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
