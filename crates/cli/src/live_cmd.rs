@@ -595,7 +595,8 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
 /// ([`testbed::EndpointTcp`]): `delack = 1` (an ACK for every segment, paper 000's assumption) →
 /// `quickack 1` on the receiver's route; `rcv_buf` → the receiver's `tcp_rmem` default and maximum
 /// (twice the size: Linux advertises about half its buffer, so the window is approximate);
-/// `initial_window` → `initcwnd` and `min_rto` → `rto_min` on the sender's route; `sack`,
+/// `initial_window` → `initcwnd` and `min_rto` → `rto_min` on the sender's route; `mss` →
+/// `advmss` on both hosts' routes (up to what the 1500-byte MTU carries); `sack`,
 /// `timestamps`, `ecn` → those sysctls in both hosts. The other keys (except `cc`) are the
 /// simulator's only ([`live_tcp_gaps`] names them).
 fn endpoint_tcp(tcp: &ackshape_sim::scenario::TcpSpec) -> testbed::EndpointTcp {
@@ -608,6 +609,9 @@ fn endpoint_tcp(tcp: &ackshape_sim::scenario::TcpSpec) -> testbed::EndpointTcp {
             }
         }),
         initcwnd: tcp.initial_window,
+        // Linux's MSS counts the timestamp option's 12 bytes; the simulator's `mss` is the payload.
+        // Above what the testbed's 1500-byte MTU carries, Linux's own stays (and is warned of).
+        advmss: tcp.mss.map(|m| m + if tcp.timestamps.unwrap_or(true) { 12 } else { 0 }).filter(|&a| a <= 1460),
         rto_min_ms: tcp.min_rto.map(|d| d.0 .0.div_ceil(1_000_000)),
         sack: tcp.sack,
         timestamps: tcp.timestamps,
@@ -781,8 +785,8 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
         let mut v = Vec::new();
         let ts = t.timestamps.unwrap_or(true);
         let linux_mss = if ts { 1448 } else { 1460 };
-        if let Some(m) = t.mss.filter(|&m| m != linux_mss) {
-            v.push(format!("mss = {m} (Linux: {linux_mss} on the testbed's 1500-byte MTU)"));
+        if let Some(m) = t.mss.filter(|&m| m != linux_mss && (!mapped || m > linux_mss)) {
+            v.push(format!("mss = {m} (Linux: at most {linux_mss} on the testbed's 1500-byte MTU)"));
         }
         if let Some(n) = t.initial_window.filter(|&n| n != 10 && !mapped) {
             v.push(format!("initial_window = {n} (Linux: 10)"));
@@ -1407,6 +1411,8 @@ mod tests {
         assert!(w[0].starts_with("g.toml: key `topology.groups`: the live testbed has one sender host"), "{}", w[0]);
     }
 
+    const BASE: &str = "[topology]\nkind = \"dumbbell\"\nbottleneck = { rate = \"10Mbit/s\" }\naccess = { rate = \"100Mbit/s\" }\n[[flows]]\ncount = 1\n";
+
     /// `[tcp]` keys the live run cannot give are named per table, with what Linux does; keys set to
     /// Linux's own behaviour, and the mapped ones, are not.
     #[test]
@@ -1426,12 +1432,23 @@ mod tests {
         assert_eq!(gaps("timestamps = false\nmss = 1460", ""), Vec::<String>::new(), "mapped, and then Linux's MSS");
         let w = gaps("cc = \"reno\"\nmss = 536\nmin_rto = \"1s\"\nsack = false\nmax_window = \"20pkt\"", "");
         assert_eq!(w.len(), 1, "{w:#?}");
-        for part in ["t.toml: key `tcp`:", "mss = 536 (Linux: 1448", "max_window"] {
+        for part in ["t.toml: key `tcp`:", "max_window"] {
             assert!(w[0].contains(part), "{part}: {}", w[0]);
         }
-        for mapped in ["cc =", "min_rto", "sack"] {
+        for mapped in ["cc =", "min_rto", "sack", "mss"] {
             assert!(!w[0].contains(mapped), "{mapped} reaches Linux's knobs: {}", w[0]);
         }
+        // An MSS the testbed's MTU cannot carry is named.
+        let w = gaps("mss = 8948", "");
+        assert!(w.len() == 1 && w[0].contains("mss = 8948 (Linux: at most 1448"), "{w:#?}");
+        assert_eq!(
+            endpoint_tcp(&Scenario::parse(&format!("duration = \"4s\"\n[tcp]\nmss = 8948\n{BASE}"), "t.toml").unwrap().tcp).advmss,
+            None
+        );
+        let tcp = |t: &str| endpoint_tcp(&Scenario::parse(&format!("duration = \"4s\"\n[tcp]\n{t}\n{BASE}"), "t.toml").unwrap().tcp);
+        assert_eq!(tcp("mss = 536").advmss, Some(548), "the timestamp option counts in Linux's MSS");
+        assert_eq!(tcp("mss = 536\ntimestamps = false").advmss, Some(536));
+        assert_eq!(tcp("mss = 1448").advmss, Some(1460));
         // In a flow's own `tcp` they do not (the hosts are shared by every flow): named there.
         let w = gaps("", "tcp = { min_rto = \"1s\", sack = false, initial_window = 4 }\n");
         assert_eq!(w.len(), 1, "{w:#?}");

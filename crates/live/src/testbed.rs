@@ -456,6 +456,9 @@ pub struct EndpointTcp {
     pub initcwnd: Option<u32>,
     /// The sender's minimum retransmission timeout in ms: `rto_min` on its route to the receiver.
     pub rto_min_ms: Option<u64>,
+    /// The MSS both hosts advertise (`advmss` on their routes to each other): the TCP payload per
+    /// segment plus 12 bytes when timestamps are on (Linux counts the options in it).
+    pub advmss: Option<u32>,
     /// `net.ipv4.tcp_sack`, `tcp_timestamps` and `tcp_ecn` (1: request and accept) in both hosts.
     pub sack: Option<bool>,
     pub timestamps: Option<bool>,
@@ -465,23 +468,37 @@ pub struct EndpointTcp {
 impl Testbed {
     /// Apply `t` to the two hosts. An error names the knob (`initcwnd`, `tcp_sack`, …) and why.
     pub fn apply_tcp(&self, t: &EndpointTcp) -> Result<(), String> {
+        // Each host's route to the other carries its attributes in one `route replace` (a second
+        // one would drop the first's): the receiver's `quickack` and `advmss` (what it advertises
+        // bounds the sender's segments), the sender's `initcwnd`, `rto_min` and `advmss`.
+        let advmss = t.advmss.map(|m| ["advmss".to_string(), m.to_string()]);
+        let mut rcv: Vec<String> = Vec::new();
         if t.quickack {
-            let route = format!("{}/32", self.sender_addr);
-            sh("ip", &["-n", &self.ns_receiver, "route", "replace", &route, "dev", &self.if_receiver, "quickack", "1"])
-                .map_err(|e| format!("quickack on the receiver's route: {e}"))?;
+            rcv.extend(["quickack".into(), "1".into()]);
         }
-        let mut attrs: Vec<String> = Vec::new();
+        let mut snd: Vec<String> = Vec::new();
         if let Some(n) = t.initcwnd {
-            attrs.extend(["initcwnd".into(), n.to_string()]);
+            snd.extend(["initcwnd".into(), n.to_string()]);
         }
         if let Some(ms) = t.rto_min_ms {
-            attrs.extend(["rto_min".into(), format!("{ms}ms")]);
+            snd.extend(["rto_min".into(), format!("{ms}ms")]);
         }
-        if !attrs.is_empty() {
-            let route = format!("{}/32", self.receiver_addr);
-            let mut args: Vec<&str> = vec!["-n", &self.ns_sender, "route", "replace", &route, "dev", &self.if_sender];
+        if let Some(a) = &advmss {
+            rcv.extend(a.iter().cloned());
+            snd.extend(a.iter().cloned());
+        }
+        for (attrs, ns, dev, to, whose) in [
+            (&rcv, &self.ns_receiver, &self.if_receiver, self.sender_addr, "receiver"),
+            (&snd, &self.ns_sender, &self.if_sender, self.receiver_addr, "sender"),
+        ] {
+            if attrs.is_empty() {
+                continue;
+            }
+            let route = format!("{to}/32");
+            let mut args: Vec<&str> = vec!["-n", ns, "route", "replace", &route, "dev", dev];
             args.extend(attrs.iter().map(String::as_str));
-            sh("ip", &args).map_err(|e| format!("{} on the sender's route: {e}", attrs[0]))?;
+            let names: Vec<&str> = attrs.iter().step_by(2).map(String::as_str).collect();
+            sh("ip", &args).map_err(|e| format!("{} on the {whose}'s route: {e}", names.join(", ")))?;
         }
         let write = |ns: &str, key: &'static str, v: String| -> Result<(), String> {
             let path = format!("/proc/sys/net/ipv4/{key}");

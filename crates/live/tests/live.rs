@@ -424,6 +424,7 @@ fn endpoint_tcp_settings_reach_the_testbeds_hosts_only() {
         rmem_bytes: Some(131_072),
         initcwnd: Some(4),
         rto_min_ms: Some(1000),
+        advmss: Some(548),
         sack: Some(false),
         timestamps: Some(false),
         ecn: Some(true),
@@ -436,8 +437,9 @@ fn endpoint_tcp_settings_reach_the_testbeds_hosts_only() {
     eprintln!("sender's route: {snd}");
     assert!(snd.contains("initcwnd 4"), "{snd}");
     assert!(snd.contains("rto_min") && (snd.contains("1s") || snd.contains("1000ms")), "{snd}");
+    assert!(snd.contains("advmss 548"), "{snd}");
     let rcv = route(&g.ns_receiver, g.sender_addr);
-    assert!(rcv.contains("quickack 1"), "{rcv}");
+    assert!(rcv.contains("quickack 1") && rcv.contains("advmss 548"), "both on the one route: {rcv}");
     for ns in [&g.ns_sender, &g.ns_receiver] {
         assert_eq!(Testbed::read_sysctl(ns, "tcp_sack").unwrap(), "0", "{ns}");
         assert_eq!(Testbed::read_sysctl(ns, "tcp_timestamps").unwrap(), "0", "{ns}");
@@ -448,7 +450,13 @@ fn endpoint_tcp_settings_reach_the_testbeds_hosts_only() {
     // A transfer still runs with every knob set (SYNs without SACK/timestamps options, ECN asked).
     let (src, sink) = transfer(&g, 2_000_000, Duration::from_secs(30));
     assert_eq!((sink.bytes, &sink.sha256), (src.bytes, &src.sha256));
-    let _ = stop(&mut rig);
+    // The advertised MSS took: the gateway forwarded no TCP frame longer than 548 bytes of payload
+    // (timestamps off: 548 + 40 header bytes + 14 Ethernet = 602 bytes), about 3,600 of them.
+    let (gw, _) = stop(&mut rig);
+    let lan = gw.port("lan").unwrap();
+    eprintln!("gateway lan port: {lan:?}");
+    assert!(lan.rx_packets >= 2_000_000 / 548, "2 MB in ≤ 548-byte segments: {} frames", lan.rx_packets);
+    assert!(lan.rx_bytes <= lan.rx_packets * 602, "frames of at most 602 bytes: {lan:?}");
     drop(rig);
     assert_eq!(machine(), before, "the machine's own sysctls are untouched");
     assert!(testbed::leftovers("acks-tk").is_empty());
