@@ -1442,10 +1442,15 @@ mod tests {
         let w = gaps("mss = 8948", "");
         assert!(w.len() == 1 && w[0].contains("mss = 8948 (Linux: at most 1448"), "{w:#?}");
         assert_eq!(
-            endpoint_tcp(&Scenario::parse(&format!("duration = \"4s\"\n[tcp]\nmss = 8948\n{BASE}"), "t.toml").unwrap().tcp).advmss,
+            endpoint_tcp(
+                &Scenario::parse(&format!("duration = \"4s\"\n[tcp]\nmss = 8948\n{BASE}"), "t.toml").unwrap().tcp
+            )
+            .advmss,
             None
         );
-        let tcp = |t: &str| endpoint_tcp(&Scenario::parse(&format!("duration = \"4s\"\n[tcp]\n{t}\n{BASE}"), "t.toml").unwrap().tcp);
+        let tcp = |t: &str| {
+            endpoint_tcp(&Scenario::parse(&format!("duration = \"4s\"\n[tcp]\n{t}\n{BASE}"), "t.toml").unwrap().tcp)
+        };
         assert_eq!(tcp("mss = 536").advmss, Some(548), "the timestamp option counts in Linux's MSS");
         assert_eq!(tcp("mss = 536\ntimestamps = false").advmss, Some(536));
         assert_eq!(tcp("mss = 1448").advmss, Some(1460));
