@@ -465,6 +465,22 @@ pub struct EndpointTcp {
     pub ecn: Option<bool>,
 }
 
+/// `f` on `/proc/sys/net/ipv4/KEY` from a thread inside namespace `ns` (each namespace has its own
+/// sysctls); an error names the key, what was being done (`doing`) and the namespace.
+fn sysctl<T: Send + 'static>(
+    ns: &str,
+    key: &str,
+    doing: &str,
+    f: impl FnOnce(&str) -> io::Result<T> + Send + 'static,
+) -> Result<T, String> {
+    let path = format!("/proc/sys/net/ipv4/{key}");
+    let h = spawn_in_netns(ns, "acks-sysctl", move || f(&path)).map_err(|e| format!("{key}: {e}"))?;
+    h.join()
+        .map_err(|_| format!("{key}: the thread {doing} it panicked"))?
+        .and_then(|r| r)
+        .map_err(|e| format!("{key}: {doing} it in namespace {ns}: {e}"))
+}
+
 impl Testbed {
     /// Apply `t` to the two hosts. An error names the knob (`initcwnd`, `tcp_sack`, …) and why.
     pub fn apply_tcp(&self, t: &EndpointTcp) -> Result<(), String> {
@@ -500,15 +516,7 @@ impl Testbed {
             let names: Vec<&str> = attrs.iter().step_by(2).map(String::as_str).collect();
             sh("ip", &args).map_err(|e| format!("{} on the {whose}'s route: {e}", names.join(", ")))?;
         }
-        let write = |ns: &str, key: &'static str, v: String| -> Result<(), String> {
-            let path = format!("/proc/sys/net/ipv4/{key}");
-            let h = spawn_in_netns(ns, "acks-sysctl", move || std::fs::write(&path, v))
-                .map_err(|e| format!("{key}: {e}"))?;
-            h.join()
-                .map_err(|_| format!("{key}: the thread writing it panicked"))?
-                .and_then(|r| r)
-                .map_err(|e| format!("{key}: writing it in namespace {ns}: {e}"))
-        };
+        let write = |ns: &str, key: &str, v: String| sysctl(ns, key, "writing", move |p| std::fs::write(p, v));
         if let Some(b) = t.rmem_bytes {
             write(&self.ns_receiver, "tcp_rmem", format!("4096 {b} {b}"))?;
         }
@@ -524,14 +532,7 @@ impl Testbed {
 
     /// A sysctl under `net.ipv4` as one of the hosts sees it (`tcp_sack`, …), trimmed.
     pub fn read_sysctl(ns: &str, key: &str) -> Result<String, String> {
-        let path = format!("/proc/sys/net/ipv4/{key}");
-        let h = spawn_in_netns(ns, "acks-sysctl", move || std::fs::read_to_string(&path))
-            .map_err(|e| format!("{key}: {e}"))?;
-        h.join()
-            .map_err(|_| format!("{key}: the thread reading it panicked"))?
-            .and_then(|r| r)
-            .map(|s| s.trim().to_string())
-            .map_err(|e| format!("{key}: reading it in namespace {ns}: {e}"))
+        sysctl(ns, key, "reading", |p| std::fs::read_to_string(p)).map(|s| s.trim().to_string())
     }
 }
 
