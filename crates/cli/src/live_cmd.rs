@@ -700,19 +700,6 @@ fn class_drift(
     lines
 }
 
-/// The name of a queue discipline as `kind` spells it.
-fn qdisc_kind(q: &ackshape_sim::scenario::QdiscSpec) -> &'static str {
-    use ackshape_sim::scenario::QdiscSpec as Q;
-    match q {
-        Q::Red(r) if r.ecn => "red (ECN)",
-        Q::Red(_) => "red",
-        Q::Drr(_) => "drr",
-        Q::Tbf(_) => "tbf",
-        Q::Pfq(_) => "pfq",
-        Q::Asym(a) => a.kind(),
-    }
-}
-
 /// What of a dumbbell's links the live testbed does not apply, one warning each (file and key):
 /// the wanem is the bottleneck with a drop-tail queue, and the testbed has one sender and one
 /// receiver whose veths add only the access links' delays. A simulated run of the same file then
@@ -727,7 +714,7 @@ pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
                 "{file}: key `topology.bottleneck{sub}.qdisc`: the live WAN emulator queues drop-tail only, so the {} \
                  discipline runs in the simulator only; to run it live, put it in the gateway as a \
                  `[[middlebox]] kind = \"qdisc-link\"` (docs/scenario.md)",
-                qdisc_kind(q)
+                q.label()
             ));
         }
     }

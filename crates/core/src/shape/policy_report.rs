@@ -7,7 +7,6 @@
 use crate::middlebox::Dir;
 use crate::queue::Limit;
 use crate::shape::policy::{Class, LeafSpec, Policy, Rule, RuleDir, PROTO_NAMES};
-use crate::shape::qdisc_spec::QdiscSpec;
 use crate::units::Rate;
 use std::fmt::Write;
 
@@ -36,11 +35,7 @@ fn leaf_words(leaf: &LeafSpec) -> String {
     match leaf {
         LeafSpec::Fifo(l) => format!("fifo {}", limit(l)),
         LeafSpec::PfqDrr { pcdq, .. } => format!("pfq-drr (pcdq {})", limit(pcdq)),
-        LeafSpec::Qdisc(QdiscSpec::Red(r)) => if r.ecn { "red+ecn" } else { "red" }.to_string(),
-        LeafSpec::Qdisc(QdiscSpec::Drr(_)) => "drr".into(),
-        LeafSpec::Qdisc(QdiscSpec::Pfq(_)) => "pfq".into(),
-        LeafSpec::Qdisc(QdiscSpec::Tbf(_)) => "tbf".into(),
-        LeafSpec::Qdisc(QdiscSpec::Asym(a)) => a.kind().into(),
+        LeafSpec::Qdisc(q) => q.label().into(),
     }
 }
 

@@ -117,6 +117,26 @@ impl QdiscSpec {
         }
     }
 
+    /// The discipline in a word for reports and warnings: its `kind`, and `"red+ecn"` for RED
+    /// that marks.
+    pub fn label(&self) -> &'static str {
+        match self {
+            QdiscSpec::Red(r) if r.ecn => "red+ecn",
+            q => q.kind(),
+        }
+    }
+
+    /// The `kind` as a file spells it (`"red"`, `"drr"`, `"afvq"`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            QdiscSpec::Red(_) => "red",
+            QdiscSpec::Drr(_) => "drr",
+            QdiscSpec::Tbf(_) => "tbf",
+            QdiscSpec::Pfq(_) => "pfq",
+            QdiscSpec::Asym(a) => a.kind(),
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         match self {
             QdiscSpec::Red(r) => r.validate(),
