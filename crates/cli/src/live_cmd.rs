@@ -510,7 +510,7 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
         if let SimTopo::Dumbbell(d) = &sc.topology {
             let (bf, br) = d.bottleneck.directions();
             let (af, ar) = d.access.directions();
-            let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+            let racc = d.receiver_access_link();
             let (rf, rr) = racc.directions();
             let (args, notes) = wanem_args(&wan_link(&bf, af.delay + rf.delay), &wan_link(&br, ar.delay + rr.delay));
             let _ = writeln!(s, "start the WAN (the scenario's bottleneck; delays include the access links):");
@@ -718,7 +718,7 @@ pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
             ));
         }
     }
-    let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+    let racc = d.receiver_access_link();
     let key_racc = if d.receiver_access.is_some() { "topology.receiver_access" } else { "topology.access" };
     for (link, key, side) in [(&d.access, "topology.access", "sender"), (&racc, key_racc, "receiver")] {
         let (f, r) = link.directions();
@@ -959,7 +959,7 @@ pub fn cmd_run_live(
     }
     let (bf, br) = d.bottleneck.directions();
     let (af, ar) = d.access.directions();
-    let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+    let racc = d.receiver_access_link();
     let (rf, rr) = racc.directions();
     let mut spec = RigSpec::new(&topo.prefix);
     spec.topology = topo;

@@ -467,6 +467,13 @@ pub struct DumbbellSpec {
     pub upstream: Option<LinkSpec>,
 }
 
+impl DumbbellSpec {
+    /// The receivers' access link as built: `receiver_access` over `access`, or `access` itself.
+    pub fn receiver_access_link(&self) -> LinkSpec {
+        self.receiver_access.as_ref().map_or_else(|| self.access.clone(), |r| r.over(&self.access))
+    }
+}
+
 /// A node of a general graph.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -854,7 +861,7 @@ impl Scenario {
                 if let Some(r) = &d.receiver_access {
                     r.over(&d.access).validate("topology.receiver_access")?;
                 }
-                let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+                let racc = d.receiver_access_link();
                 for (i, g) in d.groups.iter().enumerate() {
                     g.access.over(&d.access).validate(&format!("topology.groups[{i}].access"))?;
                     if let Some(r) = &g.receiver_access {
@@ -864,7 +871,7 @@ impl Scenario {
                 if let Some(u) = &d.upstream {
                     u.validate("topology.upstream")?;
                 }
-                let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+                let racc = d.receiver_access_link();
                 for (i, g) in d.receiver_groups.iter().enumerate() {
                     g.access.over(&racc).validate(&format!("topology.receiver_groups[{i}].access"))?;
                 }

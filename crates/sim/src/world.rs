@@ -292,7 +292,7 @@ impl Sim {
                     }
                     None => left,
                 };
-                let racc = d.receiver_access.clone().map(|r| r.over(&d.access)).unwrap_or_else(|| d.access.clone());
+                let racc = d.receiver_access_link();
                 let mut group_of = Vec::new();
                 for (gi, g) in d.groups.iter().enumerate() {
                     for _ in 0..g.senders {
