@@ -251,3 +251,99 @@ to = "h2"
     );
     check("selfflow", &GRAPH.replace("to = \"h2\"", "to = \"h1\""), "flows[0].to", &["other than `from`", "\"h1\""]);
 }
+
+/// Values that parse but leave nothing to simulate (a window or buffer below one segment, a queue
+/// that cannot hold a packet, a flow that starts after the end) are errors, not silent runs.
+#[test]
+fn degenerate_values_are_errors() {
+    let tcp = |kv: &str| GOOD.replace("[topology]", &format!("[tcp]\n{kv}\n[topology]"));
+    let cases: [(&str, String, &str, &[&str]); 10] = [
+        ("maxwin0", tcp("max_window = \"0pkt\""), "tcp.max_window", &["at least one segment", "got 0"]),
+        ("rcvbuf", tcp("rcv_buf = \"1000B\""), "tcp.rcv_buf", &["`mss` = 1448 B", "got 1000 B"]),
+        (
+            "flowwin",
+            GOOD.replace("count = 2", "count = 2\ntcp = { mss = 536, max_window = \"500B\" }"),
+            "flows[0].tcp.max_window",
+            &["`mss` = 536 B", "got 500 B"],
+        ),
+        ("wscale", tcp("wscale = -5"), "tcp.wscale", &["-1 for none", "got -5"]),
+        ("ssthresh0", tcp("initial_ssthresh = 0"), "tcp.initial_ssthresh", &["at least 1 segment"]),
+        ("maxrto", tcp("max_rto = \"100ms\""), "tcp.max_rto", &["at least `min_rto` (1s)", "got 100ms"]),
+        ("initrto", tcp("initial_rto = \"0s\""), "tcp.initial_rto", &["positive"]),
+        (
+            "bytequeue",
+            GOOD.replace("queue = \"100pkt\"", "queue = \"1000B\""),
+            "topology.bottleneck.queue",
+            &["at least one packet (1500 B", "got 1000 B"],
+        ),
+        ("bytes0", GOOD.replace("count = 2", "count = 2\nbytes = \"0B\""), "flows[0].bytes", &["at least 1 byte"]),
+        (
+            "late",
+            GOOD.replace("count = 2", "count = 2\nstart = \"10s\""),
+            "flows[0].start",
+            &["`duration` = 10s", "got 10s", "never run"],
+        ),
+    ];
+    for (case, text, key, expect) in cases {
+        check(case, &text, key, expect);
+    }
+    // At the limits they are fine: a byte queue of exactly one packet of the scenario's MSS.
+    let dir = std::env::temp_dir().join(format!("ackshape-edge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, text) in [
+        GOOD.replace("queue = \"100pkt\"", "queue = \"1500B\""),
+        tcp("mss = 536\ntimestamps = false").replace("queue = \"100pkt\"", "queue = \"576B\""),
+        tcp("rcv_buf = \"1448B\"\nmax_rto = \"1s\""),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let path = dir.join(format!("edge{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").arg(&path).output().unwrap();
+        assert!(out.status.success(), "edge{i}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A value of the wrong shape for a choice of names (a number for `cc`, a bare probability for
+/// `loss`, a bare name for `qdisc`) gets the names to choose from, in one line.
+#[test]
+fn a_value_of_the_wrong_shape_lists_the_choices() {
+    let link = |kv: &str| GOOD.replace("queue = \"100pkt\" }", &format!("queue = \"100pkt\", {kv} }}"));
+    let cases: [(&str, String, &str, &[&str]); 6] = [
+        (
+            "ccnum",
+            GOOD.replace("[topology]", "[tcp]\ncc = 1\n[topology]"),
+            "tcp.cc",
+            &["one of `tahoe`", "`cubic`", "(as a string), got 1"],
+        ),
+        (
+            "lossnum",
+            link("loss = 0.01"),
+            "topology.bottleneck.loss",
+            &["{ kind = … }", "`bernoulli`", "`gilbert-elliott`", "got 0.01"],
+        ),
+        ("losskind", link("loss = { p = 0.1 }"), "topology.bottleneck.loss", &["missing field `kind`", "`bernoulli`"]),
+        ("qdiscname", link("qdisc = \"red\""), "topology.bottleneck.qdisc", &["{ kind = \"red\" }"]),
+        (
+            "qdisckind",
+            link("qdisc = { kind = \"rde\" }"),
+            "topology.bottleneck.qdisc",
+            &["red, drr", "afvq", "got \"rde\""],
+        ),
+        ("flowkind", GOOD.replace("count = 2", "count = 2\nkind = true"), "flows[0].kind", &["`bulk`", "got true"]),
+    ];
+    for (case, text, key, expect) in cases {
+        check(case, &text, key, expect);
+        // One line: the message does not repeat the key on a line of its own.
+        let dir = std::env::temp_dir().join(format!("ackshape-shape-{}-{case}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.toml");
+        std::fs::write(&path, &text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").arg(&path).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{case}: {err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -111,7 +111,19 @@ fn a_valid_but_suspicious_policy_gets_warnings_naming_file_and_key() {
 #[test]
 fn bad_policies_are_rejected_naming_file_and_key() {
     let d = Dir::new("bad");
-    let cases: [(&str, String, &str, &str); 5] = [
+    let cases: [(&str, String, &str, &str); 7] = [
+        (
+            "bare-mechanism",
+            OFFICE.replace("mechanism = { kind = \"tcr\" }", "mechanism = \"tcr\""),
+            "class[1].mechanism",
+            "expected a table like `{ kind = \"tcr\" }`",
+        ),
+        (
+            "bare-qdisc",
+            OFFICE.replace("qdisc = { kind = \"pfq-drr\" }", "qdisc = 3"),
+            "qdisc",
+            "(kinds: red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq, pfq-drr), got 3",
+        ),
         (
             "ceil",
             OFFICE.replace("ceil = \"9Mbit/s\"\npriority = 1", "ceil = \"1Mbit/s\"\npriority = 1"),

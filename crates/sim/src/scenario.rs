@@ -256,7 +256,7 @@ impl TcpSpec {
             return Err((k("initial_window"), "expected at least 1 segment, got 0".into()));
         }
         if let Some(w) = self.wscale {
-            if w > 14 {
+            if !(-1..=14).contains(&w) {
                 return Err((k("wscale"), format!("expected a shift 0..=14 (or -1 for none), got {w}")));
             }
         }
@@ -276,7 +276,90 @@ impl TcpSpec {
                 return Err((k("multcp_n"), format!("expected N ≥ 1, got {n}")));
             }
         }
+        if self.initial_ssthresh == Some(0) {
+            return Err((
+                k("initial_ssthresh"),
+                "expected at least 1 segment, got 0 (leave the key out for an unlimited threshold)".into(),
+            ));
+        }
+        for (key, v) in [("rcv_buf", self.rcv_buf), ("max_window", self.max_window)] {
+            if let Some(SizeV(Size::Packets(0) | Size::Bytes(0))) = v {
+                return Err((k(key), "expected room for at least one segment, got 0".into()));
+            }
+        }
+        for (key, v) in [("initial_rto", self.initial_rto), ("max_rto", self.max_rto)] {
+            if v.is_some_and(|d| d.0 == Dur::ZERO) {
+                return Err((k(key), "expected a positive duration, got 0".into()));
+            }
+        }
         Ok(())
+    }
+
+    /// Checks across keys of the settings a flow runs with (`self`: its own table over `[tcp]`).
+    /// `key(f)` names key `f` where it was set (the flow's table or `[tcp]`).
+    fn validate_effective(&self, key: impl Fn(&str) -> String) -> Result<(), (String, String)> {
+        let c = self.to_config();
+        for (name, v) in [("rcv_buf", self.rcv_buf), ("max_window", self.max_window)] {
+            if let Some(SizeV(Size::Bytes(b))) = v {
+                if b < u64::from(c.mss) {
+                    return Err((
+                        key(name),
+                        format!("expected room for at least one segment (`mss` = {} B), got {b} B", c.mss),
+                    ));
+                }
+            }
+        }
+        if c.rto.max < c.rto.min {
+            return Err((
+                key("max_rto"),
+                format!("expected at least `min_rto` ({}), got {}", dur_text(c.rto.min), dur_text(c.rto.max)),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Serde's messages for a value of the wrong shape for a choice of names (an enum) do not list the
+/// names: "invalid type: unit variant, expected string only" or "wanted string or table" (a
+/// number for `cc`), "invalid type:
+/// floating point `0.01`, expected internally tagged enum LossSpec" (a number for `loss`),
+/// "missing field `kind`". Ask again with a name that is none of them: that answer lists them.
+fn explain_choice(table: &toml::Table, key: &str, msg: &str, file: &str) -> Option<String> {
+    use crate::reproduce::{get_path, set_path};
+    const PH: &str = "\u{2}";
+    let got = get_path(table, key)?;
+    let name = || toml::Value::String(PH.into());
+    // The first from a `toml::Value` (`--set`, `reproduce`), the second from text.
+    let plain = msg.contains("expected string only") || msg.starts_with("wanted string or table");
+    let (probe_key, probe) = if plain {
+        (key.to_string(), name())
+    } else if msg.contains("expected internally tagged enum") {
+        (key.to_string(), toml::Value::Table(toml::Table::from_iter([("kind".to_string(), name())])))
+    } else if msg.starts_with("missing field `kind`") && got.is_table() {
+        (format!("{key}.kind"), name())
+    } else {
+        return None;
+    };
+    let mut t = table.clone();
+    set_path(&mut t, &probe_key, probe).ok()?;
+    let again = Scenario::deserialize_with_paths(toml::Value::Table(t), None, file).err()?;
+    // "expected one of `a`, `b`, `c`" or "expected `a` or `b`"
+    let names = again.msg.split_once(&format!("unknown variant `{PH}`, expected "))?.1.trim_end();
+    Some(if plain {
+        format!("expected {names} (as a string), got {got}")
+    } else if msg.starts_with("missing field") {
+        format!("missing field `kind`: expected {names}")
+    } else {
+        format!("expected a table `{{ kind = … }}` with `kind` {names}, got {got}")
+    })
+}
+
+/// A duration as a scenario would write it: `"1s"`, `"200ms"`, `"1.5ms"`.
+fn dur_text(d: Dur) -> String {
+    if d.0.is_multiple_of(1_000_000_000) {
+        format!("{}s", d.0 / 1_000_000_000)
+    } else {
+        format!("{}ms", d.0 as f64 / 1e6)
     }
 }
 
@@ -377,7 +460,9 @@ impl LinkSpec {
         (fwd, rev)
     }
 
-    fn validate(&self, at: &str) -> Result<(), (String, String)> {
+    /// `max_pkt`: the largest IP packet the scenario's TCP sends (bytes); a queue in bytes must
+    /// hold one.
+    fn validate(&self, at: &str, max_pkt: u64) -> Result<(), (String, String)> {
         let (f, r) = self.directions();
         if self.rate.is_none() {
             return Err((format!("{at}.rate"), "expected a link rate like \"10Mbit/s\" (the key is missing)".into()));
@@ -391,6 +476,17 @@ impl LinkSpec {
             }
             if matches!(d.queue, Size::Packets(0) | Size::Bytes(0)) {
                 return Err((format!("{at}{sub}.queue"), "expected room for at least one packet, got 0".into()));
+            }
+            if let Size::Bytes(b) = d.queue {
+                if b < max_pkt {
+                    return Err((
+                        format!("{at}{sub}.queue"),
+                        format!(
+                            "expected room for at least one packet ({max_pkt} B: the largest TCP segment with its \
+                             IP and TCP headers), got {b} B"
+                        ),
+                    ));
+                }
             }
         }
         for ((table, queue), sub) in self.dir_qdiscs().into_iter().zip(["", ".reverse"]) {
@@ -556,7 +652,7 @@ impl<'de> Deserialize<'de> for TopologySpec {
         fn sub<T: serde::de::DeserializeOwned, E: Error>(t: toml::Table) -> Result<T, E> {
             serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
                 let path = e.path().to_string();
-                let msg = e.into_inner().to_string();
+                let msg = e.into_inner().message().to_string();
                 E::custom(format!("{NESTED}{path}{NESTED}{}", msg.trim_end()))
             })
         }
@@ -784,11 +880,12 @@ impl Scenario {
     /// Parse and validate scenario text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
-        if let Err(e) = text.parse::<toml::Table>() {
-            return Err(err(None, tomlerr::syntax_message(text, &e)));
-        }
+        let table = match text.parse::<toml::Table>() {
+            Ok(t) => t,
+            Err(e) => return Err(err(None, tomlerr::syntax_message(text, &e))),
+        };
         let de = toml::Deserializer::new(text);
-        let sc = Scenario::deserialize_with_paths(de, Some(text), file)?;
+        let sc = Scenario::deserialize_with_paths(de, Some((text, &table)), file)?;
         sc.validate().map_err(|(k, m)| err(Some(k), m))?;
         Ok(sc)
     }
@@ -798,12 +895,18 @@ impl Scenario {
     /// key as [`parse`](Self::parse) does, without line numbers.
     pub fn from_table(table: toml::Table, file: &str) -> Result<Scenario, ScenarioError> {
         let err = |key: Option<String>, msg: String| ScenarioError { file: file.to_string(), key, msg };
-        let sc = Scenario::deserialize_with_paths(toml::Value::Table(table), None, file)?;
+        let sc = Scenario::deserialize_with_paths(toml::Value::Table(table.clone()), Some(("", &table)), file)?;
         sc.validate().map_err(|(k, m)| err(Some(k), m))?;
         Ok(sc)
     }
 
-    fn deserialize_with_paths<'de, D>(de: D, text: Option<&str>, file: &str) -> Result<Scenario, ScenarioError>
+    /// `source`: the text (empty if there is none: no line numbers) and the table it holds, to
+    /// explain a value of the wrong shape for a choice of names ([`explain_choice`]).
+    fn deserialize_with_paths<'de, D>(
+        de: D,
+        source: Option<(&str, &toml::Table)>,
+        file: &str,
+    ) -> Result<Scenario, ScenarioError>
     where
         D: serde::Deserializer<'de, Error = toml::de::Error>,
     {
@@ -812,8 +915,10 @@ impl Scenario {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let msg = inner.message().to_string();
-            let loc = match (inner.span(), text) {
-                (Some(s), Some(text)) => format!(" (line {})", tomlerr::line_of(text, s.start)),
+            let loc = match (inner.span(), source) {
+                (Some(s), Some((text, _))) if !text.is_empty() => {
+                    format!(" (line {})", tomlerr::line_of(text, s.start))
+                }
                 _ => String::new(),
             };
             // A nested path from a two-step deserialisation (see `TopologySpec`).
@@ -828,6 +933,10 @@ impl Scenario {
             };
             // Name the unknown key itself, not only its parent table.
             let (key, msg) = tomlerr::key_and_message(path, msg);
+            let msg = match (&key, source) {
+                (Some(k), Some((_, table))) => explain_choice(table, k, &msg, file).unwrap_or(msg),
+                _ => msg,
+            };
             err(key, format!("{msg}{loc}"))
         })
     }
@@ -854,26 +963,53 @@ impl Scenario {
             validate_live(live)?;
         }
         self.tcp.validate("tcp")?;
+        self.tcp.validate_effective(|f| format!("tcp.{f}"))?;
+        for (i, f) in self.flows.iter().enumerate() {
+            let Some(t) = &f.tcp else { continue };
+            t.validate(&format!("flows[{i}].tcp"))?;
+            t.over(&self.tcp).validate_effective(|name| {
+                let own = match name {
+                    "rcv_buf" => t.rcv_buf.is_some(),
+                    "max_window" => t.max_window.is_some(),
+                    "max_rto" => t.max_rto.is_some(),
+                    _ => true,
+                };
+                if own {
+                    format!("flows[{i}].tcp.{name}")
+                } else {
+                    format!("tcp.{name}")
+                }
+            })?;
+        }
+        // The largest IP packet a TCP flow sends: a queue given in bytes must hold it.
+        let max_pkt = std::iter::once(self.tcp.clone())
+            .chain(self.flows.iter().filter_map(|f| f.tcp.as_ref().map(|t| t.over(&self.tcp))))
+            .map(|t| {
+                let c = t.to_config();
+                u64::from(c.mss) + 40 + if c.timestamps { 12 } else { 0 }
+            })
+            .max()
+            .unwrap_or(0);
         match &self.topology {
             TopologySpec::Dumbbell(d) => {
-                d.bottleneck.validate("topology.bottleneck")?;
-                d.access.validate("topology.access")?;
+                d.bottleneck.validate("topology.bottleneck", max_pkt)?;
+                d.access.validate("topology.access", max_pkt)?;
                 if let Some(r) = &d.receiver_access {
-                    r.over(&d.access).validate("topology.receiver_access")?;
+                    r.over(&d.access).validate("topology.receiver_access", max_pkt)?;
                 }
                 let racc = d.receiver_access_link();
                 for (i, g) in d.groups.iter().enumerate() {
-                    g.access.over(&d.access).validate(&format!("topology.groups[{i}].access"))?;
+                    g.access.over(&d.access).validate(&format!("topology.groups[{i}].access"), max_pkt)?;
                     if let Some(r) = &g.receiver_access {
-                        r.over(&racc).validate(&format!("topology.groups[{i}].receiver_access"))?;
+                        r.over(&racc).validate(&format!("topology.groups[{i}].receiver_access"), max_pkt)?;
                     }
                 }
                 if let Some(u) = &d.upstream {
-                    u.validate("topology.upstream")?;
+                    u.validate("topology.upstream", max_pkt)?;
                 }
                 let racc = d.receiver_access_link();
                 for (i, g) in d.receiver_groups.iter().enumerate() {
-                    g.access.over(&racc).validate(&format!("topology.receiver_groups[{i}].access"))?;
+                    g.access.over(&racc).validate(&format!("topology.receiver_groups[{i}].access"), max_pkt)?;
                 }
                 let grouped: u64 = d.groups.iter().map(|g| u64::from(g.senders)).sum();
                 if let Some(n) = d.senders {
@@ -917,7 +1053,7 @@ impl Scenario {
                             format!("expected a node other than `a` ({:?}): a link joins two nodes", l.a),
                         ));
                     }
-                    l.link().validate(&format!("topology.links[{i}]"))?;
+                    l.link().validate(&format!("topology.links[{i}]"), max_pkt)?;
                 }
             }
         }
@@ -925,9 +1061,6 @@ impl Scenario {
             let at = format!("flows[{i}]");
             if f.count == Some(0) {
                 return Err((format!("{at}.count"), "expected at least 1 flow".into()));
-            }
-            if let Some(t) = &f.tcp {
-                t.validate(&format!("{at}.tcp"))?;
             }
             match f.kind {
                 FlowKind::Short => {
@@ -1004,6 +1137,23 @@ impl Scenario {
             }
             if let Some(SizeV(Size::Packets(_))) = f.bytes {
                 return Err((format!("{at}.bytes"), "expected a size in bytes like \"1MB\", not packets".into()));
+            }
+            if let Some(SizeV(Size::Bytes(0))) = f.bytes {
+                return Err((format!("{at}.bytes"), "expected at least 1 byte, got 0".into()));
+            }
+            let earliest = match f.start {
+                Some(StartV::At(t) | StartV::Uniform(t, _)) => t,
+                None => Dur::ZERO,
+            };
+            if earliest >= self.duration.0 {
+                return Err((
+                    format!("{at}.start"),
+                    format!(
+                        "expected a start before the run ends (`duration` = {}), got {}: the flow would never run",
+                        dur_text(self.duration.0),
+                        dur_text(earliest)
+                    ),
+                ));
             }
             if let TopologySpec::Graph(g) = &self.topology {
                 for (k, v) in [("from", &f.from), ("to", &f.to)] {

@@ -119,8 +119,10 @@ pub struct ClassSpec {
     /// Leaf data queue (PCDQ) size for the default FIFO and for `pfq-drr` (default 100pkt).
     pub queue: Option<SizeV>,
     /// Leaf discipline: `{ kind = "red" | "drr" | "pfq" | "pfq-drr" | "fifo" | "acks-first" | … }`.
+    #[serde(default, deserialize_with = "crate::shape::qdisc_spec::optional_qdisc_table")]
     pub qdisc: Option<toml::Table>,
     /// ACK mechanism: `{ kind = "none" | "tcr" | "postack", … }` (see [`ackmech::build`]).
+    #[serde(default, deserialize_with = "crate::shape::qdisc_spec::optional_mechanism_table")]
     pub mechanism: Option<toml::Table>,
     /// A per-host template: one leaf class per LAN-side address (or `host_prefix` block) of these
     /// subnets, named `NAME/ADDR`, each with this class's keys; rules naming the class go to the

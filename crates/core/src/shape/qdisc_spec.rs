@@ -26,10 +26,44 @@ pub enum QdiscSpec {
     Asym(AsymDiscSpec),
 }
 
+/// The `kind`s a `qdisc` table takes.
+const KINDS: &str = "red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq";
+
+/// The table of a key that picks something by `kind` (`qdisc`, a policy's `mechanism`); a bare
+/// name (`qdisc = "red"`) or another value is an error that shows the table to write. `kinds`: the
+/// names to list for a value that is not a name.
+fn kind_table<'de, D: Deserializer<'de>>(d: D, example: &str, kinds: &str) -> Result<toml::Table, D::Error> {
+    use serde::de::Error;
+    match toml::Value::deserialize(d)? {
+        toml::Value::Table(t) => Ok(t),
+        toml::Value::String(k) => {
+            Err(D::Error::custom(format!("expected a table like `{{ kind = {k:?} }}`, got the string {k:?}")))
+        }
+        v => {
+            Err(D::Error::custom(format!("expected a table like `{{ kind = {example:?} }}` (kinds: {kinds}), got {v}")))
+        }
+    }
+}
+
+fn qdisc_table<'de, D: Deserializer<'de>>(d: D) -> Result<toml::Table, D::Error> {
+    kind_table(d, "red", KINDS)
+}
+
+/// `#[serde(deserialize_with)]` for an optional `qdisc` kept as its table (a policy class's, which
+/// also takes `pfq-drr`): [`kind_table`]'s errors.
+pub fn optional_qdisc_table<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Table>, D::Error> {
+    kind_table(d, "red", &format!("{KINDS}, pfq-drr")).map(Some)
+}
+
+/// `#[serde(deserialize_with)]` for a policy class's optional `mechanism` table.
+pub fn optional_mechanism_table<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Table>, D::Error> {
+    kind_table(d, "tcr", "none, tcr, postack").map(Some)
+}
+
 impl<'de> Deserialize<'de> for QdiscSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let mut t = toml::Table::deserialize(d)?;
+        let mut t = qdisc_table(d)?;
         match t.get("kind").and_then(|k| k.as_str()) {
             Some("red") => {
                 t.remove("kind");
@@ -91,15 +125,21 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                     .map(QdiscSpec::Drr)
                     .map_err(|e| D::Error::custom(e.message().trim_end()))
             }
-            Some(_) => toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
-                D::Error::custom(format!(
-                    "{} (kinds: red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
-                    e.message().trim_end()
-                ))
-            }),
-            None => Err(D::Error::custom(
-                "expected a `kind` (red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq)",
-            )),
+            Some(k) => {
+                let k = k.to_string();
+                toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
+                    let m = e.message().trim_end();
+                    if m.starts_with("unknown variant") {
+                        D::Error::custom(format!("expected a `kind` of {KINDS}, got {k:?}"))
+                    } else {
+                        D::Error::custom(m)
+                    }
+                })
+            }
+            None => Err(D::Error::custom(match t.get("kind") {
+                Some(v) => format!("expected a `kind` of {KINDS} (as a string), got {v}"),
+                None => format!("expected a `kind` ({KINDS})"),
+            })),
         }
     }
 }
@@ -163,7 +203,7 @@ pub struct QdiscTable {
 impl<'de> Deserialize<'de> for QdiscTable {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let raw = toml::Table::deserialize(d)?;
+        let raw = qdisc_table(d)?;
         let spec = QdiscSpec::deserialize(toml::Value::Table(raw.clone()))
             .map_err(|e: toml::de::Error| D::Error::custom(e.message().trim_end()))?;
         Ok(QdiscTable { spec, raw })
