@@ -10,6 +10,9 @@ use crate::shape::policy::{Class, LeafSpec, Policy, Rule, RuleDir, PROTO_NAMES};
 use crate::units::Rate;
 use std::fmt::Write;
 
+/// An IP packet of a 1500-byte MTU: what a class's byte queue should hold at least.
+const FULL_SIZE_PACKET: usize = 1500;
+
 /// A valid policy's probable mistake: the dotted key and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicyWarning {
@@ -231,7 +234,7 @@ impl Policy {
         s
     }
 
-    /// Valid but probably unintended: a leaf no rule (and not `default_class`) sends data to; a
+    /// Valid but probably unintended: a byte queue below one full-size packet; a leaf no rule (and not `default_class`) sends data to; a
     /// link rate for a direction no class carries (its packets pass unshaped, so the rate shapes
     /// nothing); zero-timer PostACK over a plain FIFO (it is clocked by per-flow queue lengths).
     pub fn warnings(&self) -> Vec<PolicyWarning> {
@@ -266,6 +269,18 @@ impl Policy {
                         c.name
                     ),
                 });
+            }
+            // A byte limit (IP bytes) below one Ethernet-MTU packet drops every full-size packet.
+            if let Some(LeafSpec::Fifo(Limit::Bytes(b)) | LeafSpec::PfqDrr { pcdq: Limit::Bytes(b), .. }) = &c.leaf {
+                if *b < FULL_SIZE_PACKET {
+                    w.push(PolicyWarning {
+                        key: format!("{}.queue", c.key),
+                        msg: format!(
+                            "a queue of {b} B holds no full-size packet ({FULL_SIZE_PACKET} B on a 1500-byte MTU): \
+                             such packets are dropped whenever the class has to queue"
+                        ),
+                    });
+                }
             }
             let zero_timer = c.mechanism.as_ref().is_some_and(|(k, t)| {
                 k == "postack" && t.get("variant").and_then(|v| v.as_str()) == Some("zero-timer")
@@ -393,5 +408,19 @@ dst = "10.0.0.0/8"
             .is_empty());
         // An empty policy has nothing to warn about.
         assert!(keys("").is_empty());
+    }
+
+    #[test]
+    fn a_byte_queue_below_one_packet_is_warned_about() {
+        let text = |q: &str| {
+            format!("default_class = \"c\"\n[link]\noutbound = \"10Mbit/s\"\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\nqueue = \"{q}\"\n")
+        };
+        let w = pol(&text("1000B")).warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].key, "class[0].queue");
+        assert!(w[0].msg.contains("1000 B holds no full-size packet (1500 B"), "{}", w[0].msg);
+        for q in ["1500B", "64KB", "1pkt"] {
+            assert!(pol(&text(q)).warnings().is_empty(), "{q}");
+        }
     }
 }
