@@ -597,7 +597,8 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
 /// (twice the size: Linux advertises about half its buffer, so the window is approximate);
 /// `initial_window` → `initcwnd` and `min_rto` → `rto_min` on the sender's route; `mss` →
 /// `advmss` on both hosts' routes (up to what the 1500-byte MTU carries); `sack`,
-/// `timestamps`, `ecn` → those sysctls in both hosts. The other keys (except `cc`) are the
+/// `timestamps`, `ecn` → those sysctls in both hosts; `dupthresh` → the sender's `tcp_reordering`
+/// (Linux's starting reordering degree, which it raises on reordering). The other keys (except `cc`) are the
 /// simulator's only ([`live_tcp_gaps`] names them).
 fn endpoint_tcp(tcp: &ackshape_sim::scenario::TcpSpec) -> testbed::EndpointTcp {
     testbed::EndpointTcp {
@@ -616,6 +617,8 @@ fn endpoint_tcp(tcp: &ackshape_sim::scenario::TcpSpec) -> testbed::EndpointTcp {
         sack: tcp.sack,
         timestamps: tcp.timestamps,
         ecn: tcp.ecn,
+        // Linux takes 1..=`tcp_max_reordering` (300); above it the key is warned of.
+        reordering: tcp.dupthresh.filter(|&n| n <= 300),
     }
 }
 
@@ -815,7 +818,7 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
         if let Some(w) = t.window_update.filter(|w| *w != ackshape_core::tcp::WindowUpdate::Bsd) {
             v.push(format!("window_update = \"{}\" (Linux: as BSD)", format!("{w:?}").to_lowercase()));
         }
-        if let Some(n) = t.dupthresh.filter(|&n| n != 3) {
+        if let Some(n) = t.dupthresh.filter(|&n| n != 3 && (!mapped || n > 300)) {
             v.push(format!("dupthresh = {n} (Linux: 3, raised on reordering)"));
         }
         if let Some(w) = t.wscale {
@@ -1417,12 +1420,13 @@ mod tests {
                      min_rto = \"200ms\"\nwindow_update = \"bsd\"\ndupthresh = 3";
         assert_eq!(gaps(linux, ""), Vec::<String>::new());
         assert_eq!(gaps("timestamps = false\nmss = 1460", ""), Vec::<String>::new(), "mapped, and then Linux's MSS");
-        let w = gaps("cc = \"reno\"\nmss = 536\nmin_rto = \"1s\"\nsack = false\nmax_window = \"20pkt\"", "");
+        let w =
+            gaps("cc = \"reno\"\nmss = 536\nmin_rto = \"1s\"\nsack = false\nmax_window = \"20pkt\"\ndupthresh = 5", "");
         assert_eq!(w.len(), 1, "{w:#?}");
         for part in ["t.toml: key `tcp`:", "max_window"] {
             assert!(w[0].contains(part), "{part}: {}", w[0]);
         }
-        for mapped in ["cc =", "min_rto", "sack", "mss"] {
+        for mapped in ["cc =", "min_rto", "sack", "mss", "dupthresh"] {
             assert!(!w[0].contains(mapped), "{mapped} reaches Linux's knobs: {}", w[0]);
         }
         // An MSS the testbed's MTU cannot carry is named.
@@ -1441,6 +1445,10 @@ mod tests {
         assert_eq!(tcp("mss = 536").advmss, Some(548), "the timestamp option counts in Linux's MSS");
         assert_eq!(tcp("mss = 536\ntimestamps = false").advmss, Some(536));
         assert_eq!(tcp("mss = 1448").advmss, Some(1460));
+        assert_eq!(tcp("dupthresh = 5").reordering, Some(5));
+        // Beyond Linux's `tcp_max_reordering` (300) it stays the simulator's, and is named.
+        assert_eq!(tcp("dupthresh = 400").reordering, None);
+        assert!(gaps("dupthresh = 400", "")[0].contains("dupthresh = 400 (Linux: 3"));
         // In a flow's own `tcp` they do not (the hosts are shared by every flow): named there.
         let w = gaps("", "tcp = { min_rto = \"1s\", sack = false, initial_window = 4 }\n");
         assert_eq!(w.len(), 1, "{w:#?}");

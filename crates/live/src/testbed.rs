@@ -463,6 +463,10 @@ pub struct EndpointTcp {
     pub sack: Option<bool>,
     pub timestamps: Option<bool>,
     pub ecn: Option<bool>,
+    /// The sender's duplicate-ACK threshold: `net.ipv4.tcp_reordering`, the reordering degree a
+    /// connection starts with (it still raises it when it sees reordering; with RACK, the default,
+    /// a loss is marked at once when that many segments are SACKed above it).
+    pub reordering: Option<u32>,
 }
 
 /// `f` on `/proc/sys/net/ipv4/KEY` from a thread inside namespace `ns` (each namespace has its own
@@ -519,6 +523,9 @@ impl Testbed {
         let write = |ns: &str, key: &str, v: String| sysctl(ns, key, "writing", move |p| std::fs::write(p, v));
         if let Some(b) = t.rmem_bytes {
             write(&self.ns_receiver, "tcp_rmem", format!("4096 {b} {b}"))?;
+        }
+        if let Some(n) = t.reordering {
+            write(&self.ns_sender, "tcp_reordering", n.to_string())?;
         }
         for (key, v) in [("tcp_sack", t.sack), ("tcp_timestamps", t.timestamps), ("tcp_ecn", t.ecn)] {
             if let Some(on) = v {

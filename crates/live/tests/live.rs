@@ -412,7 +412,7 @@ fn testbed_cleanup_after_panic_and_after_crash() {
 #[test]
 fn endpoint_tcp_settings_reach_the_testbeds_hosts_only() {
     let Some(_l) = live("endpoint_tcp") else { return };
-    let keys = ["tcp_sack", "tcp_timestamps", "tcp_ecn", "tcp_rmem"];
+    let keys = ["tcp_sack", "tcp_timestamps", "tcp_ecn", "tcp_rmem", "tcp_reordering"];
     let machine = || keys.map(|k| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{k}")).unwrap());
     let before = machine();
     let mut rig = rig_with("acks-tk", None, None);
@@ -428,8 +428,11 @@ fn endpoint_tcp_settings_reach_the_testbeds_hosts_only() {
         sack: Some(false),
         timestamps: Some(false),
         ecn: Some(true),
+        reordering: Some(5),
     };
     g.apply_tcp(&t).unwrap();
+    assert_eq!(Testbed::read_sysctl(&g.ns_sender, "tcp_reordering").unwrap(), "5");
+    assert_eq!(Testbed::read_sysctl(&g.ns_receiver, "tcp_reordering").unwrap(), "3", "the sender's alone");
     let route = |ns: &str, to: std::net::Ipv4Addr| {
         testbed::sh("ip", &["-n", ns, "route", "show", &format!("{to}/32")]).unwrap()
     };
