@@ -622,6 +622,28 @@ fn endpoint_tcp(tcp: &ackshape_sim::scenario::TcpSpec) -> testbed::EndpointTcp {
     }
 }
 
+/// A flow's own `tcp` table where Linux has a per-socket knob ([`traffic::SockOpts`]): `mss` →
+/// `TCP_MAXSEG` on the sender's socket (plus 12 bytes when the hosts use timestamps, as
+/// [`endpoint_tcp`]'s `advmss`; up to what the 1500-byte MTU carries), `rcv_buf` → `SO_RCVBUF` on
+/// the receiver's (Linux doubles it: the same buffer as the scenario-wide `tcp_rmem` of twice the
+/// size), `delack = 1` → `TCP_QUICKACK` after every read. The scenario's `[tcp]` is on the hosts
+/// already; keys only it sets are not repeated here.
+fn flow_sock_opts(
+    own: Option<&ackshape_sim::scenario::TcpSpec>,
+    all: &ackshape_sim::scenario::TcpSpec,
+) -> traffic::SockOpts {
+    let Some(t) = own else { return Default::default() };
+    let ts = all.timestamps.unwrap_or(true);
+    traffic::SockOpts {
+        max_seg: t.mss.map(|m| m + if ts { 12 } else { 0 }).filter(|&m| m <= 1460),
+        rcv_buf: t.rcv_buf.as_ref().map(|b| match b.0 {
+            units::Size::Bytes(x) => x,
+            units::Size::Packets(p) => p * u64::from(t.mss.or(all.mss).unwrap_or(1448)),
+        }),
+        quickack: t.delack == Some(1),
+    }
+}
+
 /// The flows a gateway policy would put into another class live than in the simulator: its rules
 /// see the drivers' addresses and ports, which differ (simulator: `10.0.0.x`, the opener connecting
 /// to port 5001; live: `[live.testbed]`'s two addresses, port `live_port(i)`: 6000 + i under
@@ -764,8 +786,9 @@ pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
 }
 
 /// `[tcp]` settings (the scenario's and each flow's `tcp`) that a live run cannot give: the live
-/// endpoints are Linux's TCP, which has its own behaviour where the simulator has a key. `cc` and,
-/// in the scenario's `[tcp]`, the keys [`endpoint_tcp`] maps are not named, nor a key set to what
+/// endpoints are Linux's TCP, which has its own behaviour where the simulator has a key. `cc`, the
+/// keys a flow's own table reaches per socket ([`flow_sock_opts`]: `mss`, `rcv_buf`, `delack = 1`)
+/// and, in the scenario's `[tcp]`, the keys [`endpoint_tcp`] maps are not named, nor a key set to what
 /// Linux does anyway (`mss = 1448` with timestamps, `dupthresh = 3`, …). One
 /// warning per table, naming the file, the key and what Linux does instead.
 pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
@@ -773,10 +796,18 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
     let ms = |d: Dur| format!("{} ms", d.0 as f64 / 1e6);
     let differs = |t: &ackshape_sim::scenario::TcpSpec, mapped: bool| -> Vec<String> {
         let mut v = Vec::new();
-        let ts = t.timestamps.unwrap_or(true);
+        // The hosts use timestamps as `[tcp]` says (a flow's own `timestamps` is not applied).
+        let ts = sc.tcp.timestamps.unwrap_or(true);
         let linux_mss = if ts { 1448 } else { 1460 };
-        if let Some(m) = t.mss.filter(|&m| m != linux_mss && (!mapped || m > linux_mss)) {
+        if let Some(m) = t.mss.filter(|&m| m > linux_mss) {
             v.push(format!("mss = {m} (Linux: at most {linux_mss} on the testbed's 1500-byte MTU)"));
+        } else if let (Some(m), Some(all), false) = (t.mss, sc.tcp.mss, mapped) {
+            if m > all {
+                v.push(format!(
+                    "mss = {m} (live: the hosts' routes carry `[tcp]`'s mss = {all} for every flow; a flow's own \
+                     can only be lower)"
+                ));
+            }
         }
         if let Some(n) = t.initial_window.filter(|&n| n != 10 && !mapped) {
             v.push(format!("initial_window = {n} (Linux: 10)"));
@@ -840,7 +871,8 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
     };
     let mut out = Vec::new();
     // The scenario's `[tcp]` reaches Linux's knobs where there is one (`endpoint_tcp`); a flow's
-    // own `tcp` does not (the hosts are shared by every flow).
+    // own `tcp` only the per-socket ones (`flow_sock_opts`: cc, mss, rcv_buf, delack = 1), the
+    // hosts' routes and sysctls being shared by every flow.
     let tables = std::iter::once(("tcp".to_string(), &sc.tcp, true)).chain(
         sc.flows.iter().enumerate().filter_map(|(i, f)| f.tcp.as_ref().map(|t| (format!("flows[{i}].tcp"), t, false))),
     );
@@ -1024,6 +1056,7 @@ pub fn cmd_run_live(
                 }),
                 duration_s: Some((dur_s - start).max(0.1)),
                 open_by_receiver: f.open == FlowOpen::Receiver,
+                sock: flow_sock_opts(f.tcp.as_ref(), &sc.tcp),
             });
             k += 1;
         }
@@ -1456,6 +1489,31 @@ mod tests {
         {
             assert!(w[0].contains(part), "{part}: {}", w[0]);
         }
+        // A flow's own `mss`, `rcv_buf` and `delack = 1` reach its sockets: not named.
+        assert_eq!(
+            gaps("", "tcp = { cc = \"reno\", mss = 536, rcv_buf = \"64KB\", delack = 1 }\n"),
+            Vec::<String>::new()
+        );
+        let own = |tcp: &str, flow: &str| {
+            let sc = Scenario::parse(
+                &format!("duration = \"4s\"\n[tcp]\n{tcp}\n{BASE}")
+                    .replace("count = 1", &format!("count = 1\ntcp = {flow}")),
+                "t.toml",
+            )
+            .unwrap();
+            flow_sock_opts(sc.flows[0].tcp.as_ref(), &sc.tcp)
+        };
+        let o = own("", "{ mss = 536, rcv_buf = \"64KB\", delack = 1 }");
+        assert_eq!((o.max_seg, o.rcv_buf, o.quickack), (Some(548), Some(64_000), true), "{o:?}");
+        let o = own("timestamps = false\nmss = 1000", "{ mss = 536, rcv_buf = \"10pkt\" }");
+        assert_eq!((o.max_seg, o.rcv_buf, o.quickack), (Some(536), Some(5_360), false), "{o:?}");
+        assert_eq!(own("mss = 536", "{ delack = 2 }"), Default::default(), "only the flow's own keys");
+        // A flow's MSS above the hosts' (`[tcp]`'s, on their routes) cannot be had: named.
+        let w = gaps("mss = 536", "tcp = { mss = 1000 }\n");
+        assert!(
+            w.len() == 1 && w[0].contains("mss = 1000 (live: the hosts' routes carry `[tcp]`'s mss = 536"),
+            "{w:#?}"
+        );
         // A flow's own `tcp` table is named by its key.
         let w = gaps("", "tcp = { ecn = true, rto_model = \"ns2\" }\n");
         assert_eq!(w.len(), 1, "{w:#?}");

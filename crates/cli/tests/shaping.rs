@@ -652,6 +652,7 @@ fn tcr_windows_on_the_wire_are_at_most_the_computed_ones_with_valid_checksums() 
             bytes: None,
             duration_s: Some(7.0),
             open_by_receiver: false,
+            sock: Default::default(),
         })
         .collect();
     let reps = traffic::run_flows(&tb, &flows, Duration::from_secs(1), 3).unwrap();

@@ -240,6 +240,7 @@ fn box_timing(results: &mut serde_json::Map<String, serde_json::Value>, rounds: 
                 bytes: None,
                 duration_s: Some(4.0),
                 open_by_receiver: false,
+                sock: Default::default(),
             }];
             let r = traffic::run_flows(&rig.tb, &flows, Duration::from_millis(500), 1).expect("flows");
             let (g, _) = rig.stop();

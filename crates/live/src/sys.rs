@@ -563,6 +563,23 @@ pub fn set_fair_slice(slice_ns: u64, nice: i32) -> io::Result<()> {
     }
 }
 
+/// `setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, 1)`: ACK at once what has arrived and what arrives
+/// next (Linux leaves quick-ACK mode again on its own, so a reader sets it after every read).
+pub fn set_quickack(fd: RawFd) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: `one` is a live c_int and its size is passed with it.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_QUICKACK,
+            &one as *const libc::c_int as *const libc::c_void,
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
 /// Pin the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
@@ -584,6 +601,11 @@ pub struct TcpInfo {
     pub rtt_us: u32,
     /// Congestion window (segments).
     pub snd_cwnd: u32,
+    /// The MSS the socket sends with (payload bytes per segment, `tcpi_snd_mss`).
+    pub snd_mss: u32,
+    /// Segments sent and received (`tcpi_segs_out`, `tcpi_segs_in`; ACKs included).
+    pub segs_out: u32,
+    pub segs_in: u32,
 }
 
 /// `getsockopt(fd, IPPROTO_TCP, TCP_INFO)`.
@@ -604,7 +626,16 @@ pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
     if (len as usize) < 104 {
         return Err(io::Error::other(format!("TCP_INFO returned only {len} bytes")));
     }
-    Ok(TcpInfo { total_retrans: ti.tcpi_total_retrans, rtt_us: ti.tcpi_rtt, snd_cwnd: ti.tcpi_snd_cwnd })
+    // segs_out and segs_in sit at bytes 136..144 (Linux 4.2 on); zero if the kernel returned less.
+    let (segs_out, segs_in) = if (len as usize) >= 144 { (ti.tcpi_segs_out, ti.tcpi_segs_in) } else { (0, 0) };
+    Ok(TcpInfo {
+        total_retrans: ti.tcpi_total_retrans,
+        rtt_us: ti.tcpi_rtt,
+        snd_cwnd: ti.tcpi_snd_cwnd,
+        snd_mss: ti.tcpi_snd_mss,
+        segs_out,
+        segs_in,
+    })
 }
 
 /// Mount point of the cgroup-v1 cpu controller.

@@ -24,6 +24,8 @@ pub struct SourceReport {
     /// Segments the sender retransmitted (TCP_INFO `tcpi_total_retrans`, read after the peer
     /// closed); None if the kernel did not say.
     pub retransmits: Option<u64>,
+    /// The MSS it sent with (TCP_INFO `tcpi_snd_mss`).
+    pub mss: Option<u32>,
 }
 
 /// What a TCP sink received.
@@ -38,6 +40,8 @@ pub struct SinkReport {
     pub elapsed: Duration,
     /// When the first byte arrived.
     pub first_byte_at: Option<Instant>,
+    /// Segments the receiver sent (its ACKs) and received, from TCP_INFO at the end.
+    pub segs_out_in: Option<(u32, u32)>,
 }
 
 impl SinkReport {
@@ -68,7 +72,7 @@ pub fn tcp_source_until(
     cc: Option<&str>,
 ) -> io::Result<SourceReport> {
     need_an_end(bytes, duration)?;
-    let s = connect_with_cc(dst, cc, Duration::from_secs(10))?;
+    let s = connect_with(dst, cc, &SockOpts::default(), Duration::from_secs(10))?;
     send_on(s, bytes, duration, seed)
 }
 
@@ -128,8 +132,14 @@ fn send_on(mut s: TcpStream, bytes: Option<u64>, duration: Option<Duration>, see
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut sink = [0u8; 16];
     let _ = s.read(&mut sink);
-    let retransmits = crate::sys::tcp_info(std::os::fd::AsRawFd::as_raw_fd(&s)).ok().map(|i| i.total_retrans as u64);
-    Ok(SourceReport { bytes: sent, sha256: hex(&h.finalize()), elapsed: t0.elapsed(), retransmits })
+    let info = crate::sys::tcp_info(std::os::fd::AsRawFd::as_raw_fd(&s)).ok();
+    Ok(SourceReport {
+        bytes: sent,
+        sha256: hex(&h.finalize()),
+        elapsed: t0.elapsed(),
+        retransmits: info.map(|i| i.total_retrans as u64),
+        mss: info.map(|i| i.snd_mss),
+    })
 }
 
 /// One flow of a live run, sender namespace → receiver namespace.
@@ -152,6 +162,25 @@ pub struct FlowSpec {
     /// and the sender answers with the data: a download the receiver asked for.
     #[serde(default)]
     pub open_by_receiver: bool,
+    /// This flow's own socket settings (a scenario flow's `tcp` table), over the hosts' own.
+    #[serde(default)]
+    pub sock: SockOpts,
+}
+
+/// Socket options of one flow, where Linux has a per-socket knob: what a scenario flow's own `tcp`
+/// table can set live (the hosts' routes and sysctls carry the scenario's `[tcp]` for every flow).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SockOpts {
+    /// `TCP_MAXSEG` on the sender's socket (Linux's MSS: the payload plus 12 bytes with timestamps).
+    #[serde(default)]
+    pub max_seg: Option<u32>,
+    /// `SO_RCVBUF` on the receiver's socket, in bytes (Linux doubles it and stops autotuning).
+    #[serde(default)]
+    pub rcv_buf: Option<u64>,
+    /// `TCP_QUICKACK` on the receiver's socket after every read: an ACK for every segment.
+    #[serde(default)]
+    pub quickack: bool,
 }
 
 /// What one flow of a live run achieved.
@@ -168,6 +197,11 @@ pub struct FlowReport {
     pub series: Vec<(f64, f64)>,
     /// Segments the sender retransmitted (TCP_INFO `tcpi_total_retrans`).
     pub retransmitted_packets: Option<u64>,
+    /// The MSS the sender sent with (TCP_INFO `tcpi_snd_mss`).
+    pub mss: Option<u32>,
+    /// Segments the receiver sent per segment it received (its ACKs per data segment, about 0.5
+    /// with Linux's delayed ACKs, about 1 with quick ACKs).
+    pub receiver_acks_per_segment: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -192,6 +226,7 @@ pub fn run_flows(
             let f2 = f.clone();
             let src = spawn_in_netns(&tb.ns_sender, "acks-source", move || -> io::Result<SourceReport> {
                 let l = TcpListener::bind(at)?;
+                set_before_handshake(&l, &SockOpts { rcv_buf: None, ..f2.sock.clone() })?;
                 let _ = tx.send(());
                 tcp_source_accept(
                     &l,
@@ -204,22 +239,27 @@ pub fn run_flows(
             rx.recv_timeout(Duration::from_secs(5))
                 .map_err(|_| io::Error::other(format!("source for flow {} did not start", f.name)))?;
             let start_s = f.start_s;
+            let o = SockOpts { max_seg: None, ..f.sock.clone() };
             let sink = spawn_in_netns(&tb.ns_receiver, "acks-sink", move || -> io::Result<SinkReport> {
                 let start = origin + Duration::from_secs_f64(start_s.max(0.0));
                 if let Some(d) = start.checked_duration_since(Instant::now()) {
                     std::thread::sleep(d);
                 }
-                tcp_sink_connect(at, 64 * 1024)
+                let s = connect_with(at, None, &o, Duration::from_secs(10))?;
+                read_from(s, 64 * 1024, o.quickack)
             })?;
             handles.push((f.clone(), src, sink));
             continue;
         }
         let dst = SocketAddr::from((tb.receiver_addr, 6000 + i as u16));
         let (tx, rx) = std::sync::mpsc::channel();
+        let o = SockOpts { max_seg: None, ..f.sock.clone() };
         let sink = spawn_in_netns(&tb.ns_receiver, "acks-sink", move || -> io::Result<SinkReport> {
             let l = TcpListener::bind(dst)?;
+            set_before_handshake(&l, &o)?;
             let _ = tx.send(());
-            tcp_sink(&l, 64 * 1024)
+            let (s, _) = l.accept()?;
+            read_from(s, 64 * 1024, o.quickack)
         })?;
         rx.recv_timeout(Duration::from_secs(5))
             .map_err(|_| io::Error::other(format!("sink for flow {} did not start", f.name)))?;
@@ -229,13 +269,11 @@ pub fn run_flows(
             if let Some(d) = start.checked_duration_since(Instant::now()) {
                 std::thread::sleep(d);
             }
-            tcp_source_until(
-                dst,
-                f2.bytes,
-                f2.duration_s.map(Duration::from_secs_f64),
-                seed.wrapping_add(i as u64),
-                f2.cc.as_deref(),
-            )
+            let duration = f2.duration_s.map(Duration::from_secs_f64);
+            need_an_end(f2.bytes, duration)?;
+            let o = SockOpts { rcv_buf: None, quickack: false, ..f2.sock.clone() };
+            let s = connect_with(dst, f2.cc.as_deref(), &o, Duration::from_secs(10))?;
+            send_on(s, f2.bytes, duration, seed.wrapping_add(i as u64))
         })?;
         handles.push((f.clone(), src, sink));
     }
@@ -251,6 +289,8 @@ pub fn run_flows(
             goodput_bps: 0.0,
             series: vec![],
             retransmitted_packets: None,
+            mss: None,
+            receiver_acks_per_segment: None,
             error: None,
         };
         match (s, r) {
@@ -261,6 +301,9 @@ pub fn run_flows(
                     if r.elapsed.is_zero() { 0.0 } else { r.bytes as f64 * 8.0 / r.elapsed.as_secs_f64() };
                 rep.series = series(&r, origin, bin);
                 rep.retransmitted_packets = s.retransmits;
+                rep.mss = s.mss;
+                rep.receiver_acks_per_segment =
+                    r.segs_out_in.filter(|&(_, i)| i > 0).map(|(o, i)| f64::from(o) / f64::from(i));
             }
             (Err(e), _) | (_, Err(e)) => rep.error = Some(e.to_string()),
         }
@@ -308,19 +351,35 @@ fn series(r: &SinkReport, origin: Instant, bin: Duration) -> Vec<(f64, f64)> {
     bins.iter().enumerate().map(|(i, &by)| (i as f64 * b, by * 8.0 / b)).collect()
 }
 
-fn connect_with_cc(dst: SocketAddr, cc: Option<&str>, timeout: Duration) -> io::Result<TcpStream> {
-    match cc {
-        None => TcpStream::connect_timeout(&dst, timeout),
-        Some(cc) => {
-            use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
-            let fam = if dst.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
-            let fd = socket::socket(fam, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).map_err(io::Error::from)?;
-            set_cc(&fd, cc)?;
-            socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(dst))
-                .map_err(io::Error::from)?;
-            Ok(TcpStream::from(fd))
-        }
+/// Connect to `dst` with `cc` and the options of `o` that act before the handshake (`max_seg`,
+/// `rcv_buf`: the MSS and window scale are announced in it).
+fn connect_with(dst: SocketAddr, cc: Option<&str>, o: &SockOpts, timeout: Duration) -> io::Result<TcpStream> {
+    if cc.is_none() && o.max_seg.is_none() && o.rcv_buf.is_none() {
+        return TcpStream::connect_timeout(&dst, timeout);
     }
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
+    let fam = if dst.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+    let fd = socket::socket(fam, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).map_err(io::Error::from)?;
+    if let Some(cc) = cc {
+        set_cc(&fd, cc)?;
+    }
+    set_before_handshake(&fd, o)?;
+    socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(dst)).map_err(io::Error::from)?;
+    Ok(TcpStream::from(fd))
+}
+
+/// `max_seg` and `rcv_buf` of `o` on a socket that has not shaken hands yet (a listener's are
+/// inherited by the connections it accepts).
+fn set_before_handshake<F: std::os::fd::AsFd>(fd: &F, o: &SockOpts) -> io::Result<()> {
+    use nix::sys::socket::{self, sockopt};
+    if let Some(m) = o.max_seg {
+        socket::setsockopt(fd, sockopt::TcpMaxSeg, &m).map_err(|e| io::Error::other(format!("TCP_MAXSEG {m}: {e}")))?;
+    }
+    if let Some(b) = o.rcv_buf {
+        let b = usize::try_from(b).unwrap_or(usize::MAX).min(i32::MAX as usize / 2);
+        socket::setsockopt(fd, sockopt::RcvBuf, &b).map_err(|e| io::Error::other(format!("SO_RCVBUF {b}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// A flow ends after `bytes` or after `duration`: at least one must be given.
@@ -341,17 +400,18 @@ fn set_cc<F: std::os::fd::AsFd>(fd: &F, cc: &str) -> io::Result<()> {
 /// Accept one connection on `l`, read to EOF, hash it.
 pub fn tcp_sink(l: &TcpListener, mark_every: u64) -> io::Result<SinkReport> {
     let (s, _) = l.accept()?;
-    read_from(s, mark_every)
+    read_from(s, mark_every, false)
 }
 
 /// Connect to `src` (the receiver opens the connection and the source answers with the data),
 /// read to EOF, hash it.
 pub fn tcp_sink_connect(src: SocketAddr, mark_every: u64) -> io::Result<SinkReport> {
     let s = TcpStream::connect_timeout(&src, Duration::from_secs(10))?;
-    read_from(s, mark_every)
+    read_from(s, mark_every, false)
 }
 
-fn read_from(mut s: TcpStream, mark_every: u64) -> io::Result<SinkReport> {
+/// Read to EOF and hash it; `quickack`: ask for an ACK per segment after every read.
+fn read_from(mut s: TcpStream, mark_every: u64, quickack: bool) -> io::Result<SinkReport> {
     let mut buf = vec![0u8; 256 * 1024];
     let mut h = Sha256::new();
     let mut bytes = 0u64;
@@ -359,7 +419,11 @@ fn read_from(mut s: TcpStream, mark_every: u64) -> io::Result<SinkReport> {
     let mut marks = Vec::new();
     let mut next_mark = mark_every.max(1);
     let mut last = Instant::now();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
     loop {
+        if quickack {
+            crate::sys::set_quickack(fd)?;
+        }
         let n = s.read(&mut buf)?;
         if n == 0 {
             break;
@@ -375,7 +439,8 @@ fn read_from(mut s: TcpStream, mark_every: u64) -> io::Result<SinkReport> {
         }
     }
     let elapsed = t0.map_or(Duration::ZERO, |t| last - t);
-    Ok(SinkReport { bytes, sha256: hex(&h.finalize()), marks, elapsed, first_byte_at: t0 })
+    let segs_out_in = crate::sys::tcp_info(std::os::fd::AsRawFd::as_raw_fd(&s)).ok().map(|i| (i.segs_out, i.segs_in));
+    Ok(SinkReport { bytes, sha256: hex(&h.finalize()), marks, elapsed, first_byte_at: t0, segs_out_in })
 }
 
 /// Time `n` TCP connects to `dst` (each one SYN → SYN-ACK round trip); a listener must accept.

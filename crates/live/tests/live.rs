@@ -602,6 +602,7 @@ fn run_flows_with_per_flow_congestion_control() {
             bytes: None,
             duration_s: Some(2.0),
             open_by_receiver: false,
+            sock: Default::default(),
         })
         .collect();
     let reps = traffic::run_flows(&rig.tb, &flows, Duration::from_millis(250), 5).unwrap();
@@ -622,6 +623,66 @@ fn run_flows_with_per_flow_congestion_control() {
     }
     eprintln!("sum of flow goodputs {:.2} Mbit/s; gateway tracked {} flows", total / 1e6, g.flow_table.flows);
     assert!(g.flow_table.flows >= 3);
+}
+
+/// A flow's own socket options (a scenario flow's `tcp` table under `run --live`) reach its
+/// sockets and only its: `TCP_MAXSEG` its segments, `SO_RCVBUF` its window, `TCP_QUICKACK` its ACKs
+/// — for a flow the sender opens and for one the receiver opens.
+#[test]
+fn run_flows_with_per_flow_socket_options() {
+    let Some(_l) = live("sock_opts") else { return };
+    let link = LinkSpec { rate_bps: Some(20_000_000), delay_ns: 20_000_000, ..Default::default() };
+    let back = LinkSpec { delay_ns: 20_000_000, ..Default::default() };
+    let mut rig = rig_with("acks-to", Some((link, back)), None);
+    let small = traffic::SockOpts { max_seg: Some(548), rcv_buf: Some(8_000), quickack: true };
+    let flows: Vec<traffic::FlowSpec> = [(small.clone(), false), (Default::default(), false), (small, true)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (sock, open_by_receiver))| traffic::FlowSpec {
+            name: format!("f{i}"),
+            cc: Some("cubic".into()),
+            start_s: 0.0,
+            bytes: None,
+            duration_s: Some(3.0),
+            open_by_receiver,
+            sock,
+        })
+        .collect();
+    let reps = traffic::run_flows(&rig.tb, &flows, Duration::from_millis(500), 5).unwrap();
+    let _ = stop(&mut rig);
+    for r in &reps {
+        eprintln!(
+            "flow {}: {} bytes, {:.2} Mbit/s, mss {:?}, receiver ACKs per segment {:?}, error {:?}",
+            r.name,
+            r.bytes,
+            r.goodput_bps / 1e6,
+            r.mss,
+            r.receiver_acks_per_segment,
+            r.error
+        );
+        assert!(r.error.is_none() && r.intact && r.bytes > 0, "{r:?}");
+    }
+    // TCP_MAXSEG 548 with timestamps: 536-byte segments; the other flow keeps the link's 1448.
+    assert_eq!(reps.iter().map(|r| r.mss).collect::<Vec<_>>(), [Some(536), Some(1448), Some(536)]);
+    // SO_RCVBUF 8000: Linux doubles it, and a window never exceeds the buffer, so over the 40-ms
+    // round trip at most 16 000 B per RTT (3.2 Mbit/s); without it autotuning opens the window
+    // to what the 20 Mbit/s link takes.
+    let bound = 2.0 * 8_000.0 * 8.0 / 0.040;
+    for r in [&reps[0], &reps[2]] {
+        assert!(
+            r.goodput_bps <= bound,
+            "{}: {:.2} Mbit/s above the buffer's {:.2}",
+            r.name,
+            r.goodput_bps / 1e6,
+            bound / 1e6
+        );
+    }
+    assert!(reps[1].goodput_bps > bound, "the flow without options is not held to it: {:?}", reps[1]);
+    // TCP_QUICKACK after every read: more ACKs per data segment than Linux's delayed ACKs.
+    let acks = |r: &traffic::FlowReport| r.receiver_acks_per_segment.expect("TCP_INFO segs");
+    for r in [&reps[0], &reps[2]] {
+        assert!(acks(r) > acks(&reps[1]) + 0.2, "{}: {:.2} vs {:.2} without", r.name, acks(r), acks(&reps[1]));
+    }
 }
 
 #[test]
