@@ -1126,6 +1126,7 @@ pub fn cmd_run_live(
             "id": i, "name": r.name, "cc": r.cc, "goodput_bps": g, "bytes_delivered": r.bytes,
             "intact": r.intact, "error": r.error,
             "retransmitted_packets": r.retransmitted_packets,
+            "mss": r.mss, "receiver_acks_per_segment": r.receiver_acks_per_segment,
         }));
     }
     // Links in the simulator's terms, from the wanem's counters: A→B is the bottleneck's data
@@ -1282,7 +1283,17 @@ fn write_live_outputs(
     std::fs::write(&p, serde_json::to_string_pretty(summary).unwrap() + "\n").map_err(io(&p))?;
     files.push(p);
     let p = out.join("flows.csv");
-    let cols = ["id", "name", "cc", "goodput_bps", "bytes_delivered", "retransmitted_packets", "intact"];
+    let cols = [
+        "id",
+        "name",
+        "cc",
+        "goodput_bps",
+        "bytes_delivered",
+        "retransmitted_packets",
+        "mss",
+        "receiver_acks_per_segment",
+        "intact",
+    ];
     write_json_csv(&p, summary["flows"].as_array().into_iter().flatten(), &cols.map(|k| (k, k)))?;
     files.push(p);
     let p = out.join("links.csv");

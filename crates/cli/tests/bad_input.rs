@@ -257,7 +257,8 @@ to = "h2"
 #[test]
 fn degenerate_values_are_errors() {
     let tcp = |kv: &str| GOOD.replace("[topology]", &format!("[tcp]\n{kv}\n[topology]"));
-    let cases: [(&str, String, &str, &[&str]); 10] = [
+    let cases: [(&str, String, &str, &[&str]); 11] = [
+        ("noname", GOOD.replace("count = 2", "count = 2\nname = \" \""), "flows[0].name", &["expected a name"]),
         ("maxwin0", tcp("max_window = \"0pkt\""), "tcp.max_window", &["at least one segment", "got 0"]),
         ("rcvbuf", tcp("rcv_buf = \"1000B\""), "tcp.rcv_buf", &["`mss` = 1448 B", "got 1000 B"]),
         (

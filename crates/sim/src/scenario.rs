@@ -320,10 +320,10 @@ impl TcpSpec {
 }
 
 /// Serde's messages for a value of the wrong shape for a choice of names (an enum) do not list the
-/// names: "invalid type: unit variant, expected string only" or "wanted string or table" (a
-/// number for `cc`), "invalid type:
-/// floating point `0.01`, expected internally tagged enum LossSpec" (a number for `loss`),
-/// "missing field `kind`". Ask again with a name that is none of them: that answer lists them.
+/// names: "invalid type: unit variant, expected string only" or "wanted string or table" (a number
+/// for `cc`), "invalid type: floating point `0.01`, expected internally tagged enum LossSpec" (a
+/// number for `loss`), "missing field `kind`". Ask again with a name that is none of them: that
+/// answer lists them.
 fn explain_choice(table: &toml::Table, key: &str, msg: &str, file: &str) -> Option<String> {
     use crate::reproduce::{get_path, set_path};
     const PH: &str = "\u{2}";
@@ -1061,6 +1061,9 @@ impl Scenario {
             let at = format!("flows[{i}]");
             if f.count == Some(0) {
                 return Err((format!("{at}.count"), "expected at least 1 flow".into()));
+            }
+            if f.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+                return Err((format!("{at}.name"), "expected a name (it names the flows in tables and files)".into()));
             }
             match f.kind {
                 FlowKind::Short => {
