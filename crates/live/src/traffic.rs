@@ -590,6 +590,7 @@ mod tests {
             marks,
             elapsed: Duration::from_secs(secs),
             first_byte_at: Some(origin + start),
+            segs_out_in: None,
         };
         (rep, origin)
     }
