@@ -150,7 +150,7 @@ fn a_queue_that_cannot_size_the_qdisc_is_named() {
             "(`limit_pkts` = 20 from `queue`)",
         ),
     ] {
-        let e = Scenario::parse(&dumbbell(link), "q.toml").err().expect(link).to_string();
+        let e = Scenario::parse(&dumbbell(link), "q.toml").expect_err(link).to_string();
         assert!(e.contains(&format!("q.toml: key `{key}`")) && e.contains(want), "{link}\n=> {e}");
     }
     // Bytes are fine where the table gives every limit.

@@ -1117,6 +1117,8 @@ fn leaf_spec(c: &ClassSpec, rate: u64, at: &dyn Fn(&str) -> String) -> Result<Le
     }
     let q: QdiscSpec = serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
         let (k, m) = crate::tomlerr::key_and_message(e.path().to_string(), e.into_inner().message().to_string());
+        // A class takes its own set of kinds.
+        let m = m.replace(crate::shape::qdisc_spec::KINDS, crate::shape::qdisc_spec::POLICY_KINDS);
         (
             at(&match k {
                 Some(k) => format!("qdisc.{k}"),

@@ -27,7 +27,11 @@ pub enum QdiscSpec {
 }
 
 /// The `kind`s a `qdisc` table takes.
-const KINDS: &str = "red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq";
+pub const KINDS: &str = "red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq";
+/// The `kind`s a gateway policy class's `qdisc` takes: no `tbf` (a class is a token bucket
+/// already), and `pfq-drr`.
+pub const POLICY_KINDS: &str =
+    "red, drr, pfq, pfq-drr, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq";
 
 /// The table of a key that picks something by `kind` (`qdisc`, a policy's `mechanism`); a bare
 /// name (`qdisc = "red"`) or another value is an error that shows the table to write. `kinds`: the
@@ -52,7 +56,7 @@ fn qdisc_table<'de, D: Deserializer<'de>>(d: D) -> Result<toml::Table, D::Error>
 /// `#[serde(deserialize_with)]` for an optional `qdisc` kept as its table (a policy class's, which
 /// also takes `pfq-drr`): [`kind_table`]'s errors.
 pub fn optional_qdisc_table<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Table>, D::Error> {
-    kind_table(d, "red", &format!("{KINDS}, pfq-drr")).map(Some)
+    kind_table(d, "red", POLICY_KINDS).map(Some)
 }
 
 /// `#[serde(deserialize_with)]` for a policy class's optional `mechanism` table.
