@@ -603,16 +603,9 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
 fn endpoint_tcp(tcp: &ackshape_sim::scenario::TcpSpec) -> testbed::EndpointTcp {
     testbed::EndpointTcp {
         quickack: tcp.delack == Some(1),
-        rmem_bytes: tcp.rcv_buf.as_ref().map(|b| {
-            2 * match b.0 {
-                units::Size::Bytes(x) => x,
-                units::Size::Packets(p) => p * 1448,
-            }
-        }),
+        rmem_bytes: tcp.rcv_buf.as_ref().map(|b| 2 * rcv_buf_bytes(b, tcp.mss)),
         initcwnd: tcp.initial_window,
-        // Linux's MSS counts the timestamp option's 12 bytes; the simulator's `mss` is the payload.
-        // Above what the testbed's 1500-byte MTU carries, Linux's own stays (and is warned of).
-        advmss: tcp.mss.map(|m| m + if tcp.timestamps.unwrap_or(true) { 12 } else { 0 }).filter(|&a| a <= 1460),
+        advmss: tcp.mss.and_then(|m| linux_mss(m, tcp.timestamps.unwrap_or(true))),
         rto_min_ms: tcp.min_rto.map(|d| d.0 .0.div_ceil(1_000_000)),
         sack: tcp.sack,
         timestamps: tcp.timestamps,
@@ -633,14 +626,26 @@ fn flow_sock_opts(
     all: &ackshape_sim::scenario::TcpSpec,
 ) -> traffic::SockOpts {
     let Some(t) = own else { return Default::default() };
-    let ts = all.timestamps.unwrap_or(true);
     traffic::SockOpts {
-        max_seg: t.mss.map(|m| m + if ts { 12 } else { 0 }).filter(|&m| m <= 1460),
-        rcv_buf: t.rcv_buf.as_ref().map(|b| match b.0 {
-            units::Size::Bytes(x) => x,
-            units::Size::Packets(p) => p * u64::from(t.mss.or(all.mss).unwrap_or(1448)),
-        }),
+        max_seg: t.mss.and_then(|m| linux_mss(m, all.timestamps.unwrap_or(true))),
+        rcv_buf: t.rcv_buf.as_ref().map(|b| rcv_buf_bytes(b, t.mss.or(all.mss))),
         quickack: t.delack == Some(1),
+    }
+}
+
+/// Linux's MSS for a payload of `mss` bytes per segment: it counts the timestamp option's 12 bytes
+/// (the simulator's `mss` is the payload). None above what the testbed's 1500-byte MTU carries:
+/// Linux's own stays (and is warned of).
+fn linux_mss(mss: u32, timestamps: bool) -> Option<u32> {
+    Some(mss + if timestamps { 12 } else { 0 }).filter(|&m| m <= 1460)
+}
+
+/// A `rcv_buf` in bytes; one in packets counts `mss` bytes each (the simulator's meaning; 1448
+/// when the table leaves `mss` out).
+fn rcv_buf_bytes(b: &units::SizeV, mss: Option<u32>) -> u64 {
+    match b.0 {
+        units::Size::Bytes(x) => x,
+        units::Size::Packets(p) => p * u64::from(mss.unwrap_or(1448)),
     }
 }
 

@@ -15,22 +15,28 @@ count = 2
 /// Run `ackshape validate` and `ackshape run` on `text`; both must fail with code 2 and mention
 /// the file name, `key` and every string in `expect`.
 fn check(case: &str, text: &str, key: &str, expect: &[&str]) {
-    let dir = std::env::temp_dir().join(format!("ackshape-bad-{}-{case}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{case}.toml"));
-    std::fs::write(&path, text).unwrap();
     for sub in ["validate", "run"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg(sub).arg(&path).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        eprintln!("[{case}] ackshape {sub} → {:?}: {err}", out.status.code());
-        assert_eq!(out.status.code(), Some(2), "{case}: exit code");
+        let (code, err) = ackshape(sub, case, text);
+        eprintln!("[{case}] ackshape {sub} → {code:?}: {err}");
+        assert_eq!(code, Some(2), "{case}: exit code");
         assert!(err.contains(&format!("{case}.toml")), "{case}: names the file: {err}");
         assert!(err.contains(key), "{case}: names key {key}: {err}");
         for e in expect {
             assert!(err.contains(e), "{case}: says {e:?}: {err}");
         }
     }
+}
+
+/// `ackshape SUB CASE.toml` on `text` (in a directory of its own, removed after): exit code and
+/// stderr.
+fn ackshape(sub: &str, case: &str, text: &str) -> (Option<i32>, String) {
+    let dir = std::env::temp_dir().join(format!("ackshape-bad-{}-{case}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{case}.toml"));
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg(sub).arg(&path).output().unwrap();
     std::fs::remove_dir_all(&dir).ok();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
@@ -289,8 +295,6 @@ fn degenerate_values_are_errors() {
         check(case, &text, key, expect);
     }
     // At the limits they are fine: a byte queue of exactly one packet of the scenario's MSS.
-    let dir = std::env::temp_dir().join(format!("ackshape-edge-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     for (i, text) in [
         GOOD.replace("queue = \"100pkt\"", "queue = \"1500B\""),
         tcp("mss = 536\ntimestamps = false").replace("queue = \"100pkt\"", "queue = \"576B\""),
@@ -299,12 +303,9 @@ fn degenerate_values_are_errors() {
     .iter()
     .enumerate()
     {
-        let path = dir.join(format!("edge{i}.toml"));
-        std::fs::write(&path, text).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").arg(&path).output().unwrap();
-        assert!(out.status.success(), "edge{i}: {}", String::from_utf8_lossy(&out.stderr));
+        let (code, err) = ackshape("validate", &format!("edge{i}"), text);
+        assert_eq!(code, Some(0), "edge{i}: {err}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A value of the wrong shape for a choice of names (a number for `cc`, a bare probability for
@@ -338,13 +339,7 @@ fn a_value_of_the_wrong_shape_lists_the_choices() {
     for (case, text, key, expect) in cases {
         check(case, &text, key, expect);
         // One line: the message does not repeat the key on a line of its own.
-        let dir = std::env::temp_dir().join(format!("ackshape-shape-{}-{case}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("s.toml");
-        std::fs::write(&path, &text).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").arg(&path).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (_, err) = ackshape("validate", case, &text);
         assert_eq!(err.trim_end().lines().count(), 1, "{case}: {err}");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }
