@@ -24,7 +24,7 @@ pub struct CompareArgs {
     #[arg(required = true)]
     pub scenarios: Vec<PathBuf>,
     /// Largest accepted relative gap of aggregate goodput, |live − sim| / sim.
-    #[arg(long, default_value_t = 0.10)]
+    #[arg(long, default_value_t = 0.10, value_parser = non_negative)]
     pub tolerance: f64,
     /// Print the comparison as JSON.
     #[arg(long)]
@@ -39,18 +39,18 @@ pub struct CompareArgs {
     pub strict: bool,
     /// Two scenarios' per-flow CoVs closer than this (absolute) count as a tie when comparing
     /// orderings (CoVs of a few hundredths are run-to-run noise).
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, default_value_t = 0.02, value_parser = non_negative)]
     pub cov_tie: f64,
     /// Two scenarios' buffer maxima closer than this fraction of the larger (or 2 packets) count
     /// as a tie when comparing orderings.
-    #[arg(long, default_value_t = 0.10)]
+    #[arg(long, default_value_t = 0.10, value_parser = fraction)]
     pub buffer_tie: f64,
     /// Simulator runs per scenario (seeds: the scenario's and the next ones). Their spread is the
     /// run-to-run noise the orderings allow for; 1 = one run, fixed tie margins only.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub sim_seeds: u32,
     /// Differences within this many standard deviations of the seed-to-seed noise count as ties.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = non_negative)]
     pub noise_z: f64,
     /// Set a key of every scenario, in both drivers, e.g. `--set tcp.cc=reno` (repeatable; as
     /// `run --set`).
@@ -59,6 +59,22 @@ pub struct CompareArgs {
     /// Never show a progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// A finite number ≥ 0 (`--tolerance`, `--cov-tie`, `--noise-z`).
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("expected a finite number ≥ 0, got {s:?}")),
+    }
+}
+
+/// A fraction in [0, 1) (`--buffer-tie`).
+fn fraction(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if (0.0..1.0).contains(&x) => Ok(x),
+        _ => Err(format!("expected a fraction in [0, 1), got {s:?}")),
+    }
 }
 
 /// Mean and sample standard deviation (0 for one value); NaN values are skipped.

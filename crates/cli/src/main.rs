@@ -463,8 +463,11 @@ fn cmd_model(which: ModelCmd) -> ExitCode {
         Ok(d) => d,
         Err(e) => return bad(format!("--rto: {e}")),
     };
-    if a.b < 1.0 {
+    if !(a.b >= 1.0 && a.b.is_finite()) {
         return bad(format!("--b: expected ≥ 1 segment per ACK, got {}", a.b));
+    }
+    if let Some(w) = a.wmax.filter(|w| !(*w >= 1.0 && w.is_finite())) {
+        return bad(format!("--wmax: expected a window of at least 1 segment (leave it out for none), got {w}"));
     }
     let inp = ModelInput {
         p: a.loss,
@@ -513,11 +516,11 @@ fn cmd_model_edge(a: EdgeArgs) -> ExitCode {
         Ok(_) => return bad("--rtt: expected a positive duration".into()),
         Err(e) => return bad(format!("--rtt: {e}")),
     };
-    if a.mss.is_nan() || a.mss <= 0.0 {
+    if !(a.mss > 0.0 && a.mss.is_finite()) {
         return bad(format!("--mss: expected a positive size in bytes, got {}", a.mss));
     }
     let ww = match (&a.rate, a.ww) {
-        (_, Some(w)) if w > 0.0 => w,
+        (_, Some(w)) if w > 0.0 && w.is_finite() => w,
         (_, Some(w)) => return bad(format!("--ww: expected a positive number of packets, got {w}")),
         (Some(r), None) => match units::parse_rate(r) {
             Ok(r) if r.0 > 0 => model_edge::ww(r.0 as f64, dw, a.mss),

@@ -343,3 +343,29 @@ fn a_value_of_the_wrong_shape_lists_the_choices() {
         assert_eq!(err.trim_end().lines().count(), 1, "{case}: {err}");
     }
 }
+
+/// `compare`'s thresholds: a NaN, negative or infinite value would make every comparison hold or
+/// none; refused by the argument parser (exit 2) before any run, so no root is needed.
+#[test]
+fn compare_thresholds_must_be_finite() {
+    let f = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/live/rate-tcr.toml");
+    for (flag, value) in [
+        ("--tolerance", "NaN"),
+        ("--tolerance", "inf"),
+        ("--tolerance=-0.1", ""),
+        ("--cov-tie", "inf"),
+        ("--noise-z", "NaN"),
+        ("--buffer-tie", "1"),
+        ("--buffer-tie", "NaN"),
+    ] {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ackshape"));
+        c.args(["compare", "-q", f, flag]);
+        if !value.is_empty() {
+            c.arg(value);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains("expected a f"), "{flag} {value}: {err}");
+    }
+}

@@ -59,6 +59,26 @@ fn bad_model_input_exits_2() {
     }
 }
 
+/// Numbers that parse but give no throughput (NaN, an infinite or empty window) are errors naming
+/// the flag, not a printed `NaN packets/s`.
+#[test]
+fn non_finite_or_empty_model_input_names_the_flag() {
+    for (args, flag) in [
+        (&["padhye", "-p", "0.01", "--rtt", "100ms", "--b", "NaN"][..], "--b:"),
+        (&["mathis", "-p", "0.01", "--rtt", "100ms", "--b", "inf"][..], "--b:"),
+        (&["padhye", "-p", "0.01", "--rtt", "100ms", "--wmax", "0"][..], "--wmax:"),
+        (&["padhye", "-p", "0.01", "--rtt", "100ms", "--wmax", "NaN"][..], "--wmax:"),
+        (&["edge", "-p", "0.01", "--ww", "inf"][..], "--ww:"),
+        (&["edge", "-p", "0.01", "--ww", "1", "--mss", "inf"][..], "--mss:"),
+    ] {
+        let (c, out) = run(args);
+        assert_eq!(c, Some(2), "{args:?}: {out}");
+        assert!(out.contains(&format!("error: {flag}")), "{args:?} names {flag}: {out}");
+    }
+    let (c, out) = run(&["padhye", "-p", "0.01", "--rtt", "100ms", "--wmax", "1"]);
+    assert_eq!(c, Some(0), "a one-segment window is a window: {out}");
+}
+
 /// `model afvq`'s errors name its flags, not the model's input fields.
 #[test]
 fn afvq_errors_name_the_flag() {

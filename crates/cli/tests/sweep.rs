@@ -168,6 +168,14 @@ fn a_bad_set_names_the_file_the_key_and_the_set() {
     assert!(stderr(&o).contains("--plot jian: no such metric") && stderr(&o).contains("jain"), "{}", stderr(&o));
     let o = ackshape(&["sweep", f, "--seeds", "0"]);
     assert_eq!(o.status.code(), Some(2));
+    // A seed twice would repeat a run and shrink the standard error; a count beyond the bound is
+    // refused before anything is allocated.
+    let o = ackshape(&["sweep", f, "--seeds", "3,1,3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("seed 3 is given twice"), "{}", stderr(&o));
+    let o = ackshape(&["sweep", f, "--seeds", "1000000000000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("at most 10000"), "{}", stderr(&o));
     // The gateway metrics need a gateway box; refused before anything runs.
     let o = ackshape(&["sweep", f, "--plot", "gateway_drops", "--out", d.join("o").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));

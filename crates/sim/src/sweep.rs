@@ -448,25 +448,42 @@ fn point_stats(values: Vec<String>, rows: &[&RunRow]) -> PointStats {
     PointStats { values, runs: n, mean, se, min, max }
 }
 
+/// The most seeds `--seeds` takes per point.
+pub const MAX_SEEDS: u64 = 10_000;
+
 /// Seeds from `--seeds`: a count N (the scenario's seed and the N − 1 after it), a range `A-B`, or a
 /// list `1,5,9`.
 pub fn parse_seeds(spec: &str, scenario_seed: u64) -> Result<Vec<u64>, String> {
     let bad = || format!("--seeds {spec:?}: expected a count (5), a range (1-5) or a list (1,5,9)");
     let spec = spec.trim();
+    let too_many = |n: u64| format!("--seeds {spec:?}: {n} seeds per point; expected at most {MAX_SEEDS}");
     let seeds: Vec<u64> = if spec.contains(',') {
-        spec.split(',').map(|s| s.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?
+        let seeds: Vec<u64> = spec.split(',').map(|s| s.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+        if let Some(s) = seeds.iter().enumerate().find_map(|(i, s)| seeds[..i].contains(s).then_some(s)) {
+            return Err(format!("--seeds {spec:?}: seed {s} is given twice (a repeated seed repeats a run exactly)"));
+        }
+        seeds
     } else if let Some((a, b)) = spec.split_once('-') {
         let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
         if b < a {
             return Err(bad());
         }
+        if b - a >= MAX_SEEDS {
+            return Err(too_many((b - a).saturating_add(1)));
+        }
         (a..=b).collect()
     } else {
         let n: u64 = spec.parse().map_err(|_| bad())?;
+        if n > MAX_SEEDS {
+            return Err(too_many(n));
+        }
         (0..n).map(|i| scenario_seed.wrapping_add(i)).collect()
     };
     if seeds.is_empty() {
         return Err(format!("--seeds {spec:?}: expected at least one seed"));
+    }
+    if seeds.len() as u64 > MAX_SEEDS {
+        return Err(too_many(seeds.len() as u64));
     }
     Ok(seeds)
 }
@@ -942,7 +959,7 @@ start = "uniform(0s, 500ms)"
         assert_eq!(parse_seeds("3", 7).unwrap(), vec![7, 8, 9]);
         assert_eq!(parse_seeds("2-4", 7).unwrap(), vec![2, 3, 4]);
         assert_eq!(parse_seeds("1, 5,9", 7).unwrap(), vec![1, 5, 9]);
-        for bad in ["0", "x", "4-2", "1,,2", ""] {
+        for bad in ["0", "x", "4-2", "1,,2", "", "1,5,1", "10001", "1-10001", "1000000000000"] {
             assert!(parse_seeds(bad, 1).is_err(), "{bad:?}");
         }
     }
