@@ -1,8 +1,8 @@
 //! `ackshape reproduce`: run the papers' experiments and check their claims.
 
 use ackshape_sim::reproduce::{
-    apply_sets, claim_records, registry, select, set_workers, workers, write_index, write_output_with, Ctx, Experiment,
-    RunInfo,
+    apply_sets, check_set_keys, claim_records, registry, select, set_workers, workers, write_index, write_output_with,
+    Ctx, Experiment, RunInfo,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -88,7 +88,15 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         set_texts = settings.iter().map(|s| format!("{}={}", s.key, s.texts[0])).collect();
         let sets: Vec<(String, toml::Value)> = settings.iter().map(|s| (s.key.clone(), s.values[0].clone())).collect();
         let mut v = Vec::new();
+        let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
         for exp in &chosen {
+            match check_set_keys(exp.text, exp.file, exp.id, &keys, a.quick) {
+                Ok(warnings) => warnings.iter().for_each(|w| eprintln!("warning: {}: {w}", exp.id)),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", exp.id);
+                    return ExitCode::from(2);
+                }
+            }
             match apply_sets(exp.text, exp.file, &sets) {
                 // Experiments borrow their file's text for the whole program; a changed copy is
                 // made once per chosen experiment.

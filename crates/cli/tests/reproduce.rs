@@ -165,3 +165,39 @@ fn reproduce_with_set_changes_the_file_and_says_so() {
     assert!(!bad.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `reproduce --set` that the run would not read is refused before anything runs: a key under a
+/// table the file does not have, and with --quick a key its quick settings shadow (each style the
+/// experiment files use: `paper.quick.K`, `reproduce.quick.K`, a sibling `quick_K`). A key the
+/// file does not have, under a table it does, is a warning.
+#[test]
+fn reproduce_set_that_would_change_nothing_is_refused() {
+    let dir = std::env::temp_dir().join(format!("ackshape-repro-noop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("o");
+    for (args, expect) in [
+        (&["P0-F9", "--set", "reproduce.loss=[0.01]"][..], "no [reproduce] table, so P0-F9 reads nothing there"),
+        (
+            &["P0-F9", "--quick", "--set", "paper.loss=[0.01]"][..],
+            "with --quick P0-F9 reads `paper.quick.loss` instead",
+        ),
+        (&["P1-T1-3", "--quick", "--set", "duration=10s"][..], "reads `paper.quick.duration` instead"),
+        (&["P2-F9", "--quick", "--set", "reproduce.values=[1]"][..], "reads `reproduce.quick_values` instead"),
+        (&["P3-F30", "--quick", "--set", "reproduce.seeds=1"][..], "reads `reproduce.quick.seeds` instead"),
+        (&["P4-F7", "--quick", "--set", "paper.sweep.every=[2]"][..], "reads `paper.sweep.quick_every` instead"),
+    ] {
+        let mut a = vec!["reproduce", "-q", "--out", out.to_str().unwrap()];
+        a.extend(args);
+        let o = ackshape(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} ran");
+    }
+    // A key the file lacks, under a table it has: a warning, and the run goes on.
+    let o = ackshape(&["reproduce", "-q", "P2-F11", "--set", "paper.nosuch=1", "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("warning: P2-F11") && err.contains("key `paper.nosuch` is not in the file"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -520,6 +520,65 @@ pub fn apply_sets(text: &str, file: &str, sets: &[(String, toml::Value)]) -> Res
     toml::to_string(&t).map_err(|e| format!("{file}: cannot write the changed document: {e}"))
 }
 
+/// What `reproduce --set` would change nothing with, checked on the experiment's file before
+/// anything runs. Errors: a key under `[paper]` or `[reproduce]` when the file has no such table
+/// (its experiment reads its settings elsewhere), and, with `--quick`, a key the quick settings
+/// shadow (`paper.quick.K`, `reproduce.quick.K`, a sibling `quick_K`; `duration`/`warmup` under
+/// `paper.quick` or `reproduce.quick_*`): the run would read those instead. Returns warnings for
+/// keys under `[paper]`/`[reproduce]` that the file does not have (read only if the experiment's
+/// code knows them; an unknown key of a checked section is an error when it runs).
+pub fn check_set_keys(text: &str, file: &str, id: &str, keys: &[String], quick: bool) -> Result<Vec<String>, String> {
+    let t: toml::Table = text.parse().map_err(|e| format!("{file}: {e}"))?;
+    let mut warnings = Vec::new();
+    for key in keys {
+        let (top, rest) = key.split_once('.').unwrap_or((key.as_str(), ""));
+        let section = top.split('[').next().unwrap_or(top);
+        let settings = || {
+            ["paper", "reproduce"].iter().filter(|s| t.contains_key(**s)).map(|s| format!("[{s}]")).collect::<Vec<_>>()
+        };
+        if matches!(section, "paper" | "reproduce") && !t.contains_key(section) {
+            return Err(format!(
+                "{file}: key `{key}`: the file has no [{section}] table, so {id} reads nothing there \
+                 (its settings are under {})",
+                settings().join(" and ")
+            ));
+        }
+        if quick {
+            let mut shadows = Vec::new();
+            let (parent, last) = match key.rsplit_once('.') {
+                Some((p, l)) => (Some(p), l),
+                None => (None, key.as_str()),
+            };
+            if matches!(section, "paper" | "reproduce") && !rest.is_empty() && !rest.starts_with("quick") {
+                shadows.push(format!("{section}.quick.{rest}"));
+            }
+            if !last.starts_with("quick") {
+                match parent {
+                    Some(p) => shadows.push(format!("{p}.quick_{last}")),
+                    None if matches!(key.as_str(), "duration" | "warmup") => {
+                        shadows.push(format!("paper.quick.{key}"));
+                        shadows.push(format!("reproduce.quick_{key}"));
+                    }
+                    None => {}
+                }
+            }
+            if let Some(sh) = shadows.iter().find(|p| get_path(&t, p).is_some()) {
+                return Err(format!(
+                    "{file}: key `{key}`: with --quick {id} reads `{sh}` instead, so this would change nothing; \
+                     set `{sh}` (or run without --quick)"
+                ));
+            }
+        }
+        if matches!(section, "paper" | "reproduce") && get_path(&t, key).is_none() {
+            warnings.push(format!(
+                "{file}: key `{key}` is not in the file: {id} reads it only if its code knows the key \
+                 (if not, the run is the same as without it)"
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
 /// Every number under `[paper]` and `[reproduce]` (the paper's values, tolerances, sweep points,
 /// seeds) must be finite: a NaN tolerance would make a claim fail with "within NaN%", a NaN sweep
 /// point would run as a nonsense scenario. The scenario's own keys are checked by the scenario.
