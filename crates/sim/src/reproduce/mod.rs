@@ -583,10 +583,19 @@ pub fn check_set_keys(text: &str, file: &str, id: &str, keys: &[String], quick: 
 /// seeds) must be finite: a NaN tolerance would make a claim fail with "within NaN%", a NaN sweep
 /// point would run as a nonsense scenario. The scenario's own keys are checked by the scenario.
 /// The error names the first offending key (`paper.tolerance.x`, `reproduce.loss[1]`).
+///
+/// A seed count (`seeds`, `quick_seeds`) must be 1 … [`crate::sweep::MAX_SEEDS`]: a billion seeds
+/// would not run out of time but out of memory, building the list of runs.
 fn check_finite(t: &toml::Table) -> Result<(), String> {
     fn walk(v: &toml::Value, path: &str) -> Result<(), String> {
+        let max = crate::sweep::MAX_SEEDS as i64;
         match v {
             toml::Value::Float(x) if !x.is_finite() => Err(format!("key `{path}`: expected a finite number, got {x}")),
+            toml::Value::Integer(n)
+                if (path.ends_with(".seeds") || path.ends_with(".quick_seeds")) && !(1..=max).contains(n) =>
+            {
+                Err(format!("key `{path}`: expected a number of seeds from 1 to {max}, got {n}"))
+            }
             toml::Value::Array(a) => a.iter().enumerate().try_for_each(|(i, x)| walk(x, &format!("{path}[{i}]"))),
             toml::Value::Table(t) => t.iter().try_for_each(|(k, x)| walk(x, &format!("{path}.{k}"))),
             _ => Ok(()),
@@ -994,6 +1003,10 @@ seeds = 3
         let e = nan("paper.loss[1]").unwrap_err();
         assert!(e.contains("key `paper.loss[1]`: expected a finite number"), "{e}");
         let inf = toml::Value::Float(f64::INFINITY);
+        for n in [0, 1_000_000_000] {
+            let e = apply_sets(f9.text, f9.file, &[("paper.seeds".into(), toml::Value::Integer(n))]).unwrap_err();
+            assert!(e.contains("key `paper.seeds`: expected a number of seeds from 1 to 10000"), "{e}");
+        }
         let e = apply_sets(f9.text, f9.file, &[("paper.values.no_difference_above".into(), inf)]).unwrap_err();
         assert!(e.contains("key `paper.values.no_difference_above`: expected a finite number, got inf"), "{e}");
         assert!(
