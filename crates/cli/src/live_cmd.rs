@@ -512,7 +512,17 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
             let (af, ar) = d.access.directions();
             let racc = d.receiver_access_link();
             let (rf, rr) = racc.directions();
-            let (args, notes) = wanem_args(&wan_link(&bf, af.delay + rf.delay), &wan_link(&br, ar.delay + rr.delay));
+            let (args, mut notes) =
+                wanem_args(&wan_link(&bf, af.delay + rf.delay), &wan_link(&br, ar.delay + rr.delay));
+            for (q, sub) in [(&bf.qdisc, ""), (&br.qdisc, ".reverse")] {
+                if let Some(q) = q {
+                    notes.push(format!(
+                        "`topology.bottleneck{sub}.qdisc` ({}) has no wanem flag (the flags give a drop-tail queue); \
+                         `run --live` runs the bottleneck with it",
+                        q.label()
+                    ));
+                }
+            }
             let _ = writeln!(s, "start the WAN (the scenario's bottleneck; delays include the access links):");
             let _ = writeln!(s, "  ip netns exec {ns} {bin} wanem --a {a} --b {b} {args} --seed {} &", sc.seed);
             for n in notes {
@@ -589,6 +599,47 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
             units::Size::Bytes(b) => (b / 1500).max(1) as usize,
         },
     }
+}
+
+/// The scenario's bottleneck as one box for the wanem when a direction has a queue discipline
+/// (`qdisc`), which the wanem's own drop-tail limiter cannot run: per direction, as on the
+/// simulator's link, the loss before the queue, the rate with the discipline (or the drop-tail
+/// `queue` of a direction without one), then the delay (the access links' added, as [`wan_link`]
+/// does) with its jitter. Frames are charged their Ethernet header (14 bytes), as the wanem does.
+/// None when neither direction has a `qdisc` (the wanem then runs as usual).
+fn wan_link_box(
+    fwd: &DirParams,
+    back: &DirParams,
+    extra: [ackshape_core::time::Dur; 2],
+    seed: u64,
+) -> Option<Box<dyn ackshape_core::middlebox::Middlebox + Send>> {
+    use ackshape_core::queue::{DropTail, Limit};
+    use ackshape_core::rng::stream;
+    use ackshape_core::shape::qlink::{Impair, QdiscLink, Shaper, WanLink};
+    if fwd.qdisc.is_none() && back.qdisc.is_none() {
+        return None;
+    }
+    let shaper = |d: &DirParams, i: u64| {
+        let queue: Box<dyn ackshape_core::queue::QueueDisc + Send> = match &d.qdisc {
+            Some(q) => q.build(d.rate.0, stream(seed, "wan-qdisc", i)),
+            None => Box::new(DropTail::new(match d.queue {
+                units::Size::Packets(p) => Limit::Packets(p as usize),
+                units::Size::Bytes(b) => Limit::Bytes(b as usize),
+            })),
+        };
+        Shaper::new(d.rate.0.max(1), queue)
+    };
+    let impair = |d: &DirParams, extra: ackshape_core::time::Dur, i: u64| Impair {
+        loss: ackshape_core::impair::Loss::new(d.loss.clone(), stream(seed, "wanem-loss", i)),
+        delay: ackshape_core::impair::Delay::new(
+            d.delay + extra,
+            if d.jitter.0 > 0 { JitterSpec::Uniform { max_ns: d.jitter.0 } } else { JitterSpec::None },
+            d.reorder,
+            stream(seed, "wanem-jitter", i),
+        ),
+    };
+    let link = QdiscLink::new(Some(shaper(fwd, 0)), Some(shaper(back, 1)), 14);
+    Some(Box::new(WanLink::new(link, Some(impair(fwd, extra[0], 0)), Some(impair(back, extra[1], 1)))))
 }
 
 /// The endpoints' TCP as the scenario's `[tcp]` says, where Linux has a knob for it
@@ -738,16 +789,6 @@ pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
     let SimTopo::Dumbbell(d) = &sc.topology else { return Vec::new() };
     let mut out = Vec::new();
     let (bf, br) = d.bottleneck.directions();
-    for (dp, sub) in [(&bf, ""), (&br, ".reverse")] {
-        if let Some(q) = &dp.qdisc {
-            out.push(format!(
-                "{file}: key `topology.bottleneck{sub}.qdisc`: the live WAN emulator queues drop-tail only, so the {} \
-                 discipline runs in the simulator only; to run it live, put it in the gateway as a \
-                 `[[middlebox]] kind = \"qdisc-link\"` (docs/scenario.md)",
-                q.label()
-            ));
-        }
-    }
     let racc = d.receiver_access_link();
     let key_racc = if d.receiver_access.is_some() { "topology.receiver_access" } else { "topology.access" };
     for (link, key, side) in [(&d.access, "topology.access", "sender"), (&racc, key_racc, "receiver")] {
@@ -1005,6 +1046,12 @@ pub fn cmd_run_live(
     spec.topology = topo;
     spec.wanem = (wan_link(&bf, af.delay + rf.delay), wan_link(&br, ar.delay + rr.delay));
     spec.wanem_seed = sc.seed;
+    // A bottleneck with a queue discipline: the wanem runs the simulator's link code in a box.
+    let wan_box = wan_link_box(&bf, &br, [af.delay + rf.delay, ar.delay + rr.delay], sc.seed);
+    let wan_boxed = wan_box.is_some();
+    if let Some(b) = wan_box {
+        spec.wanem_pipeline = Some(Box::new(MiddleboxPipeline::new(b, "wan-link")));
+    }
     // With --out, the gateway's stats (ports, flows, the box's per-class and per-flow counters)
     // every second as JSON lines: the run's course, not only its end.
     if let Some(o) = &out {
@@ -1164,7 +1211,8 @@ pub fn cmd_run_live(
     for (name, dir, port, rate) in
         [("bottleneck", "a_to_b", "b", bf.rate.0), ("bottleneck:rev", "b_to_a", "a", br.rate.0)]
     {
-        let p = &wan_json["pipeline"][dir];
+        // The wanem's own counters, or those of the link box (the same keys, under the box's stats).
+        let p = if wan_boxed { &wan_json["pipeline"]["stats"][dir] } else { &wan_json["pipeline"][dir] };
         let tx_bytes = wan_json["ports"][port]["tx_bytes"].as_u64().unwrap_or(0);
         if p.is_null() {
             continue;
@@ -1407,7 +1455,8 @@ mod tests {
     }
 
     /// What of the links the live testbed does not apply is named, key by key; a plain dumbbell
-    /// (its access links faster than the bottleneck, no loss, no discipline) warns of nothing.
+    /// (its access links faster than the bottleneck, no loss, no discipline) warns of nothing, nor
+    /// does a bottleneck with a discipline.
     #[test]
     fn links_the_testbed_does_not_apply_are_named() {
         let gaps = |bottleneck: &str, access: &str, more: &str| {
@@ -1422,14 +1471,9 @@ mod tests {
         const A: &str = "rate = \"100Mbit/s\"";
         assert_eq!(gaps("", A, ""), Vec::<String>::new());
         assert_eq!(gaps(", queue = \"50pkt\"", "rate = \"100Mbit/s\", jitter = \"0ms\"", ""), Vec::<String>::new());
-        let w = gaps(", qdisc = { kind = \"red\" }", A, "");
-        assert_eq!(w.len(), 2, "both directions: {w:#?}");
-        assert!(w[0].starts_with("g.toml: key `topology.bottleneck.qdisc`") && w[0].contains("red"), "{}", w[0]);
-        assert!(w[1].starts_with("g.toml: key `topology.bottleneck.reverse.qdisc`"), "{}", w[1]);
-        assert!(w[0].contains("qdisc-link"), "says how to run it live: {}", w[0]);
-        let w = gaps(", reverse = { qdisc = { kind = \"afvq\" } }", A, "");
-        assert_eq!(w.len(), 1, "{w:#?}");
-        assert!(w[0].contains("`topology.bottleneck.reverse.qdisc`") && w[0].contains("afvq"), "{}", w[0]);
+        // A bottleneck discipline runs live (the wanem runs the link in a box): no gap.
+        assert_eq!(gaps(", qdisc = { kind = \"red\" }", A, ""), Vec::<String>::new());
+        assert_eq!(gaps(", reverse = { qdisc = { kind = \"afvq\" } }", A, ""), Vec::<String>::new());
         // An access link slower than the bottleneck, with loss: both named, for the sender's and
         // (inherited) the receiver's access link.
         let w = gaps("", "rate = \"2Mbit/s\", loss = { kind = \"bernoulli\", p = 0.01 }", "");

@@ -678,3 +678,73 @@ prefix = "acks-lc6"
     assert!(ackshape_live::testbed::leftovers("acks-lc6").is_empty());
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// A bottleneck with a queue discipline runs live: the wanem runs the simulator's link code
+/// (`WanLink`: loss, rate and discipline, delay) instead of its drop-tail limiter. RED with ECN
+/// between ECN-capable Linux hosts marks instead of filling the queue, in both drivers; the
+/// summary's bottleneck link reads the box's counters.
+#[test]
+fn run_live_runs_the_bottleneck_qdisc_in_the_wanem() {
+    if skip("run_live_runs_the_bottleneck_qdisc_in_the_wanem") {
+        return;
+    }
+    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let _c = Cleanup("acks-lc8");
+    let d = tmp("redecn");
+    let scn = d.join("red.toml");
+    std::fs::write(
+        &scn,
+        r#"
+name = "live-red-ecn"
+duration = "8s"
+warmup = "2s"
+[tcp]
+cc = "cubic"
+ecn = true
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "10Mbit/s", delay = "10ms", qdisc = { kind = "red", ecn = true, min_th = 5, max_th = 15, limit_pkts = 100 } }
+access = { rate = "100Mbit/s", delay = "0ms" }
+[[flows]]
+count = 2
+[live.testbed]
+prefix = "acks-lc8"
+"#,
+    )
+    .unwrap();
+    let run = |live: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ackshape"));
+        c.args(["run", "-q", "--json"]).arg(&scn);
+        if live {
+            c.arg("--live");
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        println!("{}", err);
+        assert!(o.status.success(), "run (live {live}) failed: {err}");
+        assert!(!err.contains("bottleneck.qdisc"), "no warning that the discipline is not applied: {err}");
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let (sim, live) = (run(false), run(true));
+    let p = &live["wanem"]["pipeline"];
+    assert_eq!(p["kind"], "wan-link", "the wanem ran the link box: {p}");
+    let fwd = &p["stats"]["a_to_b"];
+    println!("live bottleneck: {fwd}");
+    let marks = fwd["qdisc"]["red_ecn_marks"].as_u64().unwrap();
+    let queue_max = fwd["max_queue"].as_u64().unwrap();
+    assert!(marks > 0, "RED marked ECN-capable packets live: {fwd}");
+    assert!(queue_max < 100, "the queue never reached its 100-packet limit (drop-tail's would): {fwd}");
+    let link = live["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").expect("bottleneck");
+    assert_eq!(link["drops"], fwd["queue_drops"], "{link}");
+    assert_eq!(link["queue_max_pkts"].as_u64(), Some(queue_max), "{link}");
+    let sim_link = sim["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").expect("sim bottleneck");
+    let sim_marks = sim_link["qdisc_counters"]["red_ecn_marks"].as_u64().unwrap_or(0);
+    assert!(sim_marks > 0, "the simulator marks too: {sim_link}");
+    let (gs, gl) =
+        (sim["aggregate"]["goodput_bps"].as_f64().unwrap(), live["aggregate"]["goodput_bps"].as_f64().unwrap());
+    println!("goodput sim {gs:.0} live {gl:.0} ({:.3}); ECN marks sim {sim_marks} live {marks}", gl / gs);
+    // The wanem charges the Ethernet header, the simulator's link does not: 1448/1514 vs 1448/1500.
+    assert!((gl / (gs * 1500.0 / 1514.0) - 1.0).abs() < 0.15, "goodput sim {gs} live {gl}");
+    assert!(ackshape_live::testbed::leftovers("acks-lc8").is_empty());
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -40,6 +40,9 @@ pub struct RigSpec {
     pub wanem_realtime_priority: Option<i32>,
     /// Scheduling of the wanem thread (CPU, EEVDF slice, busy-poll window).
     pub wanem_sched: SchedSpec,
+    /// Run this pipeline in the wanem instead of `wanem`'s impairments (a link with a queue
+    /// discipline: `ackshape_core::shape::qlink::WanLink` in a `MiddleboxPipeline`).
+    pub wanem_pipeline: Option<Box<dyn Pipeline>>,
 }
 
 impl RigSpec {
@@ -52,6 +55,7 @@ impl RigSpec {
             wanem_seed: 1,
             wanem_realtime_priority: None,
             wanem_sched: SchedSpec::default(),
+            wanem_pipeline: None,
         }
     }
 }
@@ -112,8 +116,9 @@ impl Rig {
             wcfg.stats_interval = Duration::from_millis(200);
             let ctl = Control::new();
             let c2 = ctl.clone();
+            let pipeline = spec.wanem_pipeline;
             let mut h = Some(
-                spawn_in_netns(ns, "acks-wanem", move || wanem::run_with(wcfg, &c2))
+                spawn_in_netns(ns, "acks-wanem", move || wanem::run_with_pipeline(wcfg, &c2, pipeline))
                     .map_err(|e| RigError::Start { what: "wanem", msg: e.to_string() })?,
             );
             wait_started(&ctl, &mut h, "wanem")?;

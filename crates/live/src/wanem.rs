@@ -205,29 +205,57 @@ pub fn run(cfg: WanemConfig) -> Result<Snapshot, GatewayError> {
 
 /// Run the WAN emulator with an explicit control handle.
 pub fn run_with(cfg: WanemConfig, ctl: &Control) -> Result<Snapshot, GatewayError> {
-    for (n, l) in [("a_to_b", &cfg.a_to_b), ("b_to_a", &cfg.b_to_a)] {
-        l.validate().map_err(|m| {
-            GatewayError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("wanem {n}: {m}")))
-        })?;
+    run_with_pipeline(cfg, ctl, None)
+}
+
+/// Run the WAN emulator with an explicit control handle; `pipeline`, if given, replaces the
+/// impairments of `cfg.a_to_b`/`b_to_a` (e.g. a [`crate::mbpipe::MiddleboxPipeline`] running
+/// `ackshape_core::shape::qlink::WanLink`: a link with a queue discipline).
+pub fn run_with_pipeline(
+    cfg: WanemConfig,
+    ctl: &Control,
+    pipeline: Option<Box<dyn Pipeline>>,
+) -> Result<Snapshot, GatewayError> {
+    if pipeline.is_none() {
+        for (n, l) in [("a_to_b", &cfg.a_to_b), ("b_to_a", &cfg.b_to_a)] {
+            l.validate().map_err(|m| {
+                GatewayError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("wanem {n}: {m}")))
+            })?;
+        }
     }
     let (a, b, mtu) = open_ports(&cfg.a, &cfg.b, ["a", "b"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
     tracing::info!("wanem up: {} <-> {}; SIGINT/SIGTERM stop", cfg.a, cfg.b);
-    run_ports(a, b, mtu, &cfg, ctl)
+    match pipeline {
+        Some(mut p) => run_ports_with(a, b, mtu, &cfg, ctl, &mut *p),
+        None => run_ports(a, b, mtu, &cfg, ctl),
+    }
 }
 
 /// Run the WAN emulator on already-open ports.
 pub fn run_ports(
+    a: Box<dyn Port>,
+    b: Box<dyn Port>,
+    mtu: [Option<u32>; 2],
+    cfg: &WanemConfig,
+    ctl: &Control,
+) -> Result<Snapshot, GatewayError> {
+    let mut p = WanemPipeline::new(&cfg.a_to_b, &cfg.b_to_a, cfg.seed);
+    run_ports_with(a, b, mtu, cfg, ctl, &mut p)
+}
+
+/// Run `p` as the WAN emulator on already-open ports (`cfg`'s impairments unused).
+pub fn run_ports_with(
     mut a: Box<dyn Port>,
     mut b: Box<dyn Port>,
     mtu: [Option<u32>; 2],
     cfg: &WanemConfig,
     ctl: &Control,
+    p: &mut dyn Pipeline,
 ) -> Result<Snapshot, GatewayError> {
     let prom = match cfg.prometheus {
         Some(addr) => Some(serve_prometheus(addr, ctl.snapshot.clone(), ctl.stop.clone())?),
         None => None,
     };
-    let mut p = WanemPipeline::new(&cfg.a_to_b, &cfg.b_to_a, cfg.seed);
     let ecfg = EngineConfig {
         track_flows: false,
         stats_json: cfg.stats_json.clone(),
@@ -237,7 +265,7 @@ pub fn run_ports(
         sched: cfg.sched.clone(),
         ..Default::default()
     };
-    let r = run_engine(&mut *a, &mut *b, &mut p, ecfg, ctl);
+    let r = run_engine(&mut *a, &mut *b, p, ecfg, ctl);
     if let Some((_, h)) = prom {
         ctl.request_stop();
         let _ = h.join();

@@ -7,6 +7,7 @@
 //! Each packet costs `ip_len + overhead_bytes` of serialisation time (the live driver uses 14 for
 //! the Ethernet header, like the wanem's rate limiter).
 
+use crate::impair::{Delay, Loss};
 use crate::middlebox::{Dir, Emit, Middlebox};
 use crate::queue::{Enqueue, QueueDisc};
 use crate::time::{Dur, Time};
@@ -171,6 +172,150 @@ impl Middlebox for QdiscLink {
     }
 }
 
+/// What happens to a direction's packets around its [`Shaper`]: the loss before the queue (a
+/// lost packet uses no capacity, as on a simulated link) and the delay line after it.
+pub struct Impair {
+    pub loss: Loss,
+    pub delay: Delay,
+}
+
+/// A packet in a delay line, ordered by its exit time (ties: arrival order).
+struct Held {
+    exit: Time,
+    seq: u64,
+    dir: Dir,
+    pkt: Packet,
+}
+impl PartialEq for Held {
+    fn eq(&self, o: &Held) -> bool {
+        (self.exit, self.seq) == (o.exit, o.seq)
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Held) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, o: &Held) -> std::cmp::Ordering {
+        (o.exit, o.seq).cmp(&(self.exit, self.seq)) // a min-heap
+    }
+}
+
+/// A whole link in a box, per direction as the simulator's link: loss, then the rate and queue
+/// discipline of a [`QdiscLink`], then the propagation delay (with jitter). The live WAN emulator
+/// runs it when a scenario's bottleneck has a `qdisc` (RED/ECN, DRR, AFVQ, …), which its own
+/// drop-tail limiter cannot; a direction without an [`Impair`] only shapes.
+pub struct WanLink {
+    link: QdiscLink,
+    impair: [Option<Impair>; 2],
+    held: std::collections::BinaryHeap<Held>,
+    seq: u64,
+    scratch: Emit,
+    /// Arrived, lost before the queue, left the delay line; the most held at once, per direction.
+    counters: [[u64; 3]; 2],
+    held_now: [usize; 2],
+    held_max: [usize; 2],
+}
+
+impl WanLink {
+    pub fn new(link: QdiscLink, a_to_b: Option<Impair>, b_to_a: Option<Impair>) -> WanLink {
+        WanLink {
+            link,
+            impair: [a_to_b, b_to_a],
+            held: std::collections::BinaryHeap::new(),
+            seq: 0,
+            scratch: Emit::new(),
+            counters: [[0; 3]; 2],
+            held_now: [0; 2],
+            held_max: [0; 2],
+        }
+    }
+
+    /// Packets the shaper let go of enter their direction's delay line (or leave, without one).
+    fn delay(&mut self, now: Time, out: &mut Emit) {
+        for (dir, pkt) in self.scratch.drain(..) {
+            let d = dir.index();
+            match self.impair[d].as_mut() {
+                Some(im) => {
+                    let exit = im.delay.exit_time(now);
+                    self.seq += 1;
+                    self.held.push(Held { exit, seq: self.seq, dir, pkt });
+                    self.held_now[d] += 1;
+                    self.held_max[d] = self.held_max[d].max(self.held_now[d]);
+                }
+                None => {
+                    self.counters[d][2] += 1;
+                    out.push((dir, pkt));
+                }
+            }
+        }
+        while self.held.peek().is_some_and(|h| h.exit <= now) {
+            let h = self.held.pop().expect("peeked");
+            let d = h.dir.index();
+            self.held_now[d] -= 1;
+            self.counters[d][2] += 1;
+            out.push((h.dir, h.pkt));
+        }
+    }
+}
+
+impl Middlebox for WanLink {
+    fn on_packet(&mut self, now: Time, dir: Dir, pkt: Packet, out: &mut Emit) {
+        let d = dir.index();
+        self.counters[d][0] += 1;
+        if self.impair[d].as_mut().is_some_and(|im| im.loss.drop_next()) {
+            self.counters[d][1] += 1;
+            return;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        self.link.on_packet(now, dir, pkt, &mut scratch);
+        self.scratch = scratch;
+        self.delay(now, out);
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        match (self.link.poll_timeout(), self.held.peek().map(|h| h.exit)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Emit) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        self.link.on_timeout(now, &mut scratch);
+        self.scratch = scratch;
+        self.delay(now, out);
+    }
+
+    /// Per direction the [`QdiscLink`]'s stats plus `frames` (arrived), `lost` (before the
+    /// queue), `queue_drops` (the discipline's), `forwarded` (left the delay line), `max_queue`
+    /// (the discipline's most packets), `in_flight` and `in_flight_max` (in the delay line): the
+    /// keys of the WAN emulator's own stats, so a run reads either.
+    fn stats_json(&self) -> serde_json::Value {
+        let mut v = self.link.stats_json();
+        for (d, key) in ["a_to_b", "b_to_a"].into_iter().enumerate() {
+            let c = self.counters[d];
+            let m = match v.get_mut(key) {
+                Some(m) if m.is_object() => m,
+                _ => {
+                    v[key] = serde_json::json!({});
+                    &mut v[key]
+                }
+            };
+            m["frames"] = c[0].into();
+            m["lost"] = c[1].into();
+            m["forwarded"] = c[2].into();
+            m["queue_drops"] = m.get("dropped").cloned().unwrap_or(0.into());
+            m["max_queue"] = m.get("data_queue_max_pkts").cloned().unwrap_or(0.into());
+            m["in_flight"] = self.held_now[d].into();
+            m["in_flight_max"] = self.held_max[d].into();
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +339,54 @@ mod tests {
             left.extend(out.drain(..).map(|_| now));
         }
         left
+    }
+
+    /// A 10 Mbit/s WanLink with 20 ms of delay and every 2nd packet lost; `n` 1000-byte packets
+    /// arrive at t = 0 (the driver exact): when each left, and the box.
+    fn wan(n: usize, queue: usize, every: u64) -> (Vec<(Time, usize)>, WanLink) {
+        use crate::impair::{JitterSpec, LossSpec};
+        let s = Shaper::new(10_000_000, Box::new(DropTail::new(Limit::Packets(queue))));
+        let im = Impair {
+            loss: Loss::new(LossSpec::Periodic { every, offset: 0 }, crate::rng::stream(1, "loss", 0)),
+            delay: Delay::new(Dur::from_millis(20), JitterSpec::None, false, crate::rng::stream(1, "delay", 0)),
+        };
+        let mut b = WanLink::new(QdiscLink::new(Some(s), None, 0), Some(im), None);
+        let mut rng = Rng::new(1);
+        let mut out = Emit::new();
+        for _ in 0..n {
+            b.on_packet(Time::ZERO, Dir::AToB, sample_tcp(false, 1000, &mut rng), &mut out);
+        }
+        assert!(out.is_empty(), "nothing leaves before its delay");
+        let mut left = Vec::new();
+        while let Some(t) = b.poll_timeout() {
+            b.on_timeout(t, &mut out);
+            left.extend(out.drain(..).map(|(_, p)| (t, p.ip_len())));
+        }
+        (left, b)
+    }
+
+    #[test]
+    fn wan_link_loses_before_the_queue_then_serialises_then_delays() {
+        // 10 packets, every 2nd lost before the queue: 5 enter (one on the line, 4 waiting in a
+        // queue of 4: none dropped there, the lost ones took no room); each leaves 20 ms after the
+        // end of its serialisation.
+        let (left, b) = wan(10, 4, 2);
+        assert_eq!(left.len(), 5);
+        let mut end = Time::ZERO;
+        for (i, (t, len)) in left.iter().enumerate() {
+            end = end + Dur::tx_time(*len, 10_000_000);
+            assert_eq!(*t, end + Dur::from_millis(20), "packet {i}");
+        }
+        let st = b.stats_json();
+        let d = &st["a_to_b"];
+        assert_eq!((d["frames"].as_u64(), d["lost"].as_u64()), (Some(10), Some(5)), "{st}");
+        assert_eq!((d["queue_drops"].as_u64(), d["forwarded"].as_u64()), (Some(0), Some(5)), "{st}");
+        assert_eq!((d["max_queue"].as_u64(), d["in_flight"].as_u64()), (Some(4), Some(0)), "{st}");
+        assert_eq!(d["in_flight_max"].as_u64(), Some(5), "all five in the delay line at once: {st}");
+        // A queue of 2 behind no loss: one on the line, two waiting, the discipline drops the rest.
+        let (left, b) = wan(10, 2, u64::MAX);
+        assert_eq!(left.len(), 3);
+        assert_eq!(b.stats_json()["a_to_b"]["queue_drops"].as_u64(), Some(7));
     }
 
     #[test]
