@@ -374,7 +374,7 @@ mod tests {
         assert_eq!(left.len(), 5);
         let mut end = Time::ZERO;
         for (i, (t, len)) in left.iter().enumerate() {
-            end = end + Dur::tx_time(*len, 10_000_000);
+            end += Dur::tx_time(*len, 10_000_000);
             assert_eq!(*t, end + Dur::from_millis(20), "packet {i}");
         }
         let st = b.stats_json();
