@@ -1,6 +1,7 @@
 //! The live subcommands: `gateway`, `wanem`, `testbed up|down`, `run --live`.
 
 use ackshape_core::impair::{JitterSpec, LossSpec};
+use ackshape_core::shape::qdisc_spec::{QdiscSpec, QdiscTable};
 use ackshape_core::tcp::CcAlgo;
 use ackshape_core::units;
 use ackshape_live::gateway::{self, GatewayConfig};
@@ -164,6 +165,15 @@ pub struct WanemArgs {
     /// Queue in front of the rate limiter, packets.
     #[arg(long, default_value_t = 100)]
     queue: usize,
+    /// Queue discipline of the rate limiter instead of drop-tail, as a scenario link's `qdisc`
+    /// table, e.g. '{ kind = "red", ecn = true }' (RED/ECN, drr, pfq, tbf, acks-first, ack filters,
+    /// acq, afvq; docs/scenario.md). `--queue` sizes the limits it leaves out. Both directions
+    /// unless --qdisc-back; needs --rate. The WAN then runs the simulator's link code.
+    #[arg(long, value_name = "TABLE")]
+    qdisc: Option<String>,
+    /// Queue discipline of B→A (default: --qdisc), or `drop-tail`.
+    #[arg(long, value_name = "TABLE")]
+    qdisc_back: Option<String>,
     /// Seed of the loss and jitter streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -216,6 +226,40 @@ pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(BAD_INPUT, e),
     };
+    let qdisc = |flag: &str, text: Option<&String>, link: &WanLink| -> Result<Option<QdiscSpec>, String> {
+        let Some(text) = text.filter(|t| t.trim() != "drop-tail") else { return Ok(None) };
+        let t: toml::Table = format!("q = {text}").parse().map_err(|_| {
+            format!(
+                "{flag}: expected a TOML table like '{{ kind = \"red\", ecn = true }}' or `drop-tail`, got {text:?}"
+            )
+        })?;
+        let table: QdiscTable =
+            t["q"].clone().try_into().map_err(|e: toml::de::Error| format!("{flag}: {}", e.message().trim_end()))?;
+        let (spec, _) =
+            table.with_queue(Some(units::Size::Packets(a.queue as u64))).map_err(|m| format!("{flag}: {m}"))?;
+        spec.validate().map_err(|m| format!("{flag}: {m}"))?;
+        if link.rate_bps.is_none() {
+            return Err(format!("{flag}: a queue discipline needs a rate in that direction (--rate)"));
+        }
+        Ok(Some(spec))
+    };
+    let (fq, bq) = match (
+        qdisc("--qdisc", a.qdisc.as_ref(), &fwd),
+        qdisc(
+            if a.qdisc_back.is_some() { "--qdisc-back" } else { "--qdisc" },
+            a.qdisc_back.as_ref().or(a.qdisc.as_ref()),
+            &back,
+        ),
+    ) {
+        (Ok(f), Ok(b)) => (f, b),
+        (Err(e), _) | (_, Err(e)) => return fail(BAD_INPUT, e),
+    };
+    let boxed = (fq.is_some() || bq.is_some()).then(|| {
+        let dir =
+            |link, q| wanem::BoxDir { link, limit: ackshape_core::queue::Limit::Packets(a.queue.max(1)), qdisc: q };
+        let b = wanem::link_box(dir(&fwd, fq.as_ref()), dir(&back, bq.as_ref()), a.seed);
+        Box::new(MiddleboxPipeline::new(b, "wan-link")) as Box<dyn ackshape_live::pipeline::Pipeline>
+    });
     let mut cfg = WanemConfig::new(&a.a, &a.b);
     cfg.a_to_b = fwd;
     cfg.b_to_a = back;
@@ -223,7 +267,7 @@ pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
     if let Err(e) = apply_box_args!(cfg, a.common) {
         return fail(BAD_INPUT, e);
     }
-    match wanem::run(cfg) {
+    match wanem::run_piped(cfg, boxed) {
         Ok(snap) => {
             println!("{}", snap.json_line());
             ExitCode::SUCCESS
@@ -512,15 +556,31 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
             let (af, ar) = d.access.directions();
             let racc = d.receiver_access_link();
             let (rf, rr) = racc.directions();
-            let (args, mut notes) =
+            let (mut args, mut notes) =
                 wanem_args(&wan_link(&bf, af.delay + rf.delay), &wan_link(&br, ar.delay + rr.delay));
-            for (q, sub) in [(&bf.qdisc, ""), (&br.qdisc, ".reverse")] {
-                if let Some(q) = q {
-                    notes.push(format!(
-                        "`topology.bottleneck{sub}.qdisc` ({}) has no wanem flag (the flags give a drop-tail queue); \
-                         `run --live` runs the bottleneck with it",
-                        q.label()
-                    ));
+            // The disciplines as `--qdisc` tables (every key written out).
+            let table = |q: &Option<QdiscSpec>, sub: &str, notes: &mut Vec<String>| match q {
+                None => Some("drop-tail".to_string()),
+                Some(q) => match q.to_table() {
+                    Some(t) => Some(format!("'{}'", toml::Value::Table(t))),
+                    None => {
+                        notes.push(format!(
+                            "`topology.bottleneck{sub}.qdisc` cannot be written as a flag; `run --live` applies it"
+                        ));
+                        None
+                    }
+                },
+            };
+            if bf.qdisc.is_some() || br.qdisc.is_some() {
+                let f = table(&bf.qdisc, "", &mut notes);
+                let b = table(&br.qdisc, ".reverse", &mut notes);
+                if let Some(f) = f.as_ref().filter(|f| *f != "drop-tail") {
+                    args += &format!(" --qdisc {f}");
+                }
+                if b != f {
+                    if let Some(b) = b {
+                        args += &format!(" --qdisc-back {b}");
+                    }
                 }
             }
             let _ = writeln!(s, "start the WAN (the scenario's bottleneck; delays include the access links):");
@@ -601,45 +661,30 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
     }
 }
 
-/// The scenario's bottleneck as one box for the wanem when a direction has a queue discipline
-/// (`qdisc`), which the wanem's own drop-tail limiter cannot run: per direction, as on the
-/// simulator's link, the loss before the queue, the rate with the discipline (or the drop-tail
-/// `queue` of a direction without one), then the delay (the access links' added, as [`wan_link`]
-/// does) with its jitter. Frames are charged their Ethernet header (14 bytes), as the wanem does.
-/// None when neither direction has a `qdisc` (the wanem then runs as usual).
+/// The scenario's bottleneck as one box for the wanem ([`wanem::link_box`], the simulator's link
+/// code) when a direction has a queue discipline (`qdisc`), which the wanem's own drop-tail limiter
+/// cannot run; `fwd`/`back` are the wanem settings of the directions ([`wan_link`]: the access
+/// links' delays added). None when neither direction has a `qdisc` (the wanem then runs as usual).
 fn wan_link_box(
-    fwd: &DirParams,
-    back: &DirParams,
-    extra: [ackshape_core::time::Dur; 2],
+    (bf, fwd): (&DirParams, &WanLink),
+    (br, back): (&DirParams, &WanLink),
     seed: u64,
 ) -> Option<Box<dyn ackshape_core::middlebox::Middlebox + Send>> {
-    use ackshape_core::queue::{DropTail, Limit};
-    use ackshape_core::rng::stream;
-    use ackshape_core::shape::qlink::{Impair, QdiscLink, Shaper, WanLink};
-    if fwd.qdisc.is_none() && back.qdisc.is_none() {
+    use ackshape_core::queue::Limit;
+    if bf.qdisc.is_none() && br.qdisc.is_none() {
         return None;
     }
-    let shaper = |d: &DirParams, i: u64| {
-        let queue: Box<dyn ackshape_core::queue::QueueDisc + Send> = match &d.qdisc {
-            Some(q) => q.build(d.rate.0, stream(seed, "wan-qdisc", i)),
-            None => Box::new(DropTail::new(match d.queue {
+    fn dir<'a>(d: &'a DirParams, link: &'a WanLink) -> wanem::BoxDir<'a> {
+        wanem::BoxDir {
+            link,
+            limit: match d.queue {
                 units::Size::Packets(p) => Limit::Packets(p as usize),
                 units::Size::Bytes(b) => Limit::Bytes(b as usize),
-            })),
-        };
-        Shaper::new(d.rate.0.max(1), queue)
-    };
-    let impair = |d: &DirParams, extra: ackshape_core::time::Dur, i: u64| Impair {
-        loss: ackshape_core::impair::Loss::new(d.loss.clone(), stream(seed, "wanem-loss", i)),
-        delay: ackshape_core::impair::Delay::new(
-            d.delay + extra,
-            if d.jitter.0 > 0 { JitterSpec::Uniform { max_ns: d.jitter.0 } } else { JitterSpec::None },
-            d.reorder,
-            stream(seed, "wanem-jitter", i),
-        ),
-    };
-    let link = QdiscLink::new(Some(shaper(fwd, 0)), Some(shaper(back, 1)), 14);
-    Some(Box::new(WanLink::new(link, Some(impair(fwd, extra[0], 0)), Some(impair(back, extra[1], 1)))))
+            },
+            qdisc: d.qdisc.as_ref(),
+        }
+    }
+    Some(wanem::link_box(dir(bf, fwd), dir(br, back), seed))
 }
 
 /// The endpoints' TCP as the scenario's `[tcp]` says, where Linux has a knob for it
@@ -1047,7 +1092,7 @@ pub fn cmd_run_live(
     spec.wanem = (wan_link(&bf, af.delay + rf.delay), wan_link(&br, ar.delay + rr.delay));
     spec.wanem_seed = sc.seed;
     // A bottleneck with a queue discipline: the wanem runs the simulator's link code in a box.
-    let wan_box = wan_link_box(&bf, &br, [af.delay + rf.delay, ar.delay + rr.delay], sc.seed);
+    let wan_box = wan_link_box((&bf, &spec.wanem.0), (&br, &spec.wanem.1), sc.seed);
     let wan_boxed = wan_box.is_some();
     if let Some(b) = wan_box {
         spec.wanem_pipeline = Some(Box::new(MiddleboxPipeline::new(b, "wan-link")));

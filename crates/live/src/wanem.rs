@@ -196,11 +196,49 @@ impl Pipeline for WanemPipeline {
     }
 }
 
+/// One direction of [`link_box`]: its impairments and rate (`link`; `queue_packets` unused),
+/// the limit of its drop-tail queue when it has no discipline, and its discipline.
+pub struct BoxDir<'a> {
+    pub link: &'a LinkSpec,
+    pub limit: ackshape_core::queue::Limit,
+    pub qdisc: Option<&'a ackshape_core::shape::qdisc_spec::QdiscSpec>,
+}
+
+/// The WAN as one box ([`ackshape_core::shape::qlink::WanLink`], the simulator's link code): per
+/// direction the loss before the queue, the rate with the discipline (or a drop-tail queue of
+/// `limit`), then the delay with its jitter. Frames are charged their Ethernet header (14 bytes),
+/// as [`WanemPipeline`]'s limiter does. A direction without a rate is not queued. Run it in a
+/// [`crate::mbpipe::MiddleboxPipeline`] (see [`run_with_pipeline`]) for what the drop-tail
+/// limiter cannot do: RED/ECN (marks patched into the frames), DRR, AFVQ, ….
+pub fn link_box(fwd: BoxDir, back: BoxDir, seed: u64) -> Box<dyn ackshape_core::middlebox::Middlebox + Send> {
+    use ackshape_core::queue::{DropTail, QueueDisc};
+    use ackshape_core::shape::qlink::{Impair, QdiscLink, Shaper, WanLink};
+    let shaper = |d: &BoxDir, i: u64| {
+        let rate = d.link.rate_bps?;
+        let queue: Box<dyn QueueDisc + Send> = match d.qdisc {
+            Some(q) => q.build(rate, stream(seed, "wan-qdisc", i)),
+            None => Box::new(DropTail::new(d.limit)),
+        };
+        Some(Shaper::new(rate.max(1), queue))
+    };
+    let impair = |d: &BoxDir, i: u64| Impair {
+        loss: Loss::new(d.link.loss.clone(), stream(seed, "wanem-loss", i)),
+        delay: Delay::new(Dur(d.link.delay_ns), d.link.jitter.clone(), d.link.reorder, stream(seed, "wanem-jitter", i)),
+    };
+    let link = QdiscLink::new(shaper(&fwd, 0), shaper(&back, 1), 14);
+    Box::new(WanLink::new(link, Some(impair(&fwd, 0)), Some(impair(&back, 1))))
+}
+
 /// Run the WAN emulator until SIGINT/SIGTERM (the `ackshape wanem` entry point).
 pub fn run(cfg: WanemConfig) -> Result<Snapshot, GatewayError> {
+    run_piped(cfg, None)
+}
+
+/// [`run`] with `pipeline` (if given) instead of `cfg`'s impairments (see [`run_with_pipeline`]).
+pub fn run_piped(cfg: WanemConfig, pipeline: Option<Box<dyn Pipeline>>) -> Result<Snapshot, GatewayError> {
     let ctl = Control::new();
     install_signal_handlers(&ctl)?;
-    run_with(cfg, &ctl)
+    run_with_pipeline(cfg, &ctl, pipeline)
 }
 
 /// Run the WAN emulator with an explicit control handle.
@@ -216,12 +254,10 @@ pub fn run_with_pipeline(
     ctl: &Control,
     pipeline: Option<Box<dyn Pipeline>>,
 ) -> Result<Snapshot, GatewayError> {
-    if pipeline.is_none() {
-        for (n, l) in [("a_to_b", &cfg.a_to_b), ("b_to_a", &cfg.b_to_a)] {
-            l.validate().map_err(|m| {
-                GatewayError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("wanem {n}: {m}")))
-            })?;
-        }
+    for (n, l) in [("a_to_b", &cfg.a_to_b), ("b_to_a", &cfg.b_to_a)] {
+        l.validate().map_err(|m| {
+            GatewayError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("wanem {n}: {m}")))
+        })?;
     }
     let (a, b, mtu) = open_ports(&cfg.a, &cfg.b, ["a", "b"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
     tracing::info!("wanem up: {} <-> {}; SIGINT/SIGTERM stop", cfg.a, cfg.b);
@@ -344,6 +380,60 @@ mod tests {
             let m = host_b.recv(Time(0), &mut buf).unwrap().unwrap();
             assert_eq!(&buf[..m.len], &f[..], "FIFO order kept");
         }
+    }
+
+    /// The link box in a MiddleboxPipeline (what `run --live` and `wanem --qdisc` run): RED with
+    /// ECN marks ECN-capable frames as the queue builds, the marks are patched into the frames
+    /// (checksums valid), and every frame leaves after its serialisation plus the delay.
+    #[test]
+    fn link_box_marks_ecn_in_the_frames_and_delays_them() {
+        use crate::classify::classify;
+        use crate::mbpipe::MiddleboxPipeline;
+        use ackshape_core::shape::qdisc_spec::QdiscSpec;
+        use ackshape_core::shape::red::RedConfig;
+        use ackshape_wire::{Ecn, Packet};
+        let red = QdiscSpec::Red(RedConfig {
+            min_th: 1.0,
+            max_th: 40.0,
+            w_q: 1.0,
+            max_p: 1.0,
+            limit_pkts: 50,
+            ecn: true,
+            ..Default::default()
+        });
+        let link = LinkSpec { delay_ns: 20_000_000, rate_bps: Some(10_000_000), ..Default::default() };
+        let dir = |q| BoxDir { link: &link, limit: ackshape_core::queue::Limit::Packets(50), qdisc: q };
+        let mut p = MiddleboxPipeline::new(link_box(dir(Some(&red)), dir(None), 1), "wan-link");
+        let mut out = Vec::new();
+        for i in 0..20u32 {
+            let mut f =
+                crate::testing::tcp_frame([10, 0, 0, 1], [10, 0, 0, 2], 1000, 80, 1 + i * 1000, 0x18, &[], &[7; 1000]);
+            ackshape_wire::set_ip_ecn(&mut f, 14, Ecn::Ect0).unwrap();
+            let c = classify(&f);
+            assert_eq!(p.on_frame(Time::ZERO, Dir::AToB, &mut f, &c), Verdict::Consumed);
+            p.take_output(&mut out);
+        }
+        assert!(out.is_empty(), "nothing leaves before the delay");
+        let mut left = Vec::new();
+        while let Some(t) = p.poll_timeout() {
+            p.on_timeout(t);
+            p.take_output(&mut out);
+            left.extend(out.drain(..).map(|o| (t, o)));
+        }
+        assert_eq!(left.len(), 20, "RED with ECN marks here, it does not drop");
+        let mut ce = 0;
+        for (k, (t, o)) in left.iter().enumerate() {
+            ackshape_wire::verify_checksums(&o.frame).expect("checksums valid");
+            let pf = Packet::parse_frame(&o.frame).unwrap();
+            ce += (pf.packet.ip.ecn == Ecn::Ce) as usize;
+            // 1054-byte frames (14 + 1040) at 10 Mbit/s: 843.2 µs each, back to back, then 20 ms.
+            let end = Time(843_200 * (k as u64 + 1)) + Dur::from_millis(20);
+            assert!(*t >= end && t.since(end) < Dur::from_micros(2), "frame {k} left at {t:?}, expected {end:?}");
+        }
+        assert!(ce > 0 && ce < 20, "some frames marked CE as the queue grew: {ce}");
+        let st = p.stats_json();
+        assert_eq!(st["stats"]["a_to_b"]["qdisc"]["red_ecn_marks"].as_u64(), Some(ce as u64), "{st}");
+        assert_eq!(st["stats"]["a_to_b"]["forwarded"].as_u64(), Some(20), "{st}");
     }
 
     #[test]

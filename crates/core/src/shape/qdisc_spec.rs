@@ -181,6 +181,36 @@ impl QdiscSpec {
         }
     }
 
+    /// The discipline as a `qdisc` table a file or `ackshape wanem --qdisc` takes (every key
+    /// written out, `kind` included), or None if a key cannot be written back (the table would not
+    /// read as the same discipline).
+    pub fn to_table(&self) -> Option<toml::Table> {
+        // tbf and pfq take units in a file (`rate = "2Mbit/s"`), not their configs' fields.
+        let units = |pairs: Vec<(&str, toml::Value)>| {
+            Ok(toml::Value::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()))
+        };
+        let v = match self {
+            QdiscSpec::Red(r) => toml::Value::try_from(r),
+            QdiscSpec::Drr(d) => toml::Value::try_from(d),
+            QdiscSpec::Tbf(t) => units(vec![
+                ("rate", format!("{}bit/s", t.rate_bps).into()),
+                ("burst", format!("{}B", t.burst_bytes).into()),
+                ("limit_pkts", (t.limit_pkts as i64).into()),
+            ]),
+            QdiscSpec::Pfq(p) => units(vec![
+                ("rate", format!("{}bit/s", p.rate_bps).into()),
+                ("burst", format!("{}B", p.burst_bytes).into()),
+                ("flow_limit_pkts", (p.flow_limit_pkts as i64).into()),
+                ("idle_timeout", format!("{}ns", p.idle_timeout.0).into()),
+            ]),
+            QdiscSpec::Asym(a) => toml::Value::try_from(a),
+        };
+        let toml::Value::Table(mut t) = v.ok()? else { return None };
+        t.insert("kind".into(), self.kind().into());
+        let back = QdiscSpec::deserialize(toml::Value::Table(t.clone())).ok()?;
+        (back == *self).then_some(t)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         match self {
             QdiscSpec::Red(r) => r.validate(),
@@ -277,6 +307,22 @@ impl QdiscTable {
 #[cfg(test)]
 mod queue_tests {
     use super::*;
+
+    #[test]
+    fn every_kind_writes_back_as_a_table_that_reads_the_same() {
+        for kind in KINDS.split(", ") {
+            let extra = match kind {
+                "acq" => ", rate_bps = 800000, reverse_rate_bps = 2000000",
+                "tbf" | "pfq" => ", rate = \"1.5Mbit/s\", burst = \"4500B\"",
+                _ => "",
+            };
+            let t: toml::Table = format!("q = {{ kind = \"{kind}\"{extra} }}").parse().unwrap();
+            let spec = QdiscSpec::deserialize(t["q"].clone()).unwrap();
+            let back = spec.to_table().unwrap_or_else(|| panic!("{kind} does not write back"));
+            assert_eq!(back["kind"].as_str(), Some(kind));
+            assert_eq!(QdiscSpec::deserialize(toml::Value::Table(back)).unwrap(), spec, "{kind}");
+        }
+    }
 
     fn table(s: &str) -> QdiscTable {
         let v: toml::Table = format!("q = {s}").parse().unwrap();
