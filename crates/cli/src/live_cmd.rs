@@ -1659,4 +1659,48 @@ mod tests {
             "{by_receiver}"
         );
     }
+
+    /// A bottleneck `qdisc` is printed as the wanem's `--qdisc` (every key written out, so the
+    /// flag reads as the same discipline), a different reverse one as `--qdisc-back`.
+    #[test]
+    fn the_hand_guide_gives_the_wanem_the_bottleneck_qdisc() {
+        let wanem_line = |bottleneck: &str| {
+            let sc = Scenario::parse(
+                &format!(
+                    "duration = \"4s\"\n[topology]\nkind = \"dumbbell\"\nbottleneck = {{ rate = \"10Mbit/s\", \
+                     delay = \"5ms\"{bottleneck} }}\naccess = {{ rate = \"100Mbit/s\", delay = \"1ms\" }}\n\
+                     [[flows]]\nkind = \"bulk\"\n"
+                ),
+                "t.toml",
+            )
+            .unwrap();
+            let tb = testbed::Testbed {
+                ns_wanem: Some("acks-t-wan".into()),
+                if_wan_a: Some("w0".into()),
+                if_wan_b: Some("w1".into()),
+                ..testbed()
+            };
+            let g = hand_guide(&tb, &sc, &HandPolicy::None);
+            g.lines().find(|l| l.contains(" wanem --a ")).unwrap_or_else(|| panic!("a wanem line in {g}")).to_string()
+        };
+        let flag = |line: &str, f: &str| -> Option<QdiscSpec> {
+            let rest = line.split_once(&format!("{f} '"))?.1;
+            let t: toml::Table = format!("q = {}", rest.split_once('\'')?.0).parse().unwrap();
+            let q: QdiscTable = t["q"].clone().try_into().unwrap();
+            Some(q.spec)
+        };
+        assert!(!wanem_line("").contains("--qdisc"));
+        let red = ", qdisc = { kind = \"red\", ecn = true, min_th = 5, max_th = 15 }";
+        let l = wanem_line(red);
+        let q = flag(&l, "--qdisc").expect("--qdisc");
+        assert!(matches!(&q, QdiscSpec::Red(c) if c.ecn && c.min_th == 5.0 && c.max_th == 15.0), "{l}");
+        assert!(!l.contains("--qdisc-back"), "the same both ways: {l}");
+        let l = wanem_line(", qdisc = { kind = \"drr\" }, reverse = { qdisc = { kind = \"afvq\" } }");
+        assert!(matches!(flag(&l, "--qdisc"), Some(QdiscSpec::Drr(_))), "{l}");
+        assert!(matches!(flag(&l, "--qdisc-back"), Some(QdiscSpec::Asym(_))), "{l}");
+        // Only the reverse direction has one (a forward `qdisc` would be the reverse's too).
+        let l = wanem_line(", reverse = { qdisc = { kind = \"afvq\" } }");
+        assert!(!l.contains("--qdisc '"), "{l}");
+        assert!(matches!(flag(&l, "--qdisc-back"), Some(QdiscSpec::Asym(_))), "{l}");
+    }
 }
