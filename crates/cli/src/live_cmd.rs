@@ -670,19 +670,11 @@ fn wan_link_box(
     (br, back): (&DirParams, &WanLink),
     seed: u64,
 ) -> Option<Box<dyn ackshape_core::middlebox::Middlebox + Send>> {
-    use ackshape_core::queue::Limit;
     if bf.qdisc.is_none() && br.qdisc.is_none() {
         return None;
     }
     fn dir<'a>(d: &'a DirParams, link: &'a WanLink) -> wanem::BoxDir<'a> {
-        wanem::BoxDir {
-            link,
-            limit: match d.queue {
-                units::Size::Packets(p) => Limit::Packets(p as usize),
-                units::Size::Bytes(b) => Limit::Bytes(b as usize),
-            },
-            qdisc: d.qdisc.as_ref(),
-        }
+        wanem::BoxDir { link, limit: d.queue.into(), qdisc: d.qdisc.as_ref() }
     }
     Some(wanem::link_box(dir(bf, fwd), dir(br, back), seed))
 }

@@ -49,6 +49,16 @@ pub enum Limit {
     Bytes(usize),
 }
 
+impl From<crate::units::Size> for Limit {
+    /// A size as a file gives it (`"100pkt"`, `"30000B"`).
+    fn from(s: crate::units::Size) -> Limit {
+        match s {
+            crate::units::Size::Packets(p) => Limit::Packets(p as usize),
+            crate::units::Size::Bytes(b) => Limit::Bytes(b as usize),
+        }
+    }
+}
+
 /// Drop-tail FIFO, limited in packets or bytes (IP length).
 #[derive(Debug)]
 pub struct DropTail {

@@ -66,7 +66,7 @@ pub(crate) struct MbSlot {
 /// (`rate`, `qdisc`, `queue`; `reverse_rate`, `reverse_qdisc`, `reverse_queue`; `overhead`).
 fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn Middlebox + Send>, (String, String)> {
     use crate::scenario::{QdiscTable, RateV, SizeV};
-    use ackshape_core::queue::{DropTail, Limit};
+    use ackshape_core::queue::DropTail;
     use ackshape_core::shape::qlink::{QdiscLink, Shaper};
     use ackshape_core::units::Size;
     #[derive(serde::Deserialize)]
@@ -104,10 +104,7 @@ fn qdisc_link(spec: &MiddleboxSpec, seed: u64, index: usize) -> Result<Box<dyn M
                 q.validate().map_err(|m| (qdisc, m))?;
                 q.build(rate.0 .0, ackshape_core::rng::stream(seed, "mb-qdisc", index as u64 * 2 + d))
             }
-            None => Box::new(DropTail::new(match size.map(|s| s.0).unwrap_or(Size::Packets(100)) {
-                Size::Packets(p) => Limit::Packets(p as usize),
-                Size::Bytes(b) => Limit::Bytes(b as usize),
-            })),
+            None => Box::new(DropTail::new(size.map(|s| s.0).unwrap_or(Size::Packets(100)).into())),
         };
         Ok(Some(Shaper::new(rate.0 .0, queue)))
     };

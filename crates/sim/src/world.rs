@@ -7,7 +7,7 @@ use crate::middlebox::{build_middlebox, MbSlot};
 use crate::scenario::*;
 use ackshape_core::impair::{Delay, JitterSpec, Loss};
 use ackshape_core::middlebox::Dir as MbDir;
-use ackshape_core::queue::{DropTail, Limit};
+use ackshape_core::queue::DropTail;
 use ackshape_core::rng::{stream, Rng};
 use ackshape_core::tcp::vps::{VpsConfig, VpsGroup};
 use ackshape_core::tcp::{CcAlgo, Connection, TcpConfig, TcpEvent, TcpStats, TcpTrace};
@@ -232,10 +232,7 @@ pub enum BuildError {
 }
 
 fn queue_for(size: Size) -> Box<dyn ackshape_core::queue::QueueDisc> {
-    Box::new(DropTail::new(match size {
-        Size::Packets(p) => Limit::Packets(p as usize),
-        Size::Bytes(b) => Limit::Bytes(b as usize),
-    }))
+    Box::new(DropTail::new(size.into()))
 }
 
 impl Sim {

@@ -494,10 +494,7 @@ pub const DEFAULT_QUEUE: Size = Size::Packets(100);
 pub const R2Q: u64 = 10;
 
 fn limit_of(s: Size) -> Limit {
-    match s {
-        Size::Packets(p) => Limit::Packets(p as usize),
-        Size::Bytes(b) => Limit::Bytes(b as usize),
-    }
+    s.into()
 }
 
 impl Policy {
