@@ -12,7 +12,9 @@ use ackshape_live::traffic::{self, FlowSpec};
 use ackshape_live::wanem::{self, LinkSpec as WanLink, WanemConfig};
 use ackshape_sim::metrics::{cov, jain};
 use ackshape_sim::middlebox::build_middlebox;
-use ackshape_sim::scenario::{DirParams, FlowKind, FlowOpen, MbMode, Scenario, StartV, TopologySpec as SimTopo};
+use ackshape_sim::scenario::{
+    DirParams, DumbbellSpec, FlowKind, FlowOpen, MbMode, Scenario, StartV, TopologySpec as SimTopo,
+};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -257,7 +259,7 @@ pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
     let boxed = (fq.is_some() || bq.is_some()).then(|| {
         let dir =
             |link, q| wanem::BoxDir { link, limit: ackshape_core::queue::Limit::Packets(a.queue.max(1)), qdisc: q };
-        let b = wanem::link_box(dir(&fwd, fq.as_ref()), dir(&back, bq.as_ref()), a.seed);
+        let b = wanem::link_box(dir(&fwd, fq.as_ref()), dir(&back, bq.as_ref()), a.seed, 0);
         Box::new(MiddleboxPipeline::new(b, "wan-link")) as Box<dyn ackshape_live::pipeline::Pipeline>
     });
     let mut cfg = WanemConfig::new(&a.a, &a.b);
@@ -558,6 +560,14 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
             let (rf, rr) = racc.directions();
             let (mut args, mut notes) =
                 wanem_args(&wan_link(&bf, af.delay + rf.delay), &wan_link(&br, ar.delay + rr.delay));
+            if !wan_plan(sc, d).paths.is_empty() {
+                notes.push(
+                    "the receivers' access links shape (rate, loss, jitter or qdisc) or the flows' delays differ \
+                     (RTT groups): the wanem below runs the bottleneck with the first flow's delays; `run --live` \
+                     runs each flow's path behind the bottleneck"
+                        .to_string(),
+                );
+            }
             // The disciplines as `--qdisc` tables (every key written out).
             let table = |q: &Option<QdiscSpec>, sub: &str, notes: &mut Vec<String>| match q {
                 None => Some("drop-tail".to_string()),
@@ -661,22 +671,102 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
     }
 }
 
-/// The scenario's bottleneck as one box for the wanem ([`wanem::link_box`], the simulator's link
-/// code) when a direction has a queue discipline (`qdisc`), which the wanem's own drop-tail limiter
-/// cannot run; `fwd`/`back` are the wanem settings of the directions ([`wan_link`]: the access
-/// links' delays added). None when neither direction has a `qdisc` (the wanem then runs as usual).
-fn wan_link_box(
-    (bf, fwd): (&DirParams, &WanLink),
-    (br, back): (&DirParams, &WanLink),
-    seed: u64,
-) -> Option<Box<dyn ackshape_core::middlebox::Middlebox + Send>> {
-    if bf.qdisc.is_none() && br.qdisc.is_none() {
-        return None;
-    }
+/// Whether the receivers' access link does more than delay: a rate below the bottleneck's, loss,
+/// jitter or a queue discipline. The wanem then runs it as a second link in series behind the
+/// bottleneck ([`wan_plan`]); the sender's access link is before the gateway, where the wanem is not.
+fn access_shapes((f, r): (&DirParams, &DirParams), (bf, br): (&DirParams, &DirParams)) -> bool {
+    let shapes = |d: &DirParams| !matches!(d.loss, LossSpec::None) || d.jitter.0 > 0 || d.qdisc.is_some();
+    f.rate < bf.rate || r.rate < br.rate || shapes(f) || shapes(r)
+}
+
+/// How the wanem runs a dumbbell's WAN.
+struct WanPlan {
+    /// The wanem's own settings of each direction ([`wan_link`]): the bottleneck with the first
+    /// flow's access links' delays added.
+    links: (WanLink, WanLink),
+    /// The box the wanem runs instead of its drop-tail limiter, if the scenario needs one.
+    boxed: Option<Box<dyn ackshape_core::middlebox::Middlebox + Send>>,
+    /// When the box is the bottleneck followed by each flow's own path (its stats under
+    /// `bottleneck` and `access`): the receivers' access links it runs, as the simulator names
+    /// them, with their rates each way. Empty when the box (if any) is the bottleneck alone.
+    paths: Vec<(String, u64, u64)>,
+}
+
+/// The first port of the live flows: flow `i` is the connection to or from port `FLOW_PORT + i`
+/// ([`traffic::run_flows`]).
+const FLOW_PORT: u16 = 6000;
+
+/// The WAN of a dumbbell for the wanem. The simulator's link code ([`wanem::link_box`]) runs in a
+/// box when the bottleneck has a queue discipline (`qdisc`), which the wanem's own drop-tail
+/// limiter cannot run, and when the flows' paths differ beyond the bottleneck: a receivers'
+/// access link that shapes ([`access_shapes`]), or pairs whose access links' delays differ (RTT
+/// groups). Then the box is the bottleneck followed by one link per sender/receiver pair the
+/// flows use, a flow's packets going to its pair's link by their port ([`FLOW_PORT`]): the
+/// receiver's access link (its rate, queue, loss, jitter) with the pair's two access delays, as
+/// the simulator places the flows ([`DumbbellSpec::placement`]). The sender's access delay then
+/// comes after the bottleneck, not before it: the same round trip, with the gateway (which is
+/// before the wanem) seeing it too. Otherwise the wanem runs its limiter, its delays the sum of
+/// the first flow's three links'.
+fn wan_plan(sc: &Scenario, d: &DumbbellSpec) -> WanPlan {
+    use ackshape_core::middlebox::{Series, Split};
+    use ackshape_core::time::Dur;
     fn dir<'a>(d: &'a DirParams, link: &'a WanLink) -> wanem::BoxDir<'a> {
         wanem::BoxDir { link, limit: d.queue.into(), qdisc: d.qdisc.as_ref() }
     }
-    Some(wanem::link_box(dir(bf, fwd), dir(br, back), seed))
+    let (bf, br) = d.bottleneck.directions();
+    let placement = DumbbellSpec::placement(&sc.flows, d.pair_count(sc.flow_count()));
+    // The pairs the flows use, in order of first use; each flow's index among them.
+    let mut used: Vec<u32> = Vec::new();
+    let slot: Vec<usize> = placement
+        .iter()
+        .map(|&(_, r)| {
+            used.iter().position(|&u| u == r).unwrap_or_else(|| {
+                used.push(r);
+                used.len() - 1
+            })
+        })
+        .collect();
+    if used.is_empty() {
+        used.push(0);
+    }
+    let paths: Vec<_> = used
+        .iter()
+        .map(|&j| {
+            let (a, r) = d.pair_links(j);
+            (j, a.directions(), r.directions())
+        })
+        .collect();
+    let delays = |(_, (af, ar), (rf, rr)): &(u32, (DirParams, DirParams), (DirParams, DirParams))| {
+        (af.delay + rf.delay, ar.delay + rr.delay)
+    };
+    let (df, dr) = delays(&paths[0]);
+    let links = (wan_link(&bf, df), wan_link(&br, dr));
+    let per_path = paths.iter().any(|p| access_shapes((&p.2 .0, &p.2 .1), (&bf, &br)) || delays(p) != (df, dr));
+    if per_path {
+        let bl = (wan_link(&bf, Dur::ZERO), wan_link(&br, Dur::ZERO));
+        let mut boxes: Vec<(String, Box<dyn ackshape_core::middlebox::Middlebox + Send>)> = Vec::new();
+        let mut names = Vec::new();
+        for (k, (j, (af, ar), (rf, rr))) in paths.iter().enumerate() {
+            let al = (wan_link(rf, af.delay), wan_link(rr, ar.delay));
+            let name = format!("access-d{j}");
+            boxes.push((name.clone(), wanem::link_box(dir(rf, &al.0), dir(rr, &al.1), sc.seed, 1 + k as u64)));
+            names.push((name, rf.rate.0, rr.rate.0));
+        }
+        // A flow's packets by its port (to it for the data a sender opened, from it for the
+        // data of a flow the receiver opened and for the ACKs); anything else takes the first path.
+        let classify = move |p: &ackshape_wire::Packet| {
+            let flow = |port: u16| port.checked_sub(FLOW_PORT).and_then(|i| slot.get(i as usize).copied());
+            p.tcp().and_then(|t| flow(t.dport).or_else(|| flow(t.sport))).unwrap_or(0)
+        };
+        let stages = vec![
+            ("bottleneck".to_string(), wanem::link_box(dir(&bf, &bl.0), dir(&br, &bl.1), sc.seed, 0)),
+            ("access".to_string(), Box::new(Split::new(boxes, Box::new(classify))) as Box<_>),
+        ];
+        return WanPlan { links, boxed: Some(Box::new(Series::new(stages))), paths: names };
+    }
+    let boxed = (bf.qdisc.is_some() || br.qdisc.is_some())
+        .then(|| wanem::link_box(dir(&bf, &links.0), dir(&br, &links.1), sc.seed, 0));
+    WanPlan { links, boxed, paths: Vec::new() }
 }
 
 /// The endpoints' TCP as the scenario's `[tcp]` says, where Linux has a knob for it
@@ -819,24 +909,32 @@ fn class_drift(
 }
 
 /// What of a dumbbell's links the live testbed does not apply, one warning each (file and key):
-/// the wanem is the bottleneck with a drop-tail queue, and the testbed has one sender and one
-/// receiver whose veths add only the access links' delays. A simulated run of the same file then
-/// shapes or delays traffic that the live run does not.
+/// the wanem runs the bottleneck and each flow's receiver access link and delays ([`wan_plan`]),
+/// but a sender's access link is before the gateway, where only its delay can go (into the
+/// wanem's). A simulated run of the same file then shapes traffic that the live run does not.
 pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
     let SimTopo::Dumbbell(d) = &sc.topology else { return Vec::new() };
     let mut out = Vec::new();
     let (bf, br) = d.bottleneck.directions();
-    let racc = d.receiver_access_link();
-    let key_racc = if d.receiver_access.is_some() { "topology.receiver_access" } else { "topology.access" };
-    for (link, key, side) in [(&d.access, "topology.access", "sender"), (&racc, key_racc, "receiver")] {
+    // The sender access links the flows use, each named by the table it comes from.
+    let mut keys: Vec<Option<usize>> = Vec::new();
+    for (s, _) in DumbbellSpec::placement(&sc.flows, d.pair_count(sc.flow_count())) {
+        let g = d.sender_group(s);
+        if !keys.contains(&g) {
+            keys.push(g);
+        }
+    }
+    for g in keys {
+        let (key, link) = match g {
+            None => ("topology.access".to_string(), d.access.clone()),
+            Some(g) => (format!("topology.groups[{g}].access"), d.groups[g].access.over(&d.access)),
+        };
         let (f, r) = link.directions();
         let mut what = Vec::new();
         if f.rate < bf.rate || r.rate < br.rate {
             what.push(format!("rate ({} Mbit/s, below the bottleneck's)", f.rate.0.min(r.rate.0) as f64 / 1e6));
         }
-        if !matches!(f.loss, ackshape_core::impair::LossSpec::None)
-            || !matches!(r.loss, ackshape_core::impair::LossSpec::None)
-        {
+        if !matches!(f.loss, LossSpec::None) || !matches!(r.loss, LossSpec::None) {
             what.push("loss".to_string());
         }
         if f.qdisc.is_some() || r.qdisc.is_some() {
@@ -847,23 +945,11 @@ pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
         }
         if !what.is_empty() {
             out.push(format!(
-                "{file}: key `{key}`: the live testbed applies only the {side} access link's delay (added to the \
-                 WAN emulator's), not its {}",
+                "{file}: key `{key}`: the live testbed applies only the sender access link's delay (in the WAN \
+                 emulator; the link is before the gateway), not its {}",
                 what.join(", ")
             ));
         }
-    }
-    if !d.groups.is_empty() {
-        out.push(format!(
-            "{file}: key `topology.groups`: the live testbed has one sender host: the groups' access links (their \
-             delays, e.g. RTT groups) are not applied, and every live flow has the delay of `topology.access`"
-        ));
-    }
-    if !d.receiver_groups.is_empty() {
-        out.push(format!(
-            "{file}: key `topology.receiver_groups`: the live testbed has one receiver host: the groups' access \
-             links are not applied, and every live flow has the delay of `topology.receiver_access`"
-        ));
     }
     out
 }
@@ -1076,17 +1162,15 @@ pub fn cmd_run_live(
         eprintln!("warning: {w}");
     }
     let (bf, br) = d.bottleneck.directions();
-    let (af, ar) = d.access.directions();
-    let racc = d.receiver_access_link();
-    let (rf, rr) = racc.directions();
     let mut spec = RigSpec::new(&topo.prefix);
     spec.topology = topo;
-    spec.wanem = (wan_link(&bf, af.delay + rf.delay), wan_link(&br, ar.delay + rr.delay));
+    // A bottleneck with a queue discipline, or a receivers' access link that shapes: the wanem runs
+    // the simulator's link code in a box.
+    let plan = wan_plan(&sc, d);
+    spec.wanem = plan.links;
     spec.wanem_seed = sc.seed;
-    // A bottleneck with a queue discipline: the wanem runs the simulator's link code in a box.
-    let wan_box = wan_link_box((&bf, &spec.wanem.0), (&br, &spec.wanem.1), sc.seed);
-    let wan_boxed = wan_box.is_some();
-    if let Some(b) = wan_box {
+    let (wan_boxed, wan_paths) = (plan.boxed.is_some(), plan.paths);
+    if let Some(b) = plan.boxed {
         spec.wanem_pipeline = Some(Box::new(MiddleboxPipeline::new(b, "wan-link")));
     }
     // With --out, the gateway's stats (ports, flows, the box's per-class and per-flow counters)
@@ -1245,19 +1329,35 @@ pub fn cmd_run_live(
         .fold(0.0f64, f64::max)
         .max(1e-3);
     let mut links = Vec::new();
-    for (name, dir, port, rate) in
-        [("bottleneck", "a_to_b", "b", bf.rate.0), ("bottleneck:rev", "b_to_a", "a", br.rate.0)]
-    {
-        // The wanem's own counters, or those of the link box (the same keys, under the box's stats).
-        let p = if wan_boxed { &wan_json["pipeline"]["stats"][dir] } else { &wan_json["pipeline"][dir] };
-        let tx_bytes = wan_json["ports"][port]["tx_bytes"].as_u64().unwrap_or(0);
+    let wan_stats = &wan_json["pipeline"]["stats"];
+    let mut rows = vec![
+        ("bottleneck".to_string(), &wan_stats["bottleneck"], "a_to_b", "b", bf.rate.0),
+        ("bottleneck:rev".to_string(), &wan_stats["bottleneck"], "b_to_a", "a", br.rate.0),
+    ];
+    for (name, f, r) in &wan_paths {
+        let st = &wan_stats["access"][name.as_str()];
+        rows.push((name.clone(), st, "a_to_b", "b", *f));
+        rows.push((format!("{name}:rev"), st, "b_to_a", "a", *r));
+    }
+    let series = !wan_paths.is_empty();
+    for (name, stage, dir, port, rate) in rows {
+        // The wanem's own counters, or those of the link box (the same keys, under the box's
+        // stats; per link when the box is links in series, each counting what it sent).
+        let (p, tx_packets, tx_bytes) = if series {
+            let p = &stage[dir];
+            (p, p["sent"].clone(), p["sent_bytes"].as_u64().unwrap_or(0))
+        } else {
+            let p = if wan_boxed { &wan_json["pipeline"]["stats"][dir] } else { &wan_json["pipeline"][dir] };
+            let tx = &wan_json["ports"][port];
+            (p, tx["tx_packets"].clone(), tx["tx_bytes"].as_u64().unwrap_or(0))
+        };
         if p.is_null() {
             continue;
         }
         links.push(serde_json::json!({
             "name": name,
             "rate_bps": rate,
-            "tx_packets": wan_json["ports"][port]["tx_packets"],
+            "tx_packets": tx_packets,
             "tx_bytes": tx_bytes,
             "drops": p["queue_drops"],
             "lost": p["lost"],
@@ -1493,7 +1593,7 @@ mod tests {
 
     /// What of the links the live testbed does not apply is named, key by key; a plain dumbbell
     /// (its access links faster than the bottleneck, no loss, no discipline) warns of nothing, nor
-    /// does a bottleneck with a discipline.
+    /// does a bottleneck with a discipline, a receivers' access link that shapes or RTT groups.
     #[test]
     fn links_the_testbed_does_not_apply_are_named() {
         let gaps = |bottleneck: &str, access: &str, more: &str| {
@@ -1511,24 +1611,85 @@ mod tests {
         // A bottleneck discipline runs live (the wanem runs the link in a box): no gap.
         assert_eq!(gaps(", qdisc = { kind = \"red\" }", A, ""), Vec::<String>::new());
         assert_eq!(gaps(", reverse = { qdisc = { kind = \"afvq\" } }", A, ""), Vec::<String>::new());
-        // An access link slower than the bottleneck, with loss: both named, for the sender's and
-        // (inherited) the receiver's access link.
+        // An access link slower than the bottleneck, with loss: both named for the sender's; the
+        // receivers' (inherited) runs in the wanem, in series behind the bottleneck.
         let w = gaps("", "rate = \"2Mbit/s\", loss = { kind = \"bernoulli\", p = 0.01 }", "");
-        assert_eq!(w.len(), 2, "{w:#?}");
+        assert_eq!(w.len(), 1, "{w:#?}");
         assert!(
             w[0].starts_with("g.toml: key `topology.access`")
+                && w[0].contains("sender access link")
                 && w[0].contains("rate (2 Mbit/s")
                 && w[0].ends_with("loss")
         );
-        assert!(w[1].contains("receiver access link"), "{}", w[1]);
-        let w = gaps("", A, "receiver_access = { rate = \"1Gbit/s\", delay = \"3ms\", jitter = \"1ms\" }\n");
-        assert_eq!(w.len(), 1, "{w:#?}");
-        assert!(w[0].contains("`topology.receiver_access`") && w[0].ends_with("jitter"), "{}", w[0]);
-        // RTT groups: the testbed has one sender.
+        let racc = "receiver_access = { rate = \"1Gbit/s\", delay = \"3ms\", jitter = \"1ms\" }\n";
+        assert_eq!(gaps("", A, racc), Vec::<String>::new());
+        // RTT groups: their delays run in the wanem, flow by flow; a group's access loss is named
+        // by the group, and `topology.access` (the other two flows') is not.
         let groups = "[[topology.groups]]\nsenders = 2\naccess = { rate = \"100Mbit/s\", delay = \"30ms\" }\n";
-        let w = gaps("", A, groups);
+        assert_eq!(gaps("", A, groups), Vec::<String>::new());
+        let lossy = "[[topology.groups]]\nsenders = 2\naccess = { delay = \"30ms\", loss = { kind = \"bernoulli\", p = 0.01 } }\n";
+        let w = gaps("", A, lossy);
         assert_eq!(w.len(), 1, "{w:#?}");
-        assert!(w[0].starts_with("g.toml: key `topology.groups`: the live testbed has one sender host"), "{}", w[0]);
+        assert!(
+            w[0].starts_with("g.toml: key `topology.groups[0].access`") && w[0].ends_with("not its loss"),
+            "{}",
+            w[0]
+        );
+        // With every flow in the group, `topology.access` is not used by any.
+        let all = "[[topology.groups]]\nsenders = 4\naccess = { loss = { kind = \"bernoulli\", p = 0.01 } }\n";
+        let w = gaps("", "rate = \"1Mbit/s\"", all);
+        assert_eq!(w.len(), 1, "{w:#?}");
+        assert!(
+            w[0].contains("`topology.groups[0].access`")
+                && w[0].ends_with("rate (1 Mbit/s, below the bottleneck's), loss"),
+            "{}",
+            w[0]
+        );
+    }
+
+    /// Each flow's path beyond the bottleneck: the wanem's box is the bottleneck and then the
+    /// flow's pair's own link, found by the flow's port, with the pair's access delays (here an RTT
+    /// group's 30 ms for flow 0) each way.
+    #[test]
+    fn the_wanem_runs_each_flows_path_behind_the_bottleneck() {
+        use ackshape_core::middlebox::{Dir, Emit};
+        use ackshape_core::time::Time;
+        let text = "duration = \"1s\"\n[topology]\nkind = \"dumbbell\"\nbottleneck = { rate = \"10Mbit/s\", delay = \"5ms\" }\n\
+                    access = { rate = \"1Gbit/s\", delay = \"1ms\" }\n\
+                    [[topology.groups]]\nsenders = 1\naccess = { delay = \"30ms\" }\n[[flows]]\ncount = 2\n";
+        let sc = Scenario::parse(text, "p.toml").unwrap();
+        let SimTopo::Dumbbell(d) = &sc.topology else { unreachable!() };
+        let plan = wan_plan(&sc, d);
+        let names: Vec<_> = plan.paths.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(names, ["access-d0", "access-d1"]);
+        let mut b = plan.boxed.expect("a box");
+        let mut rng = ackshape_wire::testing::Rng::new(1);
+        let pkt = |port: u16, to_receiver: bool, rng: &mut ackshape_wire::testing::Rng| {
+            let mut p = ackshape_wire::testing::sample_tcp(false, 1000, rng);
+            if let ackshape_wire::L4::Tcp(t) = &mut p.l4 {
+                (t.sport, t.dport) = if to_receiver { (40000, port) } else { (port, 40000) };
+            }
+            p
+        };
+        let mut out = Emit::new();
+        b.on_packet(Time::ZERO, Dir::AToB, pkt(6000, true, &mut rng), &mut out);
+        b.on_packet(Time::ZERO, Dir::AToB, pkt(6001, true, &mut rng), &mut out);
+        b.on_packet(Time::ZERO, Dir::BToA, pkt(6000, false, &mut rng), &mut out);
+        let mut left = Vec::new();
+        while let Some(t) = b.poll_timeout() {
+            b.on_timeout(t, &mut out);
+            left.extend(out.drain(..).map(|(d, p)| (t, d, p.tcp().unwrap().dport)));
+        }
+        // Data: 5 ms + the sender's and receiver's access delays (30 + 1, or 1 + 1) after their
+        // serialisation; the ACK of flow 0 back through its 1 + 30 ms and the bottleneck's 5.
+        let ms = |t: Time| t.0 as f64 / 1e6;
+        assert_eq!(left.len(), 3, "{left:?}");
+        let find = |d: Dir, port: u16| ms(left.iter().find(|x| x.1 == d && x.2 == port).expect("left").0);
+        let (f0, f1, ack) = (find(Dir::AToB, 6000), find(Dir::AToB, 6001), find(Dir::BToA, 40000));
+        assert!((f0 - 36.0).abs() < 3.0 && (f1 - 7.0).abs() < 3.0 && (ack - 36.0).abs() < 3.0, "{left:?}");
+        let st = b.stats_json();
+        assert_eq!(st["access"]["access-d0"]["a_to_b"]["forwarded"].as_u64(), Some(1), "{st}");
+        assert_eq!(st["access"]["access-d1"]["a_to_b"]["forwarded"].as_u64(), Some(1), "{st}");
     }
 
     const BASE: &str = "[topology]\nkind = \"dumbbell\"\nbottleneck = { rate = \"10Mbit/s\" }\naccess = { rate = \"100Mbit/s\" }\n[[flows]]\ncount = 1\n";

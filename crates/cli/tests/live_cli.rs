@@ -748,3 +748,92 @@ prefix = "acks-lc8"
     assert!(ackshape_live::testbed::leftovers("acks-lc8").is_empty());
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// Each flow's path beyond the bottleneck runs live as in the simulator: the wanem runs the
+/// bottleneck followed by each receiver's own access link (`Series` of the bottleneck and a
+/// `Split` of `WanLink`s, by the flow's port), with its rate, queue and loss, and each pair's
+/// access delays (an RTT group's too). Two flows behind 6 Mbit/s access links get 6 Mbit/s each,
+/// together more than one such link carries; the random loss is the access links' alone.
+#[test]
+fn run_live_runs_each_flows_access_link_behind_the_bottleneck() {
+    if skip("run_live_runs_each_flows_access_link_behind_the_bottleneck") {
+        return;
+    }
+    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let _c = Cleanup("acks-lca");
+    let d = tmp("racc");
+    let scn = d.join("racc.toml");
+    std::fs::write(
+        &scn,
+        r#"
+name = "live-receiver-access"
+duration = "8s"
+warmup = "2s"
+[tcp]
+cc = "cubic"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "20Mbit/s", delay = "10ms", queue = "100pkt" }
+access = { rate = "100Mbit/s", delay = "0ms" }
+receiver_access = { rate = "6Mbit/s", delay = "5ms", queue = "50pkt", loss = { kind = "bernoulli", p = 0.002 } }
+[[topology.groups]]
+senders = 1
+access = { delay = "10ms" }
+[[flows]]
+count = 2
+[live.testbed]
+prefix = "acks-lca"
+"#,
+    )
+    .unwrap();
+    let run = |live: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ackshape"));
+        c.args(["run", "-q", "--json"]).arg(&scn);
+        if live {
+            c.arg("--live");
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        println!("{}", err);
+        assert!(o.status.success(), "run (live {live}) failed: {err}");
+        assert!(!err.contains("access") && !err.contains("groups"), "no warning that a link is not applied: {err}");
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let (sim, live) = (run(false), run(true));
+    let p = &live["wanem"]["pipeline"];
+    assert_eq!(p["kind"], "wan-link", "the wanem ran the link box: {p}");
+    let link = |s: &serde_json::Value, name: &str| {
+        s["links"].as_array().unwrap().iter().find(|l| l["name"] == name).cloned().unwrap_or_else(|| panic!("{name}"))
+    };
+    for name in ["bottleneck", "access-d0", "access-d1"] {
+        println!("{name}: sim {}\n{name}: live {}", link(&sim, name), link(&live, name));
+    }
+    let bn = &p["stats"]["bottleneck"]["a_to_b"];
+    let acc = [&p["stats"]["access"]["access-d0"]["a_to_b"], &p["stats"]["access"]["access-d1"]["a_to_b"]];
+    // The loss is the access links' alone, Bernoulli(0.002) over what reached them: within five
+    // standard deviations of its mean.
+    assert_eq!(bn["lost"].as_u64(), Some(0), "{bn}");
+    let num = |v: &serde_json::Value| v.as_u64().unwrap() as f64;
+    let (frames, lost) = (num(&acc[0]["frames"]) + num(&acc[1]["frames"]), num(&acc[0]["lost"]) + num(&acc[1]["lost"]));
+    let mean = 0.002 * frames;
+    assert!(lost > 0.0 && (lost - mean).abs() <= 5.0 * mean.sqrt(), "lost {lost} of {frames} (mean {mean})");
+    // Everything the bottleneck sent reached one of the access links, each flow's its own.
+    assert_eq!(num(&acc[0]["frames"]) + num(&acc[1]["frames"]), num(&bn["forwarded"]), "{p}");
+    assert!(num(&acc[0]["frames"]) > 1000.0 && num(&acc[1]["frames"]) > 1000.0, "{p}");
+    assert_eq!(link(&live, "access-d1")["lost"], acc[1]["lost"]);
+    // Each flow gets at most its access link's 6 Mbit/s (1448 of each 1514-byte frame), the two
+    // together more than one such link: each has its own, as in the simulator.
+    let cap = 6e6 * 1448.0 / 1514.0;
+    let flows = live["flows"].as_array().unwrap();
+    for f in flows {
+        let g = f["goodput_bps"].as_f64().unwrap();
+        assert!(g <= 1.02 * cap, "flow goodput {g} above its {cap} bit/s access link: {f}");
+    }
+    let gl = live["aggregate"]["goodput_bps"].as_f64().unwrap();
+    let gs = sim["aggregate"]["goodput_bps"].as_f64().unwrap();
+    println!("goodput sim {gs:.0} live {gl:.0} ({:.3})", gl / gs);
+    assert!(gl > 1.2 * cap, "two flows on their own access links: {gl} bit/s in all");
+    assert!((gl / gs - 1.0).abs() < 0.15, "goodput sim {gs} live {gl}");
+    assert!(ackshape_live::testbed::leftovers("acks-lca").is_empty());
+    std::fs::remove_dir_all(&d).ok();
+}

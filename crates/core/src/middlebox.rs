@@ -83,3 +83,138 @@ pub struct Observe;
 impl Middlebox for Observe {
     fn on_packet(&mut self, _now: Time, _dir: Dir, _pkt: Packet, _out: &mut Emit) {}
 }
+
+/// Boxes in series, as links in a path: a packet travelling A → B passes the stages in order, one
+/// travelling B → A in reverse order, and what a stage emits goes on to the next stage in the
+/// direction it was emitted (a packet a stage turns around goes back the way it came). Each
+/// stage sees a packet at the `now` the one before let it go, so delays and serialisation add
+/// up. The live WAN emulator runs the bottleneck and the receivers' access link this way.
+pub struct Series {
+    stages: Vec<(String, Box<dyn Middlebox + Send>)>,
+    scratch: Vec<Emit>,
+}
+
+impl Series {
+    /// `stages`, named for [`Middlebox::stats_json`], from the A side to the B side.
+    pub fn new(stages: Vec<(String, Box<dyn Middlebox + Send>)>) -> Series {
+        let scratch = stages.iter().map(|_| Emit::new()).collect();
+        Series { stages, scratch }
+    }
+
+    /// What stage `i` emitted goes on, stage by stage, until it leaves at either end.
+    fn carry(&mut self, now: Time, i: usize, out: &mut Emit) {
+        let mut batch = std::mem::take(&mut self.scratch[i]);
+        for (dir, pkt) in batch.drain(..) {
+            let next = match dir {
+                Dir::AToB => i + 1,
+                Dir::BToA => i.wrapping_sub(1),
+            };
+            if next < self.stages.len() {
+                self.deliver(now, next, dir, pkt, out);
+            } else {
+                out.push((dir, pkt));
+            }
+        }
+        self.scratch[i] = batch;
+    }
+
+    fn deliver(&mut self, now: Time, i: usize, dir: Dir, pkt: Packet, out: &mut Emit) {
+        let mut emitted = std::mem::take(&mut self.scratch[i]);
+        self.stages[i].1.on_packet(now, dir, pkt, &mut emitted);
+        self.scratch[i] = emitted;
+        self.carry(now, i, out);
+    }
+}
+
+impl Middlebox for Series {
+    fn on_packet(&mut self, now: Time, dir: Dir, pkt: Packet, out: &mut Emit) {
+        match (dir, self.stages.len()) {
+            (_, 0) => out.push((dir, pkt)),
+            (Dir::AToB, _) => self.deliver(now, 0, dir, pkt, out),
+            (Dir::BToA, n) => self.deliver(now, n - 1, dir, pkt, out),
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.stages.iter().filter_map(|(_, b)| b.poll_timeout()).min()
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Emit) {
+        for i in 0..self.stages.len() {
+            if self.stages[i].1.poll_timeout().is_some_and(|t| t <= now) {
+                let mut emitted = std::mem::take(&mut self.scratch[i]);
+                self.stages[i].1.on_timeout(now, &mut emitted);
+                self.scratch[i] = emitted;
+                self.carry(now, i, out);
+            }
+        }
+    }
+
+    fn start_window(&mut self, now: Time) {
+        self.stages.iter_mut().for_each(|(_, b)| b.start_window(now));
+    }
+
+    fn end_window(&mut self, now: Time) {
+        self.stages.iter_mut().for_each(|(_, b)| b.end_window(now));
+    }
+
+    /// Each stage's stats under its name.
+    fn stats_json(&self) -> serde_json::Value {
+        serde_json::Value::Object(self.stages.iter().map(|(n, b)| (n.clone(), b.stats_json())).collect())
+    }
+}
+
+/// Boxes side by side, a packet going to the one its classifier picks (e.g. each receiver's own
+/// access link, chosen by the packet's flow). Each box keeps its own queues and timers.
+pub struct Split {
+    classify: Box<dyn Fn(&Packet) -> usize + Send>,
+    boxes: Vec<(String, Box<dyn Middlebox + Send>)>,
+}
+
+impl Split {
+    /// `boxes`, named for [`Middlebox::stats_json`]; `classify` gives a packet's box (an index
+    /// past the end is taken as the last).
+    pub fn new(
+        boxes: Vec<(String, Box<dyn Middlebox + Send>)>,
+        classify: Box<dyn Fn(&Packet) -> usize + Send>,
+    ) -> Split {
+        Split { classify, boxes }
+    }
+}
+
+impl Middlebox for Split {
+    fn on_packet(&mut self, now: Time, dir: Dir, pkt: Packet, out: &mut Emit) {
+        match self.boxes.len() {
+            0 => out.push((dir, pkt)),
+            n => {
+                let i = (self.classify)(&pkt).min(n - 1);
+                self.boxes[i].1.on_packet(now, dir, pkt, out);
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.boxes.iter().filter_map(|(_, b)| b.poll_timeout()).min()
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Emit) {
+        for (_, b) in &mut self.boxes {
+            if b.poll_timeout().is_some_and(|t| t <= now) {
+                b.on_timeout(now, out);
+            }
+        }
+    }
+
+    fn start_window(&mut self, now: Time) {
+        self.boxes.iter_mut().for_each(|(_, b)| b.start_window(now));
+    }
+
+    fn end_window(&mut self, now: Time) {
+        self.boxes.iter_mut().for_each(|(_, b)| b.end_window(now));
+    }
+
+    /// Each box's stats under its name.
+    fn stats_json(&self) -> serde_json::Value {
+        serde_json::Value::Object(self.boxes.iter().map(|(n, b)| (n.clone(), b.stats_json())).collect())
+    }
+}

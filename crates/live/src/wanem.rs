@@ -209,8 +209,14 @@ pub struct BoxDir<'a> {
 /// `limit`), then the delay with its jitter. Frames are charged their Ethernet header (14 bytes),
 /// as [`WanemPipeline`]'s limiter does. A direction without a rate is not queued. Run it in a
 /// [`crate::mbpipe::MiddleboxPipeline`] (see [`run_with_pipeline`]) for what the drop-tail
-/// limiter cannot do: RED/ECN (marks patched into the frames), DRR, AFVQ, ….
-pub fn link_box(fwd: BoxDir, back: BoxDir, seed: u64) -> Box<dyn ackshape_core::middlebox::Middlebox + Send> {
+/// limiter cannot do: RED/ECN (marks patched into the frames), DRR, AFVQ, …. `index` tells the
+/// random streams of links in series apart (0 for a lone link: the wanem's own streams).
+pub fn link_box(
+    fwd: BoxDir,
+    back: BoxDir,
+    seed: u64,
+    index: u64,
+) -> Box<dyn ackshape_core::middlebox::Middlebox + Send> {
     use ackshape_core::queue::{DropTail, QueueDisc};
     use ackshape_core::shape::qlink::{Impair, QdiscLink, Shaper, WanLink};
     let shaper = |d: &BoxDir, i: u64| {
@@ -225,8 +231,9 @@ pub fn link_box(fwd: BoxDir, back: BoxDir, seed: u64) -> Box<dyn ackshape_core::
         loss: Loss::new(d.link.loss.clone(), stream(seed, "wanem-loss", i)),
         delay: Delay::new(Dur(d.link.delay_ns), d.link.jitter.clone(), d.link.reorder, stream(seed, "wanem-jitter", i)),
     };
-    let link = QdiscLink::new(shaper(&fwd, 0), shaper(&back, 1), 14);
-    Box::new(WanLink::new(link, Some(impair(&fwd, 0)), Some(impair(&back, 1))))
+    let (f, r) = (2 * index, 2 * index + 1);
+    let link = QdiscLink::new(shaper(&fwd, f), shaper(&back, r), 14);
+    Box::new(WanLink::new(link, Some(impair(&fwd, f)), Some(impair(&back, r))))
 }
 
 /// Run the WAN emulator until SIGINT/SIGTERM (the `ackshape wanem` entry point).
@@ -403,7 +410,7 @@ mod tests {
         });
         let link = LinkSpec { delay_ns: 20_000_000, rate_bps: Some(10_000_000), ..Default::default() };
         let dir = |q| BoxDir { link: &link, limit: ackshape_core::queue::Limit::Packets(50), qdisc: q };
-        let mut p = MiddleboxPipeline::new(link_box(dir(Some(&red)), dir(None), 1), "wan-link");
+        let mut p = MiddleboxPipeline::new(link_box(dir(Some(&red)), dir(None), 1, 0), "wan-link");
         let mut out = Vec::new();
         for i in 0..20u32 {
             let mut f =

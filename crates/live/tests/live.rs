@@ -638,18 +638,18 @@ fn run_flows_with_per_flow_socket_options() {
     let small_delayed = traffic::SockOpts { quickack: false, ..small.clone() };
     let flows: Vec<traffic::FlowSpec> =
         [(small.clone(), false), (Default::default(), false), (small, true), (small_delayed, false)]
-        .into_iter()
-        .enumerate()
-        .map(|(i, (sock, open_by_receiver))| traffic::FlowSpec {
-            name: format!("f{i}"),
-            cc: Some("cubic".into()),
-            start_s: 0.0,
-            bytes: None,
-            duration_s: Some(3.0),
-            open_by_receiver,
-            sock,
-        })
-        .collect();
+            .into_iter()
+            .enumerate()
+            .map(|(i, (sock, open_by_receiver))| traffic::FlowSpec {
+                name: format!("f{i}"),
+                cc: Some("cubic".into()),
+                start_s: 0.0,
+                bytes: None,
+                duration_s: Some(3.0),
+                open_by_receiver,
+                sock,
+            })
+            .collect();
     let reps = traffic::run_flows(&rig.tb, &flows, Duration::from_millis(500), 5).unwrap();
     let _ = stop(&mut rig);
     for r in &reps {

@@ -541,6 +541,18 @@ pub struct RecvGroupSpec {
     pub access: LinkSpec,
 }
 
+/// The group of consecutive members `i` is in, given each group's size.
+fn group_of(counts: impl Iterator<Item = u32>, i: u32) -> Option<usize> {
+    let mut end = 0u64;
+    for (g, c) in counts.enumerate() {
+        end += c as u64;
+        if (i as u64) < end {
+            return Some(g);
+        }
+    }
+    None
+}
+
 /// Dumbbell: senders `s0..` → router `left` → bottleneck → router `right` → receivers `d0..`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -567,6 +579,52 @@ impl DumbbellSpec {
     /// The receivers' access link as built: `receiver_access` over `access`, or `access` itself.
     pub fn receiver_access_link(&self) -> LinkSpec {
         self.receiver_access.as_ref().map_or_else(|| self.access.clone(), |r| r.over(&self.access))
+    }
+
+    /// The number of sender/receiver pairs: `senders`, or one per flow.
+    pub fn pair_count(&self, flow_count: u32) -> u32 {
+        self.senders.unwrap_or_else(|| flow_count.max(1))
+    }
+
+    /// The access links of pair `i` as built, (sender's, receiver's): the sender's is its group's
+    /// `access` over `access`; the receiver's is its sender group's `receiver_access` over the
+    /// topology's, then its receiver group's `access` over that.
+    pub fn pair_links(&self, i: u32) -> (LinkSpec, LinkSpec) {
+        let racc = self.receiver_access_link();
+        let sg = self.sender_group(i).map(|g| &self.groups[g]);
+        let acc = sg.map_or_else(|| self.access.clone(), |g| g.access.over(&self.access));
+        let racc = match sg.and_then(|g| g.receiver_access.as_ref()) {
+            Some(r) => r.over(&racc),
+            None => racc,
+        };
+        let racc = match group_of(self.receiver_groups.iter().map(|g| g.receivers), i) {
+            Some(g) => self.receiver_groups[g].access.over(&racc),
+            None => racc,
+        };
+        (acc, racc)
+    }
+
+    /// The sender group (`groups`) pair `i` is in, if any.
+    pub fn sender_group(&self, i: u32) -> Option<usize> {
+        group_of(self.groups.iter().map(|g| g.senders), i)
+    }
+
+    /// Which pair's sender and receiver each flow of `flows` runs between, in flow order (`count`
+    /// expanded): consecutive pairs from the last flow's (or the flow's own `sender`), wrapping
+    /// around the `n` pairs; a group kind's flows all leave the sender of its first pair.
+    pub fn placement(flows: &[FlowSpec], n: u32) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut next = 0u32;
+        for f in flows {
+            let mut k = f.sender.unwrap_or(next);
+            let first = k % n;
+            for _ in 0..f.count.unwrap_or(1) {
+                out.push((if f.kind.is_group() { first } else { k % n }, k % n));
+                k += 1;
+            }
+            next = k;
+        }
+        out
     }
 }
 

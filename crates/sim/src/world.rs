@@ -289,50 +289,17 @@ impl Sim {
                     }
                     None => left,
                 };
-                let racc = d.receiver_access_link();
-                let mut group_of = Vec::new();
-                for (gi, g) in d.groups.iter().enumerate() {
-                    for _ in 0..g.senders {
-                        group_of.push(gi);
-                    }
-                }
-                let mut rgroup_of = Vec::new();
-                for (gi, g) in d.receiver_groups.iter().enumerate() {
-                    for _ in 0..g.receivers {
-                        rgroup_of.push(gi);
-                    }
-                }
                 let mut pairs = Vec::new();
                 for i in 0..n {
+                    let (acc, racc_i) = d.pair_links(i);
                     let s = add_node(&mut nodes, &mut hosts, format!("s{i}"), true);
-                    let acc = match group_of.get(i as usize) {
-                        Some(&g) => d.groups[g].access.over(&d.access),
-                        None => d.access.clone(),
-                    };
-                    let racc_i = match group_of.get(i as usize).and_then(|&g| d.groups[g].receiver_access.as_ref()) {
-                        Some(r) => r.over(&racc),
-                        None => racc.clone(),
-                    };
                     add_link(&mut links, &format!("access-s{i}"), s, attach, &acc);
                     let r = add_node(&mut nodes, &mut hosts, format!("d{i}"), true);
-                    let racc_i = match rgroup_of.get(i as usize) {
-                        Some(&g) => d.receiver_groups[g].access.over(&racc_i),
-                        None => racc_i,
-                    };
                     add_link(&mut links, &format!("access-d{i}"), right, r, &racc_i);
                     pairs.push((nodes[s as usize].host, nodes[r as usize].host));
                 }
-                let mut next = 0u32;
-                for f in &sc.flows {
-                    let mut k = f.sender.unwrap_or(next);
-                    // A group's flows all leave the sender of its first pair.
-                    let src = pairs[(k % n) as usize].0;
-                    for _ in 0..f.count.unwrap_or(1) {
-                        let (s, d) = pairs[(k % n) as usize];
-                        placement.push((if f.kind.is_group() { src } else { s }, d));
-                        k += 1;
-                    }
-                    next = k;
+                for (s, r) in DumbbellSpec::placement(&sc.flows, n) {
+                    placement.push((pairs[s as usize].0, pairs[r as usize].1));
                 }
             }
             TopologySpec::Graph(g) => {

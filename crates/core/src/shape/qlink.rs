@@ -20,6 +20,8 @@ pub struct Shaper {
     busy_until: Time,
     /// Enqueued, sent, dropped at enqueue.
     pub counters: [u64; 3],
+    /// Bytes sent, each packet counted with the box's per-packet overhead (as on the wire).
+    pub sent_bytes: u64,
     /// Time-weighted queue length (packets·ns) and maximum.
     area: u128,
     last: Time,
@@ -38,6 +40,7 @@ impl Shaper {
             queue,
             busy_until: Time::ZERO,
             counters: [0; 3],
+            sent_bytes: 0,
             area: 0,
             last: Time::ZERO,
             max_pkts: 0,
@@ -83,6 +86,7 @@ impl QdiscLink {
             }
             let was_sending = match s.in_tx.take() {
                 Some(p) => {
+                    s.sent_bytes += (p.ip_len() + ovh) as u64;
                     out.push((dir, p));
                     s.counters[1] += 1;
                     true
@@ -155,6 +159,7 @@ impl Middlebox for QdiscLink {
                     "rate_bps": s.rate_bps,
                     "enqueued": s.counters[0],
                     "sent": s.counters[1],
+                    "sent_bytes": s.sent_bytes,
                     "dropped": s.counters[2],
                     "queue_pkts": s.queue.len_pkts(),
                     "data_queue_max_pkts": s.max_pkts,
@@ -398,5 +403,95 @@ mod tests {
         for (e, l) in exact.iter().zip(&late) {
             assert!(*l >= *e && l.since(*e) <= Dur::from_micros(300), "{e:?} vs {l:?}");
         }
+    }
+
+    /// A link of `rate` (None: no queue) and `delay` each way, no loss, no overhead.
+    fn plain(rate: Option<u64>, delay_ms: u64) -> WanLink {
+        use crate::impair::{JitterSpec, LossSpec};
+        let im = |i| Impair {
+            loss: Loss::new(LossSpec::None, crate::rng::stream(1, "loss", i)),
+            delay: Delay::new(Dur::from_millis(delay_ms), JitterSpec::None, false, crate::rng::stream(1, "delay", i)),
+        };
+        let shaper = || rate.map(|r| Shaper::new(r, Box::new(DropTail::new(Limit::Packets(100)))));
+        WanLink::new(QdiscLink::new(shaper(), shaper(), 0), Some(im(0)), Some(im(1)))
+    }
+
+    #[test]
+    fn links_in_series_add_their_serialisation_and_delays_each_way() {
+        use crate::middlebox::Series;
+        // A → B: 10 Mbit/s and 5 ms, then 5 Mbit/s and 1 ms: three back-to-back packets queue at
+        // the slower second link, each leaving it two of the first link's slots after the one
+        // before. B → A: the second link's 1 ms first, then the first's 5 ms.
+        let mut s = Series::new(vec![
+            ("bottleneck".into(), Box::new(plain(Some(10_000_000), 5)) as Box<dyn Middlebox + Send>),
+            ("access".into(), Box::new(plain(Some(5_000_000), 1))),
+        ]);
+        let mut rng = Rng::new(1);
+        let mut out = Emit::new();
+        let pkt = sample_tcp(false, 1000, &mut rng);
+        let t1 = Dur::tx_time(pkt.ip_len(), 10_000_000);
+        for _ in 0..3 {
+            s.on_packet(Time::ZERO, Dir::AToB, pkt.clone(), &mut out);
+        }
+        s.on_packet(Time::ZERO, Dir::BToA, pkt.clone(), &mut out);
+        assert!(out.is_empty());
+        let mut left = Vec::new();
+        while let Some(t) = s.poll_timeout() {
+            s.on_timeout(t, &mut out);
+            left.extend(out.drain(..).map(|(d, _)| (d, t)));
+        }
+        let at = |k: u64| Time::ZERO + Dur(k * t1.0) + Dur::from_millis(6);
+        let back = Time::ZERO + Dur(3 * t1.0) + Dur::from_millis(6); // 2·t1 at 5 Mbit/s, then t1 at 10
+        let mut want = vec![(Dir::AToB, at(3)), (Dir::AToB, at(5)), (Dir::AToB, at(7)), (Dir::BToA, back)];
+        let key = |w: &(Dir, Time)| (w.1, w.0.index());
+        want.sort_by_key(key);
+        left.sort_by_key(key);
+        assert_eq!(left, want);
+        let st = s.stats_json();
+        assert_eq!(st["bottleneck"]["a_to_b"]["forwarded"].as_u64(), Some(3), "{st}");
+        // The third packet reaches the access link the instant the first ends there, before the
+        // second is taken off its queue: two waiting.
+        assert_eq!(st["access"]["a_to_b"]["max_queue"].as_u64(), Some(2), "{st}");
+        assert_eq!(st["access"]["b_to_a"]["sent_bytes"].as_u64(), Some(pkt.ip_len() as u64), "{st}");
+        assert_eq!(st["bottleneck"]["a_to_b"]["max_queue"].as_u64(), Some(2), "{st}");
+    }
+
+    #[test]
+    fn split_gives_each_class_its_own_link() {
+        use crate::middlebox::Split;
+        use ackshape_wire::L4;
+        // Port 6000 → a 1-ms link, port 6001 → a 3-ms one, anything else → the last; each has its
+        // own queue, so the two packets sent at once both leave at their serialisation end.
+        let links: Vec<(String, Box<dyn Middlebox + Send>)> = vec![
+            ("a".into(), Box::new(plain(Some(10_000_000), 1))),
+            ("b".into(), Box::new(plain(Some(10_000_000), 3))),
+        ];
+        let mut s = Split::new(links, Box::new(|p: &Packet| p.tcp().map_or(9, |t| t.dport as usize - 6000)));
+        let mut rng = Rng::new(1);
+        let mut out = Emit::new();
+        let with_port = |port: u16, rng: &mut Rng| {
+            let mut p = sample_tcp(false, 1000, rng);
+            if let L4::Tcp(t) = &mut p.l4 {
+                t.dport = port;
+            }
+            p
+        };
+        let pkt = with_port(6000, &mut rng);
+        let t1 = Dur::tx_time(pkt.ip_len(), 10_000_000);
+        s.on_packet(Time::ZERO, Dir::AToB, pkt, &mut out);
+        s.on_packet(Time::ZERO, Dir::AToB, with_port(6001, &mut rng), &mut out);
+        s.on_packet(Time::ZERO, Dir::AToB, with_port(7000, &mut rng), &mut out);
+        let mut left = Vec::new();
+        while let Some(t) = s.poll_timeout() {
+            s.on_timeout(t, &mut out);
+            left.extend(out.drain(..).map(|(_, p)| (t, p.tcp().unwrap().dport)));
+        }
+        let at = |ms| Time::ZERO + t1 + Dur::from_millis(ms);
+        assert_eq!(left, [(at(1), 6000), (at(3), 6001), (at(3) + t1, 7000)]);
+        let st = s.stats_json();
+        assert_eq!(
+            (st["a"]["a_to_b"]["forwarded"].as_u64(), st["b"]["a_to_b"]["forwarded"].as_u64()),
+            (Some(1), Some(2))
+        );
     }
 }
