@@ -692,16 +692,12 @@ struct WanPlan {
     paths: Vec<(String, u64, u64)>,
 }
 
-/// The first port of the live flows: flow `i` is the connection to or from port `FLOW_PORT + i`
-/// ([`traffic::run_flows`]).
-const FLOW_PORT: u16 = 6000;
-
 /// The WAN of a dumbbell for the wanem. The simulator's link code ([`wanem::link_box`]) runs in a
 /// box when the bottleneck has a queue discipline (`qdisc`), which the wanem's own drop-tail
 /// limiter cannot run, and when the flows' paths differ beyond the bottleneck: a receivers'
 /// access link that shapes ([`access_shapes`]), or pairs whose access links' delays differ (RTT
 /// groups). Then the box is the bottleneck followed by one link per sender/receiver pair the
-/// flows use, a flow's packets going to its pair's link by their port ([`FLOW_PORT`]): the
+/// flows use, a flow's packets going to its pair's link by their port ([`traffic::FLOW_PORT`]): the
 /// receiver's access link (its rate, queue, loss, jitter) with the pair's two access delays, as
 /// the simulator places the flows ([`DumbbellSpec::placement`]). The sender's access delay then
 /// comes after the bottleneck, not before it: the same round trip, with the gateway (which is
@@ -755,7 +751,7 @@ fn wan_plan(sc: &Scenario, d: &DumbbellSpec) -> WanPlan {
         // A flow's packets by its port (to it for the data a sender opened, from it for the
         // data of a flow the receiver opened and for the ACKs); anything else takes the first path.
         let classify = move |p: &ackshape_wire::Packet| {
-            let flow = |port: u16| port.checked_sub(FLOW_PORT).and_then(|i| slot.get(i as usize).copied());
+            let flow = |port: u16| port.checked_sub(traffic::FLOW_PORT).and_then(|i| slot.get(i as usize).copied());
             p.tcp().and_then(|t| flow(t.dport).or_else(|| flow(t.sport))).unwrap_or(0)
         };
         let stages = vec![
@@ -1060,7 +1056,10 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
 
 /// [`class_drift`] of the box `run --live` runs (the first; it runs one), with its ports.
 pub(crate) fn live_class_drift(sc: &Scenario, file: &str, base: Option<&Path>, topo: &TopologySpec) -> Vec<String> {
-    sc.middlebox.first().map(|m| class_drift(sc, file, m, 0, base, topo, &|k| 6000 + k as u16)).unwrap_or_default()
+    sc.middlebox
+        .first()
+        .map(|m| class_drift(sc, file, m, 0, base, topo, &|k| traffic::FLOW_PORT + k as u16))
+        .unwrap_or_default()
 }
 
 /// The summary's `scenario` object, with the keys of the simulator's (`set` only when there are

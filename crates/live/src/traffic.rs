@@ -205,6 +205,10 @@ pub struct FlowReport {
     pub error: Option<String>,
 }
 
+/// The port of live flow `i` is `FLOW_PORT + i`: its sink's (the flow's destination) when the
+/// sender opens it, its source's listener when the receiver does ([`run_flows`]).
+pub const FLOW_PORT: u16 = 6000;
+
 /// Run TCP flows through a testbed: one sink per flow in the receiver namespace (ports
 /// 6000 + i), one source per flow in the sender namespace, started at its `start_s`; a flow the
 /// receiver opens (`open_by_receiver`) has its source listen in the sender namespace (port
@@ -221,7 +225,7 @@ pub fn run_flows(
     for (i, f) in flows.iter().enumerate() {
         if f.open_by_receiver {
             // The source listens in the sender namespace; the sink connects at the start time.
-            let at = SocketAddr::from((tb.sender_addr, 6000 + i as u16));
+            let at = SocketAddr::from((tb.sender_addr, FLOW_PORT + i as u16));
             let (tx, rx) = std::sync::mpsc::channel();
             let f2 = f.clone();
             let src = spawn_in_netns(&tb.ns_sender, "acks-source", move || -> io::Result<SourceReport> {
@@ -251,7 +255,7 @@ pub fn run_flows(
             handles.push((f.clone(), src, sink));
             continue;
         }
-        let dst = SocketAddr::from((tb.receiver_addr, 6000 + i as u16));
+        let dst = SocketAddr::from((tb.receiver_addr, FLOW_PORT + i as u16));
         let (tx, rx) = std::sync::mpsc::channel();
         let o = SockOpts { max_seg: None, ..f.sock.clone() };
         let sink = spawn_in_netns(&tb.ns_receiver, "acks-sink", move || -> io::Result<SinkReport> {
