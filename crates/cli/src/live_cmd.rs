@@ -560,7 +560,7 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
             let (rf, rr) = racc.directions();
             let (mut args, mut notes) =
                 wanem_args(&wan_link(&bf, af.delay + rf.delay), &wan_link(&br, ar.delay + rr.delay));
-            if !wan_plan(sc, d).paths.is_empty() {
+            if flow_paths(sc, d).differ {
                 notes.push(
                     "the receivers' access links shape (rate, loss, jitter or qdisc) or the flows' delays differ \
                      (RTT groups): the wanem below runs the bottleneck with the first flow's delays; `run --live` \
@@ -671,12 +671,71 @@ fn wan_link(d: &DirParams, extra_delay: ackshape_core::time::Dur) -> WanLink {
     }
 }
 
-/// Whether the receivers' access link does more than delay: a rate below the bottleneck's, loss,
-/// jitter or a queue discipline. The wanem then runs it as a second link in series behind the
-/// bottleneck ([`wan_plan`]); the sender's access link is before the gateway, where the wanem is not.
-fn access_shapes((f, r): (&DirParams, &DirParams), (bf, br): (&DirParams, &DirParams)) -> bool {
-    let shapes = |d: &DirParams| !matches!(d.loss, LossSpec::None) || d.jitter.0 > 0 || d.qdisc.is_some();
-    f.rate < bf.rate || r.rate < br.rate || shapes(f) || shapes(r)
+/// What an access link does beyond its delay, each way: a rate below the bottleneck's, loss, a
+/// queue discipline, jitter (empty: only the delay). The wanem runs a receivers' access link that
+/// does ([`wan_plan`]); of a sender's, before the gateway, only the delay applies
+/// ([`live_link_gaps`] names the rest).
+fn beyond_delay((f, r): (&DirParams, &DirParams), (bf, br): (&DirParams, &DirParams)) -> Vec<String> {
+    let mut what = Vec::new();
+    if f.rate < bf.rate || r.rate < br.rate {
+        what.push(format!("rate ({} Mbit/s, below the bottleneck's)", f.rate.0.min(r.rate.0) as f64 / 1e6));
+    }
+    if !matches!(f.loss, LossSpec::None) || !matches!(r.loss, LossSpec::None) {
+        what.push("loss".to_string());
+    }
+    if f.qdisc.is_some() || r.qdisc.is_some() {
+        what.push("a qdisc".to_string());
+    }
+    if f.jitter.0 > 0 || r.jitter.0 > 0 {
+        what.push("jitter".to_string());
+    }
+    what
+}
+
+/// A sender/receiver pair: its index, its sender's and its receiver's access link (each way).
+type PairPath = (u32, (DirParams, DirParams), (DirParams, DirParams));
+
+/// The pairs a dumbbell's flows use ([`DumbbellSpec::placement`]), in order of first use, each
+/// with its access links' directions (sender's, receiver's); each flow's index among them; and
+/// whether the flows' paths differ beyond the bottleneck: a receivers' access link that does more
+/// than delay ([`beyond_delay`]), or pairs whose access delays differ (RTT groups).
+struct FlowPaths {
+    pairs: Vec<PairPath>,
+    slot: Vec<usize>,
+    differ: bool,
+}
+
+fn flow_paths(sc: &Scenario, d: &DumbbellSpec) -> FlowPaths {
+    let (bf, br) = d.bottleneck.directions();
+    let mut used: Vec<u32> = Vec::new();
+    let slot: Vec<usize> = DumbbellSpec::placement(&sc.flows, d.pair_count(sc.flow_count()))
+        .iter()
+        .map(|&(_, r)| {
+            used.iter().position(|&u| u == r).unwrap_or_else(|| {
+                used.push(r);
+                used.len() - 1
+            })
+        })
+        .collect();
+    if used.is_empty() {
+        used.push(0);
+    }
+    let pairs: Vec<_> = used
+        .iter()
+        .map(|&j| {
+            let (a, r) = d.pair_links(j);
+            (j, a.directions(), r.directions())
+        })
+        .collect();
+    let first = pair_delays(&pairs[0]);
+    let differ =
+        pairs.iter().any(|p| !beyond_delay((&p.2 .0, &p.2 .1), (&bf, &br)).is_empty() || pair_delays(p) != first);
+    FlowPaths { pairs, slot, differ }
+}
+
+/// A pair's access delays each way (sender's plus receiver's).
+fn pair_delays((_, (af, ar), (rf, rr)): &PairPath) -> (ackshape_core::time::Dur, ackshape_core::time::Dur) {
+    (af.delay + rf.delay, ar.delay + rr.delay)
 }
 
 /// How the wanem runs a dumbbell's WAN.
@@ -694,8 +753,8 @@ struct WanPlan {
 
 /// The WAN of a dumbbell for the wanem. The simulator's link code ([`wanem::link_box`]) runs in a
 /// box when the bottleneck has a queue discipline (`qdisc`), which the wanem's own drop-tail
-/// limiter cannot run, and when the flows' paths differ beyond the bottleneck: a receivers'
-/// access link that shapes ([`access_shapes`]), or pairs whose access links' delays differ (RTT
+/// limiter cannot run, and when the flows' paths differ beyond the bottleneck ([`flow_paths`]: a
+/// receivers' access link that does more than delay, or pairs whose access delays differ, RTT
 /// groups). Then the box is the bottleneck followed by one link per sender/receiver pair the
 /// flows use, a flow's packets going to its pair's link by their port ([`traffic::FLOW_PORT`]): the
 /// receiver's access link (its rate, queue, loss, jitter) with the pair's two access delays, as
@@ -710,37 +769,12 @@ fn wan_plan(sc: &Scenario, d: &DumbbellSpec) -> WanPlan {
         wanem::BoxDir { link, limit: d.queue.into(), qdisc: d.qdisc.as_ref() }
     }
     let (bf, br) = d.bottleneck.directions();
-    let placement = DumbbellSpec::placement(&sc.flows, d.pair_count(sc.flow_count()));
-    // The pairs the flows use, in order of first use; each flow's index among them.
-    let mut used: Vec<u32> = Vec::new();
-    let slot: Vec<usize> = placement
-        .iter()
-        .map(|&(_, r)| {
-            used.iter().position(|&u| u == r).unwrap_or_else(|| {
-                used.push(r);
-                used.len() - 1
-            })
-        })
-        .collect();
-    if used.is_empty() {
-        used.push(0);
-    }
-    let paths: Vec<_> = used
-        .iter()
-        .map(|&j| {
-            let (a, r) = d.pair_links(j);
-            (j, a.directions(), r.directions())
-        })
-        .collect();
-    let delays = |(_, (af, ar), (rf, rr)): &(u32, (DirParams, DirParams), (DirParams, DirParams))| {
-        (af.delay + rf.delay, ar.delay + rr.delay)
-    };
-    let (df, dr) = delays(&paths[0]);
+    let FlowPaths { pairs: paths, slot, differ: per_path } = flow_paths(sc, d);
+    let (df, dr) = pair_delays(&paths[0]);
     let links = (wan_link(&bf, df), wan_link(&br, dr));
-    let per_path = paths.iter().any(|p| access_shapes((&p.2 .0, &p.2 .1), (&bf, &br)) || delays(p) != (df, dr));
     if per_path {
         let bl = (wan_link(&bf, Dur::ZERO), wan_link(&br, Dur::ZERO));
-        let mut boxes: Vec<(String, Box<dyn ackshape_core::middlebox::Middlebox + Send>)> = Vec::new();
+        let mut boxes = ackshape_core::middlebox::Named::new();
         let mut names = Vec::new();
         for (k, (j, (af, ar), (rf, rr))) in paths.iter().enumerate() {
             let al = (wan_link(rf, af.delay), wan_link(rr, ar.delay));
@@ -926,19 +960,7 @@ pub(crate) fn live_link_gaps(sc: &Scenario, file: &str) -> Vec<String> {
             Some(g) => (format!("topology.groups[{g}].access"), d.groups[g].access.over(&d.access)),
         };
         let (f, r) = link.directions();
-        let mut what = Vec::new();
-        if f.rate < bf.rate || r.rate < br.rate {
-            what.push(format!("rate ({} Mbit/s, below the bottleneck's)", f.rate.0.min(r.rate.0) as f64 / 1e6));
-        }
-        if !matches!(f.loss, LossSpec::None) || !matches!(r.loss, LossSpec::None) {
-            what.push("loss".to_string());
-        }
-        if f.qdisc.is_some() || r.qdisc.is_some() {
-            what.push("a qdisc".to_string());
-        }
-        if f.jitter.0 > 0 || r.jitter.0 > 0 {
-            what.push("jitter".to_string());
-        }
+        let what = beyond_delay((&f, &r), (&bf, &br));
         if !what.is_empty() {
             out.push(format!(
                 "{file}: key `{key}`: the live testbed applies only the sender access link's delay (in the WAN \

@@ -3,7 +3,7 @@
 //! print `SKIPPED: <reason>` to stderr and return. A guard removes the namespaces even when a
 //! test fails.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -57,6 +57,26 @@ fn tmp(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// `ackshape run -q --json SCN` (with `--live` when `live`), which must succeed: the summary and
+/// what it printed to stderr (printed too).
+fn run_json(scn: &Path, live: bool) -> (serde_json::Value, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ackshape"));
+    c.args(["run", "-q", "--json"]).arg(scn);
+    if live {
+        c.arg("--live");
+    }
+    let o = c.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    println!("{err}");
+    assert!(o.status.success(), "run (live {live}) failed: {err}");
+    (serde_json::from_slice(&o.stdout).unwrap(), err)
+}
+
+/// The summary's link `name`.
+fn link_row(summary: &serde_json::Value, name: &str) -> serde_json::Value {
+    summary["links"].as_array().unwrap().iter().find(|l| l["name"] == name).cloned().unwrap_or_else(|| panic!("{name}"))
 }
 
 #[test]
@@ -713,17 +733,9 @@ prefix = "acks-lc8"
     )
     .unwrap();
     let run = |live: bool| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_ackshape"));
-        c.args(["run", "-q", "--json"]).arg(&scn);
-        if live {
-            c.arg("--live");
-        }
-        let o = c.output().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        println!("{}", err);
-        assert!(o.status.success(), "run (live {live}) failed: {err}");
+        let (summary, err) = run_json(&scn, live);
         assert!(!err.contains("bottleneck.qdisc"), "no warning that the discipline is not applied: {err}");
-        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+        summary
     };
     let (sim, live) = (run(false), run(true));
     let p = &live["wanem"]["pipeline"];
@@ -734,10 +746,10 @@ prefix = "acks-lc8"
     let queue_max = fwd["max_queue"].as_u64().unwrap();
     assert!(marks > 0, "RED marked ECN-capable packets live: {fwd}");
     assert!(queue_max < 100, "the queue never reached its 100-packet limit (drop-tail's would): {fwd}");
-    let link = live["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").expect("bottleneck");
+    let link = link_row(&live, "bottleneck");
     assert_eq!(link["drops"], fwd["queue_drops"], "{link}");
     assert_eq!(link["queue_max_pkts"].as_u64(), Some(queue_max), "{link}");
-    let sim_link = sim["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").expect("sim bottleneck");
+    let sim_link = link_row(&sim, "bottleneck");
     let sim_marks = sim_link["qdisc_counters"]["red_ecn_marks"].as_u64().unwrap_or(0);
     assert!(sim_marks > 0, "the simulator marks too: {sim_link}");
     let (gs, gl) =
@@ -787,24 +799,14 @@ prefix = "acks-lca"
     )
     .unwrap();
     let run = |live: bool| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_ackshape"));
-        c.args(["run", "-q", "--json"]).arg(&scn);
-        if live {
-            c.arg("--live");
-        }
-        let o = c.output().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        println!("{}", err);
-        assert!(o.status.success(), "run (live {live}) failed: {err}");
+        let (summary, err) = run_json(&scn, live);
         assert!(!err.contains("access") && !err.contains("groups"), "no warning that a link is not applied: {err}");
-        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+        summary
     };
     let (sim, live) = (run(false), run(true));
     let p = &live["wanem"]["pipeline"];
     assert_eq!(p["kind"], "wan-link", "the wanem ran the link box: {p}");
-    let link = |s: &serde_json::Value, name: &str| {
-        s["links"].as_array().unwrap().iter().find(|l| l["name"] == name).cloned().unwrap_or_else(|| panic!("{name}"))
-    };
+    let link = link_row;
     for name in ["bottleneck", "access-d0", "access-d1"] {
         println!("{name}: sim {}\n{name}: live {}", link(&sim, name), link(&live, name));
     }

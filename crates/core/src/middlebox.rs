@@ -84,19 +84,27 @@ impl Middlebox for Observe {
     fn on_packet(&mut self, _now: Time, _dir: Dir, _pkt: Packet, _out: &mut Emit) {}
 }
 
+/// Boxes with names (for their stats), as [`Series`] and [`Split`] hold them.
+pub type Named = Vec<(String, Box<dyn Middlebox + Send>)>;
+
+/// Each named box's stats under its name.
+fn stats_by_name(boxes: &Named) -> serde_json::Value {
+    serde_json::Value::Object(boxes.iter().map(|(n, b)| (n.clone(), b.stats_json())).collect())
+}
+
 /// Boxes in series, as links in a path: a packet travelling A → B passes the stages in order, one
 /// travelling B → A in reverse order, and what a stage emits goes on to the next stage in the
 /// direction it was emitted (a packet a stage turns around goes back the way it came). Each
 /// stage sees a packet at the `now` the one before let it go, so delays and serialisation add
 /// up. The live WAN emulator runs the bottleneck and the receivers' access link this way.
 pub struct Series {
-    stages: Vec<(String, Box<dyn Middlebox + Send>)>,
+    stages: Named,
     scratch: Vec<Emit>,
 }
 
 impl Series {
     /// `stages`, named for [`Middlebox::stats_json`], from the A side to the B side.
-    pub fn new(stages: Vec<(String, Box<dyn Middlebox + Send>)>) -> Series {
+    pub fn new(stages: Named) -> Series {
         let scratch = stages.iter().map(|_| Emit::new()).collect();
         Series { stages, scratch }
     }
@@ -160,7 +168,7 @@ impl Middlebox for Series {
 
     /// Each stage's stats under its name.
     fn stats_json(&self) -> serde_json::Value {
-        serde_json::Value::Object(self.stages.iter().map(|(n, b)| (n.clone(), b.stats_json())).collect())
+        stats_by_name(&self.stages)
     }
 }
 
@@ -168,7 +176,7 @@ impl Middlebox for Series {
 /// access link, chosen by the packet's flow). Each box keeps its own queues and timers.
 pub struct Split {
     classify: Box<dyn Fn(&Packet) -> usize + Send>,
-    boxes: Vec<(String, Box<dyn Middlebox + Send>)>,
+    boxes: Named,
 }
 
 impl Split {
@@ -215,6 +223,6 @@ impl Middlebox for Split {
 
     /// Each box's stats under its name.
     fn stats_json(&self) -> serde_json::Value {
-        serde_json::Value::Object(self.boxes.iter().map(|(n, b)| (n.clone(), b.stats_json())).collect())
+        stats_by_name(&self.boxes)
     }
 }

@@ -462,7 +462,7 @@ mod tests {
         use ackshape_wire::L4;
         // Port 6000 → a 1-ms link, port 6001 → a 3-ms one, anything else → the last; each has its
         // own queue, so the two packets sent at once both leave at their serialisation end.
-        let links: Vec<(String, Box<dyn Middlebox + Send>)> = vec![
+        let links: crate::middlebox::Named = vec![
             ("a".into(), Box::new(plain(Some(10_000_000), 1))),
             ("b".into(), Box::new(plain(Some(10_000_000), 3))),
         ];
