@@ -32,6 +32,8 @@ pub enum Ev {
     MbInject(u32),
     /// A sender group's timer (VPS).
     GroupTimer(u32),
+    /// The head of a host's output line (`host_jitter`) leaves the host; the node's index.
+    HostOut(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

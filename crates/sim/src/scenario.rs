@@ -891,6 +891,9 @@ pub struct Scenario {
     /// Carry real payload bytes and check every flow's delivered stream against what was sent.
     #[serde(default)]
     pub verify_payload: bool,
+    /// Every packet a host sends leaves it after an extra delay uniform in [0, host_jitter], in
+    /// order: a real host's timing noise (ns-2's `overhead_`). None or 0: no noise.
+    pub host_jitter: Option<DurV>,
     #[serde(default)]
     pub tcp: TcpSpec,
     pub topology: TopologySpec,

@@ -220,6 +220,14 @@ pub struct Sim {
     groups: Vec<GroupSlot>,
     /// Sender-side keys of group connections → (group, index in group).
     gdemux: FxHashMap<(u32, u16, u16, u32), (u32, u32)>,
+    /// Per node, the output line of `host_jitter` (empty without it).
+    host_out: Vec<HostLine>,
+}
+
+/// A host's timing noise (`host_jitter`): what it sent waits here for its exit time, in order.
+struct HostLine {
+    delay: Delay,
+    queue: std::collections::VecDeque<(Time, Packet)>,
 }
 
 /// Errors while building a simulation from a valid scenario (e.g. unreachable hosts).
@@ -615,7 +623,16 @@ impl Sim {
             node_mb,
             groups,
             gdemux: FxHashMap::default(),
+            host_out: Vec::new(),
         };
+        if let Some(j) = sc.host_jitter.filter(|j| j.0 > Dur::ZERO) {
+            sim.host_out = (0..sim.nodes.len() as u64)
+                .map(|i| HostLine {
+                    delay: Delay::new(Dur::ZERO, JitterSpec::Uniform { max_ns: j.0 .0 }, false, stream(seed, "host-jitter", i)),
+                    queue: Default::default(),
+                })
+                .collect();
+        }
         for l in &mut sim.links {
             l.keep_queue_bins(bin);
         }
@@ -724,6 +741,7 @@ impl Sim {
             Ev::MbTimer(m) => self.mb_timer(m),
             Ev::MbCopy(m) => self.mb_copy(m),
             Ev::MbInject(m) => self.mb_inject(m),
+            Ev::HostOut(n) => self.host_out_due(n),
             Ev::GroupTimer(g) => {
                 let slot = &mut self.groups[g as usize];
                 if slot.timer == Some(self.now) {
@@ -805,6 +823,37 @@ impl Sim {
             row[h as usize]
         } else {
             NONE
+        }
+    }
+
+    /// Send a packet a host (node `n`) emits: after its `host_jitter`, if any, else now.
+    #[inline]
+    fn host_send(&mut self, n: u32, pkt: Packet) {
+        let Some(line) = self.host_out.get_mut(n as usize) else {
+            return self.forward(n, pkt);
+        };
+        let t = line.delay.exit_time(self.now);
+        line.queue.push_back((t, pkt));
+        if line.queue.len() == 1 {
+            self.q.push(t, Ev::HostOut(n));
+        }
+    }
+
+    /// Node `n`'s output line: send what is due, wait for the next.
+    fn host_out_due(&mut self, n: u32) {
+        loop {
+            let line = &mut self.host_out[n as usize];
+            match line.queue.front() {
+                Some(&(t, _)) if t <= self.now => {
+                    let (_, p) = line.queue.pop_front().unwrap();
+                    self.forward(n, p);
+                }
+                Some(&(t, _)) => {
+                    self.q.push(t, Ev::HostOut(n));
+                    return;
+                }
+                None => return,
+            }
         }
     }
 
@@ -947,7 +996,7 @@ impl Sim {
                 break;
             };
             let n = slot.node;
-            self.forward(n, p);
+            self.host_send(n, p);
         }
         let mut closed = false;
         loop {
@@ -1003,7 +1052,7 @@ impl Sim {
         loop {
             let GroupKind::Vps(v) = &mut self.groups[g as usize].kind else { return };
             let Some((_, p)) = v.poll_transmit() else { break };
-            self.forward(node, p);
+            self.host_send(node, p);
         }
         let now = self.now;
         let slot = &mut self.groups[g as usize];
@@ -1232,7 +1281,7 @@ impl Sim {
         };
         self.q.push(now + Dur::from_secs_f64(gap), Ev::UdpSend(f));
         let sn = self.hosts[fl.src as usize];
-        self.forward(sn, pkt);
+        self.host_send(sn, pkt);
     }
 
     /// A short flow's next transfer replaces its sending connection, which may linger (its FIN
