@@ -42,9 +42,10 @@ enum Cmd {
     /// Check a scenario file (or, with --policy or --tap, a live policy file) and exit: 0 if
     /// valid, 2 with the file and the offending key if not.
     Validate {
-        /// Scenario file (TOML, see docs/scenario.md); with --policy or --tap, that policy file.
-        #[arg(value_name = "FILE")]
-        scenario: PathBuf,
+        /// Scenario files (TOML, see docs/scenario.md); with --policy or --tap, those policy files.
+        /// Each is checked; the exit status is 2 if any is invalid.
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
         /// FILE is a gateway policy (`ackshape gateway --policy`, docs/policy.md): check it as the
         /// gateway loads it (and a SIGHUP reload), print what it will do and any warnings.
         #[arg(long, conflicts_with = "tap")]
@@ -260,53 +261,22 @@ fn main() -> ExitCode {
     }
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
-        Cmd::Validate { scenario, policy: true, .. } => validate_policy(&scenario),
-        Cmd::Validate { scenario, tap: true, .. } => validate_tap(&scenario),
-        Cmd::Validate { scenario, .. } => match Scenario::load(&scenario) {
-            Ok(sc) => {
-                // Building checks what parsing cannot: node and link names, routes, box settings.
-                let file = scenario.display().to_string();
-                if let Err(e) = ackshape_sim::Sim::build(&sc, &file, None, Default::default()) {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(BAD_INPUT);
-                }
-                // The live testbed's table (`[live.testbed]`), as `testbed up` and `run --live` read it.
-                let topo = match live_cmd::topology_of(&sc, &file) {
-                    Ok(t) => t,
-                    Err(code) => return code,
+        Cmd::Validate { files, policy, tap } => {
+            let mut code = ExitCode::SUCCESS;
+            for f in &files {
+                let c = if policy {
+                    validate_policy(f)
+                } else if tap {
+                    validate_tap(f)
+                } else {
+                    validate_scenario(f)
                 };
-                let n = sc.flow_count();
-                println!("{}: valid ({n} flow{})", scenario.display(), if n == 1 { "" } else { "s" });
-                // What the gateway boxes' policies do that is valid but probably not meant.
-                let base = scenario.parent();
-                for (i, mb) in sc.middlebox.iter().enumerate() {
-                    let Some(Ok(p)) = ackshape_sim::middlebox::gateway_policy(mb, base) else { continue };
-                    let (origin, prefix) = match mb.settings.get("policy_file").and_then(|f| f.as_str()) {
-                        Some(f) => (base.map_or_else(|| f.into(), |b| b.join(f)).display().to_string(), String::new()),
-                        None => (file.clone(), format!("middlebox[{i}].policy.")),
-                    };
-                    for w in p.warnings() {
-                        eprintln!("warning: {origin}: key `{prefix}{}`: {}", w.key, w.msg);
-                    }
+                if c != ExitCode::SUCCESS {
+                    code = c;
                 }
-                // A scenario meant for live runs too (it has `[live]`): flows its gateway would
-                // classify otherwise live, as `run --live` warns.
-                if sc.live.is_some() {
-                    for w in live_cmd::live_class_drift(&sc, &file, base, &topo) {
-                        eprintln!("warning: {w}");
-                    }
-                    for w in live_cmd::live_link_gaps(&sc, &file).into_iter().chain(live_cmd::live_tcp_gaps(&sc, &file))
-                    {
-                        eprintln!("warning: {w}");
-                    }
-                }
-                ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(BAD_INPUT)
-            }
-        },
+            code
+        }
         Cmd::Model { which } => cmd_model(which),
         Cmd::Gateway(a) => live_cmd::cmd_gateway(a),
         Cmd::Wanem(a) => live_cmd::cmd_wanem(a),
@@ -632,6 +602,55 @@ fn afvq_error(e: &ackshape_core::model_afvq::AfvqModelError) -> String {
         E::Loss(f) => format!("{}: expected a probability in [0, 1)", flag(f)),
         E::B => "--b: expected at least 1 data packet per ACK".into(),
         E::NoRoot(..) => format!("model afvq: {e}"),
+    }
+}
+
+/// `validate FILE` for a scenario: parse, build, the live table, then warnings (gateway policies
+/// that are probably not meant; with `[live]`, what a live run would do otherwise).
+fn validate_scenario(scenario: &std::path::Path) -> ExitCode {
+    match Scenario::load(scenario) {
+        Ok(sc) => {
+            // Building checks what parsing cannot: node and link names, routes, box settings.
+            let file = scenario.display().to_string();
+            if let Err(e) = ackshape_sim::Sim::build(&sc, &file, None, Default::default()) {
+                eprintln!("error: {e}");
+                return ExitCode::from(BAD_INPUT);
+            }
+            // The live testbed's table (`[live.testbed]`), as `testbed up` and `run --live` read it.
+            let topo = match live_cmd::topology_of(&sc, &file) {
+                Ok(t) => t,
+                Err(code) => return code,
+            };
+            let n = sc.flow_count();
+            println!("{}: valid ({n} flow{})", scenario.display(), if n == 1 { "" } else { "s" });
+            // What the gateway boxes' policies do that is valid but probably not meant.
+            let base = scenario.parent();
+            for (i, mb) in sc.middlebox.iter().enumerate() {
+                let Some(Ok(p)) = ackshape_sim::middlebox::gateway_policy(mb, base) else { continue };
+                let (origin, prefix) = match mb.settings.get("policy_file").and_then(|f| f.as_str()) {
+                    Some(f) => (base.map_or_else(|| f.into(), |b| b.join(f)).display().to_string(), String::new()),
+                    None => (file.clone(), format!("middlebox[{i}].policy.")),
+                };
+                for w in p.warnings() {
+                    eprintln!("warning: {origin}: key `{prefix}{}`: {}", w.key, w.msg);
+                }
+            }
+            // A scenario meant for live runs too (it has `[live]`): flows its gateway would
+            // classify otherwise live, as `run --live` warns.
+            if sc.live.is_some() {
+                for w in live_cmd::live_class_drift(&sc, &file, base, &topo) {
+                    eprintln!("warning: {w}");
+                }
+                for w in live_cmd::live_link_gaps(&sc, &file).into_iter().chain(live_cmd::live_tcp_gaps(&sc, &file)) {
+                    eprintln!("warning: {w}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(BAD_INPUT)
+        }
     }
 }
 

@@ -50,6 +50,34 @@ fn good_scenario_validates() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `validate A B C`: every file is checked (a bad one does not stop the others) and the exit
+/// status is 2 if any is invalid.
+#[test]
+fn validate_checks_every_file_it_is_given() {
+    let dir = std::env::temp_dir().join(format!("ackshape-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, bad, b) = (dir.join("a.toml"), dir.join("bad.toml"), dir.join("b.toml"));
+    std::fs::write(&a, GOOD).unwrap();
+    std::fs::write(&bad, GOOD.replace("count = 2", "count = -1")).unwrap();
+    std::fs::write(&b, GOOD.replace("count = 2", "count = 3")).unwrap();
+    let run = |files: &[&std::path::Path]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").args(files).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&[&a, &b]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("a.toml: valid (2 flows)") && out.contains("b.toml: valid (3 flows)"), "{out}");
+    let (code, out, err) = run(&[&a, &bad, &b]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(out.contains("a.toml: valid") && out.contains("b.toml: valid"), "the others are still checked: {out}");
+    assert!(err.contains("bad.toml") && err.contains("flows[0].count"), "{err}");
+}
+
 #[test]
 fn malformed_toml() {
     check("malformed", &GOOD.replace("duration = \"10s\"", "duration = \"10s"), "line", &["TOML", "line 2"]);

@@ -628,7 +628,12 @@ impl Sim {
         if let Some(j) = sc.host_jitter.filter(|j| j.0 > Dur::ZERO) {
             sim.host_out = (0..sim.nodes.len() as u64)
                 .map(|i| HostLine {
-                    delay: Delay::new(Dur::ZERO, JitterSpec::Uniform { max_ns: j.0 .0 }, false, stream(seed, "host-jitter", i)),
+                    delay: Delay::new(
+                        Dur::ZERO,
+                        JitterSpec::Uniform { max_ns: j.0 .0 },
+                        false,
+                        stream(seed, "host-jitter", i),
+                    ),
                     queue: Default::default(),
                 })
                 .collect();
