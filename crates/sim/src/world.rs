@@ -220,8 +220,8 @@ pub struct Sim {
     groups: Vec<GroupSlot>,
     /// Sender-side keys of group connections → (group, index in group).
     gdemux: FxHashMap<(u32, u16, u16, u32), (u32, u32)>,
-    /// Per node, the output line of `host_jitter` (empty without it).
-    host_out: Vec<HostLine>,
+    /// Per node, the output line of `host_jitter` (hosts only; empty without it).
+    host_out: Vec<Option<HostLine>>,
 }
 
 /// A host's timing noise (`host_jitter`): what it sent waits here for its exit time, in order.
@@ -626,17 +626,18 @@ impl Sim {
             host_out: Vec::new(),
         };
         if let Some(j) = sc.host_jitter.filter(|j| j.0 > Dur::ZERO) {
-            sim.host_out = (0..sim.nodes.len() as u64)
-                .map(|i| HostLine {
+            let lines = sim.nodes.iter().enumerate().map(|(i, node)| {
+                (node.host != NONE).then(|| HostLine {
                     delay: Delay::new(
                         Dur::ZERO,
                         JitterSpec::Uniform { max_ns: j.0 .0 },
                         false,
-                        stream(seed, "host-jitter", i),
+                        stream(seed, "host-jitter", i as u64),
                     ),
                     queue: Default::default(),
                 })
-                .collect();
+            });
+            sim.host_out = lines.collect();
         }
         for l in &mut sim.links {
             l.keep_queue_bins(bin);
@@ -834,7 +835,7 @@ impl Sim {
     /// Send a packet a host (node `n`) emits: after its `host_jitter`, if any, else now.
     #[inline]
     fn host_send(&mut self, n: u32, pkt: Packet) {
-        let Some(line) = self.host_out.get_mut(n as usize) else {
+        let Some(Some(line)) = self.host_out.get_mut(n as usize) else {
             return self.forward(n, pkt);
         };
         let t = line.delay.exit_time(self.now);
@@ -847,7 +848,7 @@ impl Sim {
     /// Node `n`'s output line: send what is due, wait for the next.
     fn host_out_due(&mut self, n: u32) {
         loop {
-            let line = &mut self.host_out[n as usize];
+            let Some(line) = &mut self.host_out[n as usize] else { return };
             match line.queue.front() {
                 Some(&(t, _)) if t <= self.now => {
                     let (_, p) = line.queue.pop_front().unwrap();
