@@ -39,8 +39,8 @@ struct Cli {
 enum Cmd {
     /// Run a scenario in the simulator: prints a metrics table, writes summary.json and CSVs with --out.
     Run(RunArgs),
-    /// Check a scenario file (or, with --policy or --tap, a live policy file) and exit: 0 if
-    /// valid, 2 with the file and the offending key if not.
+    /// Check scenario files (or, with --policy or --tap, live policy files) and exit: 0 if all
+    /// are valid, 2 with the file and the offending key if not.
     Validate {
         /// Scenario files (TOML, see docs/scenario.md); with --policy or --tap, those policy files.
         /// Each is checked; the exit status is 2 if any is invalid.
