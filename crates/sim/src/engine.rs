@@ -3,7 +3,7 @@
 
 use ackshape_core::time::Time;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// What happens. Small and `Copy`: packets live in links, not in the heap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,5 +156,41 @@ mod tests {
             })
             .collect();
         assert_eq!(drained, sorted);
+    }
+}
+
+/// Items waiting for their exit times, which never decrease (a FIFO delay line): a host's output
+/// (`host_jitter`), a mirror box's copies and its injections. Its owner keeps one event pending for
+/// the head: [`push`](DelayLine::push) says when a new head needs one, [`pop_due`](DelayLine::pop_due)
+/// takes what is due, [`next_at`](DelayLine::next_at) is when the next event must fire.
+#[derive(Debug)]
+pub struct DelayLine<T>(VecDeque<(Time, T)>);
+
+impl<T> Default for DelayLine<T> {
+    fn default() -> Self {
+        DelayLine(VecDeque::new())
+    }
+}
+
+impl<T> DelayLine<T> {
+    /// Append `x`, leaving at `t` (not before the last one's exit time). Returns `t` if the line
+    /// was empty: the caller schedules the head's event then.
+    pub fn push(&mut self, t: Time, x: T) -> Option<Time> {
+        debug_assert!(self.0.back().is_none_or(|&(last, _)| t >= last), "exit times must not decrease");
+        self.0.push_back((t, x));
+        (self.0.len() == 1).then_some(t)
+    }
+
+    /// The head, if it is due at `now`.
+    pub fn pop_due(&mut self, now: Time) -> Option<T> {
+        match self.0.front() {
+            Some(&(t, _)) if t <= now => self.0.pop_front().map(|(_, x)| x),
+            _ => None,
+        }
+    }
+
+    /// The head's exit time (the event to schedule after draining what is due).
+    pub fn next_at(&self) -> Option<Time> {
+        self.0.front().map(|&(t, _)| t)
     }
 }

@@ -1,11 +1,11 @@
 //! Middleboxes at simulated nodes: the factory that turns a `[[middlebox]]` table into a
 //! [`Middlebox`], and the per-box state the world keeps.
 
+use crate::engine::DelayLine;
 use crate::scenario::{MbMode, MiddleboxSpec};
 use ackshape_core::middlebox::{Dir, Emit, Middlebox, Observe, PassThrough};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::Packet;
-use std::collections::VecDeque;
 
 /// The kinds `[[middlebox]] kind = …` accepts.
 pub const KINDS: &[&str] = &["pass-through", "qdisc-link", "gateway", "tap"];
@@ -54,9 +54,9 @@ pub(crate) struct MbSlot {
     /// The pending timer event, if any.
     pub timer: Option<Time>,
     /// Mirror mode: copies on their way to the box.
-    pub copies: VecDeque<(Time, Dir, Packet)>,
+    pub copies: DelayLine<(Dir, Packet)>,
     /// Mirror mode: injected packets on their way to the node.
-    pub injects: VecDeque<(Time, Packet)>,
+    pub injects: DelayLine<Packet>,
     pub out: Emit,
     pub packets_seen: u64,
     pub packets_emitted: u64,

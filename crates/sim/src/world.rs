@@ -1,6 +1,6 @@
 //! The simulated network: nodes, links, routes, TCP/UDP flows, and the event loop.
 
-use crate::engine::{Ev, EventQueue};
+use crate::engine::{DelayLine, Ev, EventQueue};
 use crate::link::{Capture, LinkDir, Offer};
 use crate::metrics::*;
 use crate::middlebox::{build_middlebox, MbSlot};
@@ -227,7 +227,7 @@ pub struct Sim {
 /// A host's timing noise (`host_jitter`): what it sent waits here for its exit time, in order.
 struct HostLine {
     delay: Delay,
-    queue: std::collections::VecDeque<(Time, Packet)>,
+    queue: DelayLine<Packet>,
 }
 
 /// Errors while building a simulation from a valid scenario (e.g. unreachable hosts).
@@ -839,27 +839,19 @@ impl Sim {
             return self.forward(n, pkt);
         };
         let t = line.delay.exit_time(self.now);
-        line.queue.push_back((t, pkt));
-        if line.queue.len() == 1 {
+        if let Some(t) = line.queue.push(t, pkt) {
             self.q.push(t, Ev::HostOut(n));
         }
     }
 
     /// Node `n`'s output line: send what is due, wait for the next.
     fn host_out_due(&mut self, n: u32) {
-        loop {
-            let Some(line) = &mut self.host_out[n as usize] else { return };
-            match line.queue.front() {
-                Some(&(t, _)) if t <= self.now => {
-                    let (_, p) = line.queue.pop_front().unwrap();
-                    self.forward(n, p);
-                }
-                Some(&(t, _)) => {
-                    self.q.push(t, Ev::HostOut(n));
-                    return;
-                }
-                None => return,
-            }
+        let now = self.now;
+        while let Some(p) = self.host_out[n as usize].as_mut().and_then(|l| l.queue.pop_due(now)) {
+            self.forward(n, p);
+        }
+        if let Some(t) = self.host_out[n as usize].as_ref().and_then(|l| l.queue.next_at()) {
+            self.q.push(t, Ev::HostOut(n));
         }
     }
 
@@ -1430,11 +1422,9 @@ impl Sim {
                     self.mbs[m as usize].out = out;
                     self.mb_rearm(m);
                 } else {
-                    let t = self.now + slot.delay;
-                    if slot.copies.is_empty() {
+                    if let Some(t) = slot.copies.push(self.now + slot.delay, (dir, copy)) {
                         self.q.push(t, Ev::MbCopy(m));
                     }
-                    slot.copies.push_back((t, dir, copy));
                 }
             }
         }
@@ -1448,12 +1438,9 @@ impl Sim {
         let (mode, delay) = (self.mbs[m as usize].mode, self.mbs[m as usize].delay);
         for (_, p) in out.drain(..) {
             if mode == crate::scenario::MbMode::Mirror && delay > Dur::ZERO {
-                let slot = &mut self.mbs[m as usize];
-                let t = self.now + delay;
-                if slot.injects.is_empty() {
+                if let Some(t) = self.mbs[m as usize].injects.push(self.now + delay, p) {
                     self.q.push(t, Ev::MbInject(m));
                 }
-                slot.injects.push_back((t, p));
             } else {
                 self.forward(n, p);
             }
@@ -1487,34 +1474,29 @@ impl Sim {
     }
 
     fn mb_copy(&mut self, m: u32) {
-        while let Some(&(t, _, _)) = self.mbs[m as usize].copies.front() {
-            if t > self.now {
-                self.q.push(t, Ev::MbCopy(m));
-                break;
-            }
-            let (_, dir, p) = self.mbs[m as usize].copies.pop_front().unwrap();
+        while let Some((dir, p)) = self.mbs[m as usize].copies.pop_due(self.now) {
             let slot = &mut self.mbs[m as usize];
             let mut out = std::mem::take(&mut slot.out);
             slot.mb.on_packet(self.now, dir, p, &mut out);
             self.mb_emit(m, &mut out);
             self.mbs[m as usize].out = out;
         }
+        if let Some(t) = self.mbs[m as usize].copies.next_at() {
+            self.q.push(t, Ev::MbCopy(m));
+        }
         self.mb_rearm(m);
     }
 
     fn mb_inject(&mut self, m: u32) {
         let n = self.mbs[m as usize].node;
-        while let Some(&(t, _)) = self.mbs[m as usize].injects.front() {
-            if t > self.now {
-                self.q.push(t, Ev::MbInject(m));
-                break;
-            }
-            let (_, p) = self.mbs[m as usize].injects.pop_front().unwrap();
+        while let Some(p) = self.mbs[m as usize].injects.pop_due(self.now) {
             self.forward(n, p);
+        }
+        if let Some(t) = self.mbs[m as usize].injects.next_at() {
+            self.q.push(t, Ev::MbInject(m));
         }
     }
 
-    /// Stats of every middlebox (node, kind, packets seen/emitted, the box's own metrics).
     pub fn middlebox_stats(&self) -> Vec<serde_json::Value> {
         self.mbs
             .iter()
