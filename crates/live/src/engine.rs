@@ -5,7 +5,7 @@ use crate::classify::{classify, is_pure_ack_frame, FrameClass};
 use crate::clock::{Clock, TimerQueue};
 use crate::pipeline::{Dir, OutFrame, Pipeline, Verdict};
 use crate::policy::{FrameAction, Policy};
-use crate::port::{FrameBatch, Port, RxMeta};
+use crate::port::{FrameBatch, LinkState, Port, RxMeta};
 use crate::stats::{FlowTable, HoldTiming, LoopTiming, PortStats, SharedSnapshot, Snapshot};
 use crate::sys;
 use ackshape_core::time::{Dur, Time};
@@ -212,9 +212,57 @@ struct State {
     reloads: u64,
     reload_errors: u64,
     timing: LoopTiming,
+    /// When each port's link was last seen going down (for the "up again after" message).
+    down_since: [Option<Time>; 2],
 }
 
 impl State {
+    /// Look at both ports' interfaces: log a link that goes down or comes back and count it;
+    /// an interface that no longer exists stops the engine with an error naming it (the port
+    /// can never work again, and a gateway bridging nothing must not look healthy).
+    fn check_links(&mut self, ports: [&dyn Port; 2]) -> std::io::Result<()> {
+        let now = self.clock.now();
+        for (i, p) in ports.into_iter().enumerate() {
+            let new = p.link_state();
+            let ps = &mut self.ports[i];
+            let old = std::mem::replace(&mut ps.link, new);
+            if new == old {
+                continue;
+            }
+            let what = match p.interface() {
+                Some(ifname) => format!("port {} ({ifname})", p.name()),
+                None => format!("port {}", p.name()),
+            };
+            match new {
+                LinkState::Down => {
+                    self.down_since[i] = Some(now);
+                    if old == LinkState::Up {
+                        ps.link_down_events += 1;
+                    }
+                    tracing::warn!(
+                        "{what}: link down (interface down or no carrier); frames sent to it fail and count as \
+                         tx_errors until it is back"
+                    );
+                }
+                LinkState::Up if old == LinkState::Down => {
+                    let down = self.down_since[i].take().map_or(0.0, |t| now.since(t).as_secs_f64());
+                    tracing::info!("{what}: link up again after {down:.1} s down");
+                }
+                LinkState::Gone => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!(
+                            "{what}: the interface was removed (or moved to another network namespace); \
+                             stopping (start again once it is back)"
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Record how late a held or timer-released frame left (ns), also among pure ACKs.
     fn record_lateness(&mut self, ns: u64, frame: &[u8]) {
         let _ = self.hold_err.record(ns);
@@ -463,7 +511,9 @@ pub fn run_engine(
         reloads: 0,
         reload_errors: 0,
         timing: LoopTiming::default(),
+        down_since: [None, None],
     };
+    st.check_links([&*a, &*b])?;
     let mut json = match &cfg.stats_json {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::OpenOptions::new()
@@ -487,12 +537,19 @@ pub fn run_engine(
     // End of the last iteration or of its wait: what passes until the next one starts is time
     // the thread did not run.
     let mut last_end = st.clock.now();
+    // A receive error (ENETDOWN when a link goes down) asks for a link check at once.
+    let mut check_links_now = false;
     let result = loop {
         // A policy reload below is part of the iteration, not time the thread did not run.
         let iteration_start = st.clock.now();
         st.timing.between(iteration_start.since(last_end).0);
         if ctl.stop.load(Ordering::Relaxed) {
             break Ok(());
+        }
+        if std::mem::take(&mut check_links_now) {
+            if let Err(e) = st.check_links([&*a, &*b]) {
+                break Err(e);
+            }
         }
         if ctl.reload.swap(false, Ordering::SeqCst) {
             if let Some(path) = &cfg.policy_path {
@@ -529,6 +586,7 @@ pub fn run_engine(
                 Ok(n) => n,
                 Err(e) => {
                     tracing::warn!("recv on {}: {e}", rx.name());
+                    check_links_now = true;
                     0
                 }
             };
@@ -569,6 +627,9 @@ pub fn run_engine(
         if now >= next_stats {
             next_stats = now + interval;
             let t0 = st.clock.now();
+            if let Err(e) = st.check_links([&*a, &*b]) {
+                break Err(e);
+            }
             st.ports[0].kernel_drops += a.take_kernel_drops();
             st.ports[1].kernel_drops += b.take_kernel_drops();
             let snap = st.snapshot([&names[0], &names[1]], &cfg, pipeline);
@@ -646,4 +707,98 @@ pub fn run_engine(
     }
     ctl.running.store(false, Ordering::SeqCst);
     result.map(|_| snap)
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::*;
+    use crate::pipeline::PassThrough;
+    use crate::port::MemPort;
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    /// An in-memory port whose interface state the test sets.
+    struct LinkPort {
+        inner: MemPort,
+        state: Arc<Mutex<LinkState>>,
+    }
+
+    impl Port for LinkPort {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn recv(&mut self, now: Time, buf: &mut [u8]) -> std::io::Result<Option<RxMeta>> {
+            self.inner.recv(now, buf)
+        }
+        fn send(&mut self, now: Time, frame: &[u8]) -> std::io::Result<()> {
+            self.inner.send(now, frame)
+        }
+        fn poll_fd(&self) -> Option<std::os::fd::RawFd> {
+            None
+        }
+        fn link_state(&self) -> LinkState {
+            *self.state.lock().unwrap()
+        }
+        fn interface(&self) -> Option<&str> {
+            Some("veth-test0")
+        }
+    }
+
+    /// Wait (up to 5 s) until the engine's published snapshot satisfies `ok`.
+    fn wait_for(ctl: &Control, what: &str, ok: impl Fn(&Snapshot) -> bool) -> Snapshot {
+        let t0 = Instant::now();
+        loop {
+            let s = ctl.snapshot();
+            if ok(&s) {
+                return s;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "{what}: last snapshot {:?}", s.port("a"));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_link_going_down_and_up_is_counted_and_a_removed_interface_stops_the_engine() {
+        let state = Arc::new(Mutex::new(LinkState::Up));
+        let (_host_a, a) = MemPort::pair("host-a", "a");
+        let (mut b, _host_b) = MemPort::pair("b", "host-b");
+        let mut a = LinkPort { inner: a, state: state.clone() };
+        let ctl = Control::new();
+        let c2 = ctl.clone();
+        let cfg = EngineConfig {
+            stats_interval: Duration::from_millis(10),
+            sched: SchedSpec { cpu_group: false, nice: 0, fair_slice: None, ..Default::default() },
+            ..Default::default()
+        };
+        let h = std::thread::spawn(move || run_engine(&mut a, &mut b, &mut PassThrough, cfg, &c2));
+        assert!(ctl.wait_running(Duration::from_secs(5)));
+        let s = wait_for(&ctl, "up", |s| s.port("a").is_some_and(|p| p.link == LinkState::Up));
+        assert_eq!(s.port("a").unwrap().link_down_events, 0);
+        assert_eq!(s.port("b").unwrap().link, LinkState::Unknown, "an in-memory port has no interface");
+        assert!(s.prometheus().contains("ackshape_port_link_up{port=\"a\"} 1"), "{}", s.prometheus());
+        assert!(!s.prometheus().contains("ackshape_port_link_up{port=\"b\"}"));
+
+        *state.lock().unwrap() = LinkState::Down;
+        let s = wait_for(&ctl, "down", |s| s.port("a").is_some_and(|p| p.link == LinkState::Down));
+        assert_eq!(s.port("a").unwrap().link_down_events, 1);
+        assert!(s.prometheus().contains("ackshape_port_link_up{port=\"a\"} 0"));
+        assert!(s.prometheus().contains("ackshape_port_link_down_events_total{port=\"a\"} 1"));
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&s.json_line()).unwrap()["ports"]["a"]["link"], "down");
+
+        *state.lock().unwrap() = LinkState::Up;
+        let s = wait_for(&ctl, "up again", |s| s.port("a").is_some_and(|p| p.link == LinkState::Up));
+        assert_eq!(s.port("a").unwrap().link_down_events, 1, "coming back is not a down event");
+        assert!(!h.is_finished(), "a link that comes back does not stop the engine");
+
+        *state.lock().unwrap() = LinkState::Gone;
+        let t0 = Instant::now();
+        while !h.is_finished() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "the engine kept running on a removed interface");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let e = h.join().unwrap().expect_err("a removed interface is an error");
+        let msg = e.to_string();
+        assert!(msg.contains("port a (veth-test0)") && msg.contains("removed"), "{msg}");
+        assert!(!ctl.running.load(Ordering::SeqCst));
+    }
 }

@@ -35,6 +35,23 @@ impl RxMeta {
     }
 }
 
+/// The state of a port's network interface, as the kernel reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    /// Administratively up and running (carrier): frames can cross.
+    Up,
+    /// Down (`ip link set … down`) or without carrier (a veth whose peer is down, a pulled
+    /// cable): sends fail and nothing arrives, until it comes back.
+    Down,
+    /// The interface no longer exists in this network namespace (deleted, or moved to another
+    /// one): the port can never work again.
+    Gone,
+    /// The port has no interface (in-memory ports), or its state could not be read.
+    #[default]
+    Unknown,
+}
+
 /// Frame-level packet I/O, the same for an AF_PACKET port, an in-memory port, and wrappers.
 pub trait Port: Send {
     /// A short name for stats and errors ("lan", "wan", or the interface name).
@@ -49,6 +66,15 @@ pub trait Port: Send {
     /// Frames the kernel dropped for this port since the last call (socket buffer overflow).
     fn take_kernel_drops(&mut self) -> u64 {
         0
+    }
+    /// The interface's state now (a system call on AF_PACKET ports; the engine asks once per
+    /// stats interval and after a receive error).
+    fn link_state(&self) -> LinkState {
+        LinkState::Unknown
+    }
+    /// The network interface behind the port, if it has one (for messages).
+    fn interface(&self) -> Option<&str> {
+        None
     }
     /// Send several frames in order (one syscall on AF_PACKET ports). Returns how many were
     /// sent; stops at the first failure.
@@ -137,6 +163,12 @@ impl<P: Port + ?Sized> Port for Box<P> {
     fn take_kernel_drops(&mut self) -> u64 {
         (**self).take_kernel_drops()
     }
+    fn link_state(&self) -> LinkState {
+        (**self).link_state()
+    }
+    fn interface(&self) -> Option<&str> {
+        (**self).interface()
+    }
     fn recv_batch(&mut self, now: Time, batch: &mut FrameBatch) -> io::Result<usize> {
         (**self).recv_batch(now, batch)
     }
@@ -149,6 +181,7 @@ impl<P: Port + ?Sized> Port for Box<P> {
 #[derive(Debug)]
 pub struct AfPacketPort {
     name: String,
+    ifname: String,
     sock: PacketSocket,
 }
 
@@ -157,7 +190,7 @@ impl AfPacketPort {
     pub fn open(ifname: &str, name: &str) -> io::Result<AfPacketPort> {
         let sock = PacketSocket::open(ifname)
             .map_err(|e| io::Error::new(e.kind(), format!("opening AF_PACKET socket on {ifname}: {e}")))?;
-        Ok(AfPacketPort { name: name.to_string(), sock })
+        Ok(AfPacketPort { name: name.to_string(), ifname: ifname.to_string(), sock })
     }
 }
 
@@ -191,6 +224,25 @@ impl Port for AfPacketPort {
     }
     fn take_kernel_drops(&mut self) -> u64 {
         self.sock.take_kernel_stats().map(|(_, d)| d).unwrap_or(0)
+    }
+    fn link_state(&self) -> LinkState {
+        // By the index the socket is bound to: a renamed interface is the same port, a new
+        // interface with the old name is not.
+        match sys::if_flags_by_index(self.sock.ifindex()) {
+            Ok(None) => LinkState::Gone,
+            Ok(Some((_, flags))) => {
+                let up = libc::IFF_UP as u32 | libc::IFF_RUNNING as u32;
+                if flags & up == up {
+                    LinkState::Up
+                } else {
+                    LinkState::Down
+                }
+            }
+            Err(_) => LinkState::Unknown,
+        }
+    }
+    fn interface(&self) -> Option<&str> {
+        Some(&self.ifname)
     }
     fn send_batch(&mut self, _now: Time, frames: &[&[u8]]) -> usize {
         let mut off = 0;
@@ -378,6 +430,12 @@ impl<P: Port> Port for FaultPort<P> {
     fn take_kernel_drops(&mut self) -> u64 {
         self.inner.take_kernel_drops()
     }
+    fn link_state(&self) -> LinkState {
+        self.inner.link_state()
+    }
+    fn interface(&self) -> Option<&str> {
+        self.inner.interface()
+    }
 }
 
 /// Wraps a port and writes every frame it receives and sends to a pcap file (Ethernet link
@@ -437,6 +495,12 @@ impl<P: Port> Port for PcapPort<P> {
     }
     fn take_kernel_drops(&mut self) -> u64 {
         self.inner.take_kernel_drops()
+    }
+    fn link_state(&self) -> LinkState {
+        self.inner.link_state()
+    }
+    fn interface(&self) -> Option<&str> {
+        self.inner.interface()
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::pipeline::Dir;
 use crate::policy::FlowTablePolicy;
+use crate::port::LinkState;
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Packet, TcpFlags, L4};
 use std::collections::HashMap;
@@ -38,6 +39,10 @@ pub struct PortStats {
     pub truncated: u64,
     /// Frames the kernel dropped before we read them (socket buffer overflow).
     pub kernel_drops: u64,
+    /// The interface's state at the last check (once per stats interval).
+    pub link: LinkState,
+    /// Times the interface was seen going down (up → down, not counting a port that starts down).
+    pub link_down_events: u64,
 }
 
 /// A bidirectional flow, oriented from the A (LAN) side.
@@ -344,7 +349,7 @@ impl Snapshot {
     pub fn prometheus(&self) -> String {
         let mut s = String::new();
         type Metric = (&'static str, fn(&PortStats) -> u64);
-        let port_metrics: [Metric; 16] = [
+        let port_metrics: [Metric; 17] = [
             ("rx_packets", |p| p.rx_packets),
             ("rx_bytes", |p| p.rx_bytes),
             ("tx_packets", |p| p.tx_packets),
@@ -361,11 +366,20 @@ impl Snapshot {
             ("oversize", |p| p.oversize),
             ("truncated", |p| p.truncated),
             ("kernel_drops", |p| p.kernel_drops),
+            ("link_down_events", |p| p.link_down_events),
         ];
         for (m, f) in port_metrics {
             s += &format!("# TYPE ackshape_port_{m}_total counter\n");
             for (name, p) in &self.ports {
                 s += &format!("ackshape_port_{m}_total{{port=\"{name}\"}} {}\n", f(p));
+            }
+        }
+        // 1 up, 0 down or gone; ports without an interface (in-memory) have no such gauge.
+        let known: Vec<_> = self.ports.iter().filter(|(_, p)| p.link != LinkState::Unknown).collect();
+        if !known.is_empty() {
+            s += "# TYPE ackshape_port_link_up gauge\n";
+            for (name, p) in known {
+                s += &format!("ackshape_port_link_up{{port=\"{name}\"}} {}\n", u8::from(p.link == LinkState::Up));
             }
         }
         let ft = &self.flow_table;

@@ -128,6 +128,36 @@ pub fn if_mtu(ifname: &str) -> io::Result<u32> {
     Ok(mtu.max(0) as u32)
 }
 
+/// Name and flags (`IFF_*`) of the interface with index `ifindex` in the calling thread's
+/// network namespace; `Ok(None)` when no interface has that index any more (deleted, or moved
+/// to another namespace).
+pub fn if_flags_by_index(ifindex: u32) -> io::Result<Option<(String, u32)>> {
+    let mut buf = [0 as libc::c_char; libc::IFNAMSIZ];
+    // SAFETY: buf holds IFNAMSIZ bytes, as if_indextoname(3) requires.
+    let p = unsafe { libc::if_indextoname(ifindex, buf.as_mut_ptr()) };
+    if p.is_null() {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENXIO) | Some(libc::ENODEV) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    let name: String = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8 as char).collect();
+    let s = dgram_socket()?;
+    let mut r = ifreq(&name)?;
+    // SAFETY: r is a properly sized ifreq; the kernel writes ifr_flags (a short) into the union.
+    match cvt(unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut r as *mut IfReq) }) {
+        Ok(_) => {}
+        // Deleted between the two calls.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENODEV) | Some(libc::ENXIO)) => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    // SAFETY: all bytes of the union are initialised (zeroed by ifreq(), then written).
+    let raw = unsafe { r.data._pad };
+    let flags = u16::from_ne_bytes([raw[0], raw[1]]) as u32;
+    Ok(Some((name, flags)))
+}
+
 /// Hardware (MAC) address of `ifname` (SIOCGIFHWADDR; the calling thread's namespace).
 pub fn if_hwaddr(ifname: &str) -> io::Result<[u8; 6]> {
     let s = dgram_socket()?;

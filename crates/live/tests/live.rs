@@ -781,3 +781,58 @@ fn vlan_tagged_frames_cross_unchanged() {
         snap.port("lan").map_or(0, |p| p.tcp)
     );
 }
+
+/// Wait (up to 5 s) until the gateway's published snapshot satisfies `ok`.
+fn wait_snapshot(ctl: &Control, what: &str, ok: impl Fn(&Snapshot) -> bool) -> Snapshot {
+    let t0 = Instant::now();
+    loop {
+        let s = ctl.snapshot();
+        if ok(&s) {
+            return s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "{what}: last snapshot ports {:?}", s.ports);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn link_down_and_up_are_reported_and_a_removed_port_stops_the_gateway() {
+    use ackshape_live::port::LinkState;
+    let Some(_l) = live("link_state") else { return };
+    let mut spec = RigSpec::new("acks-tl");
+    spec.topology.wanem = false;
+    spec.gateway.stats_interval = Duration::from_millis(50);
+    let mut rig = Rig::start(spec).unwrap();
+    let ctl = rig.gateway().unwrap().clone();
+    let tb = rig.tb.tb.clone();
+    let link = |s: &Snapshot, p: &str| s.port(p).map(|p| (p.link, p.link_down_events));
+    wait_snapshot(&ctl, "both up", |s| {
+        link(s, "lan") == Some((LinkState::Up, 0)) && link(s, "wan") == Some((LinkState::Up, 0))
+    });
+    // The far end goes down: the gateway's WAN port loses its carrier.
+    testbed::sh("ip", &["-n", &tb.ns_receiver, "link", "set", &tb.if_receiver, "down"]).unwrap();
+    let s = wait_snapshot(&ctl, "wan down", |s| link(s, "wan") == Some((LinkState::Down, 1)));
+    assert_eq!(link(&s, "lan"), Some((LinkState::Up, 0)));
+    // The gateway's own LAN port is set down by hand.
+    testbed::sh("ip", &["-n", &tb.ns_gateway, "link", "set", &tb.if_gw_lan, "down"]).unwrap();
+    wait_snapshot(&ctl, "lan down", |s| link(s, "lan") == Some((LinkState::Down, 1)));
+    testbed::sh("ip", &["-n", &tb.ns_gateway, "link", "set", &tb.if_gw_lan, "up"]).unwrap();
+    testbed::sh("ip", &["-n", &tb.ns_receiver, "link", "set", &tb.if_receiver, "up"]).unwrap();
+    wait_snapshot(&ctl, "both up again", |s| {
+        link(s, "lan") == Some((LinkState::Up, 1)) && link(s, "wan") == Some((LinkState::Up, 1))
+    });
+    assert!(rig.gateway_alive(), "links that come back do not stop the gateway");
+    // It still forwards.
+    let (s, r) = transfer(&rig.tb, 1 << 20, Duration::from_secs(30));
+    assert_eq!(s.sha256, r.sha256);
+    // The WAN port's interface is deleted: the gateway stops with an error naming it.
+    testbed::sh("ip", &["-n", &tb.ns_gateway, "link", "del", &tb.if_gw_wan]).unwrap();
+    let t0 = Instant::now();
+    while rig.gateway_alive() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the gateway kept running without its WAN port");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = rig.stop().0.expect("gateway ran").expect_err("a removed port is an error");
+    eprintln!("link state: gateway stopped with: {err}");
+    assert!(err.contains(&format!("port wan ({})", tb.if_gw_wan)) && err.contains("removed"), "{err}");
+}
