@@ -547,7 +547,8 @@ pub fn serve_prometheus(
             format!("prometheus endpoint must bind to a loopback address, got {addr}"),
         ));
     }
-    let l = TcpListener::bind(addr)?;
+    let l = TcpListener::bind(addr)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("prometheus endpoint {addr}: {e}")))?;
     l.set_nonblocking(true)?;
     let bound = l.local_addr()?;
     let h = std::thread::Builder::new().name("acks-prometheus".into()).spawn(move || {
@@ -684,6 +685,9 @@ mod tests {
         let mut s = String::new();
         c.read_to_string(&mut s).unwrap();
         assert!(s.contains("ackshape_port_rx_packets_total{port=\"lan\"} 42"), "{s}");
+        // A taken port names the endpoint (not just "Address already in use").
+        let e = serve_prometheus(addr, Default::default(), stop.clone()).unwrap_err();
+        assert!(e.to_string().contains(&format!("prometheus endpoint {addr}")), "{e}");
         stop.store(true, Ordering::Relaxed);
         h.join().unwrap();
         assert!(serve_prometheus("0.0.0.0:0".parse().unwrap(), Default::default(), stop).is_err());
