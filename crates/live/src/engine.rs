@@ -5,7 +5,7 @@ use crate::classify::{classify, is_pure_ack_frame, FrameClass};
 use crate::clock::{Clock, TimerQueue};
 use crate::pipeline::{Dir, OutFrame, Pipeline, Verdict};
 use crate::policy::{FrameAction, Policy};
-use crate::port::{FrameBatch, LinkState, Port, RxMeta};
+use crate::port::{FrameBatch, LinkWatch, Port, RxMeta};
 use crate::stats::{FlowTable, HoldTiming, LoopTiming, PortStats, SharedSnapshot, Snapshot};
 use crate::sys;
 use ackshape_core::time::{Dur, Time};
@@ -212,55 +212,18 @@ struct State {
     reloads: u64,
     reload_errors: u64,
     timing: LoopTiming,
-    /// When each port's link was last seen going down (for the "up again after" message).
-    down_since: [Option<Time>; 2],
+    links: LinkWatch<2>,
 }
 
 impl State {
-    /// Look at both ports' interfaces: log a link that goes down or comes back and count it;
-    /// an interface that no longer exists stops the engine with an error naming it (the port
-    /// can never work again, and a gateway bridging nothing must not look healthy).
+    /// [`LinkWatch::check`] of both ports, copied into their stats.
     fn check_links(&mut self, ports: [&dyn Port; 2]) -> std::io::Result<()> {
-        let now = self.clock.now();
-        for (i, p) in ports.into_iter().enumerate() {
-            let new = p.link_state();
-            let ps = &mut self.ports[i];
-            let old = std::mem::replace(&mut ps.link, new);
-            if new == old {
-                continue;
-            }
-            let what = match p.interface() {
-                Some(ifname) => format!("port {} ({ifname})", p.name()),
-                None => format!("port {}", p.name()),
-            };
-            match new {
-                LinkState::Down => {
-                    self.down_since[i] = Some(now);
-                    if old == LinkState::Up {
-                        ps.link_down_events += 1;
-                    }
-                    tracing::warn!(
-                        "{what}: link down (interface down or no carrier); frames sent to it fail and count as \
-                         tx_errors until it is back"
-                    );
-                }
-                LinkState::Up if old == LinkState::Down => {
-                    let down = self.down_since[i].take().map_or(0.0, |t| now.since(t).as_secs_f64());
-                    tracing::info!("{what}: link up again after {down:.1} s down");
-                }
-                LinkState::Gone => {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        format!(
-                            "{what}: the interface was removed (or moved to another network namespace); \
-                             stopping (start again once it is back)"
-                        ),
-                    ));
-                }
-                _ => {}
-            }
+        let r = self.links.check(self.clock.now(), ports);
+        for (i, ps) in self.ports.iter_mut().enumerate() {
+            ps.link = self.links.state[i];
+            ps.link_down_events = self.links.down_events[i];
         }
-        Ok(())
+        r
     }
 
     /// Record how late a held or timer-released frame left (ns), also among pure ACKs.
@@ -511,7 +474,7 @@ pub fn run_engine(
         reloads: 0,
         reload_errors: 0,
         timing: LoopTiming::default(),
-        down_since: [None, None],
+        links: LinkWatch::default(),
     };
     st.check_links([&*a, &*b])?;
     let mut json = match &cfg.stats_json {
@@ -713,36 +676,9 @@ pub fn run_engine(
 mod link_tests {
     use super::*;
     use crate::pipeline::PassThrough;
-    use crate::port::MemPort;
-    use std::sync::Mutex;
+    use crate::port::{LinkState, MemPort};
+    use crate::testing::LinkPort;
     use std::time::Instant;
-
-    /// An in-memory port whose interface state the test sets.
-    struct LinkPort {
-        inner: MemPort,
-        state: Arc<Mutex<LinkState>>,
-    }
-
-    impl Port for LinkPort {
-        fn name(&self) -> &str {
-            self.inner.name()
-        }
-        fn recv(&mut self, now: Time, buf: &mut [u8]) -> std::io::Result<Option<RxMeta>> {
-            self.inner.recv(now, buf)
-        }
-        fn send(&mut self, now: Time, frame: &[u8]) -> std::io::Result<()> {
-            self.inner.send(now, frame)
-        }
-        fn poll_fd(&self) -> Option<std::os::fd::RawFd> {
-            None
-        }
-        fn link_state(&self) -> LinkState {
-            *self.state.lock().unwrap()
-        }
-        fn interface(&self) -> Option<&str> {
-            Some("veth-test0")
-        }
-    }
 
     /// Wait (up to 5 s) until the engine's published snapshot satisfies `ok`.
     fn wait_for(ctl: &Control, what: &str, ok: impl Fn(&Snapshot) -> bool) -> Snapshot {
@@ -759,10 +695,9 @@ mod link_tests {
 
     #[test]
     fn a_link_going_down_and_up_is_counted_and_a_removed_interface_stops_the_engine() {
-        let state = Arc::new(Mutex::new(LinkState::Up));
         let (_host_a, a) = MemPort::pair("host-a", "a");
         let (mut b, _host_b) = MemPort::pair("b", "host-b");
-        let mut a = LinkPort { inner: a, state: state.clone() };
+        let (mut a, state) = LinkPort::new(a, "veth-test0");
         let ctl = Control::new();
         let c2 = ctl.clone();
         let cfg = EngineConfig {

@@ -52,6 +52,69 @@ pub enum LinkState {
     Unknown,
 }
 
+/// Watches the interfaces of a data-plane loop's ports (the engine's two, the tap's mirror and
+/// inject ports): logs a link that goes down or comes back and counts it; an interface that no
+/// longer exists is an error naming it (the port can never work again, and a loop forwarding
+/// nothing must not look healthy). The loops call [`LinkWatch::check`] once per stats interval
+/// and after a receive error.
+#[derive(Clone, Debug)]
+pub struct LinkWatch<const N: usize> {
+    /// Each port's state at the last check.
+    pub state: [LinkState; N],
+    /// Up → down transitions seen per port (a port that starts down is not counted).
+    pub down_events: [u64; N],
+    down_since: [Option<Time>; N],
+}
+
+impl<const N: usize> Default for LinkWatch<N> {
+    fn default() -> Self {
+        LinkWatch { state: [LinkState::Unknown; N], down_events: [0; N], down_since: [None; N] }
+    }
+}
+
+impl<const N: usize> LinkWatch<N> {
+    pub fn check(&mut self, now: Time, ports: [&dyn Port; N]) -> io::Result<()> {
+        for (i, p) in ports.into_iter().enumerate() {
+            let new = p.link_state();
+            let old = std::mem::replace(&mut self.state[i], new);
+            if new == old {
+                continue;
+            }
+            let what = match p.interface() {
+                Some(ifname) => format!("port {} ({ifname})", p.name()),
+                None => format!("port {}", p.name()),
+            };
+            match new {
+                LinkState::Down => {
+                    self.down_since[i] = Some(now);
+                    if old == LinkState::Up {
+                        self.down_events[i] += 1;
+                    }
+                    tracing::warn!(
+                        "{what}: link down (interface down or no carrier); frames sent to it fail and count as \
+                         send errors until it is back"
+                    );
+                }
+                LinkState::Up if old == LinkState::Down => {
+                    let down = self.down_since[i].take().map_or(0.0, |t| now.since(t).as_secs_f64());
+                    tracing::info!("{what}: link up again after {down:.1} s down");
+                }
+                LinkState::Gone => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!(
+                            "{what}: the interface was removed (or moved to another network namespace); \
+                             stopping (start again once it is back)"
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Frame-level packet I/O, the same for an AF_PACKET port, an in-memory port, and wrappers.
 pub trait Port: Send {
     /// A short name for stats and errors ("lan", "wan", or the interface name).

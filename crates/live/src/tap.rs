@@ -31,7 +31,7 @@ use crate::classify::{classify, FrameClass};
 use crate::clock::{Clock, TimerQueue};
 use crate::engine::{Control, SchedSpec};
 use crate::gateway::{check_port, install_signal_handlers, GatewayError};
-use crate::port::{AfPacketPort, FrameBatch, PcapPort, Port};
+use crate::port::{AfPacketPort, FrameBatch, LinkWatch, PcapPort, Port};
 use crate::sys;
 use crate::testbed::{self, spawn_in_netns, TestbedError};
 use crate::wanem::{self, LinkSpec, WanemConfig};
@@ -293,10 +293,12 @@ pub fn run_with(cfg: TapConfig, tc: &TapControl) -> Result<serde_json::Value, Ta
     Ok(run_ports(m, i, spec, &cfg, src_mac, tc)?)
 }
 
-fn snapshot(clock: &Clock, c: &TapCounters, tap: &Tap) -> serde_json::Value {
+fn snapshot(clock: &Clock, c: &TapCounters, links: &LinkWatch<2>, tap: &Tap) -> serde_json::Value {
+    let link = |i: usize| serde_json::json!({"link": links.state[i], "link_down_events": links.down_events[i]});
     serde_json::json!({
         "uptime_s": clock.now().as_secs_f64(),
         "counters": c,
+        "ports": {"mirror": link(0), "inject": link(1)},
         "tap": tap.stats_json(),
     })
 }
@@ -342,6 +344,10 @@ pub fn run_ports(
     let mut next_stats = clock.now() + interval;
     let fd = mirror.poll_fd();
     let mut ready = [false; 1];
+    // Both ports' interfaces: checked now, once per stats interval and after a receive error.
+    let mut links = LinkWatch::<2>::default();
+    links.check(clock.now(), [&*mirror, &*inject])?;
+    let mut check_links_now = false;
     tc.ctl.running.store(true, Ordering::SeqCst);
     let send = |inject: &mut Box<dyn Port>, c: &mut TapCounters, frames: &[Vec<u8>], now: Time| {
         if frames.is_empty() {
@@ -356,6 +362,11 @@ pub fn run_ports(
     let result: std::io::Result<()> = loop {
         if tc.ctl.stop.load(Ordering::Relaxed) {
             break Ok(());
+        }
+        if std::mem::take(&mut check_links_now) {
+            if let Err(e) = links.check(clock.now(), [&*mirror, &*inject]) {
+                break Err(e);
+            }
         }
         if tc.ctl.reload.swap(false, Ordering::SeqCst) {
             match load_policy(&cfg.policy) {
@@ -392,6 +403,7 @@ pub fn run_ports(
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!("recv on the mirror port: {e}");
+                check_links_now = true;
                 0
             }
         };
@@ -444,9 +456,12 @@ pub fn run_ports(
         let now = clock.now();
         if now >= next_stats {
             next_stats = now + interval;
+            if let Err(e) = links.check(now, [&*mirror, &*inject]) {
+                break Err(e);
+            }
             c.mirror_kernel_drops += mirror.take_kernel_drops();
             c.held_now = held.len() as u64;
-            let snap = snapshot(&clock, &c, &tap);
+            let snap = snapshot(&clock, &c, &links, &tap);
             if let Some(w) = json.as_mut() {
                 let _ = writeln!(w, "{snap}");
                 let _ = w.flush();
@@ -485,7 +500,7 @@ pub fn run_ports(
     c.discarded_at_exit = held.drain().count() as u64;
     c.held_now = 0;
     c.mirror_kernel_drops += mirror.take_kernel_drops();
-    let snap = snapshot(&clock, &c, &tap);
+    let snap = snapshot(&clock, &c, &links, &tap);
     if let Some(w) = json.as_mut() {
         let _ = writeln!(w, "{snap}");
         let _ = w.flush();
@@ -831,7 +846,7 @@ impl Drop for RunningTap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::port::MemPort;
+    use crate::port::{LinkState, MemPort};
     use crate::testing;
 
     /// A TCP frame with `ack` and window `win`, valid checksums.
@@ -937,6 +952,47 @@ mod tests {
             assert_eq!(c["rebuilt"], 0);
             let _ = std::fs::remove_dir_all(&dir);
         }
+    }
+
+    /// The tap reports its ports' links and stops, naming the port, when one is removed.
+    #[test]
+    fn a_removed_inject_port_stops_the_tap() {
+        let dir = std::env::temp_dir().join(format!("acks-tap-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pol = dir.join("p.toml");
+        std::fs::write(&pol, "technique = \"triple-ack\"\nevery = 2\n").unwrap();
+        let (_wire, mirror) = MemPort::pair("wire", "mirror");
+        let (inject, _router) = MemPort::pair("inject", "router");
+        let (inject, state) = testing::LinkPort::new(inject, "veth-inj0");
+        let mut cfg = TapConfig::new("m", "i", &pol, [2, 0, 0, 0, 0, 9]);
+        cfg.stats_interval = Duration::from_millis(10);
+        let tc = TapControl::new();
+        let (t2, c2) = (tc.clone(), cfg.clone());
+        let spec = load_policy(&pol).unwrap();
+        let h = std::thread::spawn(move || {
+            run_ports(Box::new(mirror), Box::new(inject), spec, &c2, [2, 0, 0, 0, 0, 1], &t2)
+        });
+        assert!(tc.ctl.wait_running(Duration::from_secs(5)));
+        let t0 = Instant::now();
+        while tc.stats()["ports"]["inject"]["link"] != "up" {
+            assert!(t0.elapsed() < Duration::from_secs(5), "{}", tc.stats());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(tc.stats()["ports"]["mirror"]["link"], "unknown", "an in-memory port has no interface");
+        *state.lock().unwrap() = LinkState::Down;
+        while tc.stats()["ports"]["inject"]["link_down_events"] != 1 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "{}", tc.stats());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!h.is_finished(), "a link down does not stop the tap");
+        *state.lock().unwrap() = LinkState::Gone;
+        while !h.is_finished() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "the tap kept running without its inject port");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let e = h.join().unwrap().expect_err("a removed port is an error").to_string();
+        assert!(e.contains("port inject (veth-inj0)") && e.contains("removed"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

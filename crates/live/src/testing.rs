@@ -5,8 +5,49 @@
 //! offsets, IPv6 extension chains, fragments, random bytes). Frames built here are addressed to [`SINK_MAC`], a unicast MAC no test endpoint owns, so hosts
 //! behind the gateway discard them.
 
+use crate::port::{LinkState, MemPort, Port, RxMeta};
 use ackshape_core::rng::stream;
+use ackshape_core::time::Time;
 use rand::Rng as _;
+use std::sync::{Arc, Mutex};
+
+/// An in-memory port whose interface state a test sets (what [`crate::port::LinkWatch`] reads
+/// from an AF_PACKET port's interface), named `ifname` in messages. Not pollable: the loops poll
+/// it every millisecond.
+pub struct LinkPort {
+    inner: MemPort,
+    ifname: String,
+    state: Arc<Mutex<LinkState>>,
+}
+
+impl LinkPort {
+    /// The port (starting `Up`) and the handle that sets its state.
+    pub fn new(inner: MemPort, ifname: &str) -> (LinkPort, Arc<Mutex<LinkState>>) {
+        let state = Arc::new(Mutex::new(LinkState::Up));
+        (LinkPort { inner, ifname: ifname.into(), state: state.clone() }, state)
+    }
+}
+
+impl Port for LinkPort {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn recv(&mut self, now: Time, buf: &mut [u8]) -> std::io::Result<Option<RxMeta>> {
+        self.inner.recv(now, buf)
+    }
+    fn send(&mut self, now: Time, frame: &[u8]) -> std::io::Result<()> {
+        self.inner.send(now, frame)
+    }
+    fn poll_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+    fn link_state(&self) -> LinkState {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn interface(&self) -> Option<&str> {
+        Some(&self.ifname)
+    }
+}
 
 /// Destination MAC of crafted frames (owned by nobody: receivers drop them as PACKET_OTHERHOST).
 pub const SINK_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
