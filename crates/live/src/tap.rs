@@ -882,6 +882,30 @@ mod tests {
         assert!(parse_mac("zz:aa:0b:00:00:01").is_err());
     }
 
+    type TapThread = std::thread::JoinHandle<std::io::Result<serde_json::Value>>;
+
+    /// Run the tap on `mirror`/`inject` with `policy` (written to a file in `dir`), router MAC
+    /// 02:00:00:00:00:09, inject MAC 02:00:00:00:00:01; returns once it runs.
+    fn start_tap(
+        dir: &std::path::Path,
+        policy: &str,
+        mirror: Box<dyn Port>,
+        inject: Box<dyn Port>,
+        stats_interval: Duration,
+    ) -> (TapControl, TapThread) {
+        std::fs::create_dir_all(dir).unwrap();
+        let pol = dir.join("p.toml");
+        std::fs::write(&pol, policy).unwrap();
+        let mut cfg = TapConfig::new("m", "i", &pol, [2, 0, 0, 0, 0, 9]);
+        cfg.stats_interval = stats_interval;
+        let tc = TapControl::new();
+        let t2 = tc.clone();
+        let spec = load_policy(&pol).unwrap();
+        let h = std::thread::spawn(move || run_ports(mirror, inject, spec, &cfg, [2, 0, 0, 0, 0, 1], &t2));
+        assert!(tc.ctl.wait_running(Duration::from_secs(5)));
+        (tc, h)
+    }
+
     /// Over in-memory ports: every 2nd new ACK gets 3 copies (same IP packet bytes behind the
     /// new Ethernet header), zero-window copies are patched with valid checksums, garbage is
     /// counted and ignored.
@@ -889,20 +913,11 @@ mod tests {
     fn injects_copies_of_the_mirrored_frames_over_mem_ports() {
         for (tech, extra) in [("triple-ack", "every = 2"), ("zero-window", "every = 1")] {
             let dir = std::env::temp_dir().join(format!("acks-tap-{}-{tech}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            let pol = dir.join("p.toml");
-            std::fs::write(&pol, format!("technique = \"{tech}\"\n{extra}\n")).unwrap();
             let (mut wire, mirror) = MemPort::pair("wire", "mirror");
             let (inject, mut router) = MemPort::pair("inject", "router");
             let router_mac = [2, 0, 0, 0, 0, 9];
-            let cfg = TapConfig::new("m", "i", &pol, router_mac);
-            let tc = TapControl::new();
-            let (t2, c2) = (tc.clone(), cfg.clone());
-            let spec = load_policy(&pol).unwrap();
-            let h = std::thread::spawn(move || {
-                run_ports(Box::new(mirror), Box::new(inject), spec, &c2, [2, 0, 0, 0, 0, 1], &t2)
-            });
-            assert!(tc.ctl.wait_running(Duration::from_secs(5)));
+            let policy = format!("technique = \"{tech}\"\n{extra}\n");
+            let (tc, h) = start_tap(&dir, &policy, Box::new(mirror), Box::new(inject), Duration::from_secs(1));
             let mut sent = Vec::new();
             for k in 0..10u32 {
                 let f = ack_frame(1000, 101 + k * 100);
@@ -958,21 +973,11 @@ mod tests {
     #[test]
     fn a_removed_inject_port_stops_the_tap() {
         let dir = std::env::temp_dir().join(format!("acks-tap-link-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let pol = dir.join("p.toml");
-        std::fs::write(&pol, "technique = \"triple-ack\"\nevery = 2\n").unwrap();
         let (_wire, mirror) = MemPort::pair("wire", "mirror");
         let (inject, _router) = MemPort::pair("inject", "router");
         let (inject, state) = testing::LinkPort::new(inject, "veth-inj0");
-        let mut cfg = TapConfig::new("m", "i", &pol, [2, 0, 0, 0, 0, 9]);
-        cfg.stats_interval = Duration::from_millis(10);
-        let tc = TapControl::new();
-        let (t2, c2) = (tc.clone(), cfg.clone());
-        let spec = load_policy(&pol).unwrap();
-        let h = std::thread::spawn(move || {
-            run_ports(Box::new(mirror), Box::new(inject), spec, &c2, [2, 0, 0, 0, 0, 1], &t2)
-        });
-        assert!(tc.ctl.wait_running(Duration::from_secs(5)));
+        let policy = "technique = \"triple-ack\"\nevery = 2\n";
+        let (tc, h) = start_tap(&dir, policy, Box::new(mirror), Box::new(inject), Duration::from_millis(10));
         let t0 = Instant::now();
         while tc.stats()["ports"]["inject"]["link"] != "up" {
             assert!(t0.elapsed() < Duration::from_secs(5), "{}", tc.stats());
