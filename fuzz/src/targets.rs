@@ -378,6 +378,9 @@ pub fn tap_frames(data: &[u8]) {
     let to = now + Dur::from_secs(100);
     advance(&mut now, to, Dur(0), &mut t);
     let st = t.tap.stats_json();
+    if tracing() {
+        eprintln!("{} frames injected; counters {:?}", t.check.frames, t.c);
+    }
     assert!(num(&st["flows_now"]) <= specs[si].max_flows as u64, "{st}");
 }
 
