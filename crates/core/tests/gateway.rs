@@ -292,6 +292,51 @@ fn rst_and_idle_eviction_end_flows() {
     assert_eq!(g.stats_json()["flows"]["evicted"].as_u64(), Some(2));
 }
 
+/// The data and flow-end calls a mechanism got since the last call.
+fn flow_events(log: &Arc<Mutex<Vec<Ev>>>) -> Vec<Ev> {
+    take(log).into_iter().filter(|e| matches!(e, Ev::Data(..) | Ev::End(..))).collect()
+}
+
+/// A flow's addresses and ports seen travelling the other way (spoofed, or routed
+/// asymmetrically) neither move the flow nor reach the other direction's mechanism, and the
+/// mechanism that saw the flow is told when it ends. Found by fuzzing (`fuzz/`, gateway_frames):
+/// the reversed packet replaced the flow's table entry (or, with the table full, was shown to the
+/// other direction's mechanism as a tracked flow), so a mechanism kept that flow's state for ever
+/// — one entry per such packet, without bound.
+#[test]
+fn a_flow_key_travelling_both_ways_stays_with_its_first_direction() {
+    for max_flows in [1, 8] {
+        let p = Policy::parse(
+            &format!(
+                "[flows]\nmax_flows = {max_flows}\nidle_timeout_s = 5\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n\
+                 [[rule]]\nclass = \"c\"\ndirection = \"both\"\n"
+            ),
+            "test.toml",
+        )
+        .unwrap();
+        let mut g = Gateway::new(p, 0, 1);
+        let (out_log, in_log) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
+        for (d, log) in [(Dir::AToB, &out_log), (Dir::BToA, &in_log)] {
+            let stub = Stub { log: log.clone(), held: Vec::new(), release_at: None, pass_data: true };
+            g.set_mechanism(0, d, Box::new(stub));
+        }
+        let mut out = Emit::new();
+        g.on_packet(Time::ZERO, Dir::AToB, data(1), &mut out);
+        // The same packet (LAN host 1 to WAN host 1) arriving from the WAN side.
+        g.on_packet(Time::ZERO, Dir::BToA, data(1), &mut out);
+        g.on_packet(Time::ZERO, Dir::BToA, pkt(1, false, 0, TcpFlags::FIN | TcpFlags::ACK), &mut out);
+        assert_eq!(flow_events(&out_log), vec![Ev::Data(1001, 1460)], "max_flows {max_flows}");
+        assert!(flow_events(&in_log).is_empty(), "max_flows {max_flows}: the other direction's mechanism sees nothing");
+        assert_eq!(g.flows_tracked(), 1);
+        assert_eq!(g.stats_json()["flows"]["reversed_pkts"].as_u64(), Some(2));
+        // Idle: evicted, and the mechanism that saw it is told.
+        g.on_packet(Time::from_secs_f64(6.0), Dir::AToB, pkt(9, false, 0, TcpFlags::ACK), &mut out);
+        assert_eq!(flow_events(&out_log), vec![Ev::End(1001)], "max_flows {max_flows}");
+        assert!(flow_events(&in_log).is_empty());
+        assert_eq!(g.flows_tracked(), 0);
+    }
+}
+
 #[test]
 fn dropped_data_is_not_reported_and_the_table_is_bounded() {
     let (mut g, log) = gateway(

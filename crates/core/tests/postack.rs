@@ -591,6 +591,26 @@ fn zero_timer_fifo_fallback() {
 // ---------------------------------------------------------------- basic (Fig. 3)
 
 /// 1 flow, 1.2 Mbit/s, 1500-byte packets: BW_i = 100 pkt/s; D_w = 40 ms → W_w = 4 packets.
+/// An ACK number no window can explain (a FIN-ACK acknowledging 3 GB the sender never sent,
+/// then the receiver's true ACKs) does not hold the flow's later ACKs: basic's window estimate
+/// (snd_nxt − last ACK released) is then meaningless. Found by fuzzing (`fuzz/`,
+/// gateway_frames): the estimate wrapped to 1.2 GB outstanding and the next ACK was held for
+/// about ten years.
+#[test]
+fn basic_ignores_an_ack_number_no_window_explains() {
+    let mut m = mech(Variant::Basic, 1_200_000);
+    let mut out = vec![];
+    m.on_data(ms(0), key(0), &data(0, 1, 22));
+    m.on_ack(ms(40), key(0), ctl(0, 3_092_765_266, TcpFlags::FIN | TcpFlags::ACK, 0, 1), &mut out);
+    m.on_ack(ms(80), key(0), ack(0, 23, 2), &mut out); // the RTT sample (80 ms)
+    m.on_data(ms(80), key(0), &data(0, 23, 22));
+    m.on_ack(ms(160), key(0), ack(0, 45, 3), &mut out);
+    run_timers(&mut m, ms(10_000)).into_iter().for_each(|(_, p)| out.extend(p));
+    assert_eq!(ids(&out), vec![1, 2, 3]);
+    assert_eq!(m.acks_held(), 0);
+    assert!(m.poll_timeout().is_none_or(|t| t <= ms(10_000)), "{:?}", m.poll_timeout());
+}
+
 /// With a window of 10 segments each ACK waits (10 − 4) · 10 ms = 60 ms; with W ≤ W_w none.
 #[test]
 fn basic_delays_by_the_excess_window() {

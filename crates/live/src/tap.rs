@@ -253,6 +253,64 @@ fn injected_frame(
     f
 }
 
+/// The tap's work on one mirrored copy, without I/O (what [`run_ports`] does with each frame it
+/// reads; the `tap_frames` fuzz target drives it too): classify it (counted in `c`), show a TCP
+/// segment to `tap`, and hand each frame to inject for it to `inject` (`macs`: the inject port's
+/// MAC and the router's). `emit` is scratch space. Never panics on input.
+#[allow(clippy::too_many_arguments)]
+pub fn on_mirrored_frame(
+    tap: &mut Tap,
+    now: Time,
+    frame: &[u8],
+    csum_not_ready: bool,
+    macs: ([u8; 6], [u8; 6]),
+    c: &mut TapCounters,
+    emit: &mut Emit,
+    mut inject: impl FnMut(Vec<u8>),
+) {
+    let pf = match classify(frame) {
+        FrameClass::Tcp(pf) => {
+            c.tcp += 1;
+            pf
+        }
+        FrameClass::NonTcp { .. } => {
+            c.non_tcp += 1;
+            return;
+        }
+        FrameClass::NonIp { .. } => {
+            c.non_ip += 1;
+            return;
+        }
+        FrameClass::Malformed(..) => {
+            c.malformed += 1;
+            return;
+        }
+    };
+    emit.clear();
+    tap.on_packet(now, Dir::AToB, pf.packet.clone(), emit);
+    for (_, p) in emit.drain(..) {
+        inject(injected_frame(frame, &pf, csum_not_ready, &p, macs, c));
+    }
+}
+
+/// The tap's timer, without I/O: run `tap`'s timeout at `now` and append the frames it injects
+/// (serialised anew: a timer has no mirrored frame to copy) to `out`.
+pub fn on_tap_timeout(
+    tap: &mut Tap,
+    now: Time,
+    macs: ([u8; 6], [u8; 6]),
+    c: &mut TapCounters,
+    emit: &mut Emit,
+    out: &mut Vec<Vec<u8>>,
+) {
+    emit.clear();
+    tap.on_timeout(now, emit);
+    for (_, p) in emit.drain(..) {
+        c.rebuilt += 1;
+        out.push(p.to_frame(macs.0, macs.1));
+    }
+}
+
 /// Open the ports and run until SIGINT/SIGTERM (the `ackshape tap` entry point).
 pub fn run(cfg: TapConfig) -> Result<serde_json::Value, TapError> {
     let tc = TapControl::new();
@@ -389,13 +447,8 @@ pub fn run_ports(
         }
         send(&mut inject, &mut c, &out, now);
         if tap.poll_timeout().is_some_and(|t| t <= now) {
-            emit.clear();
-            tap.on_timeout(now, &mut emit);
             out.clear();
-            for (_, p) in emit.drain(..) {
-                c.rebuilt += 1;
-                out.push(p.to_frame(macs.0, macs.1));
-            }
+            on_tap_timeout(&mut tap, now, macs, &mut c, &mut emit, &mut out);
             send(&mut inject, &mut c, &out, now);
         }
         // Mirrored copies.
@@ -419,34 +472,13 @@ pub fn run_ports(
             if meta.csum_not_ready {
                 c.csum_not_ready += 1;
             }
-            let pf = match classify(frame) {
-                FrameClass::Tcp(pf) => {
-                    c.tcp += 1;
-                    pf
-                }
-                FrameClass::NonTcp { .. } => {
-                    c.non_tcp += 1;
-                    continue;
-                }
-                FrameClass::NonIp { .. } => {
-                    c.non_ip += 1;
-                    continue;
-                }
-                FrameClass::Malformed(..) => {
-                    c.malformed += 1;
-                    continue;
-                }
-            };
-            emit.clear();
-            tap.on_packet(meta.ts, Dir::AToB, pf.packet.clone(), &mut emit);
-            for (_, p) in emit.drain(..) {
-                let f = injected_frame(frame, &pf, meta.csum_not_ready, &p, macs, &mut c);
+            on_mirrored_frame(&mut tap, meta.ts, frame, meta.csum_not_ready, macs, &mut c, &mut emit, |f| {
                 if delay == Dur::ZERO {
                     out.push(f);
                 } else {
                     held.push(meta.ts + delay, f);
                 }
-            }
+            });
         }
         send(&mut inject, &mut c, &out, clock.now());
         // Nothing is expected on the inject port; keep its socket buffer empty.

@@ -379,6 +379,7 @@ struct GStats {
     /// Flows whose receiver opened the connection, shown to their mechanism at the SYN-ACK.
     receiver_opened: u64,
     untracked_pkts: u64,
+    reversed_pkts: u64,
     data_total: Occ,
     acks_total: Occ,
 }
@@ -699,6 +700,12 @@ impl Gateway {
                 }
                 return (e.class != NONE).then_some(e.class as usize);
             }
+            // The same key travelling the other way (spoofed, or routed asymmetrically): the flow
+            // stays with the direction it was tracked in, whose mechanism holds its state and is
+            // told when it ends; this packet is classified by the rules, untracked. (Replacing
+            // the entry left that mechanism's state for the flow in place for good.)
+            self.g.reversed_pkts += 1;
+            return self.policy.classify(dir, pkt);
         }
         let class = self.policy.classify(dir, pkt);
         let t = pkt.tcp().expect("TCP");
@@ -828,9 +835,12 @@ impl Gateway {
             return;
         };
         let d = dir.index();
+        // Only a flow tracked in this direction and class (its end reaches this mechanism).
         let tracked_mech = self.sides[d].cls[class].mech.is_some()
             && is_flow_data(&pkt)
-            && key_of(&pkt).is_some_and(|k| self.flows.get(&k).is_some_and(|e| e.state & ENDED == 0));
+            && key_of(&pkt).is_some_and(|k| {
+                self.flows.get(&k).is_some_and(|e| e.dir == dir && e.class == class as u32 && e.state & ENDED == 0)
+            });
         let probe = tracked_mech.then(|| pkt.clone());
         let len = pkt.ip_len() as u64;
         if self.sides[d].in_tx.is_some() && self.sides[d].busy_until < now {
@@ -1512,6 +1522,7 @@ impl Middlebox for Gateway {
                 "receiver_opened": g.receiver_opened,
                 "opening_syns_kept": self.syn_opts.len(),
                 "untracked_pkts": g.untracked_pkts,
+                "reversed_pkts": g.reversed_pkts,
             },
             "unclassified_pkts": g.unclassified_pkts,
         });

@@ -1,7 +1,9 @@
 //! Per-flow queuing the way paper 000 measured it: each flow of a class has its own FIFO and its
 //! own token-bucket shaper at BW_c / n, n being the flows of the class (flows seen within
 //! `idle_timeout`). Packets wait for their flow's tokens ([`QueueDisc::next_ready`]); among flows
-//! ready at once, service is round-robin. (Paper 000 §6 replaces this with DRR, see
+//! ready at once, service is round-robin. A packet larger than the bucket (a jumbo frame) leaves
+//! once its flow's bucket is full, the tokens going negative by the excess (it used to wait for
+//! ever, blocking its flow and keeping it in n). (Paper 000 §6 replaces this with DRR, see
 //! [`super::drr`], which is work-conserving; this shaper is not: an idle flow's share is not lent.)
 //!
 //! **What it is not.** O(n) per dequeue in the number of backlogged flows (fine for the paper's
@@ -168,7 +170,7 @@ impl QueueDisc for Pfq {
             self.refill(i, now, rate);
             let f = &mut self.slots[i].1;
             let need = f.q.front().map(|p| p.ip_len() as f64).unwrap_or(0.0);
-            if f.tokens + 1e-6 >= need {
+            if f.tokens + 1e-6 >= need.min(self.cfg.burst_bytes as f64) {
                 f.tokens -= need;
                 let p = f.q.pop_front().unwrap();
                 self.backlog.pop_front();
@@ -191,7 +193,7 @@ impl QueueDisc for Pfq {
             .iter()
             .map(|&i| {
                 let f = &self.slots[i].1;
-                let need = f.q.front().map(|p| p.ip_len() as f64).unwrap_or(0.0);
+                let need = f.q.front().map(|p| p.ip_len() as f64).unwrap_or(0.0).min(burst);
                 let have = (f.tokens + now.since(f.last_refill).as_secs_f64() * rate / 8.0).min(burst);
                 if have >= need {
                     now
@@ -277,6 +279,48 @@ mod tests {
             let n = out[&f] as f64;
             assert!((n - 334.0).abs() <= 3.0, "flow {f}: {n} packets in 10 s");
         }
+    }
+
+    /// A packet larger than the bucket (a 9000-byte jumbo frame through a 3000-byte bucket)
+    /// leaves once the bucket is full, and the flow keeps its rate on average. Found by fuzzing
+    /// (`fuzz/`, gateway_frames): such a packet never left, blocked its flow's queue for ever and
+    /// kept the class's timer firing.
+    #[test]
+    fn a_packet_larger_than_the_bucket_leaves_when_the_bucket_is_full() {
+        let mut p = Pfq::new(PfqConfig {
+            rate_bps: 1_200_000,
+            burst_bytes: 3000,
+            flow_limit_pkts: 100,
+            idle_timeout: Dur::from_secs(1),
+        });
+        let mut jumbo = pkt(1);
+        jumbo.payload_len = 8960;
+        p.enqueue(Time::ZERO, jumbo);
+        for _ in 0..10 {
+            p.enqueue(Time::ZERO, pkt(1));
+        }
+        // The bucket starts full: the jumbo frame goes at once, then the flow owes 6000 B.
+        assert_eq!(p.next_ready(Time::ZERO), Some(Time::ZERO));
+        assert_eq!(p.dequeue(Time::ZERO).map(|x| x.ip_len()), Some(9000));
+        let out = drain(&mut p, Time::from_secs_f64(10.0));
+        assert_eq!(out[&1], 10, "{out:?}");
+        assert_eq!(p.len_pkts(), 0);
+        // Behind a packet that emptied a 1500-byte bucket.
+        let mut q = Pfq::new(PfqConfig {
+            rate_bps: 1_200_000,
+            burst_bytes: 1500,
+            flow_limit_pkts: 10,
+            idle_timeout: Dur::from_secs(1),
+        });
+        let mut j = pkt(2);
+        j.payload_len = 8960;
+        q.enqueue(Time::ZERO, pkt(2));
+        q.enqueue(Time::ZERO, j);
+        assert!(q.dequeue(Time::ZERO).is_some());
+        // The bucket refills to 1500 B in 10 ms: then the jumbo frame goes (not never).
+        let t = q.next_ready(Time::ZERO).unwrap();
+        assert!(t > Time::ZERO && t <= Time::from_secs_f64(0.0101), "{t:?}");
+        assert_eq!(q.dequeue(t).map(|x| x.ip_len()), Some(9000));
     }
 
     #[test]

@@ -669,7 +669,15 @@ impl PostAck {
         if f.mss == 0 || self.rate_bps == 0 {
             return Dur::ZERO;
         }
-        let w_pkts = nxt.diff(acked).max(0) as f64 / f.mss as f64;
+        // More outstanding than any TCP window can hold (2^30 bytes with window scaling, RFC
+        // 7323): the last ACK released was not one of this sender's (a stray or forged ACK
+        // number); the estimate means nothing, so no delay. (It once held every later ACK of
+        // the flow for years.)
+        let outstanding = nxt.diff(acked);
+        if outstanding > MAX_TCP_WINDOW {
+            return Dur::ZERO;
+        }
+        let w_pkts = outstanding.max(0) as f64 / f.mss as f64;
         let bw_i = self.rate_bps as f64 / self.n.max(1) as f64;
         let pkt_bits = self.packet_bytes() as f64 * 8.0;
         let w_w = bw_i * rtt.as_secs_f64() / pkt_bits;
@@ -701,6 +709,9 @@ impl PostAck {
         }
     }
 }
+
+/// The largest window a TCP sender can have outstanding (65535 << 14, RFC 7323), bytes.
+const MAX_TCP_WINDOW: i32 = 1 << 30;
 
 fn is_control(pkt: &Packet) -> bool {
     match pkt.tcp() {

@@ -1,6 +1,8 @@
 //! Token-bucket shaping of a FIFO (a class rate, as in paper 000's class-only shaping): packets
 //! leave at most at `rate` on average with bursts up to `burst_bytes`; the rest wait in a drop-tail
-//! FIFO of `limit_pkts`. Holds packets until tokens suffice ([`QueueDisc::next_ready`]).
+//! FIFO of `limit_pkts`. Holds packets until tokens suffice ([`QueueDisc::next_ready`]). A packet
+//! larger than the bucket (a jumbo frame) leaves once the bucket is full, and the tokens go
+//! negative by the excess: it waits no longer than a full refill and the rate holds on average.
 //!
 //! **What it is not.** Not hierarchical (no borrowing between classes; link sharing builds on it).
 
@@ -82,7 +84,7 @@ impl QueueDisc for Tbf {
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
         self.refill(now);
         let need = self.q.front()?.ip_len() as f64;
-        if self.tokens + 1e-6 < need {
+        if self.tokens + 1e-6 < need.min(self.cfg.burst_bytes as f64) {
             return None;
         }
         self.tokens -= need;
@@ -91,7 +93,8 @@ impl QueueDisc for Tbf {
         Some(p)
     }
     fn next_ready(&self, now: Time) -> Option<Time> {
-        let need = self.q.front()?.ip_len() as f64;
+        // Above the bucket size: a full bucket lets it go (the tokens can never exceed it).
+        let need = (self.q.front()?.ip_len() as f64).min(self.cfg.burst_bytes as f64);
         let have = (self.tokens + now.since(self.last).as_secs_f64() * self.cfg.rate_bps as f64 / 8.0)
             .min(self.cfg.burst_bytes as f64);
         if have >= need {
@@ -131,6 +134,30 @@ mod tests {
             payload_len: 1460,
             payload: None,
         }
+    }
+
+    /// A packet larger than the bucket leaves once the bucket is full (it used to wait for ever,
+    /// blocking the FIFO; found by fuzzing the gateway's PFQ, which shares the rule), and the
+    /// rate holds on average: the tokens go negative by the excess.
+    #[test]
+    fn a_packet_larger_than_the_bucket_leaves_when_the_bucket_is_full() {
+        let mut t = Tbf::new(TbfConfig { rate_bps: 1_200_000, burst_bytes: 1500, limit_pkts: 10 });
+        let mut jumbo = pkt();
+        jumbo.payload_len = 8960;
+        t.enqueue(Time::ZERO, pkt());
+        t.enqueue(Time::ZERO, jumbo);
+        t.enqueue(Time::ZERO, pkt());
+        assert!(t.dequeue(Time::ZERO).is_some());
+        // 1500 B refill in 10 ms (150 kB/s): then the jumbo frame goes.
+        let t1 = t.next_ready(Time::ZERO).unwrap();
+        assert!(t1 > Time::from_secs_f64(0.0099) && t1 <= Time::from_secs_f64(0.0101), "{t1:?}");
+        assert_eq!(t.dequeue(t1).map(|p| p.ip_len()), Some(9000));
+        // It owes 7500 B: the next 1500-byte packet waits for 9000 B of refill, 60 ms.
+        let t2 = t.next_ready(t1).unwrap();
+        let gap = t2.since(t1).as_secs_f64();
+        assert!((gap - 0.060).abs() < 1e-4, "{gap}");
+        assert!(t.dequeue(t2).is_some());
+        assert_eq!(t.len_pkts(), 0);
     }
 
     #[test]

@@ -1,0 +1,473 @@
+//! The bodies of the fuzz targets (fuzz_targets/*.rs call these).
+
+use crate::{advance, Event, OutputCheck, Timed, World, GATEWAY_POLICIES, TAP_POLICIES};
+use ackshape_core::middlebox::{Dir, Emit, Middlebox};
+use ackshape_core::shape::gateway::Gateway;
+use ackshape_core::shape::tap::{Tap, TapSpec};
+use ackshape_core::time::{Dur, Time};
+use ackshape_live::classify::{classify, FrameClass};
+use ackshape_live::gateway::{PolicyPipeline, GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED, RELOAD_GRACE};
+use ackshape_live::mbpipe::{MbPipelineConfig, MiddleboxPipeline};
+use ackshape_live::pipeline::{OutFrame, Pipeline, Verdict};
+use ackshape_live::policy::{FrameAction, Policy};
+use ackshape_live::stats::FlowTable;
+use ackshape_live::tap::{on_mirrored_frame, on_tap_timeout, TapCounters};
+use libfuzzer_sys::arbitrary::Unstructured;
+use std::sync::OnceLock;
+
+/// The gateway policies, parsed once.
+pub fn gateway_policies() -> &'static [Policy] {
+    static P: OnceLock<Vec<Policy>> = OnceLock::new();
+    P.get_or_init(|| {
+        GATEWAY_POLICIES
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Policy::from_toml(t, &format!("policy {i}")).unwrap_or_else(|e| panic!("{e}")))
+            .collect()
+    })
+}
+
+/// The tap policies, parsed once.
+pub fn tap_policies() -> &'static [TapSpec] {
+    static P: OnceLock<Vec<TapSpec>> = OnceLock::new();
+    P.get_or_init(|| {
+        TAP_POLICIES
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TapSpec::from_toml(t).unwrap_or_else(|e| panic!("tap policy {i}: {e:?}")))
+            .collect()
+    })
+}
+
+/// The pipeline under test: the one `ackshape gateway` builds for the policy, or the same box in
+/// a pipeline with small bounds.
+enum Pipe {
+    Policy(PolicyPipeline),
+    Small(MiddleboxPipeline),
+}
+
+/// The pipeline with the checks on what it emits.
+struct Gw {
+    pipe: Pipe,
+    out: Vec<OutFrame>,
+    check: OutputCheck,
+    fires: u64,
+}
+
+impl Gw {
+    fn drain(&mut self, now: Time) {
+        self.out.clear();
+        self.pipe.p().take_output(&mut self.out);
+        for o in self.out.iter() {
+            self.check.check(&o.frame, "gateway");
+            if let Some(due) = o.due {
+                assert!(due <= now, "a frame released by a timer due {due:?} left at {now:?}, early");
+            }
+        }
+    }
+}
+
+impl Timed for Gw {
+    fn poll(&self) -> Option<Time> {
+        match &self.pipe {
+            Pipe::Policy(p) => p.poll_timeout(),
+            Pipe::Small(p) => p.poll_timeout(),
+        }
+    }
+    fn fire(&mut self, now: Time) {
+        self.fires += 1;
+        self.pipe.p().on_timeout(now);
+        self.drain(now);
+    }
+}
+
+impl Pipe {
+    fn p(&mut self) -> &mut dyn Pipeline {
+        match self {
+            Pipe::Policy(p) => p,
+            Pipe::Small(p) => p,
+        }
+    }
+    fn mb(&self) -> Option<&MiddleboxPipeline> {
+        match self {
+            Pipe::Policy(p) => p.middlebox(),
+            Pipe::Small(p) => Some(p),
+        }
+    }
+}
+
+/// `ACKSHAPE_FUZZ_TRACE=1`: print each event as it is run (to read a crash input).
+fn tracing() -> bool {
+    static T: OnceLock<bool> = OnceLock::new();
+    *T.get_or_init(|| std::env::var_os("ACKSHAPE_FUZZ_TRACE").is_some())
+}
+
+fn trace(now: Time, ev: &Event) {
+    if !tracing() {
+        return;
+    }
+    match ev {
+        Event::Frame { dt, a_to_b, frame, csum_not_ready } => {
+            let what = match classify(frame) {
+                FrameClass::Tcp(p) | FrameClass::NonTcp { parsed: p, .. } => format!("{:?}", p.packet),
+                c => format!("{c:?}"),
+            };
+            eprintln!(
+                "{now:?} +{dt:?} {} csum_not_ready={csum_not_ready} {what}",
+                if *a_to_b { "A->B" } else { "B->A" }
+            );
+        }
+        e => eprintln!("{now:?} {e:?}"),
+    }
+}
+
+fn num(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// The bounds of the box's own state, read from its stats: tracked flows within the policy's
+/// `max_flows`, kept SYNs within them, and no mechanism holding state for more flows than the
+/// gateway tracks.
+fn check_box_stats(st: &serde_json::Value, max_flows: usize) {
+    let f = &st["flows"];
+    let tracked = num(&f["tracked"]);
+    assert!(tracked <= max_flows as u64, "gateway tracks {tracked} flows, max_flows {max_flows}: {f}");
+    assert!(num(&f["opening_syns_kept"]) <= tracked, "{f}");
+    let mut mech_flows = 0;
+    if let Some(classes) = st["classes"].as_object() {
+        for (name, c) in classes {
+            if let Some(ms) = c["mechanism_stats"].as_object() {
+                for (dir, m) in ms {
+                    let n = m.get("flows_live").or_else(|| m.get("flows")).map_or(0, num);
+                    mech_flows += n;
+                    if let (Some(h), Some(cap)) = (m.get("acks_held"), m.get("flows_live")) {
+                        // PostACK: at most max_held_per_flow (default 1024) per flow with state.
+                        assert!(num(h) <= 1024 * num(cap), "class {name} {dir}: {m}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(mech_flows <= tracked, "mechanisms hold state for {mech_flows} flows, the gateway tracks {tracked}: {st}");
+}
+
+/// After the final drain (no traffic for minutes, every flow evicted): nothing is left inside
+/// the box — no queued packet, no held ACK (it would never leave).
+fn check_drained(st: &serde_json::Value) {
+    if let Some(classes) = st["classes"].as_object() {
+        for (name, c) in classes {
+            if let Some(q) = c["qdisc"].as_object() {
+                for (dir, q) in q {
+                    assert_eq!(num(&q["queue_pkts"]), 0, "class {name} {dir}: packets stranded in the queue: {st}");
+                }
+            }
+            if let Some(ms) = c["mechanism_stats"].as_object() {
+                for (dir, m) in ms {
+                    assert_eq!(num(&m["acks_held"]), 0, "class {name} {dir}: ACKs stranded: {st}");
+                }
+            }
+        }
+    }
+    if let Some(ph) = st["per_host"].as_object() {
+        for (name, t) in ph {
+            assert_eq!(num(&t["data_queue_pkts"]) + num(&t["acks_held"]), 0, "per-host {name}: stranded: {st}");
+        }
+    }
+}
+
+/// `gateway_frames`: see README.md.
+pub fn gateway_frames(data: &[u8]) {
+    let policies = gateway_policies();
+    let mut u = Unstructured::new(data);
+    let Ok(cfg_byte) = u.arbitrary::<u16>() else { return };
+    let mut pi = (cfg_byte & 0xff) as usize % policies.len();
+    let small = cfg_byte & 0x100 != 0;
+    let mut cfg = MbPipelineConfig::default();
+    if small {
+        cfg = MbPipelineConfig {
+            non_tcp_to_box: cfg_byte & 0x200 == 0,
+            max_flows: 1 + ((cfg_byte >> 10) & 7) as usize,
+            flow_idle_timeout_s: [0.05, 0.5, 5.0, 30.0][((cfg_byte >> 13) & 3) as usize],
+            max_pending_bytes: [1_500, 4_000, 16_000, 200_000][((cfg_byte >> 13) & 3) as usize ^ 1],
+            max_pending_age_s: if cfg_byte & 0x8000 != 0 { 0.2 } else { 10.0 },
+        };
+    }
+    if tracing() {
+        eprintln!("policy {pi}, small bounds: {small} {cfg:?}");
+    }
+    let new_box = |pi: usize| -> Box<dyn Middlebox + Send> {
+        Box::new(Gateway::new(
+            policies[pi].shaping.clone().expect("fuzz policies shape"),
+            GATEWAY_OVERHEAD_BYTES,
+            GATEWAY_SEED,
+        ))
+    };
+    let pipe = if small {
+        Pipe::Small(MiddleboxPipeline::with_config(new_box(pi), "gateway", cfg.clone()))
+    } else {
+        Pipe::Policy(PolicyPipeline::new(&policies[pi]))
+    };
+    // The engine's own flow table (stats), bounded by the policy's [flows].
+    let mut table = FlowTable::new(policies[pi].flows.clone());
+    // A reload that lowers max_flows keeps the flows the table has until they go idle.
+    let mut max_table = policies[pi].flows.max_flows;
+    // Bounds in force: the largest max_flows any config had (a lowered one lets kept flows stay).
+    let mut max_pipe_flows = pipe.mb().map_or(0, |m| m.config().max_flows);
+    let mut max_pending = pipe.mb().map_or(0, |m| m.config().max_pending_bytes);
+    let mut g = Gw { pipe, out: Vec::new(), check: OutputCheck::default(), fires: 0 };
+    let mut world = World::default();
+    let mut now = Time(1_000_000_000);
+    let mut events = 0usize;
+
+    loop {
+        let ev = match world.next_event(&mut u) {
+            Ok(Some(e)) => e,
+            _ => break,
+        };
+        events += 1;
+        trace(now, &ev);
+        match ev {
+            Event::Frame { dt, a_to_b, mut frame, .. } => {
+                let to = now + dt;
+                advance(&mut now, to, Dur(0), &mut g);
+                let dir = if a_to_b { Dir::AToB } else { Dir::BToA };
+                let class = classify(&frame);
+                let pol = &policies[pi];
+                // The engine's policy step (crates/live/src/engine.rs `handle`).
+                let action = match &class {
+                    FrameClass::Tcp(_) => FrameAction::Forward,
+                    FrameClass::NonTcp { .. } => pol.non_tcp,
+                    FrameClass::NonIp { .. } => pol.non_ip,
+                    FrameClass::Malformed(..) => pol.malformed,
+                };
+                if let Some(p) = class.packet() {
+                    table.touch(now, dir, p, frame.len());
+                    assert!(
+                        table.len() <= max_table,
+                        "engine flow table: {} flows, max_flows {max_table}",
+                        table.len()
+                    );
+                }
+                if action == FrameAction::Drop {
+                    continue;
+                }
+                g.check.fed(&frame);
+                let v = g.pipe.p().on_frame(now, dir, &mut frame, &class);
+                assert!(matches!(v, Verdict::Forward | Verdict::Consumed), "{v:?}");
+                g.drain(now);
+            }
+            Event::Advance { dt, late } => {
+                let to = now + dt;
+                advance(&mut now, to, late, &mut g);
+            }
+            Event::Stall { dt } => {
+                now += dt;
+                if g.poll().is_some_and(|t| t <= now) {
+                    g.fire(now);
+                }
+            }
+            Event::Reload { k } => {
+                pi = k as usize % policies.len();
+                match &mut g.pipe {
+                    Pipe::Policy(p) => {
+                        p.reload(now, &policies[pi]).expect("reload");
+                    }
+                    Pipe::Small(p) => p.replace_box(now, new_box(pi), "gateway", RELOAD_GRACE),
+                }
+                table.set_policy(policies[pi].flows.clone());
+                max_table = max_table.max(policies[pi].flows.max_flows);
+                if let Some(m) = g.pipe.mb() {
+                    max_pipe_flows = max_pipe_flows.max(m.config().max_flows);
+                    max_pending = max_pending.max(m.config().max_pending_bytes);
+                }
+            }
+        }
+        if let Some(m) = g.pipe.mb() {
+            assert!(m.flows() <= max_pipe_flows, "pipeline flows {} > max_flows {max_pipe_flows}", m.flows());
+            assert!(
+                m.pending().1 <= max_pending,
+                "pipeline origins {:?} > max_pending_bytes {max_pending}",
+                m.pending()
+            );
+            if events % 32 == 0 {
+                check_box_stats(&m.middlebox().stats_json(), policies[pi].flows.max_flows);
+            }
+        }
+    }
+    // Let everything drain: every held packet must come out valid, the timers must stop or move on.
+    for step in [Dur::from_secs(5), Dur::from_secs(60), Dur::from_secs(400)] {
+        let to = now + step;
+        advance(&mut now, to, Dur(0), &mut g);
+    }
+    if let Some(m) = g.pipe.mb() {
+        let st = m.middlebox().stats_json();
+        check_box_stats(&st, policies[pi].flows.max_flows);
+        check_drained(&st);
+    }
+    let _ = g.pipe.p().stats_json().to_string();
+    if tracing() {
+        eprintln!("{events} events, {} timer calls, {} frames out", g.fires, g.check.frames);
+    }
+}
+
+/// `tap_frames`: see README.md.
+pub fn tap_frames(data: &[u8]) {
+    let specs = tap_policies();
+    let mut u = Unstructured::new(data);
+    let Ok(b) = u.arbitrary::<u8>() else { return };
+    let mut si = b as usize % specs.len();
+    if tracing() {
+        eprintln!("tap policy {si}");
+    }
+    let mut t = T {
+        tap: Tap::new(specs[si].clone()),
+        macs: ([2, 0, 0, 0, 0, 0x11], [2, 0, 0, 0, 0, 0x12]),
+        c: TapCounters::default(),
+        emit: Emit::new(),
+        check: OutputCheck::default(),
+    };
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut world = World::default();
+    let mut now = Time(1_000_000_000);
+
+    loop {
+        let ev = match world.next_event(&mut u) {
+            Ok(Some(e)) => e,
+            _ => break,
+        };
+        trace(now, &ev);
+        match ev {
+            Event::Frame { dt, frame, csum_not_ready, .. } => {
+                let to = now + dt;
+                advance(&mut now, to, Dur(0), &mut t);
+                if !csum_not_ready {
+                    t.check.fed(&frame);
+                }
+                out.clear();
+                on_mirrored_frame(&mut t.tap, now, &frame, csum_not_ready, t.macs, &mut t.c, &mut t.emit, |f| {
+                    out.push(f)
+                });
+                for f in &out {
+                    if csum_not_ready && ackshape_wire::verify_checksums(&frame).is_err() {
+                        // The TCP checksum is recomputed; an IPv4 header checksum stays as it came.
+                        if fix_check_ip_only(&frame) {
+                            continue;
+                        }
+                    }
+                    t.check.check(f, "tap");
+                }
+            }
+            Event::Advance { dt, late } => {
+                let to = now + dt;
+                advance(&mut now, to, late, &mut t);
+            }
+            Event::Stall { dt } => {
+                now += dt;
+                if t.poll().is_some_and(|x| x <= now) {
+                    t.fire(now);
+                }
+            }
+            Event::Reload { k } => {
+                si = k as usize % specs.len();
+                t.tap = Tap::new(specs[si].clone());
+            }
+        }
+        let max = specs[si].max_flows;
+        assert!(t.tap.flow_count() <= max, "tap flows {} > max_flows {max}", t.tap.flow_count());
+    }
+    let to = now + Dur::from_secs(100);
+    advance(&mut now, to, Dur(0), &mut t);
+    let st = t.tap.stats_json();
+    if tracing() {
+        eprintln!("{} frames injected; counters {:?}", t.check.frames, t.c);
+    }
+    assert!(num(&st["flows_now"]) <= specs[si].max_flows as u64, "{st}");
+}
+
+/// The tap with the checks on what it injects.
+struct T {
+    tap: Tap,
+    macs: ([u8; 6], [u8; 6]),
+    c: TapCounters,
+    emit: Emit,
+    check: OutputCheck,
+}
+
+impl Timed for T {
+    fn poll(&self) -> Option<Time> {
+        self.tap.poll_timeout()
+    }
+    fn fire(&mut self, now: Time) {
+        let mut out = Vec::new();
+        on_tap_timeout(&mut self.tap, now, self.macs, &mut self.c, &mut self.emit, &mut out);
+        for f in &out {
+            self.check.check(f, "tap timer");
+        }
+    }
+}
+
+/// Whether a frame's IPv4 header checksum is bad (which the tap's recomputation does not touch).
+fn fix_check_ip_only(frame: &[u8]) -> bool {
+    matches!(ackshape_wire::verify_checksums(frame), Err(ackshape_wire::ChecksumError::Ipv4Header { .. }))
+}
+
+/// Bytes as text: UTF-8 if it is, else lossily.
+fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(data)
+}
+
+/// `policy_text`: the bytes as a gateway policy (`ackshape validate --policy`, then the box
+/// `ackshape gateway` builds from it) and as a tap policy (`ackshape validate --tap`).
+pub fn policy_text(data: &[u8]) {
+    let t = text(data);
+    if let Ok(p) = Policy::from_toml(&t, "fuzz.toml") {
+        let _ = p.headline();
+        if let Some(sp) = &p.shaping {
+            let _ = sp.describe();
+            for w in sp.warnings() {
+                let _ = w.to_string();
+            }
+        }
+        let _ = ackshape_live::gateway::pipeline_config(&p);
+        let _ = PolicyPipeline::new(&p).stats_json();
+    }
+    if let Ok(spec) = TapSpec::from_toml(&t) {
+        let tap = Tap::new(spec);
+        let _ = tap.stats_json();
+    }
+}
+
+/// `scenario_text`: the bytes as a scenario file through what `ackshape validate SCENARIO` does:
+/// parse and validate, build the simulation, read `[live.testbed]`, and the gateway boxes'
+/// policy warnings.
+pub fn scenario_text(data: &[u8]) {
+    let t = text(data);
+    let Ok(sc) = ackshape_sim::scenario::Scenario::parse(&t, "fuzz.toml") else { return };
+    // Scenarios this big build for long (legitimately): not what this target is after.
+    if sc.flow_count() > 64 {
+        return;
+    }
+    if ackshape_sim::Sim::build(&sc, "fuzz.toml", None, Default::default()).is_err() {
+        return;
+    }
+    if let Some(tb) = sc.live.as_ref().and_then(|l| l.get("testbed")) {
+        use ackshape_live::testbed::TopologySpec;
+        if let Ok(mut base) = toml::Table::try_from(TopologySpec::default()) {
+            if let Some(tt) = tb.as_table() {
+                for (k, v) in tt {
+                    base.insert(k.clone(), v.clone());
+                }
+            }
+            if let Ok(spec) = toml::Value::Table(base).try_into::<TopologySpec>() {
+                let _ = spec.check();
+            }
+        }
+    }
+    for mb in &sc.middlebox {
+        if let Some(Ok(p)) = ackshape_sim::middlebox::gateway_policy(mb, None) {
+            for w in p.warnings() {
+                let _ = w.to_string();
+            }
+        }
+    }
+}
