@@ -611,6 +611,41 @@ fn basic_ignores_an_ack_number_no_window_explains() {
     assert!(m.poll_timeout().is_none_or(|t| t <= ms(10_000)), "{:?}", m.poll_timeout());
 }
 
+/// A segment far ahead of the flow (a stray or forged one, still below 2^30 bytes) makes Fig. 3's
+/// estimate absurd: hundreds of thousands of segments "outstanding", hours of delay. No ACK waits
+/// longer than `max_hold_ms` (60 s by default).
+#[test]
+fn basic_holds_no_ack_longer_than_max_hold() {
+    for (cap, want) in [(None, 60_000), (Some(250), 250)] {
+        let mut m = PostAck::new(PostAckConfig {
+            variant: Variant::Basic,
+            packet_bytes: PKT,
+            max_hold_ms: cap,
+            ..PostAckConfig::default()
+        });
+        m.set_rate(Time::ZERO, 1_200_000);
+        let mut out = vec![];
+        m.on_data(ms(0), key(0), &data(0, 1, MSS));
+        m.on_ack(ms(40), key(0), ack(0, 1 + MSS, 1), &mut out); // the RTT sample (40 ms)
+        assert_eq!(ids(&out), vec![1]);
+        // 500 MB ahead: (W − W_w) · 10 ms would be ≈ 3.5e5 segments · 10 ms ≈ 1 hour.
+        m.on_data(ms(40), key(0), &data(0, 500_000_000, MSS));
+        out.clear();
+        m.on_ack(ms(80), key(0), ack(0, 1 + 2 * MSS, 2), &mut out);
+        assert!(out.is_empty(), "held");
+        assert_eq!(m.poll_timeout(), Some(ms(80 + want)), "cap {cap:?}");
+        let f = run_timers(&mut m, ms(80 + want));
+        assert_eq!(f.iter().map(|x| (x.0, ids(&x.1))).collect::<Vec<_>>(), vec![(ms(80 + want), vec![2])]);
+        assert_eq!(m.acks_held(), 0);
+    }
+    // The bound is the basic variant's: elsewhere it is refused, naming the key.
+    let t: toml::Table = toml::from_str("variant = \"on-off\"\nmax_hold_ms = 100").unwrap();
+    let e = PostAckConfig::from_table(&t).unwrap_err();
+    assert_eq!(e.0, "max_hold_ms", "{e:?}");
+    let t: toml::Table = toml::from_str("variant = \"basic\"\nmax_hold_ms = 0").unwrap();
+    assert_eq!(PostAckConfig::from_table(&t).unwrap_err().0, "max_hold_ms");
+}
+
 /// With a window of 10 segments each ACK waits (10 − 4) · 10 ms = 60 ms; with W ≤ W_w none.
 #[test]
 fn basic_delays_by_the_excess_window() {

@@ -147,11 +147,21 @@ pub struct PostAckConfig {
     /// the paper's Fig. 4, where every slot serves all n flows at once (an n-ACK burst).
     #[serde(default)]
     pub spread_slots: bool,
+    /// basic only: the longest one ACK is delayed, ms (None: [`DEFAULT_MAX_HOLD_MS`]). Fig. 3's delay grows with
+    /// the flow's estimated window; an ACK held past the sender's retransmission timeout only
+    /// stalls it, and an estimate no real window explains (a stray segment far ahead) would hold
+    /// the flow's ACKs for hours.
+    #[serde(default)]
+    pub max_hold_ms: Option<u64>,
 }
+
+/// The basic variant's default longest delay of one ACK (60 s).
+pub const DEFAULT_MAX_HOLD_MS: u64 = 60_000;
 
 fn d_idle() -> u64 {
     1000
 }
+
 fn d_max_held() -> usize {
     1024
 }
@@ -165,13 +175,14 @@ impl Default for PostAckConfig {
             max_held_per_flow: d_max_held(),
             keep_in_pfq: 0,
             spread_slots: false,
+            max_hold_ms: None,
         }
     }
 }
 
 /// The keys [`PostAckConfig`] accepts.
 pub const KEYS: &[&str] =
-    &["variant", "packet_bytes", "idle_timeout_ms", "max_held_per_flow", "keep_in_pfq", "spread_slots"];
+    &["variant", "packet_bytes", "idle_timeout_ms", "max_held_per_flow", "keep_in_pfq", "spread_slots", "max_hold_ms"];
 
 impl PostAckConfig {
     /// Parse the `mechanism` table (without `kind`). Errors are `(key, message)`.
@@ -215,6 +226,13 @@ impl PostAckConfig {
         }
         if self.idle_timeout_ms == 0 {
             return Err(("idle_timeout_ms".into(), "expected ≥ 1 ms".into()));
+        }
+        match self.max_hold_ms {
+            Some(0) => return Err(("max_hold_ms".into(), "expected ≥ 1 ms".into())),
+            Some(_) if self.variant != Variant::Basic => {
+                return Err(("max_hold_ms".into(), "applies to variant = \"basic\" only".into()))
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -685,6 +703,7 @@ impl PostAck {
             return Dur::ZERO;
         }
         Dur::from_secs_f64((w_pkts - w_w) * pkt_bits / bw_i)
+            .min(Dur::from_millis(self.cfg.max_hold_ms.unwrap_or(DEFAULT_MAX_HOLD_MS)))
     }
 
     /// Keep one heap entry per flow, at its head ACK's deadline.
