@@ -10,12 +10,7 @@ use std::sync::Mutex;
 static LIVE: Mutex<()> = Mutex::new(());
 
 fn skip(test: &str) -> bool {
-    if let Some(reason) = ackshape_live::testbed::preflight() {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
-        return true;
-    }
-    false
+    ackshape_live::testbed::skip_unless_live(test)
 }
 
 /// Removes every namespace and link with the prefix when dropped (also on panic).
@@ -555,10 +550,9 @@ fn the_commands_testbed_up_prints_run_the_scenario_by_hand() {
         return;
     }
     if Command::new("iperf3").arg("--version").output().is_err() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "SKIPPED: the_commands_testbed_up_prints_run_the_scenario_by_hand: no iperf3 (scripts/setup.sh installs it)"
+        ackshape_live::testbed::skip(
+            "the_commands_testbed_up_prints_run_the_scenario_by_hand",
+            "no iperf3 (scripts/setup.sh installs it)",
         );
         return;
     }

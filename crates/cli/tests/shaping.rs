@@ -34,8 +34,7 @@ static LIVE: Mutex<()> = Mutex::new(());
 const FRAME_FX: f64 = 1448.0 / 1514.0;
 
 fn skipped(test: &str, reason: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
+    testbed::skip(test, reason);
 }
 
 /// The live lock and a guard removing `prefix`'s namespaces, or None (after SKIPPED).

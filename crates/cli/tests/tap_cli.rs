@@ -83,9 +83,7 @@ impl Drop for Child {
 
 #[test]
 fn transfer_continues_unaffected_when_the_tap_process_is_killed() {
-    if let Some(why) = testbed::preflight() {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "SKIPPED: tap kill: {why}");
+    if testbed::skip_unless_live("tap kill") {
         return;
     }
     let dir = std::env::temp_dir().join(format!("acks-tp-kill-{}", std::process::id()));

@@ -173,6 +173,29 @@ fn in_ns(ns: &str, prog: &str, args: &[&str]) -> Result<String, TestbedError> {
     sh("ip", &a)
 }
 
+/// A live test that cannot run here: prints `SKIPPED: <test>: <reason>` straight to stderr (libtest
+/// captures the output of passing tests; a skip must be seen). With `ACKSHAPE_LIVE=require` in the
+/// environment (CI sets it) a skip is a failure instead: it panics with the same text, so a suite
+/// cannot go green by not running its live tests.
+pub fn skip(test: &str, reason: &str) {
+    if std::env::var("ACKSHAPE_LIVE").is_ok_and(|v| v == "require") {
+        panic!("{test} cannot run here and ACKSHAPE_LIVE=require: {reason}");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
+}
+
+/// [`preflight`] for a live test: true (after [`skip`]) when it cannot run here.
+pub fn skip_unless_live(test: &str) -> bool {
+    match preflight() {
+        Some(reason) => {
+            skip(test, &reason);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Why live tests or the testbed cannot run here (None: they can).
 pub fn preflight() -> Option<String> {
     if crate::sys::euid() != 0 {

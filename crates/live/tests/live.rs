@@ -25,10 +25,7 @@ static LIVE: Mutex<()> = Mutex::new(());
 
 /// Take the live lock, or None (after printing SKIPPED) when live tests cannot run here.
 fn live(test: &str) -> Option<MutexGuard<'static, ()>> {
-    if let Some(reason) = testbed::preflight() {
-        // Straight to fd 2: libtest captures eprintln! of passing tests, a skip must be seen.
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
+    if testbed::skip_unless_live(test) {
         return None;
     }
     Some(LIVE.lock().unwrap_or_else(|e| e.into_inner()))

@@ -25,9 +25,7 @@ use std::time::{Duration, Instant};
 static LIVE: Mutex<()> = Mutex::new(());
 
 fn skipped(test: &str, reason: &str) {
-    // Straight to fd 2: libtest captures eprintln! of passing tests, a skip must be seen.
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
+    testbed::skip(test, reason);
 }
 
 /// Take the live lock, or None (after printing SKIPPED) when live tests cannot run here.

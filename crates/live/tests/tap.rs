@@ -22,8 +22,7 @@ fn live(test: &str) -> Option<MutexGuard<'static, ()>> {
         _ => Some("`tc` is missing (apt-get install iproute2)".into()),
     });
     if let Some(reason) = reason {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
+        testbed::skip(test, &reason);
         return None;
     }
     Some(LIVE.lock().unwrap_or_else(|e| e.into_inner()))
