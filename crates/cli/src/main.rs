@@ -71,7 +71,7 @@ enum Cmd {
         #[command(subcommand)]
         cmd: live_cmd::TestbedCmd,
     },
-    /// Run the papers' experiments (IDs from EXPERIMENTS.md) and check their claims; writes reports.
+    /// Run the papers' experiments (IDs like P2-F10: paper P2, Fig. 10) and check their claims; writes reports.
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// Run scenarios in the simulator and live (root) and compare goodput, CoV and buffer occupancy.
     Compare(compare_cmd::CompareArgs),
