@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Simulator benchmark: ackshape vs the ns-3 peer on the reference dumbbell, in one invocation.
 
-Cases (issue 2): 10 bulk flows at 10 Mbit/s, 100 flows at 10 Mbit/s, 10 flows at 100 Mbit/s; 60 s
+Cases: 10 bulk flows at 10 Mbit/s, 100 flows at 10 Mbit/s, 10 flows at 100 Mbit/s; 60 s
 simulated, goodput over [5, 60] s. For each case it runs ackshape (release build) and, if available,
 ns-3 3.44 (`pip install ns3` into a venv; --ns3-python points at its interpreter) and prints
 bottleneck packets per wall-second, events per wall-second, memory per flow, and the ratios.
@@ -21,7 +21,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REF = os.path.join(ROOT, "benches", "reference-dumbbell.toml")
-PEER = os.path.join(ROOT, "..", "shared", "peers", "ns3_dumbbell.py")
+PEER = os.path.join(ROOT, "scripts", "peers", "ns3", "ns3_dumbbell.py")
 CASES = [("10 flows, 10 Mbit/s", 10, 10), ("100 flows, 10 Mbit/s", 100, 10), ("10 flows, 100 Mbit/s", 10, 100)]
 
 

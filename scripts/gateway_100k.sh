@@ -1,5 +1,5 @@
 #!/bin/sh
-# 100,000 concurrent TCP flows through a simulated edge gateway (issue 3, benchmark; docs/benchmarks.md
+# 100,000 concurrent TCP flows through a simulated edge gateway (benchmark; docs/benchmarks.md
 # "100,000-flow gateway"). One process per mechanism, so the peak RSS is that run's:
 #   none         the same gateway class with no ACK mechanism (the simulator's own cost: hosts, TCP, links)
 #   tcr          TCP rate control (paper 001: max-min + per-flow ACK pacing + rwnd rewrite)

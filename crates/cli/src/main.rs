@@ -63,7 +63,7 @@ enum Cmd {
     Gateway(live_cmd::GatewayArgs),
     /// Live userspace WAN emulator between two interfaces: delay, jitter, loss, rate limit.
     Wanem(live_cmd::WanemArgs),
-    /// Live third-party tap (paper 004): reads a router's mirrored traffic and injects duplicate
+    /// Live third-party tap (Bansal and Ward, P4): reads a router's mirrored traffic and injects duplicate
     /// ACKs (triple-ACK, zero-window) through a second port, per a policy (root; AF_PACKET).
     Tap(tap_cmd::TapArgs),
     /// Build or remove the network-namespace testbed of a scenario (root).
@@ -71,7 +71,7 @@ enum Cmd {
         #[command(subcommand)]
         cmd: live_cmd::TestbedCmd,
     },
-    /// Run the papers' experiments (IDs from EXPERIMENTS.md) and check their claims; writes reports.
+    /// Run the papers' experiments (IDs like P2-F10: paper P2, Fig. 10) and check their claims; writes reports.
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// Run scenarios in the simulator and live (root) and compare goodput, CoV and buffer occupancy.
     Compare(compare_cmd::CompareArgs),

@@ -2,7 +2,7 @@
 
 use ackshape_sim::reproduce::{
     apply_sets, check_set_keys, claim_records, registry, select, set_workers, workers, write_index, write_output_with,
-    Ctx, Experiment, RunInfo,
+    Ctx, Experiment, RunInfo, PAPERS,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -49,6 +49,11 @@ pub struct ReproduceArgs {
 pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
     let all = registry();
     if a.list {
+        println!("Papers (set-up, assumptions and traps of each: docs/experiments.md):");
+        for p in &PAPERS {
+            println!("  {}  {}.", p.id, p.citation);
+        }
+        println!("\nExperiments (ID = paper, then F figure, T table, S section, A algorithm, M model):");
         for e in &all {
             println!("{:<10} {:<60} {}", e.id, e.title, e.file);
         }

@@ -10,6 +10,18 @@ fn ackshape(args: &[&str]) -> std::process::Output {
 fn list_and_unknown_id() {
     let out = ackshape(&["reproduce", "--list"]);
     assert!(out.status.success());
+    // The list cites every paper in full before the experiments.
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    for (id, words) in [
+        ("P0", "Wei, S.-C. Tsao, Y.-D. Lin, \"Assessing and Improving TCP Rate Shaping over Edge Gateways\", IEEE Transactions on Computers"),
+        ("P1", "Karandikar, S. Kalyanaraman, P. Bagal, B. Packer, \"TCP Rate Control\", ACM SIGCOMM Computer Communication Review"),
+        ("P2", "Park, D. Park, S. Hong, J. Park, \"Preventing TCP performance interference on asymmetric links"),
+        ("P3", "Lau, \"Sender-driven Bandwidth Differentiation for Transmitting Multimedia Flows over TCP\", M.Phil. thesis"),
+        ("P4", "Bansal, P. A. S. Ward, \"Third-Party Flow Control\""),
+    ] {
+        let line = listed.lines().find(|l| l.trim_start().starts_with(&format!("{id} "))).unwrap_or_else(|| panic!("{listed}"));
+        assert!(line.contains(words), "{id}: {line}");
+    }
     let out = ackshape(&["reproduce", "NO-SUCH-ID"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -65,6 +77,14 @@ fn reproduce_p2_quick_json_has_one_record_per_claim() {
         }
         let report = std::fs::read_to_string(d.join("report.md")).unwrap();
         assert!(report.contains(&format!("`ackshape reproduce {id} --quick`")), "{report}");
+        // The report starts with the paper's full citation and where its assumptions are explained.
+        let head: Vec<&str> = report.lines().take(3).collect();
+        assert!(
+            head[2].starts_with("Paper P2 (paper 002): J. Park, D. Park, S. Hong, J. Park, \"Preventing TCP")
+                && head[2].contains("Computer Communications")
+                && head[2].contains("docs/experiments.md#p2"),
+            "{report}"
+        );
     }
     for c in list {
         let o = c.as_object().expect("one object per claim");

@@ -4,7 +4,7 @@
 //! One bulk TCP flow per direction; each direction's throughput is the root in `(0, μ)` of a
 //! quadratic (Eq. 14), obtained by combining Padhye's model (Eq. 1–4) with the round-trip time
 //! (Eq. 5), the queueing delay of data behind the *opposite* direction's ACKs (Eq. 6) and the
-//! packet conservation of the window (Eq. 7–12). Corrections applied (EXPERIMENTS.md §6, P2-4
+//! packet conservation of the window (Eq. 7–12). Corrections applied (docs/experiments.md, P2-4
 //! to P2-8): `min(1, 3√(3bp/8))` in C₂ (Eq. 1/4); Padhye's unconstrained mean window
 //! `E[W] = (2+b)/(3b) + √(8(1−p)/(3bp) + ((2+b)/(3b))²)` (Eq. 2); `avgwnd = maxwnd` when
 //! `maxwnd ≤ E[W]`, else `E[W]` (Eq. 8); Eq. 13 as reconstructed in P2-M8.

@@ -5,7 +5,7 @@
 //! Throughput `T` is in **packets per D_w**; goodput in bytes/s is `T·MSS/D_w` ([`goodput_bps`]).
 //!
 //! The printed formulas contain errors; this module uses the corrected forms of
-//! `../shared/papers/EXPERIMENTS.md` §1.3 (P0-M4…M6) and §6:
+//! `docs/experiments.md` (P0-M4…M6 and the traps P0-4 to P0-8):
 //! - case 1 (P0-4): the cycle equation `1/p = 3W̄_c²/8` gives `W̄_c = √(8/(3p))` (printed
 //!   `√(16/(3p))`); `T = 1/(√(2p/3) + p)` is consistent with the corrected value.
 //! - TCR outside case 1 (P0-5, P0-7): `T = 1/(1/W_w + p·W_w/8 + p)` (printed `… + W_w/8 + p`,

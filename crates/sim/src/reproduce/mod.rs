@@ -1,7 +1,7 @@
 //! `ackshape reproduce`: the papers' experiments as code, each with claims checked against the
 //! paper's values.
 //!
-//! An [`Experiment`] has an ID from `../shared/papers/EXPERIMENTS.md` (e.g. `P2-F10`), an embedded
+//! An [`Experiment`] has an ID (e.g. `P2-F10`: paper P2, Fig. 10; the papers are [`PAPERS`]), an embedded
 //! TOML file under `experiments/` (base scenario, sweep values, the `[paper]` values and the
 //! tolerances), and a runner that returns an [`ExpOutput`]: claims (measured vs paper, tolerance,
 //! holds), tables (written as CSV) and plots (SVG). [`write_output`] writes them and a Markdown
@@ -388,7 +388,7 @@ pub fn mean_sd(x: &[f64]) -> (f64, f64) {
 
 /// A registered experiment.
 pub struct Experiment {
-    /// ID as in EXPERIMENTS.md, e.g. `P2-F10`.
+    /// ID, e.g. `P2-F10`: the paper (`P2`, see [`PAPERS`]) and its figure, table or section.
     pub id: &'static str,
     pub title: &'static str,
     /// Path of the experiment file within the repository (for messages and the report).
@@ -396,6 +396,66 @@ pub struct Experiment {
     /// The file's text (embedded, so `reproduce` runs from anywhere).
     pub text: &'static str,
     pub run: fn(&Experiment, &mut Ctx) -> Result<ExpOutput, String>,
+}
+
+/// One source paper: the short ID used in experiment names (`P2` in `P2-F10`), its full
+/// citation, and the section of `docs/experiments.md` with its set-up, assumptions and traps.
+#[derive(Clone, Copy, Debug)]
+pub struct Paper {
+    /// `P0` … `P4`.
+    pub id: &'static str,
+    /// The number the papers are known by in the docs (`paper 000` … `paper 004`).
+    pub number: &'static str,
+    /// Authors, title, venue, year (as printed in the paper).
+    pub citation: &'static str,
+    /// Anchor in `docs/experiments.md` (e.g. `p2`).
+    pub anchor: &'static str,
+}
+
+/// The five source papers, in ID order.
+pub const PAPERS: [Paper; 5] = [
+    Paper {
+        id: "P0",
+        number: "000",
+        citation: "H.-Y. Wei, S.-C. Tsao, Y.-D. Lin, \"Assessing and Improving TCP Rate Shaping over Edge \
+                   Gateways\", IEEE Transactions on Computers, vol. 53, no. 3, March 2004, doi:10.1109/TC.2004.1261834",
+        anchor: "p0",
+    },
+    Paper {
+        id: "P1",
+        number: "001",
+        citation: "S. Karandikar, S. Kalyanaraman, P. Bagal, B. Packer, \"TCP Rate Control\", ACM SIGCOMM \
+                   Computer Communication Review, vol. 30, no. 1, pp. 45-58, 2000",
+        anchor: "p1",
+    },
+    Paper {
+        id: "P2",
+        number: "002",
+        citation: "J. Park, D. Park, S. Hong, J. Park, \"Preventing TCP performance interference on asymmetric \
+                   links using ACKs-first variable-size queuing\", Computer Communications (Elsevier), 2010, \
+                   doi:10.1016/j.comcom.2010.09.010",
+        anchor: "p2",
+    },
+    Paper {
+        id: "P3",
+        number: "003",
+        citation: "K. H. Lau, \"Sender-driven Bandwidth Differentiation for Transmitting Multimedia Flows over \
+                   TCP\", M.Phil. thesis, Information Engineering, The Chinese University of Hong Kong, September 2006",
+        anchor: "p3",
+    },
+    Paper {
+        id: "P4",
+        number: "004",
+        citation: "D. Bansal, P. A. S. Ward, \"Third-Party Flow Control\", Shoshin Research Group, Department of \
+                   Electrical and Computer Engineering, University of Waterloo (the text states no venue or year)",
+        anchor: "p4",
+    },
+];
+
+/// The paper an experiment ID (`P2-F10`) or paper prefix (`P2`) belongs to.
+pub fn paper_of(id: &str) -> Option<&'static Paper> {
+    let head = id.split('-').next().unwrap_or(id);
+    PAPERS.iter().find(|p| p.id.eq_ignore_ascii_case(head))
 }
 
 /// Every registered experiment, in paper order.
@@ -776,7 +836,14 @@ pub fn markdown(out: &ExpOutput, exp: &Experiment, quick: bool) -> String {
 pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String {
     let id = if out.id.is_empty() { exp.id } else { out.id.as_str() };
     let title = if out.title.is_empty() { exp.title } else { out.title.as_str() };
-    let mut s = format!("# {id} — {title}\n\nExperiment file: `{}`", exp.file);
+    let mut s = format!("# {id} — {title}\n\n");
+    if let Some(p) = paper_of(id) {
+        s += &format!(
+            "Paper {} (paper {}): {}. Set-up, assumptions and traps: `docs/experiments.md#{}`.\n\n",
+            p.id, p.number, p.citation, p.anchor
+        );
+    }
+    s += &format!("Experiment file: `{}`", exp.file);
     if run.quick {
         s += " (quick mode: fewer seeds/points than the full run)";
     }

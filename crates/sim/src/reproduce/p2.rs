@@ -2006,7 +2006,7 @@ fn run_f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         rows: roots.iter().map(|(q, r)| vec![json!(q * 1e3), json!(round4(*r))]).collect(),
     });
     out.notes = vec![
-        "Pure model checks (core::model_afvq, Eq. 14 as reconstructed in EXPERIMENTS.md P2-M8); no simulation. The paper's Fig. 11 is a sketch of f_d for q1 > q2.".into(),
+        "Pure model checks (core::model_afvq, Eq. 13 reconstructed so that it gives Eq. 14, docs/experiments.md#p2-8); no simulation. The paper's Fig. 11 is a sketch of f_d for q1 > q2.".into(),
         "The model's throughput is of D-byte data packets (payload + TCP/IP header).".into(),
     ];
     let _ = ctx;

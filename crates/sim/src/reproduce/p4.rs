@@ -2,7 +2,7 @@
 //! ACKs from a tap beside the router, and the feedback controller the paper leaves as future work.
 //!
 //! Every experiment file is a valid scenario (one point of the sweep) plus a `[paper]` table: the
-//! stated claims, our assumptions with their trap IDs (EXPERIMENTS.md §6), tolerances, the sweep
+//! stated claims, our assumptions with their trap IDs (docs/experiments.md), tolerances, the sweep
 //! (`[paper.sweep]`) and a second TCP profile (`[paper.profiles.modern.tcp]`, overriding the
 //! file's ns-2-like `[tcp]`). Each experiment runs both profiles and reports both (trap P4-7).
 
@@ -1351,7 +1351,7 @@ fn run_a3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                     target / 1e6,
                     dur_s - warm_s
                 ),
-                &format!("± {}% (issue bar)", tol * 100.0),
+                &format!("± {}% (our target; not in the paper)", tol * 100.0),
                 format!(
                     "{:.2} Mbit/s ({:+.1}%); worst {bin_s} s bin {:.1}%; goodput loss {}",
                     r.thr / 1e6,
