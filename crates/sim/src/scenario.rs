@@ -5,7 +5,7 @@
 //! errors, and every error names the file, the key and what was expected.
 
 use ackshape_core::impair::LossSpec;
-use ackshape_core::tcp::{CcAlgo, MultcpSlowStart, RtoModel, TcpConfig, WindowUpdate};
+use ackshape_core::tcp::{CcAlgo, MultcpSlowStart, RtoModel, TcpConfig, TcpProfile, WindowUpdate};
 use ackshape_core::time::Dur;
 use ackshape_core::tomlerr;
 use ackshape_core::units::{self, Rate, Size};
@@ -72,6 +72,9 @@ impl<'de> Deserialize<'de> for StartV {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TcpSpec {
+    /// `"default"` (modern, Linux-like) or `"ns2"` (ns-2.35's one-way agents and sinks): the
+    /// defaults the other keys override.
+    pub profile: Option<TcpProfile>,
     pub cc: Option<CcAlgo>,
     pub mss: Option<u32>,
     pub initial_window: Option<u32>,
@@ -120,6 +123,7 @@ impl TcpSpec {
             ($($f:ident),*) => { TcpSpec { $($f: self.$f.clone().or_else(|| base.$f.clone())),* } };
         }
         pick!(
+            profile,
             cc,
             mss,
             initial_window,
@@ -151,7 +155,7 @@ impl TcpSpec {
 
     /// Build the endpoint configuration.
     pub fn to_config(&self) -> TcpConfig {
-        let mut c = TcpConfig::default();
+        let mut c = TcpConfig::for_profile(self.profile.unwrap_or_default());
         if let Some(v) = self.cc {
             c.cc = v;
         }
