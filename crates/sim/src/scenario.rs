@@ -114,6 +114,12 @@ pub struct TcpSpec {
     /// Reno/NewReno: new data in answer to the duplicate ACK that triggers the fast retransmit
     /// (default true, Linux); false as 4.4BSD and ns-2's FullTcp (only the retransmission).
     pub new_data_on_fast_retransmit: Option<bool>,
+    /// ns-2 `slowdown()`: ssthresh from the congestion window, at every timeout (default false;
+    /// true in the ns2 profile).
+    pub ns2_slowdown: Option<bool>,
+    /// Re-arm the retransmission timer at the fast retransmit (ns-2 `dupack_action` →
+    /// `reset_rtx_timer`; default false, true in the ns2 profile).
+    pub rto_restart_on_fast_retransmit: Option<bool>,
 }
 
 impl TcpSpec {
@@ -149,7 +155,9 @@ impl TcpSpec {
             congestion_avoidance,
             limited_transmit,
             window_update,
-            new_data_on_fast_retransmit
+            new_data_on_fast_retransmit,
+            ns2_slowdown,
+            rto_restart_on_fast_retransmit
         )
     }
 
@@ -239,6 +247,12 @@ impl TcpSpec {
         }
         if let Some(v) = self.new_data_on_fast_retransmit {
             c.new_data_on_fast_retransmit = v;
+        }
+        if let Some(v) = self.ns2_slowdown {
+            c.ns2_slowdown = v;
+        }
+        if let Some(v) = self.rto_restart_on_fast_retransmit {
+            c.rto_restart_on_fast_retransmit = v;
         }
         c
     }

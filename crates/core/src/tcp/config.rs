@@ -239,6 +239,12 @@ pub struct TcpConfig {
     /// Off by default (RFC 5681: FlightSize / 2, ssthresh kept on a repeated timeout).
     #[serde(default)]
     pub ns2_slowdown: bool,
+    /// Restart the retransmission timer (with the current RTO) at the fast retransmit: ns-2's
+    /// `dupack_action` calls `reset_rtx_timer(1, 0)` → `set_rtx_timer()` (tcp-reno.cc,
+    /// tcp-newreno.cc, tcp-sack1.cc), so the retransmission gets a full RTO. Off by default:
+    /// the timer keeps running from the last new ACK (RFC 6298 §5.3).
+    #[serde(default)]
+    pub rto_restart_on_fast_retransmit: bool,
 }
 
 fn one() -> f64 {
@@ -280,6 +286,7 @@ impl Default for TcpConfig {
             window_update: WindowUpdate::Rfc793,
             new_data_on_fast_retransmit: true,
             ns2_slowdown: false,
+            rto_restart_on_fast_retransmit: false,
         }
     }
 }
@@ -330,6 +337,8 @@ impl TcpConfig {
             delack: DelAckConfig { every: 1, timeout: Dur::from_millis(100) },
             // `slowdown(CLOSE_SSTHRESH_HALF|…)` from cwnd, at every timeout.
             ns2_slowdown: true,
+            // `dupack_action` → `reset_rtx_timer(1, 0)`: a full RTO for the fast retransmit.
+            rto_restart_on_fast_retransmit: true,
             // One-way agents: a timeout resets `t_seqno_` (go-back-N) and the sender sends
             // new data on the duplicate ACK that triggers the fast retransmit as the window
             // allows (`dupack_action` then `send_much`), as the default.

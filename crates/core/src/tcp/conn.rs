@@ -953,11 +953,14 @@ impl Connection {
     }
 
     fn enter_recovery(&mut self, now: Time) {
-        let _ = now;
         self.stats.fast_retransmits += 1;
         self.push_event(TcpEvent::FastRetransmit { seq: self.snd_seq(self.una) });
         let flight = self.nxt - self.una;
         self.recover = Some(self.nxt);
+        if self.cfg.rto_restart_on_fast_retransmit {
+            // ns-2 `dupack_action`: `reset_rtx_timer(1, 0)` re-arms the timer (no backoff).
+            self.arm_rto(now);
+        }
         let misbehaving = self.cfg.cc == CcAlgo::Misbehaving;
         if !misbehaving {
             self.stats.cwnd_reductions += 1;
