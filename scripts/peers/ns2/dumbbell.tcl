@@ -118,6 +118,7 @@ proc snapshot {tag} {
     set snap($tag,qsum) [$pint set sum_]
     set snap($tag,pdrops) [$qmon set pdrops_]
     set snap($tag,pdep) [$qmon set pdepartures_]
+    set snap($tag,bdep) [$qmon set bdepartures_]
 }
 
 proc finish {} {
@@ -136,8 +137,9 @@ proc finish {} {
             $g [$tcp($i) set nrexmit_] [$tcp($i) set ndatapack_] [$tcp($i) set nrexmitpack_]]
     }
     set qavg [expr {($snap(end,qsum) - $snap(warm,qsum)) / $span}]
-    puts [format {{"aggregate_goodput_bps": %.3f, "queue_avg_pkts": %.4f, "drops": %d, "drops_after_warmup": %d, "bottleneck_tx_pkts": %d, "flows": [%s]}} \
-        $agg $qavg [$qmon set pdrops_] [expr {$snap(end,pdrops) - $snap(warm,pdrops)}] [$qmon set pdepartures_] [join $flows ", "]]
+    puts [format {{"aggregate_goodput_bps": %.3f, "queue_avg_pkts": %.4f, "drops": %d, "drops_after_warmup": %d, "bottleneck_tx_pkts": %d, "bottleneck_tx_bytes_after_warmup": %.0f, "flows": [%s]}} \
+        $agg $qavg [$qmon set pdrops_] [expr {$snap(end,pdrops) - $snap(warm,pdrops)}] [$qmon set pdepartures_] \
+        [expr {double($snap(end,bdep)) - $snap(warm,bdep)}] [join $flows ", "]]
     exit 0
 }
 

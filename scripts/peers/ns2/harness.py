@@ -165,7 +165,11 @@ def judge(ns, ak):
 def run_point(p, binary, profile, ns="ns", extra_tcp=None):
     ns_r = run_ns2(p, ns)
     ak_r = run_ackshape(p, binary, profile, extra_tcp)
-    return dict(point=p, profile=profile, ns2=ns_r, ackshape=ak_r, **judge(ns_r, ak_r))
+    r = dict(point=p, profile=profile, ns2=ns_r, ackshape=ak_r, **judge(ns_r, ak_r))
+    gap = KNOWN_GAPS.get((p["cc"], p["loss"], p["rtt"], p["flows"]))
+    if gap and profile == "ns2" and not r["ok"]:
+        r["known_gap"] = gap
+    return r
 
 
 # --- grids -------------------------------------------------------------------------------------
@@ -202,6 +206,15 @@ def full_grid(seed=20261203, reps=1):
         for (cc, loss, rtt), o in zip(cells, rest):
             pts.append(point(cc=cc, loss=loss, rtt=rtt, **o))
     return pts
+
+
+KNOWN_GAPS = {
+    # (cc, loss, rtt, flows): cause. Printed, not asserted, by the test suite; listed in
+    # docs/validation.md. Remove an entry when the point agrees.
+    ("reno", 0.001, 100, 1): "slow-start overshoot of a 100-packet buffer: ns-2.35's Reno "
+    "retransmits ten times as many packets (1.1% vs 0.12%) from the same ~220 queue drops and "
+    "keeps 13% more goodput; its recovery from many losses in one window is not yet matched",
+}
 
 
 def reduced_grid():
