@@ -114,6 +114,8 @@ proc snapshot {tag} {
     global opt tcp qmon pint snap
     for {set i 0} {$i < $opt(flows)} {incr i} {
         set snap($tag,ack,$i) [$tcp($i) set ack_]
+        set snap($tag,data,$i) [$tcp($i) set ndatapack_]
+        set snap($tag,rexmit,$i) [$tcp($i) set nrexmitpack_]
     }
     set snap($tag,qsum) [$pint set sum_]
     set snap($tag,pdrops) [$qmon set pdrops_]
@@ -133,8 +135,10 @@ proc finish {} {
         set bytes [expr {($snap(end,ack,$i) - $a0) * double($opt(size))}]
         set g [expr {$bytes * 8.0 / $span}]
         set agg [expr {$agg + $g}]
+        # timeouts: whole run; data and retransmitted packets: after the warm-up (as ackshape).
         lappend flows [format {{"goodput_bps": %.3f, "timeouts": %d, "data_pkts": %d, "rexmit_pkts": %d}} \
-            $g [$tcp($i) set nrexmit_] [$tcp($i) set ndatapack_] [$tcp($i) set nrexmitpack_]]
+            $g [$tcp($i) set nrexmit_] [expr {$snap(end,data,$i) - $snap(warm,data,$i)}] \
+            [expr {$snap(end,rexmit,$i) - $snap(warm,rexmit,$i)}]]
     }
     set qavg [expr {($snap(end,qsum) - $snap(warm,qsum)) / $span}]
     puts [format {{"aggregate_goodput_bps": %.3f, "queue_avg_pkts": %.4f, "drops": %d, "drops_after_warmup": %d, "bottleneck_tx_pkts": %d, "bottleneck_tx_bytes_after_warmup": %.0f, "flows": [%s]}} \
