@@ -120,6 +120,9 @@ pub struct TcpSpec {
     /// Re-arm the retransmission timer at the fast retransmit (ns-2 `dupack_action` →
     /// `reset_rtx_timer`; default false, true in the ns2 profile).
     pub rto_restart_on_fast_retransmit: Option<bool>,
+    /// Forget the SACK scoreboard at a timeout (ns-2 `Sack1TcpAgent::timeout`; default false,
+    /// true in the ns2 profile).
+    pub sack_clear_on_rto: Option<bool>,
 }
 
 impl TcpSpec {
@@ -157,7 +160,8 @@ impl TcpSpec {
             window_update,
             new_data_on_fast_retransmit,
             ns2_slowdown,
-            rto_restart_on_fast_retransmit
+            rto_restart_on_fast_retransmit,
+            sack_clear_on_rto
         )
     }
 
@@ -253,6 +257,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.rto_restart_on_fast_retransmit {
             c.rto_restart_on_fast_retransmit = v;
+        }
+        if let Some(v) = self.sack_clear_on_rto {
+            c.sack_clear_on_rto = v;
         }
         c
     }

@@ -164,10 +164,27 @@ def judge(ns, ak):
     return dict(goodput_ratio=g, goodput_ok=g_ok, timeouts_ok=t_ok, ok=g_ok and t_ok)
 
 
-def run_point(p, binary, profile, ns="ns", extra_tcp=None):
-    ns_r = run_ns2(p, ns)
-    ak_r = run_ackshape(p, binary, profile, extra_tcp)
-    r = dict(point=p, profile=profile, ns2=ns_r, ackshape=ak_r, **judge(ns_r, ak_r))
+def mean_runs(runs):
+    """Average of per-seed results (per-flow goodputs concatenated)."""
+    out = {}
+    for k in runs[0]:
+        if k == "flow_goodput_bps":
+            out[k] = [g for r in runs for g in r[k]]
+        else:
+            out[k] = sum(r[k] for r in runs) / len(runs)
+    return out
+
+
+def run_point(p, binary, profile, ns="ns", extra_tcp=None, seeds=1):
+    """One point; with seeds > 1, seeds p.seed .. p.seed + seeds - 1 (flow starts and loss
+    draws differ per seed) and the means are compared."""
+    ns_runs, ak_runs = [], []
+    for k in range(seeds):
+        q = dict(p, seed=p["seed"] + k)
+        ns_runs.append(run_ns2(q, ns))
+        ak_runs.append(run_ackshape(q, binary, profile, extra_tcp))
+    ns_r, ak_r = mean_runs(ns_runs), mean_runs(ak_runs)
+    r = dict(point=p, profile=profile, seeds=seeds, ns2=ns_r, ackshape=ak_r, **judge(ns_r, ak_r))
     gap = KNOWN_GAPS.get((p["cc"], p["loss"], p["rtt"], p["flows"]))
     if gap and profile == "ns2" and not r["ok"]:
         r["known_gap"] = gap
@@ -242,7 +259,7 @@ def fmt_table(rows):
             "on" if p["delack"] else "off", f"{a['goodput_bps']/1e6:.3f}", f"{b['goodput_bps']/1e6:.3f}",
             f"{r['goodput_ratio']:.3f}", f"{a['timeouts_per_flow']:.1f}", f"{b['timeouts_per_flow']:.1f}",
             f"{100*a['retx_share']:.2f}%", f"{100*b['retx_share']:.2f}%", f"{a['queue_avg_pkts']:.1f}",
-            f"{b['queue_avg_pkts']:.1f}", f"{a['drops']}", f"{b['drops']}", "yes" if r["ok"] else "**no**",
+            f"{b['queue_avg_pkts']:.1f}", f"{a['drops']:.0f}", f"{b['drops']:.0f}", "yes" if r["ok"] else "**no**",
         ]) + " |")
     return "\n".join(out)
 
@@ -260,7 +277,7 @@ def compare_table(ns2_rows, def_rows):
             "on" if p["delack"] else "off", f"{n['goodput_bps']/1e6:.3f}", f"{r['goodput_ratio']:.3f}",
             f"{d['goodput_ratio']:.3f}", f"{n['timeouts_per_flow']:.1f}", f"{k['timeouts_per_flow']:.1f}",
             f"{dk['timeouts_per_flow']:.1f}", f"{100*n['retx_share']:.2f}%", f"{100*k['retx_share']:.2f}%",
-            f"{n['queue_avg_pkts']:.1f}", f"{k['queue_avg_pkts']:.1f}", f"{n['drops']}", f"{k['drops']}",
+            f"{n['queue_avg_pkts']:.1f}", f"{k['queue_avg_pkts']:.1f}", f"{n['drops']:.0f}", f"{k['drops']:.0f}",
             ("yes" if r["ok"] else "no") + " / " + ("yes" if d["ok"] else "no")]) + " |")
     for name, rows in (("ns2", ns2_rows), ("default", def_rows)):
         out.append(f"\nprofile {name}: {sum(x['ok'] for x in rows)}/{len(rows)} within both bounds; goodput within 5%: "
@@ -279,6 +296,7 @@ def main():
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "ackshape"))
     ap.add_argument("--ns", default="ns")
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--seeds", type=int, default=1, help="seeds per point; means are compared")
     ap.add_argument("--json", help="write all results here")
     ap.add_argument("--min-pass", type=float, default=None,
                     help="exit 1 unless at least this fraction of points pass")
@@ -298,11 +316,11 @@ def main():
     pts = [point(**kw)] if a.mode == "point" else (reduced_grid() if a.gset == "reduced" else full_grid())
     t0 = time.time()
     with ThreadPoolExecutor(max_workers=a.jobs) as ex:
-        rows = list(ex.map(lambda p: run_point(p, a.binary, a.profile, a.ns, extra), pts))
+        rows = list(ex.map(lambda p: run_point(p, a.binary, a.profile, a.ns, extra, a.seeds), pts))
     print(fmt_table(rows))
     n_ok = sum(r["ok"] for r in rows)
     print(f"\n{n_ok}/{len(rows)} points within tolerance (goodput ±{GOODPUT_TOL:.0%}, timeouts/flow "
-          f"±{TIMEOUT_REL_TOL:.0%} or ±{TIMEOUT_ABS_TOL:g}); profile {a.profile}; {time.time()-t0:.0f} s wall")
+          f"±{TIMEOUT_REL_TOL:.0%} or ±{TIMEOUT_ABS_TOL:g}); profile {a.profile}; {a.seeds} seed(s); {time.time()-t0:.0f} s wall")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(profile=a.profile, extra_tcp=extra, tolerance=dict(

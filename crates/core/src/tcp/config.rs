@@ -245,6 +245,11 @@ pub struct TcpConfig {
     /// the timer keeps running from the last new ACK (RFC 6298 §5.3).
     #[serde(default)]
     pub rto_restart_on_fast_retransmit: bool,
+    /// Forget the SACK scoreboard at a retransmission timeout, so the go-back-N resends SACKed
+    /// segments too: ns-2 `Sack1TcpAgent::timeout` calls `scb_->ClearScoreBoard()`. Off by
+    /// default (Linux keeps SACK information across an RTO unless the receiver reneges).
+    #[serde(default)]
+    pub sack_clear_on_rto: bool,
 }
 
 fn one() -> f64 {
@@ -287,6 +292,7 @@ impl Default for TcpConfig {
             new_data_on_fast_retransmit: true,
             ns2_slowdown: false,
             rto_restart_on_fast_retransmit: false,
+            sack_clear_on_rto: false,
         }
     }
 }
@@ -339,6 +345,8 @@ impl TcpConfig {
             ns2_slowdown: true,
             // `dupack_action` → `reset_rtx_timer(1, 0)`: a full RTO for the fast retransmit.
             rto_restart_on_fast_retransmit: true,
+            // `Sack1TcpAgent::timeout`: `scb_->ClearScoreBoard()`.
+            sack_clear_on_rto: true,
             // One-way agents: a timeout resets `t_seqno_` (go-back-N) and the sender sends
             // new data on the duplicate ACK that triggers the fast retransmit as the window
             // allows (`dupack_action` then `send_much`), as the default.

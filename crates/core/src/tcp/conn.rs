@@ -1514,6 +1514,10 @@ impl Connection {
         self.recover = Some(self.nxt);
         self.rto_lost_to = self.nxt;
         self.rtx_ptr = self.una;
+        if self.cfg.sack_clear_on_rto {
+            // ns-2 `Sack1TcpAgent::timeout`: `scb_->ClearScoreBoard()`.
+            self.sboard.clear();
+        }
         self.rtt_timing = None;
         self.ca_acc = 0;
         self.burst = 0;
