@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Simulator benchmark: ackshape vs the ns-3 peer on the reference dumbbell, in one invocation.
+"""Simulator benchmark: ackshape vs ns-2.35 and the ns-3 peer on the reference dumbbell, in one invocation.
 
 Cases: 10 bulk flows at 10 Mbit/s, 100 flows at 10 Mbit/s, 10 flows at 100 Mbit/s; 60 s
-simulated, goodput over [5, 60] s. For each case it runs ackshape (release build) and, if available,
-ns-3 3.44 (`pip install ns3` into a venv; --ns3-python points at its interpreter) and prints
-bottleneck packets per wall-second, events per wall-second, memory per flow, and the ratios.
+simulated, goodput over [5, 60] s. For each case it runs ackshape (release build), ns-2.35 (`ns`,
+Debian package ns2: scripts/peers/ns2/dumbbell.tcl with Agent/TCP/Sack1 and
+TCPSink/Sack1/DelAck, 1460-byte segments so packets are 1500 B as ackshape's, the same
+drop-tail sizes, no trace files) and, if available, ns-3 3.44 (`pip install ns3` into a venv;
+--ns3-python points at its interpreter). The simulators run alternately, `--repeat` rounds, and
+the median of each is reported: bottleneck packets per wall-second, events per wall-second
+(ackshape, ns-3), goodput, utilization, Jain, memory per flow, and the ratios to each peer.
 
     python3 scripts/bench_sim.py [--ns3-python /tmp/ns3venv/bin/python] [--repeat 3] [--json out.json]
 """
@@ -13,6 +17,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,6 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REF = os.path.join(ROOT, "benches", "reference-dumbbell.toml")
 PEER = os.path.join(ROOT, "scripts", "peers", "ns3", "ns3_dumbbell.py")
+NS2_TCL = os.path.join(ROOT, "scripts", "peers", "ns2", "dumbbell.tcl")
 CASES = [("10 flows, 10 Mbit/s", 10, 10), ("100 flows, 10 Mbit/s", 100, 10), ("10 flows, 100 Mbit/s", 10, 100)]
 
 
@@ -79,17 +85,50 @@ def run_ns3(py, flows, bw):
     )
 
 
-def median_run(fn, repeat):
-    runs = [fn() for _ in range(repeat)]
-    runs.sort(key=lambda r: r["bottleneck_pkts_per_wall_s"])
-    return runs[len(runs) // 2]
+def run_ns2(flows, bw):
+    """ns-2.35 on the same dumbbell: bottleneck bw/20 ms/100 packets, access 100 Mbit/s/1 ms,
+    Sack1 with delayed ACKs, starts uniform in [0, 1) s, 60 s, goodput over [5, 60] s."""
+    import random
+    r = random.Random(1)
+    starts = ",".join(f"{r.uniform(0, 1):.6f}" for _ in range(flows))
+    args = ["ns", NS2_TCL, "cc=Sack1", "delack=1", f"flows={flows}", f"bw={bw}Mb", "delay=20ms", "q=100",
+            "acc_bw=100Mb", "acc_delay=1ms", "acc_q=1000", "size=1460", "window=2872", "minrto=1.0",
+            "duration=60", "warmup=5", f"starts={starts}"]
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.time()
+        out = subprocess.run(args, cwd=d, check=True, capture_output=True, text=True).stdout
+        wall = time.time() - t0
+    j = json.loads(out.strip().splitlines()[-1])
+    g = [f["goodput_bps"] for f in j["flows"]]
+    return dict(
+        wall_s=wall,
+        bottleneck_pkts=j["bottleneck_tx_pkts"],
+        bottleneck_pkts_per_wall_s=j["bottleneck_tx_pkts"] / wall,
+        events_per_wall_s=float("nan"),
+        goodput_mbps=j["aggregate_goodput_bps"] / 1e6,
+        utilization=j["bottleneck_tx_bytes_after_warmup"] * 8 / (bw * 1e6 * 55),
+        jain=sum(g) ** 2 / (len(g) * sum(x * x for x in g)),
+        drops=j["drops"],
+    )
+
+
+def median_runs(fns, repeat):
+    """Run the simulators alternately (one round = each once), `repeat` rounds; median of each."""
+    runs = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            runs[k].append(fn())
+    out = {}
+    for k, rs in runs.items():
+        rs.sort(key=lambda r: r["bottleneck_pkts_per_wall_s"])
+        out[k] = rs[len(rs) // 2]
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ns3-python", default="/tmp/ns3venv/bin/python")
     ap.add_argument("--repeat", type=int, default=3, help="runs per case; the median is reported")
-    ap.add_argument("--ns3-repeat", type=int, default=1)
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "ackshape-cli"], cwd=ROOT, check=True)
@@ -97,11 +136,19 @@ def main():
     have_ns3 = os.path.exists(a.ns3_python) and os.path.exists(PEER)
     if not have_ns3:
         print(f"ns-3 peer not available ({a.ns3_python}); reporting ackshape alone", file=sys.stderr)
+    have_ns2 = shutil.which("ns") is not None
+    if not have_ns2:
+        print("ns-2.35 (`ns`) not found (apt-get install ns2); no ns-2 column", file=sys.stderr)
     results = []
     for name, flows, bw in CASES:
-        ours = median_run(lambda: run_ackshape(binary, flows, bw), a.repeat)
-        peer = median_run(lambda: run_ns3(a.ns3_python, flows, bw), a.ns3_repeat) if have_ns3 else None
-        results.append(dict(case=name, flows=flows, bw_mbps=bw, ackshape=ours, ns3=peer))
+        fns = {"ackshape": lambda: run_ackshape(binary, flows, bw)}
+        if have_ns2:
+            fns["ns2"] = lambda: run_ns2(flows, bw)
+        if have_ns3:
+            fns["ns3"] = lambda: run_ns3(a.ns3_python, flows, bw)
+        m = median_runs(fns, a.repeat)
+        results.append(dict(case=name, flows=flows, bw_mbps=bw, ackshape=m["ackshape"], ns2=m.get("ns2"),
+                            ns3=m.get("ns3")))
     # Memory per flow: peak RSS growth from 10 to 2000 flows (10 Mbit/s, 10 s simulated).
     def rss(flows):
         path = scenario(flows, 10).replace(".toml", "")
@@ -116,20 +163,22 @@ def main():
     mem_per_flow_kb = (rss(2000) - rss(10)) / 1990
     print(f"{'case':<22} {'':>8} {'bneck pkts/wall-s':>18} {'events/wall-s':>14} {'wall s':>8} {'goodput Mb/s':>13} {'util':>7} {'Jain':>7}")
     for r in results:
-        for who in ("ackshape", "ns3"):
+        for who in ("ackshape", "ns2", "ns3"):
             x = r[who]
             if x is None:
                 continue
             print(f"{r['case']:<22} {who:>8} {x['bottleneck_pkts_per_wall_s']:>18,.0f} {x['events_per_wall_s']:>14,.0f} "
                   f"{x['wall_s']:>8.3f} {x['goodput_mbps']:>13.3f} {x['utilization']:>7.4f} {x['jain']:>7.4f}")
-        if r["ns3"]:
-            o, p = r["ackshape"], r["ns3"]
-            r["speedup"] = o["bottleneck_pkts_per_wall_s"] / p["bottleneck_pkts_per_wall_s"]
-            r["goodput_ratio"] = o["goodput_mbps"] / p["goodput_mbps"]
-            r["utilization_ratio"] = o["utilization"] / p["utilization"]
-            r["jain_ratio"] = o["jain"] / p["jain"]
-            print(f"{'':<22} {'ratio':>8} speed ×{r['speedup']:.1f}  goodput {r['goodput_ratio']:.4f}  "
-                  f"utilization {r['utilization_ratio']:.4f}  Jain {r['jain_ratio']:.4f}")
+        for peer in ("ns2", "ns3"):
+            if not r[peer]:
+                continue
+            o, p = r["ackshape"], r[peer]
+            rr = dict(speedup=o["bottleneck_pkts_per_wall_s"] / p["bottleneck_pkts_per_wall_s"],
+                      goodput_ratio=o["goodput_mbps"] / p["goodput_mbps"],
+                      utilization_ratio=o["utilization"] / p["utilization"], jain_ratio=o["jain"] / p["jain"])
+            r[f"vs_{peer}"] = rr
+            print(f"{'':<22} {'/' + peer:>8} speed ×{rr['speedup']:.2f}  goodput {rr['goodput_ratio']:.4f}  "
+                  f"utilization {rr['utilization_ratio']:.4f}  Jain {rr['jain_ratio']:.4f}")
     print(f"memory per flow (peak RSS growth 10→2000 flows / 1990): {mem_per_flow_kb:.1f} KiB")
     if a.json:
         with open(a.json, "w") as f:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what ackshape's tests and live path need on a fresh Debian machine (idempotent).
-# Debian packages: tshark (pcap checksum checks), tcpdump, iperf3, ethtool, iproute2, ping.
+# Debian packages: tshark (pcap checksum checks), tcpdump, iperf3, ethtool, iproute2, ping,
+# ns2 (ns-2.35, the conformance peer of scripts/peers/ns2 and the speed peer of scripts/bench_sim.py).
 set -euo pipefail
 
 need=()
@@ -10,6 +11,7 @@ command -v iperf3  >/dev/null 2>&1 || need+=(iperf3)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v ip      >/dev/null 2>&1 || need+=(iproute2)
 command -v ping    >/dev/null 2>&1 || need+=(iputils-ping)
+command -v ns      >/dev/null 2>&1 || need+=(ns2)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -1018,6 +1018,9 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
         if let Some(d) = t.rto_granularity.filter(|d| d.0 > Dur::from_millis(4)) {
             v.push(format!("rto_granularity = {} (Linux: a jiffy, ≤ 4 ms)", ms(d.0)));
         }
+        if t.profile == Some(ackshape_core::tcp::TcpProfile::Ns2) {
+            v.push("profile = \"ns2\" (Linux: its own stack; only the mapped keys above apply)".to_string());
+        }
         if let Some(m) = t.rto_model.filter(|m| *m != Default::default()) {
             v.push(format!("rto_model = \"{}\" (Linux: RFC 6298)", format!("{m:?}").to_lowercase()));
         }
@@ -1028,6 +1031,9 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
             ("limited_transmit", t.limited_transmit, true),
             ("congestion_avoidance", t.congestion_avoidance, true),
             ("new_data_on_fast_retransmit", t.new_data_on_fast_retransmit, true),
+            ("ns2_slowdown", t.ns2_slowdown, false),
+            ("rto_restart_on_fast_retransmit", t.rto_restart_on_fast_retransmit, true),
+            ("sack_clear_on_rto", t.sack_clear_on_rto, false),
         ] {
             if let Some(b) = val.filter(|&b| b != linux) {
                 v.push(format!("{key} = {b} (Linux: {})", if linux { "on" } else { "off" }));

@@ -5,7 +5,7 @@
 //! errors, and every error names the file, the key and what was expected.
 
 use ackshape_core::impair::LossSpec;
-use ackshape_core::tcp::{CcAlgo, MultcpSlowStart, RtoModel, TcpConfig, WindowUpdate};
+use ackshape_core::tcp::{CcAlgo, MultcpSlowStart, RtoModel, TcpConfig, TcpProfile, WindowUpdate};
 use ackshape_core::time::Dur;
 use ackshape_core::tomlerr;
 use ackshape_core::units::{self, Rate, Size};
@@ -72,6 +72,9 @@ impl<'de> Deserialize<'de> for StartV {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TcpSpec {
+    /// `"default"` (modern, Linux-like) or `"ns2"` (ns-2.35's one-way agents and sinks): the
+    /// defaults the other keys override.
+    pub profile: Option<TcpProfile>,
     pub cc: Option<CcAlgo>,
     pub mss: Option<u32>,
     pub initial_window: Option<u32>,
@@ -111,6 +114,15 @@ pub struct TcpSpec {
     /// Reno/NewReno: new data in answer to the duplicate ACK that triggers the fast retransmit
     /// (default true, Linux); false as 4.4BSD and ns-2's FullTcp (only the retransmission).
     pub new_data_on_fast_retransmit: Option<bool>,
+    /// ns-2 `slowdown()`: ssthresh from the congestion window, at every timeout (default false;
+    /// true in the ns2 profile).
+    pub ns2_slowdown: Option<bool>,
+    /// Re-arm the retransmission timer at the fast retransmit (ns-2 `dupack_action` →
+    /// `reset_rtx_timer`; default false, true in the ns2 profile).
+    pub rto_restart_on_fast_retransmit: Option<bool>,
+    /// Forget the SACK scoreboard at a timeout (ns-2 `Sack1TcpAgent::timeout`; default false,
+    /// true in the ns2 profile).
+    pub sack_clear_on_rto: Option<bool>,
 }
 
 impl TcpSpec {
@@ -120,6 +132,7 @@ impl TcpSpec {
             ($($f:ident),*) => { TcpSpec { $($f: self.$f.clone().or_else(|| base.$f.clone())),* } };
         }
         pick!(
+            profile,
             cc,
             mss,
             initial_window,
@@ -145,13 +158,16 @@ impl TcpSpec {
             congestion_avoidance,
             limited_transmit,
             window_update,
-            new_data_on_fast_retransmit
+            new_data_on_fast_retransmit,
+            ns2_slowdown,
+            rto_restart_on_fast_retransmit,
+            sack_clear_on_rto
         )
     }
 
     /// Build the endpoint configuration.
     pub fn to_config(&self) -> TcpConfig {
-        let mut c = TcpConfig::default();
+        let mut c = TcpConfig::for_profile(self.profile.unwrap_or_default());
         if let Some(v) = self.cc {
             c.cc = v;
         }
@@ -235,6 +251,15 @@ impl TcpSpec {
         }
         if let Some(v) = self.new_data_on_fast_retransmit {
             c.new_data_on_fast_retransmit = v;
+        }
+        if let Some(v) = self.ns2_slowdown {
+            c.ns2_slowdown = v;
+        }
+        if let Some(v) = self.rto_restart_on_fast_retransmit {
+            c.rto_restart_on_fast_retransmit = v;
+        }
+        if let Some(v) = self.sack_clear_on_rto {
+            c.sack_clear_on_rto = v;
         }
         c
     }

@@ -103,12 +103,20 @@ pub enum RtoModel {
     /// every connection that times out within one tick retransmits at the same instant.
     #[default]
     Rfc6298,
-    /// ns-2's `TcpAgent` of the late 1990s (tcp.cc, `rfc2988_` off): an RTT sample is the number
+    /// ns-2's `TcpAgent` with `rfc2988_` off (tcp.cc; the default before 2002): an RTT sample is the number
     /// of ticks G it spans (at least 1); SRTT and RTTVAR are kept in ticks with 3 and 2
     /// fraction bits; RTO = ⌊SRTT + 4·RTTVAR⌋ ticks; the timeout is RTO × backoff (backoff
     /// ≤ 64), raised to `min` and to 2 ticks, capped at `max`; and the timer is armed for
     /// exactly that long from now (`rtx_timer_.resched`), not aligned to a tick.
     Ns2,
+    /// ns-2.35's `TcpAgent` timer with its default `rfc2988_ true` (tcp.cc): samples and
+    /// estimator as [`RtoModel::Ns2`] (`rtt_update`), but `rtt_timeout` clamps the unbacked-off
+    /// value to `minrto_` *before* applying the backoff (`minrto_ · t_backoff_` when
+    /// `t_rtxcur_ < minrto_`), capped at `maxrto_`, at least two ticks; `rtt_backoff` keeps
+    /// doubling while the result is below `maxrto_`, and once `t_backoff_` exceeds 8 it clobbers
+    /// the smoothed RTT (`t_srtt_ = 0`), so the next sample re-initialises the estimator.
+    #[serde(rename = "ns2-rfc2988")]
+    Ns2Rfc2988,
     /// Linux 2.2's timer (`tcp_rtt_estimator`, `tcp_set_rto`, `tcp_bound_rto` of 2.2.x, the
     /// stack paper 000's testbed ran): samples in whole jiffies G (at least 1), SRTT and the
     /// mean deviation kept as Jacobson's fixed point (first sample: MDEV = the sample), and
@@ -117,6 +125,17 @@ pub enum RtoModel {
     /// → 1.25·R for large windows — bounded to [`min`, `max`] (2.2: HZ/5 and 120 s). A timeout
     /// doubles it (capped at `max`); the timer fires on the first jiffy at or after its deadline.
     Linux22,
+}
+
+/// A named set of TCP defaults (`[tcp] profile`); explicit keys override it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TcpProfile {
+    /// Modern (Linux-like) defaults: [`TcpConfig::default`].
+    #[default]
+    Default,
+    /// ns-2.35's one-way agents and sinks: [`TcpConfig::ns2`].
+    Ns2,
 }
 
 /// Delayed-ACK behaviour of the receiving half.
@@ -213,6 +232,24 @@ pub struct TcpConfig {
     /// `dupack_action()`), new data waits for the next ACK. Not used in SACK recovery.
     #[serde(default = "yes")]
     pub new_data_on_fast_retransmit: bool,
+    /// ns-2's `TcpAgent::slowdown` for the window reductions of fast retransmit and timeout:
+    /// ssthresh = ⌊⌊min(cwnd, rwnd) in segments⌋ / 2⌋ segments (at least 2) — computed from the
+    /// congestion window, not the flight size, and at *every* timeout (so a second timeout in a
+    /// row sets it to 2 segments) — and after a timeout cwnd = `wnd_restart_` = 1 segment.
+    /// Off by default (RFC 5681: FlightSize / 2, ssthresh kept on a repeated timeout).
+    #[serde(default)]
+    pub ns2_slowdown: bool,
+    /// Restart the retransmission timer (with the current RTO) at the fast retransmit: ns-2's
+    /// `dupack_action` calls `reset_rtx_timer(1, 0)` → `set_rtx_timer()` (tcp-reno.cc,
+    /// tcp-newreno.cc, tcp-sack1.cc), so the retransmission gets a full RTO. Off by default:
+    /// the timer keeps running from the last new ACK (RFC 6298 §5.3).
+    #[serde(default)]
+    pub rto_restart_on_fast_retransmit: bool,
+    /// Forget the SACK scoreboard at a retransmission timeout, so the go-back-N resends SACKed
+    /// segments too: ns-2 `Sack1TcpAgent::timeout` calls `scb_->ClearScoreBoard()`. Off by
+    /// default (Linux keeps SACK information across an RTO unless the receiver reneges).
+    #[serde(default)]
+    pub sack_clear_on_rto: bool,
 }
 
 fn one() -> f64 {
@@ -253,6 +290,67 @@ impl Default for TcpConfig {
             initial_ssthresh: 0,
             window_update: WindowUpdate::Rfc793,
             new_data_on_fast_retransmit: true,
+            ns2_slowdown: false,
+            rto_restart_on_fast_retransmit: false,
+            sack_clear_on_rto: false,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// The defaults of a profile.
+    pub fn for_profile(p: TcpProfile) -> Self {
+        match p {
+            TcpProfile::Default => TcpConfig::default(),
+            TcpProfile::Ns2 => TcpConfig::ns2(),
+        }
+    }
+
+    /// ns-2.35's one-way TCP (`Agent/TCP` and its Reno, Newreno and Sack1 subclasses) with the
+    /// defaults of its `tcl/lib/ns-default.tcl`, and the stock sinks. What is kept from
+    /// [`TcpConfig::default`] is what ns-2 has no counterpart for (window scaling, ECN off).
+    /// `window_` (ns-2's receiver window, 20 packets by default) is not taken: set `rcv_buf`.
+    pub fn ns2() -> Self {
+        TcpConfig {
+            // `Agent/TCP set packetSize_ 1000`: payload bytes per segment.
+            mss: 1000,
+            // `windowInit_ 2` (`TcpAgent::initial_window`, `wnd_init_option_ 1`).
+            initial_window: 2,
+            // `maxburst_ 0`: `send_much` sends as much as the window allows.
+            max_burst: 0,
+            // `opencwnd` counts ACKs, not bytes (+1 per ACK in slow start, +1/cwnd after).
+            abc: false,
+            // `ts_option_ false`: no timestamps, so 40-byte headers (`tcpip_base_hdr_size_ 40`)
+            // and RTT from one timed segment per window (`rtt_active_`/`rtt_seq_` in `output`,
+            // ended in `newack`; Karn: `reset_rtx_timer` clears `rtt_active_`).
+            timestamps: false,
+            rto: RtoConfig {
+                min: Dur::from_millis(200),        // minrto_ 0.2
+                max: Dur::from_secs(60),           // maxrto_ 60
+                initial: Dur::from_secs(3),        // rtxcur_init_ 3.0
+                granularity: Dur::from_millis(10), // tcpTick_ 0.01
+            },
+            // `rfc2988_ true`: `rtt_timeout`, `rtt_backoff`.
+            rto_model: RtoModel::Ns2Rfc2988,
+            // numdupacks_ 3.
+            dupthresh: 3,
+            // `singledup_ 1`: `send_one()` on the first and second duplicate ACK (tcp-reno.cc,
+            // tcp-newreno.cc, tcp-sack1.cc `recv`).
+            limited_transmit: true,
+            // The stock `Agent/TCPSink` ACKs every segment; with `delack = 2` the receiver is
+            // `TCPSink/DelAck`: an ACK for every second segment or `interval_ 100ms` after the
+            // first unacknowledged one (tcp-sink.cc `DelAckSink::recv`, `DelAckSink::timeout`).
+            delack: DelAckConfig { every: 1, timeout: Dur::from_millis(100) },
+            // `slowdown(CLOSE_SSTHRESH_HALF|…)` from cwnd, at every timeout.
+            ns2_slowdown: true,
+            // `dupack_action` → `reset_rtx_timer(1, 0)`: a full RTO for the fast retransmit.
+            rto_restart_on_fast_retransmit: true,
+            // `Sack1TcpAgent::timeout`: `scb_->ClearScoreBoard()`.
+            sack_clear_on_rto: true,
+            // One-way agents: a timeout resets `t_seqno_` (go-back-N) and the sender sends
+            // new data on the duplicate ACK that triggers the fast retransmit as the window
+            // allows (`dupack_action` then `send_much`), as the default.
+            ..TcpConfig::default()
         }
     }
 }

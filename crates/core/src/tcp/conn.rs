@@ -492,6 +492,14 @@ impl Connection {
 
     fn cc_ssthresh(&mut self, flight: u64) -> u64 {
         let two = 2 * self.mss;
+        if self.cfg.ns2_slowdown && matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno | CcAlgo::NewReno | CcAlgo::Sack)
+        {
+            // ns-2 `TcpAgent::slowdown(CLOSE_SSTHRESH_HALF)`: `(int)(window() / 2)` with
+            // `window()` = ⌊min(cwnd_, wnd_)⌋ in packets, and `ssthresh_ ≥ 2`.
+            let mss = self.mss.max(1);
+            let win = self.cwnd.min(self.rwnd.max(mss)) / mss;
+            return ((win / 2) * mss).max(two);
+        }
         match self.cfg.cc {
             CcAlgo::Cubic => {
                 let w = self.cubic.on_congestion(self.cwnd as f64 / self.mss as f64);
@@ -945,11 +953,14 @@ impl Connection {
     }
 
     fn enter_recovery(&mut self, now: Time) {
-        let _ = now;
         self.stats.fast_retransmits += 1;
         self.push_event(TcpEvent::FastRetransmit { seq: self.snd_seq(self.una) });
         let flight = self.nxt - self.una;
         self.recover = Some(self.nxt);
+        if self.cfg.rto_restart_on_fast_retransmit {
+            // ns-2 `dupack_action`: `reset_rtx_timer(1, 0)` re-arms the timer (no backoff).
+            self.arm_rto(now);
+        }
         let misbehaving = self.cfg.cc == CcAlgo::Misbehaving;
         if !misbehaving {
             self.stats.cwnd_reductions += 1;
@@ -1484,7 +1495,9 @@ impl Connection {
         self.push_event(TcpEvent::Timeout { rto });
         let flight = self.nxt - self.una;
         if self.cfg.cc != CcAlgo::Misbehaving {
-            if self.consecutive_rtos == 0 {
+            // ns-2 `TcpAgent::timeout` calls `slowdown(CLOSE_SSTHRESH_HALF|CLOSE_CWND_RESTART)`
+            // at every timeout, so a repeated one halves the one-segment window again.
+            if self.consecutive_rtos == 0 || self.cfg.ns2_slowdown {
                 self.ssthresh = self.cc_ssthresh(flight);
             }
             self.cwnd = self.mss;
@@ -1501,6 +1514,10 @@ impl Connection {
         self.recover = Some(self.nxt);
         self.rto_lost_to = self.nxt;
         self.rtx_ptr = self.una;
+        if self.cfg.sack_clear_on_rto {
+            // ns-2 `Sack1TcpAgent::timeout`: `scb_->ClearScoreBoard()`.
+            self.sboard.clear();
+        }
         self.rtt_timing = None;
         self.ca_acc = 0;
         self.burst = 0;

@@ -38,7 +38,7 @@ impl RttEstimator {
             RtoModel::Rfc6298 => round_up(cfg.initial.0, g).min(cfg.max.0.max(1)),
             // ns-2: t_rtxcur_ = rtxcur_init_, used as is until the first sample; Linux 2.2:
             // TCP_TIMEOUT_INIT until the first sample.
-            RtoModel::Ns2 | RtoModel::Linux22 => cfg.initial.0.max(1),
+            RtoModel::Ns2 | RtoModel::Ns2Rfc2988 | RtoModel::Linux22 => cfg.initial.0.max(1),
         };
         RttEstimator { cfg, model, srtt: None, rttvar: 0, ns2_srtt8: 0, ns2_rttvar4: 0, base, backoff: 0 }
     }
@@ -49,7 +49,7 @@ impl RttEstimator {
     pub fn sample(&mut self, now: Time, r: Dur, cwnd_segments: u64) {
         let r = r.0.max(1);
         match self.model {
-            RtoModel::Ns2 => {
+            RtoModel::Ns2 | RtoModel::Ns2Rfc2988 => {
                 self.sample_ns2(now, r);
                 self.backoff = 0;
                 return;
@@ -150,6 +150,15 @@ impl RttEstimator {
                 let two_ticks = self.cfg.granularity.0.max(1).saturating_mul(2);
                 Dur(v.max(self.cfg.min.0).min(max).max(two_ticks))
             }
+            // ns-2.35 `rtt_timeout()` with `rfc2988_` (its default): `minrto_ · t_backoff_`
+            // if `t_rtxcur_ < minrto_`, else `t_rtxcur_ · t_backoff_`; capped at `maxrto_`;
+            // never below two ticks.
+            RtoModel::Ns2Rfc2988 => {
+                let two_ticks = self.cfg.granularity.0.max(1).saturating_mul(2);
+                let b = self.base.max(self.cfg.min.0);
+                let v = if self.backoff >= 63 { u64::MAX } else { b.saturating_mul(1u64 << self.backoff) };
+                Dur(v.min(max).max(two_ticks))
+            }
         }
     }
 
@@ -166,6 +175,19 @@ impl RttEstimator {
                     self.backoff += 1;
                 }
             }
+            // ns-2.35 `rtt_backoff()`: `if (t_backoff_ < 64 || (rfc2988_ && rtt_timeout() <
+            // maxrto_)) t_backoff_ <<= 1`; then, once `t_backoff_ > 8`, the smoothed RTT is
+            // clobbered (`t_rttvar_ += t_srtt_ >> 3; t_srtt_ = 0`), so `rtt_update` treats the
+            // next sample as the first. `t_rtxcur_` itself is kept until then.
+            RtoModel::Ns2Rfc2988 => {
+                if (self.backoff < 6 || self.rto().0 < self.cfg.max.0) && self.backoff < 62 {
+                    self.backoff += 1;
+                }
+                if self.backoff > 3 {
+                    self.ns2_rttvar4 += self.ns2_srtt8 >> 3;
+                    self.ns2_srtt8 = 0;
+                }
+            }
         }
     }
 
@@ -178,7 +200,7 @@ impl RttEstimator {
             RtoModel::Rfc6298 | RtoModel::Linux22 => {
                 Time(round_up(now.0.saturating_add(d.0), self.cfg.granularity.0.max(1)))
             }
-            RtoModel::Ns2 => Time(now.0.saturating_add(d.0)),
+            RtoModel::Ns2 | RtoModel::Ns2Rfc2988 => Time(now.0.saturating_add(d.0)),
         }
     }
 }
@@ -244,6 +266,38 @@ mod tests {
         let mut t = RttEstimator::new(cfg(10, 0), RtoModel::Ns2);
         t.sample(Time(Dur::from_millis(500).0), Dur::from_micros(30), 1);
         assert_eq!(t.rto(), Dur::from_millis(30), "1 tick + 4·0.5 tick = 3 ticks of 10 ms");
+    }
+
+    #[test]
+    fn ns2_rfc2988_clamps_before_backoff_and_clobbers_srtt() {
+        // tcpTick_ 10 ms, minrto_ 200 ms: a 50 ms path gives t_rtxcur_ = 5 + 4·2.5 = 15 ticks
+        // = 150 ms < minrto_, so the timeouts are 200, 400, 800 ms (rfc2988_), where the older
+        // rule gives max(150·2^k, 200) = 200, 300, 600 ms.
+        let mut e = RttEstimator::new(cfg(10, 200), RtoModel::Ns2Rfc2988);
+        let mut o = RttEstimator::new(cfg(10, 200), RtoModel::Ns2);
+        let at = Time(Dur::from_millis(1000).0);
+        e.sample(at, Dur::from_millis(50), 1);
+        o.sample(at, Dur::from_millis(50), 1);
+        let mut got = vec![e.rto()];
+        let mut old = vec![o.rto()];
+        for _ in 0..2 {
+            e.back_off();
+            o.back_off();
+            got.push(e.rto());
+            old.push(o.rto());
+        }
+        assert_eq!(got, [200, 400, 800].map(Dur::from_millis));
+        assert_eq!(old, [200, 300, 600].map(Dur::from_millis));
+        // Backoff continues to maxrto_ (beyond 64×) and is capped there.
+        for _ in 0..20 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), Dur::from_secs(60));
+        // t_backoff_ > 8 clobbered t_srtt_: the next sample (300 ms) re-initialises, giving
+        // 30 + 4·15 = 90 ticks, not a smoothed value near 5 ticks.
+        e.sample(Time(Dur::from_millis(100_000).0), Dur::from_millis(300), 1);
+        assert_eq!(e.rto(), Dur::from_millis(900));
+        assert_eq!(e.srtt(), Some(Dur::from_millis(300)));
     }
 
     #[test]

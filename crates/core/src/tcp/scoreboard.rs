@@ -13,6 +13,12 @@ impl Scoreboard {
         self.blocks.is_empty()
     }
 
+    /// Forget every SACKed range (ns-2 `ScoreBoard::ClearScoreBoard`).
+    pub fn clear(&mut self) {
+        self.blocks.clear();
+        self.sacked = 0;
+    }
+
     /// Mark `[l, r)` SACKed; returns the number of newly SACKed bytes.
     pub fn add(&mut self, mut l: u64, mut r: u64) -> u64 {
         if l >= r {

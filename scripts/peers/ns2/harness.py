@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Conformance harness: the same dumbbell set-up in ns-2.35 and in ackshape, side by side.
+
+Each point is one set-up: cc (reno | newreno | sack), Bernoulli loss p on the forward data path,
+base RTT, bottleneck buffer (packets), flows, minimum RTO, delayed ACKs on/off, bottleneck rate.
+ns-2.35 runs `dumbbell.tcl` (stock Agent/TCP/Reno, Newreno, Sack1 with TCPSink, TCPSink/DelAck,
+TCPSink/Sack1(/DelAck), DropTail, ErrorModel); ackshape runs the equivalent scenario TOML built
+here from the same parameters (`ackshape run S.toml --json`). Both get the same flow start times
+(drawn from the point's seed). Results go to JSON; a ratio table is printed.
+
+    python3 scripts/peers/ns2/harness.py point cc=sack loss=0.01 rtt=100 flows=1
+    python3 scripts/peers/ns2/harness.py grid --set reduced --json out.json [--profile ns2|default]
+    python3 scripts/peers/ns2/harness.py grid --set full --jobs 2 --json ns2.json
+    python3 scripts/peers/ns2/harness.py grid --set full --jobs 2 --profile default --json default.json
+    python3 scripts/peers/ns2/harness.py compare ns2.json default.json     # the docs/validation.md table
+
+Pass criterion of a point (the tolerance the test suite and docs/validation.md use): aggregate
+goodput within 5% of ns-2.35's, and timeouts per flow within 25% or 2 of ns-2.35's.
+
+Topology: sources -- r1 == r2 -- sinks; access links 100 Mbit/s, 1 ms, 1000 packets; bottleneck
+`bw` (10 Mbit/s default) with one-way delay rtt/2 - 2 ms, drop-tail `buf` packets both ways.
+Segments carry `size` = 1000 payload bytes plus 40 header bytes (ns-2's tcpip_base_hdr_size_;
+ackshape with timestamps off). Loss is applied before the bottleneck queue in both (ns-2: an
+ErrorModel on each access link, see dumbbell.tcl; `loss_at=exit` moves it after the bottleneck
+queue, ns-2's `$ns lossmodel` placement, for ns-2 only).
+"""
+import argparse
+import itertools
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+TCL = os.path.join(HERE, "dumbbell.tcl")
+
+GOODPUT_TOL = 0.05
+TIMEOUT_REL_TOL = 0.25
+TIMEOUT_ABS_TOL = 2.0
+
+DEFAULTS = dict(cc="sack", loss=0.0, rtt=100, buf=100, flows=1, minrto=0.2, delack=0, bw=10,
+                duration=100, warmup=10, seed=1, size=1000, window=4194, loss_at="entry")
+NS2_CC = {"reno": "Reno", "newreno": "Newreno", "sack": "Sack1"}
+ACK_CC = {"reno": "reno", "newreno": "new-reno", "sack": "sack"}
+
+
+def point(**kw):
+    p = dict(DEFAULTS)
+    for k, v in kw.items():
+        if k not in DEFAULTS:
+            raise SystemExit(f"unknown parameter {k}")
+        p[k] = type(DEFAULTS[k])(v) if not isinstance(DEFAULTS[k], float) else float(v)
+    return p
+
+
+def starts(p):
+    """Flow start times: uniform in [0, 1 s), fixed by the point's seed; shared by both."""
+    r = random.Random(1000 + p["seed"])
+    return [round(r.uniform(0, 1.0), 6) for _ in range(p["flows"])]
+
+
+def bottleneck_delay_ms(p):
+    # RTT = 2 × (access + bottleneck + access) one-way delays, access = 1 ms.
+    return max(p["rtt"] / 2.0 - 2.0, 0.1)
+
+
+def run_ns2(p, ns="ns"):
+    args = [ns, TCL,
+            f"cc={NS2_CC[p['cc']]}", f"delack={p['delack']}", f"flows={p['flows']}",
+            f"bw={p['bw']}Mb", f"delay={bottleneck_delay_ms(p)}ms", f"q={p['buf']}",
+            f"loss={p['loss']}", f"loss_at={p['loss_at']}", f"minrto={p['minrto']}",
+            f"size={p['size']}", f"window={p['window']}", f"duration={p['duration']}",
+            f"warmup={p['warmup']}", f"seed={p['seed']}",
+            "starts=" + ",".join(str(s) for s in starts(p))]
+    with tempfile.TemporaryDirectory(prefix="ns2h-") as d:  # ns-2 writes nothing unless asked; keep cwd clean
+        t0 = time.time()
+        out = subprocess.run(args, cwd=d, check=True, capture_output=True, text=True).stdout
+        wall = time.time() - t0
+    r = json.loads(out.strip().splitlines()[-1])
+    fl = r["flows"]
+    data = sum(f["data_pkts"] for f in fl)
+    return dict(
+        goodput_bps=r["aggregate_goodput_bps"],
+        flow_goodput_bps=[f["goodput_bps"] for f in fl],
+        timeouts_per_flow=sum(f["timeouts"] for f in fl) / len(fl),
+        retx_share=sum(f["rexmit_pkts"] for f in fl) / max(data, 1),
+        queue_avg_pkts=r["queue_avg_pkts"],
+        drops=r["drops"],
+        bottleneck_tx_pkts=r["bottleneck_tx_pkts"],
+        wall_s=wall,
+    )
+
+
+def scenario_toml(p, profile, extra_tcp=None):
+    lines = [
+        f'name = "ns2-conformance"', f"seed = {p['seed']}", f'duration = "{p["duration"]}s"',
+        f'warmup = "{p["warmup"]}s"', 'bin = "1s"', "", "[tcp]",
+    ]
+    tcp = {}
+    if profile == "ns2":
+        tcp["profile"] = '"ns2"'
+    tcp["cc"] = f'"{ACK_CC[p["cc"]]}"'
+    tcp["sack"] = "true" if p["cc"] == "sack" else "false"
+    tcp["mss"] = str(p["size"])
+    tcp["timestamps"] = "false"  # 40-byte headers as ns-2's
+    tcp["delack"] = "2" if p["delack"] else "1"
+    tcp["min_rto"] = f'"{int(round(p["minrto"] * 1000))}ms"'
+    # ns-2's window_ (receiver window in packets); the receive buffer holds as many segments.
+    tcp["rcv_buf"] = f'"{p["window"]}pkt"'
+    if profile == "default":
+        tcp["delack_timeout"] = '"100ms"'  # the DelAck sink's interval_, the one timer set-up key
+    for k, v in (extra_tcp or {}).items():
+        tcp[k] = v
+    lines += [f"{k} = {v}" for k, v in tcp.items()]
+    loss = f', loss = {{ kind = "bernoulli", p = {p["loss"]} }}' if p["loss"] > 0 else ""
+    lines += [
+        "", "[topology]", 'kind = "dumbbell"',
+        f'bottleneck = {{ rate = "{p["bw"]}Mbit/s", delay = "{bottleneck_delay_ms(p)}ms", queue = "{p["buf"]}pkt"{loss} }}',
+        'access = { rate = "100Mbit/s", delay = "1ms", queue = "1000pkt" }', "",
+    ]
+    for i, s in enumerate(starts(p)):
+        lines += ["[[flows]]", 'kind = "bulk"', f'start = "{s}s"', ""]
+    return "\n".join(lines)
+
+
+def run_ackshape(p, binary, profile, extra_tcp=None):
+    with tempfile.TemporaryDirectory(prefix="ns2h-") as d:
+        path = os.path.join(d, "s.toml")
+        with open(path, "w") as f:
+            f.write(scenario_toml(p, profile, extra_tcp))
+        t0 = time.time()
+        res = subprocess.run([binary, "run", path, "--json", "--quiet"], cwd=d, capture_output=True, text=True)
+        wall = time.time() - t0
+        if res.returncode != 0:
+            raise RuntimeError(f"ackshape failed: {res.stderr.strip()}\n{scenario_toml(p, profile, extra_tcp)}")
+    s = json.loads(res.stdout)
+    fl = [f for f in s["flows"] if f["kind"] == "bulk"]
+    b = next(l for l in s["links"] if l["name"] == "bottleneck")
+    data = sum(f["data_packets_sent"] for f in fl)
+    return dict(
+        goodput_bps=sum(f["goodput_bps"] for f in fl),
+        flow_goodput_bps=[f["goodput_bps"] for f in fl],
+        timeouts_per_flow=sum(f["timeouts"] for f in fl) / len(fl),
+        retx_share=sum(f["retransmitted_packets"] for f in fl) / max(data, 1),
+        queue_avg_pkts=b["queue_avg_pkts"],
+        drops=b["drops"],
+        bottleneck_tx_pkts=b["tx_packets"],
+        wall_s=wall,
+    )
+
+
+def judge(ns, ak):
+    g = ak["goodput_bps"] / ns["goodput_bps"] if ns["goodput_bps"] > 0 else float("nan")
+    t_ns, t_ak = ns["timeouts_per_flow"], ak["timeouts_per_flow"]
+    t_ok = abs(t_ak - t_ns) <= max(TIMEOUT_ABS_TOL, TIMEOUT_REL_TOL * t_ns)
+    g_ok = abs(g - 1.0) <= GOODPUT_TOL
+    return dict(goodput_ratio=g, goodput_ok=g_ok, timeouts_ok=t_ok, ok=g_ok and t_ok)
+
+
+def mean_runs(runs):
+    """Average of per-seed results (per-flow goodputs concatenated)."""
+    out = {}
+    for k in runs[0]:
+        if k == "flow_goodput_bps":
+            out[k] = [g for r in runs for g in r[k]]
+        else:
+            out[k] = sum(r[k] for r in runs) / len(runs)
+    return out
+
+
+def run_point(p, binary, profile, ns="ns", extra_tcp=None, seeds=1):
+    """One point; with seeds > 1, seeds p.seed .. p.seed + seeds - 1 (flow starts and loss
+    draws differ per seed) and the means are compared."""
+    ns_runs, ak_runs = [], []
+    for k in range(seeds):
+        q = dict(p, seed=p["seed"] + k)
+        ns_runs.append(run_ns2(q, ns))
+        ak_runs.append(run_ackshape(q, binary, profile, extra_tcp))
+    ns_r, ak_r = mean_runs(ns_runs), mean_runs(ak_runs)
+    r = dict(point=p, profile=profile, seeds=seeds, ns2=ns_r, ackshape=ak_r, **judge(ns_r, ak_r))
+    gap = KNOWN_GAPS.get((p["cc"], p["loss"], p["rtt"], p["flows"]))
+    if gap and profile == "ns2" and not r["ok"]:
+        r["known_gap"] = gap
+    return r
+
+
+# --- grids -------------------------------------------------------------------------------------
+#
+# The full factor space: cc 3 × loss 4 × RTT 3 × buffer 3 × flows 3 × min RTO 2 × delayed ACK 2
+# = 1296 points. Sampled: a full factorial of the three factors that decide most (cc × loss ×
+# RTT, 36 cells), each cell run at one Latin-hypercube draw of the other four (buffer, flows,
+# min RTO, delayed ACK), so every level of every factor appears about equally often; fixed seed.
+
+LEVELS = dict(cc=["reno", "newreno", "sack"], loss=[0.0, 0.001, 0.01, 0.05], rtt=[10, 100, 400],
+              buf=[10, 100, 1000], flows=[1, 10, 50], minrto=[0.2, 1.0], delack=[0, 1])
+MAIN = ["cc", "loss", "rtt"]
+REST = ["buf", "flows", "minrto", "delack"]
+
+
+def lhs(n, seed):
+    """n Latin-hypercube draws over REST: each factor's levels spread evenly over the n rows, in
+    an independently shuffled order per factor."""
+    r = random.Random(seed)
+    cols = {}
+    for f in REST:
+        lv = LEVELS[f]
+        col = [lv[i * len(lv) // n] for i in range(n)]
+        r.shuffle(col)
+        cols[f] = col
+    return [{f: cols[f][i] for f in REST} for i in range(n)]
+
+
+def full_grid(seed=20261203, reps=1):
+    cells = list(itertools.product(*[LEVELS[f] for f in MAIN]))
+    pts = []
+    for rep in range(reps):
+        rest = lhs(len(cells), seed + rep)
+        for (cc, loss, rtt), o in zip(cells, rest):
+            pts.append(point(cc=cc, loss=loss, rtt=rtt, **o))
+    return pts
+
+
+KNOWN_GAPS = {
+    # (cc, loss, rtt, flows): cause. Printed, not asserted, by the test suite; listed in
+    # docs/validation.md. Remove an entry when the point agrees.
+    ("reno", 0.001, 100, 1): "after the slow-start overshoot of the 100-packet buffer (about 220 "
+    "queue drops in both) ns-2.35's Reno keeps 9-13% more goodput; retransmitted shares agree "
+    "(0.09% vs 0.11%); the cause is not found yet",
+}
+
+
+def reduced_grid():
+    """A few minutes on 2 cores: the corners where timeouts and loss recovery decide."""
+    return [
+        point(cc="sack", loss=0.01, rtt=100, flows=1, duration=100),
+        point(cc="newreno", loss=0.01, rtt=100, flows=1, duration=100),
+        point(cc="reno", loss=0.001, rtt=100, flows=1, duration=100),
+        point(cc="sack", loss=0.0, rtt=40, flows=10, buf=100, delack=1, duration=60),
+        point(cc="newreno", loss=0.0, rtt=100, flows=20, buf=50, duration=60, bw=1),
+        point(cc="sack", loss=0.05, rtt=10, flows=1, duration=100),
+    ]
+
+
+def fmt_table(rows):
+    h = ("cc", "p", "RTT", "buf", "n", "minRTO", "dack", "gput ns2", "gput ak", "ratio", "TO/f ns2", "TO/f ak",
+         "retx ns2", "retx ak", "q ns2", "q ak", "drop ns2", "drop ak", "ok")
+    out = ["| " + " | ".join(h) + " |", "|" + "---|" * len(h)]
+    for r in rows:
+        p, a, b = r["point"], r["ns2"], r["ackshape"]
+        out.append("| " + " | ".join([
+            p["cc"], f"{p['loss']:g}", f"{p['rtt']}", f"{p['buf']}", f"{p['flows']}", f"{p['minrto']:g}",
+            "on" if p["delack"] else "off", f"{a['goodput_bps']/1e6:.3f}", f"{b['goodput_bps']/1e6:.3f}",
+            f"{r['goodput_ratio']:.3f}", f"{a['timeouts_per_flow']:.1f}", f"{b['timeouts_per_flow']:.1f}",
+            f"{100*a['retx_share']:.2f}%", f"{100*b['retx_share']:.2f}%", f"{a['queue_avg_pkts']:.1f}",
+            f"{b['queue_avg_pkts']:.1f}", f"{a['drops']:.0f}", f"{b['drops']:.0f}", "yes" if r["ok"] else "**no**",
+        ]) + " |")
+    return "\n".join(out)
+
+
+def compare_table(ns2_rows, def_rows):
+    """The docs/validation.md table: one row per point, ns-2.35 beside both ackshape profiles."""
+    out = ["| cc | p | RTT ms | buf | flows | min RTO | delack | goodput ns-2 (Mbit/s) | ratio, ns2 profile | ratio, default "
+           "| TO/flow ns-2 | TO/flow, ns2 profile | TO/flow, default | retx ns-2 | retx, ns2 profile | queue ns-2 "
+           "| queue, ns2 profile | drops ns-2 | drops, ns2 profile | within: ns2 / default |", "|" + "---|" * 20]
+    for r, d in zip(ns2_rows, def_rows):
+        p, n, k, dk = r["point"], r["ns2"], r["ackshape"], d["ackshape"]
+        assert p == d["point"], "the two result files must hold the same grid"
+        out.append("| " + " | ".join([
+            p["cc"], f"{p['loss']:g}", f"{p['rtt']}", f"{p['buf']}", f"{p['flows']}", f"{p['minrto']:g}",
+            "on" if p["delack"] else "off", f"{n['goodput_bps']/1e6:.3f}", f"{r['goodput_ratio']:.3f}",
+            f"{d['goodput_ratio']:.3f}", f"{n['timeouts_per_flow']:.1f}", f"{k['timeouts_per_flow']:.1f}",
+            f"{dk['timeouts_per_flow']:.1f}", f"{100*n['retx_share']:.2f}%", f"{100*k['retx_share']:.2f}%",
+            f"{n['queue_avg_pkts']:.1f}", f"{k['queue_avg_pkts']:.1f}", f"{n['drops']:.0f}", f"{k['drops']:.0f}",
+            ("yes" if r["ok"] else "no") + " / " + ("yes" if d["ok"] else "no")]) + " |")
+    for name, rows in (("ns2", ns2_rows), ("default", def_rows)):
+        out.append(f"\nprofile {name}: {sum(x['ok'] for x in rows)}/{len(rows)} within both bounds; goodput within 5%: "
+                   f"{sum(x['goodput_ok'] for x in rows)}; timeouts within bounds: {sum(x['timeouts_ok'] for x in rows)}")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["point", "grid", "toml", "compare"])
+    ap.add_argument("params", nargs="*", help="point parameters key=value (point/toml mode); "
+                    "compare mode: NS2_PROFILE.json DEFAULT_PROFILE.json from two grid runs")
+    ap.add_argument("--set", dest="gset", default="reduced", choices=["reduced", "full"])
+    ap.add_argument("--profile", default="ns2", choices=["ns2", "default"])
+    ap.add_argument("--tcp", action="append", default=[], help="extra [tcp] key=TOMLvalue for ackshape")
+    ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "ackshape"))
+    ap.add_argument("--ns", default="ns")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--seeds", type=int, default=1, help="seeds per point; means are compared")
+    ap.add_argument("--json", help="write all results here")
+    ap.add_argument("--min-pass", type=float, default=None,
+                    help="exit 1 unless at least this fraction of points pass")
+    a = ap.parse_intermixed_args()
+    extra = dict(kv.split("=", 1) for kv in a.tcp)
+    kw = dict(kv.split("=", 1) for kv in a.params) if a.mode != "compare" else {}
+    if a.mode == "compare":
+        rows = [json.load(open(f))["rows"] for f in a.params]
+        print(compare_table(*rows))
+        return 0
+    if a.mode == "toml":
+        print(scenario_toml(point(**kw), a.profile, extra))
+        return 0
+    if shutil.which(a.ns) is None:
+        print(f"ns-2 binary {a.ns!r} not found (Debian/Ubuntu: apt-get install ns2)", file=sys.stderr)
+        return 3
+    pts = [point(**kw)] if a.mode == "point" else (reduced_grid() if a.gset == "reduced" else full_grid())
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+        rows = list(ex.map(lambda p: run_point(p, a.binary, a.profile, a.ns, extra, a.seeds), pts))
+    print(fmt_table(rows))
+    n_ok = sum(r["ok"] for r in rows)
+    print(f"\n{n_ok}/{len(rows)} points within tolerance (goodput ±{GOODPUT_TOL:.0%}, timeouts/flow "
+          f"±{TIMEOUT_REL_TOL:.0%} or ±{TIMEOUT_ABS_TOL:g}); profile {a.profile}; {a.seeds} seed(s); {time.time()-t0:.0f} s wall")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(profile=a.profile, extra_tcp=extra, tolerance=dict(
+                goodput=GOODPUT_TOL, timeouts_rel=TIMEOUT_REL_TOL, timeouts_abs=TIMEOUT_ABS_TOL), rows=rows), f, indent=1)
+    if a.min_pass is not None and n_ok < a.min_pass * len(rows):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
