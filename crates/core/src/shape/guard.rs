@@ -282,8 +282,14 @@ impl SeqGuard {
         }
         if let Some(m) = self.snd_max {
             // RFC 5961 §5.2: SND.UNA − MAX.SND.WND ≤ SEG.ACK ≤ SND.NXT.
-            let lo = self.rcv_ack.unwrap_or(self.snd_isn.unwrap_or(m - self.rcv_wnd()));
-            if !within(t.ack, lo - self.rcv_wnd(), m) {
+            // With neither an ACK nor the SYN seen, the left edge is unknown: only the largest
+            // window (2^30, RFC 7323 §2.3) bounds how far behind the data an ACK can be.
+            let lo = match (self.rcv_ack, self.snd_isn) {
+                (Some(a), _) => a - self.rcv_wnd(),
+                (None, Some(i)) => i,
+                (None, None) => m - (1 << 30),
+            };
+            if !within(t.ack, lo, m) {
                 return Check::Ignore;
             }
         }
