@@ -1788,3 +1788,121 @@ fn spoofed_data_from_the_receiver_side_is_forwarded_untouched() {
     assert!(!t.last_ack_untouched());
     assert_eq!(t.stats().piggyback_rewrites, 1);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// One flow's real packets with spoofed variants mixed in (far-ahead and far-behind ACKs,
+    /// ACKs with a spoofed sequence number, SYN-ACKs with wscale 14, RSTs and data with random
+    /// numbers, all marked by IP id 0xbeef): whatever TCR emits that is not a spoof forwarded
+    /// untouched has an ACK number no higher than the receiver's highest real ACK, a window no
+    /// higher than the receiver's, the receiver's sequence number, and nothing of a spoof's
+    /// header; no spoofed pure ACK is ever emitted; the learnt scale stays and the flow is not
+    /// ended; the ACKs held stay bounded by what the receiver acknowledged.
+    #[test]
+    fn spoofs_never_move_what_tcr_emits(
+        pacing in prop_oneof![Just(Pacing::PerFlow), Just(Pacing::ClassTick), Just(Pacing::None)],
+        rate in 100_000u64..50_000_000,
+        events in prop::collection::vec((0u8..10, 0u32..5, any::<u16>(), 0u32..30, any::<u32>()), 1..150),
+    ) {
+        let cfg = TcrConfig { pacing, ..TcrConfig::default() };
+        let mut t = tcr(cfg, rate);
+        handshake(&mut t, 0, Time::ZERO, ms(30.0), Some(7), Some(7), 65535);
+        let mut now = at(30.0);
+        let mut sent_segs = 0u32;
+        let mut hi_ack = sq(0);
+        let mut max_win = 0u16;
+        let mut spoofs: Vec<Packet> = Vec::new();
+        let mut out = Vec::new();
+        let mut real_acks = 0u64;
+        // The receiver's next sequence number (its data advances it).
+        let mut rcv_seq = IRS + 1;
+        let mark = |mut p: Packet| { p.ip.id = 0xbeef; p.ip.ttl = 3; p };
+        for (kind, n, win, dt, r) in events {
+            now += ms(dt as f64 / 3.0);
+            match kind {
+                0 => {
+                    send(&mut t, 0, now, sent_segs, sent_segs + n);
+                    sent_segs += n;
+                }
+                1 | 2 => {
+                    let acked = ((hi_ack - sq(0)) as u32 / MSS + n).min(sent_segs);
+                    let mut p = ack(0, acked, win);
+                    p.tcp_mut().unwrap().seq = SeqNum(rcv_seq);
+                    if kind == 2 {
+                        p.payload_len = 100;
+                        rcv_seq += 100;
+                    }
+                    hi_ack = hi_ack.max(sq(acked * MSS));
+                    max_win = max_win.max(win);
+                    real_acks += 1;
+                    t.on_ack(now, key(0), p, &mut out);
+                }
+                3 | 4 => {
+                    // A spoofed pure ACK: far ahead (+2^30, +2^31 − 1, random) or a spoofed seq.
+                    let a = match r % 4 {
+                        0 => hi_ack.wrapping_add(1 << 30),
+                        1 => hi_ack.wrapping_add((1 << 31) - 1),
+                        2 => r,
+                        _ => hi_ack,
+                    };
+                    let mut p = mark(ack(0, 0, win));
+                    p.tcp_mut().unwrap().ack = SeqNum(a);
+                    p.tcp_mut().unwrap().seq = SeqNum(rcv_seq);
+                    if r % 4 == 3 || kind == 4 {
+                        p.tcp_mut().unwrap().seq = SeqNum(rcv_seq.wrapping_add(1 << 30 | r >> 2));
+                    }
+                    let legit = a.wrapping_sub(sq(0)) <= sent_segs * MSS + 1 && kind == 3 && r % 4 != 3;
+                    if !legit {
+                        t.on_ack(now, key(0), p, &mut out);
+                    }
+                }
+                5 => {
+                    let p = mark(pkt(false, 0, r, r.rotate_left(7), TcpFlags::SYN | TcpFlags::ACK, 1,
+                        TcpOptions { mss: Some(88), wscale: Some(14), ..Default::default() }, 0));
+                    spoofs.push(p.clone());
+                    t.on_ack(now, key(0), p, &mut out);
+                }
+                6 => {
+                    let p = mark(pkt(false, 0, (IRS + 1).wrapping_add(1 << 31 | r), 0, TcpFlags::RST, 0, TcpOptions::default(), 0));
+                    spoofs.push(p.clone());
+                    t.on_ack(now, key(0), p, &mut out);
+                }
+                7 => {
+                    let p = mark(pkt(false, 0, (IRS + 1).wrapping_add(1 << 30 | r >> 2), r, TcpFlags::ACK, 65535, TcpOptions::default(), 200));
+                    spoofs.push(p.clone());
+                    t.on_ack(now, key(0), p, &mut out);
+                }
+                8 => {
+                    // From the sender side: a SYN and data far outside the window.
+                    let s = pkt(true, 0, r, 0, TcpFlags::SYN, 65535, TcpOptions { wscale: Some(14), ..Default::default() }, 0);
+                    t.on_data(now, key(0), &mark(s));
+                    let d = pkt(true, 0, sq(0).wrapping_add(1 << 30 | r >> 2), IRS + 1, TcpFlags::ACK, 1000, ts(), MSS);
+                    t.on_data(now, key(0), &mark(d));
+                }
+                _ => {}
+            }
+            let mut emitted: Vec<Packet> = out.drain(..).collect();
+            emitted.extend(run(&mut t, now).into_iter().map(|(_, p)| p));
+            for p in &emitted {
+                let x = h(p);
+                if p.ip.id == 0xbeef {
+                    prop_assert!(spoofs.contains(p), "a spoof left changed, or a spoofed pure ACK left: {:?}", p);
+                    continue;
+                }
+                prop_assert!(p.ip.ttl != 3, "built from a spoof: {:?}", p);
+                prop_assert!(x.ack <= SeqNum(hi_ack), "ack {:?} beyond the receiver's {}", x.ack, hi_ack);
+                prop_assert!(x.window <= max_win, "window {} above the receiver's {}", x.window, max_win);
+                prop_assert!(x.seq >= SeqNum(IRS + 1) && x.seq <= SeqNum(rcv_seq), "seq {:?}: none the receiver sent", x.seq);
+            }
+            let fi = t.flow_info(&key(0)).unwrap();
+            prop_assert_eq!(fi.rcv_scale, Some(7));
+            prop_assert!(fi.mss == MSS);
+            prop_assert!(t.flow_count() == 1);
+            prop_assert!(t.acks_held() as u64 <= (hi_ack - sq(0)) as u64 / MSS as u64 + real_acks + 1,
+                "held {}", t.acks_held());
+        }
+        let fi = t.flow_info(&key(0)).unwrap();
+        prop_assert!(fi.member || pacing == Pacing::None || t.stats().flows_ended == 0);
+    }
+}
