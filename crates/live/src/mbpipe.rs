@@ -1281,6 +1281,33 @@ mod cost {
     use crate::classify::classify;
     use crate::testing::tcp_frame;
 
+    /// CPU cost of verifying a received frame's checksums (`verify_parsed`, what the engine
+    /// adds to every TCP frame) against classifying it: `cargo test --release -p ackshape-live
+    /// --lib cost::checksum -- --ignored --nocapture`. Reported, not asserted.
+    #[test]
+    #[ignore]
+    fn checksum_verify_cost_per_frame() {
+        let ts = [1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
+        for (name, payload) in [("pure ACK (66 B)", 0usize), ("full segment (1514 B)", 1448)] {
+            let f = tcp_frame([10, 0, 0, 1], [10, 0, 0, 2], 1000, 80, 1, 0x10, &ts, &vec![7u8; payload]);
+            let FrameClass::Tcp(pf) = classify(&f) else { panic!("TCP") };
+            let n = 2_000_000u32;
+            let t0 = std::time::Instant::now();
+            let mut ok = 0u32;
+            for _ in 0..n {
+                ok += ackshape_wire::verify_parsed(std::hint::black_box(&f), std::hint::black_box(&pf)).is_ok() as u32;
+            }
+            let verify = t0.elapsed().as_nanos() as f64 / n as f64;
+            assert_eq!(ok, n);
+            let t0 = std::time::Instant::now();
+            for _ in 0..n / 4 {
+                std::hint::black_box(classify(std::hint::black_box(&f)));
+            }
+            let cls = t0.elapsed().as_nanos() as f64 / (n / 4) as f64;
+            println!("{name}: verify_parsed {verify:.1} ns/frame, classify {cls:.1} ns/frame");
+        }
+    }
+
     /// CPU cost per frame of the pipeline with a box (no I/O): `cargo test --release -p
     /// ackshape-live --lib cost -- --ignored --nocapture`. Reported, not asserted.
     #[test]
