@@ -684,11 +684,12 @@ fn validate_policy(path: &std::path::Path) -> ExitCode {
         }
     }
     println!(
-        "frames (live): non_ip {}, non_tcp {}, malformed {}, csum_not_ready {}",
+        "frames (live): non_ip {}, non_tcp {}, malformed {}, csum_not_ready {}, bad_checksum {}",
         action(p.non_ip),
         action(p.non_tcp),
         action(p.malformed),
-        action(p.csum_not_ready)
+        action(p.csum_not_ready),
+        action(p.bad_checksum)
     );
     for w in p.shaping.iter().flat_map(|sp| sp.warnings()) {
         eprintln!("warning: {file}: {w}");

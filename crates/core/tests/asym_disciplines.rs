@@ -587,3 +587,28 @@ fn every_spec_kind_builds_and_conserves_packets() {
         assert_eq!(plain.len_pkts(), 1);
     }
 }
+
+/// A spoofed ACK further ahead than any window allows (+2^30, +2^31 − 1) evicts no real ACK from
+/// either ACK filter; it queues behind them (the sender discards it: RFC 5961 §5.2).
+#[test]
+fn a_far_ahead_spoofed_ack_evicts_no_real_ones() {
+    for off in [1u32 << 30, (1u32 << 31) - 1] {
+        let spoof = 1000u32.wrapping_add(off);
+        for keep in [false, true] {
+            let mut q = AckFilterClassic::new(100, keep);
+            for a in [1000, 2000, 3000] {
+                q.enqueue(Time::ZERO, ack(1, a));
+            }
+            assert!(queued(q.enqueue(Time::ZERO, ack(1, spoof))));
+            let got: Vec<u32> = drain(&mut q).iter().map(ack_no).collect();
+            assert!(got.contains(&3000), "classic keep={keep} +{off}: {got:?}");
+        }
+        for mode in [CakeMode::Conservative, CakeMode::Aggressive] {
+            let (_, got) = cake(mode, vec![ack(1, 1000), ack(1, 2000), ack(1, spoof)]);
+            // Conservative would drop 1000 for a real 3000 (two eligible); aggressive already
+            // dropped 1000 for the real 2000. The spoof drops nothing more.
+            let want: &[u32] = if mode == CakeMode::Conservative { &[1000, 2000] } else { &[2000] };
+            assert!(want.iter().all(|a| got.contains(a)), "cake {mode:?} +{off}: {got:?}");
+        }
+    }
+}

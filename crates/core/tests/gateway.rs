@@ -663,3 +663,83 @@ fn per_host_stats_list_the_busiest_hosts_and_total_all() {
     }
     assert_eq!(classes[&format!("h/10.1.0.{n}")]["sent_pkts"], n as u64);
 }
+
+/// A TCP segment of connection `h` with explicit numbers (LAN → WAN unless `back`).
+fn seg(h: u8, back: bool, seq: u32, ack: u32, flags: TcpFlags, win: u16, payload: u32) -> Packet {
+    let mut p = pkt(h, back, payload, flags);
+    let t = p.tcp_mut().unwrap();
+    t.seq = SeqNum(seq);
+    t.ack = SeqNum(ack);
+    t.window = win;
+    p
+}
+
+/// Spoofs from the WAN side with a real TCR-shaped upload's tuple (TCR on both directions):
+/// data with the receiver's tuple and random numbers opens no inbound flow, so the real sender's
+/// data is never rewritten by the inbound mechanism; an RST with a random sequence number ends
+/// nothing; a SYN-ACK with wscale 14 teaches nothing.
+#[test]
+fn spoofs_with_a_real_flows_tuple_neither_open_flows_nor_end_them() {
+    let policy = "[[class]]\nname = \"up\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
+                  [[class]]\nname = \"down\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
+                  [[rule]]\nclass = \"up\"\n[[rule]]\nclass = \"down\"\ndirection = \"inbound\"\n";
+    let p = Policy::parse(policy, "test.toml").unwrap();
+    let mut g = Gateway::new(p, 0, 1);
+    let mut out = Emit::new();
+    let mut t = Time::ZERO;
+    let step = Dur::from_millis(1);
+    let mut syn = seg(1, false, 1000, 0, TcpFlags::SYN, 65535, 0);
+    syn.tcp_mut().unwrap().opts.wscale = Some(7);
+    g.on_packet(t, Dir::AToB, syn, &mut out);
+    let mut sa = seg(1, true, 5000, 1001, TcpFlags::SYN | TcpFlags::ACK, 65535, 0);
+    sa.tcp_mut().unwrap().opts.wscale = Some(7);
+    t += step;
+    g.on_packet(t, Dir::BToA, sa, &mut out);
+    let mut next = 1001u32;
+    for _ in 0..10 {
+        g.on_packet(t, Dir::AToB, seg(1, false, next, 5001, TcpFlags::ACK, 900, 1448), &mut out);
+        next += 1448;
+    }
+    t += step;
+    g.on_packet(t, Dir::BToA, seg(1, true, 5001, 1001 + 1448, TcpFlags::ACK, 4000, 0), &mut out);
+    run_until(&mut g, t + Dur::from_millis(50), &mut out);
+    let tracked = g.flows_tracked();
+    assert_eq!(tracked, 1);
+    out.clear();
+    // Spoofed data, the receiver's tuple, random seq/ack: forwarded untouched, nothing opened.
+    let spoof = seg(1, true, 0x4000_0000, 0x0bad_f00d, TcpFlags::ACK, 65535, 500);
+    t += step;
+    g.on_packet(t, Dir::BToA, spoof.clone(), &mut out);
+    run_until(&mut g, t + Dur::from_millis(5), &mut out);
+    assert!(out.iter().any(|(d, p)| *d == Dir::BToA && *p == spoof), "{out:?}");
+    assert_eq!(g.flows_tracked(), tracked, "no inbound flow opened");
+    // The same without the ACK flag opens nothing either.
+    g.on_packet(t, Dir::BToA, seg(1, true, 0x4000_0000, 0, TcpFlags(0), 65535, 500), &mut out);
+    assert_eq!(g.flows_tracked(), tracked);
+    // A SYN the wrong way for the tracked connection opens nothing.
+    g.on_packet(t, Dir::BToA, seg(1, true, 77, 0, TcpFlags::SYN, 65535, 0), &mut out);
+    assert_eq!(g.flows_tracked(), tracked);
+    // The real sender's data leaves with its own ACK number and window.
+    out.clear();
+    let real = seg(1, false, next, 5001, TcpFlags::ACK, 900, 1448);
+    g.on_packet(t, Dir::AToB, real.clone(), &mut out);
+    run_until(&mut g, t + Dur::from_millis(50), &mut out);
+    let sent: Vec<&Packet> = out.iter().filter(|(d, _)| *d == Dir::AToB).map(|(_, p)| p).collect();
+    assert_eq!(sent, vec![&real], "the sender's data untouched");
+    // A spoofed RST (random seq) and a spoofed SYN-ACK with wscale 14 end and teach nothing.
+    out.clear();
+    let rst = seg(1, true, 0x8765_4321, 0, TcpFlags::RST, 0, 0);
+    g.on_packet(t, Dir::BToA, rst.clone(), &mut out);
+    assert_eq!(g.flows_tracked(), tracked, "the flow survives the RST");
+    let mut sa14 = seg(1, true, 0x1357_9bdf, 0x2468_ace0, TcpFlags::SYN | TcpFlags::ACK, 1, 0);
+    sa14.tcp_mut().unwrap().opts.wscale = Some(14);
+    g.on_packet(t, Dir::BToA, sa14.clone(), &mut out);
+    run_until(&mut g, t + Dur::from_millis(5), &mut out);
+    assert!(out.iter().any(|(_, p)| *p == rst) && out.iter().any(|(_, p)| *p == sa14), "both forwarded");
+    let st = g.stats_json();
+    let s = st.to_string();
+    assert!(s.contains("\"rcv_scale\":7"), "scale kept: {s}");
+    // A real RST (the receiver's next sequence number) ends it.
+    g.on_packet(t, Dir::BToA, seg(1, true, 5001, 0, TcpFlags::RST, 0, 0), &mut out);
+    assert_eq!(g.flows_tracked(), 0);
+}

@@ -59,6 +59,18 @@ fn ctl(i: u16, ackno: u32, flags: TcpFlags, payload: u32, id: u16) -> Packet {
     tcp_pkt(i, true, 1, ackno, payload, flags, id)
 }
 
+/// The sender's data reaches `end` as far as sequence numbers go: zero-length segments up to it,
+/// 32 segments apart (the guard and PostACK's `snd_nxt` see them, i.out does not), so that ACKs
+/// up to `end` acknowledge data the gateway forwarded. Tests that hold a backlog of ACKs for
+/// data never modelled segment by segment use it (an ACK beyond the sender's data is dropped).
+fn sent_up_to(m: &mut PostAck, now: Time, i: u16, end: u32) {
+    let mut s = 1u32;
+    while s < end {
+        s = (s + 32 * MSS).min(end);
+        m.on_data(now, key(i), &data(i, s, 0));
+    }
+}
+
 fn ms(x: u64) -> Time {
     Time(x * 1_000_000)
 }
@@ -138,6 +150,9 @@ fn slot_period_is_recomputed_when_n_changes() {
     m.on_data(ms(2), key(2), &data(2, 1, MSS));
     assert_eq!(m.slot_period(), Some(Dur::from_millis(30)));
     // Keep flows 0 and 1 backlogged with ACKs so the timer keeps running; flow 2 goes idle.
+    for i in 0..2 {
+        sent_up_to(&mut m, ms(3), i, 1 + MSS * 40);
+    }
     for k in 0..40 {
         for i in 0..2 {
             let mut out = vec![];
@@ -190,6 +205,7 @@ fn one_ack_per_flow_per_slot() {
     let mut id = 0;
     for i in 0..3 {
         m.on_data(ms(0), key(i), &data(i, 1, MSS));
+        sent_up_to(&mut m, ms(0), i, 1 + MSS * 5);
         for k in 0..5 {
             let mut out = vec![];
             m.on_ack(ms(1), key(i), ack(i, 1 + MSS * (k + 1), id), &mut out);
@@ -225,6 +241,7 @@ fn spread_with_held(rate_bps: u64, flows: u16, acks: u32) -> PostAck {
     let mut id = 0;
     for i in 0..flows {
         m.on_data(ms(0), key(i), &data(i, 1, MSS));
+        sent_up_to(&mut m, ms(0), i, 1 + MSS * acks);
         for k in 0..acks {
             let mut out = vec![];
             m.on_ack(ms(1), key(i), ack(i, 1 + MSS * (k + 1), id), &mut out);
@@ -333,6 +350,7 @@ fn qr_skips_k_minus_one_slots_after_k_packets() {
     for k in 1..=5u32 {
         let mut m = mech(Variant::OnOff, 1_200_000);
         m.on_data(ms(0), key(0), &data(0, 1, MSS));
+        sent_up_to(&mut m, ms(0), 0, 1 + MSS * 20);
         for j in 0..20 {
             m.on_ack(ms(0), key(0), ack(0, 1 + MSS * (j + 1), j as u16), &mut vec![]);
         }
@@ -398,6 +416,7 @@ fn delayed_acks_keep_one_segment_per_slot() {
     seq += MSS;
     sent += 1;
     // A backlog of ACKs, each covering two segments.
+    sent_up_to(&mut m, ms(0), 0, 1 + 2 * MSS * 200);
     for j in 0..200u32 {
         m.on_ack(ms(0), key(0), ack(0, 1 + 2 * MSS * (j + 1), j as u16), &mut vec![]);
     }
@@ -834,4 +853,63 @@ fn stats_list_a_bounded_number_of_flows() {
     assert_eq!(st["flows_live"], 200);
     assert_eq!(st["flows"].as_array().unwrap().len(), 64);
     assert_eq!(st["active_flows"], 200);
+}
+
+// ---------------------------------------------------------------- spoofed packets (RFC 5961 spirit)
+
+/// Packets inconsistent with what the gateway forwarded are never held and never flush what is
+/// held: a pure ACK beyond the sender's data (or far behind) is dropped; a SYN-ACK on an
+/// established flow, an out-of-window RST, and data with a random sequence number go on
+/// untouched, and the flow's real ACKs keep their order and pacing.
+#[test]
+fn spoofed_packets_are_neither_held_nor_flush_the_queue() {
+    for variant in [Variant::OnOff, Variant::Basic, Variant::ZeroTimer] {
+        let mut m = mech(variant, 1_200_000);
+        m.on_data(ms(0), key(0), &syn(0));
+        let mut out = vec![];
+        m.on_ack(ms(1), key(0), ctl(0, 1, TcpFlags::SYN | TcpFlags::ACK, 0, 99), &mut out);
+        assert_eq!(out.len(), 1, "{variant:?}: the real SYN-ACK passes");
+        let mut seq = 1;
+        for _ in 0..10 {
+            m.on_data(ms(2), key(0), &data(0, seq, MSS));
+            seq += MSS;
+        }
+        out.clear();
+        for j in 0..5 {
+            m.on_ack(ms(3), key(0), ack(0, 1 + MSS * (j + 1), j as u16), &mut out);
+        }
+        let held = m.acks_held();
+        let emitted_before = out.len();
+        let real_max = 1 + 10 * MSS;
+        for (k, off) in [1u32 << 30, (1u32 << 31) - 1, (1 << 31) + 5].into_iter().enumerate() {
+            m.on_ack(ms(4), key(0), ack(0, (1 + 5 * MSS).wrapping_add(off), 1000 + k as u16), &mut out);
+        }
+        assert_eq!(out.len(), emitted_before, "{variant:?}: far ACKs dropped");
+        assert_eq!(m.stats().inconsistent.acks_dropped, 3);
+        let spoofs = [
+            tcp_pkt(0, true, 0x1234_5678, 0x0bad_f00d, 0, TcpFlags::SYN | TcpFlags::ACK, 2000),
+            tcp_pkt(0, true, 0x8000_0001, 0, 0, TcpFlags::RST, 2001),
+            tcp_pkt(0, true, 0x4000_0000, 1 + MSS, 500, TcpFlags::ACK, 2002),
+        ];
+        for sp in &spoofs {
+            assert!(!m.rst_in_window(key(0), sp, false) || !sp.tcp().unwrap().flags.contains(TcpFlags::RST));
+            let n = out.len();
+            m.on_ack(ms(5), key(0), sp.clone(), &mut out);
+            assert_eq!(&out[n..], std::slice::from_ref(sp), "{variant:?}: untouched, nothing flushed with it");
+            assert!(m.last_ack_untouched());
+        }
+        assert_eq!(m.acks_held(), held, "{variant:?}: nothing released by a spoof");
+        // Drain: every emitted ACK number is one the receiver sent.
+        for (_, o) in run_timers(&mut m, ms(10_000)) {
+            out.extend(o);
+        }
+        let mut flush = vec![];
+        m.on_flow_end(ms(10_000), key(0), &mut flush);
+        out.extend(flush);
+        for p in out.iter().filter(|p| !spoofs.contains(p)) {
+            let t = p.tcp().unwrap();
+            assert!(SeqNum(t.ack.0) <= SeqNum(real_max), "{variant:?}: emitted ack {:?}", t.ack);
+            assert!(p.ip.id < 1000 || p.ip.id == 99, "{variant:?}: a dropped spoof was emitted");
+        }
+    }
 }

@@ -76,7 +76,8 @@ impl Driver {
         let k = key(f, self.gen[i]);
         self.seq[i] = 1;
         self.ack[i] = 1;
-        self.m.on_ack(self.now, k, tcp(k, true, 0, 1, 0), &mut self.out);
+        // The receiver's sequence number is 1 in all its packets (the sender's data acknowledges it).
+        self.m.on_ack(self.now, k, tcp(k, true, 1, 1, 0), &mut self.out);
         for _ in 0..20 {
             self.m.on_data(self.now, k, &tcp(k, false, self.seq[i], 1, MSS));
             self.seq[i] += MSS;

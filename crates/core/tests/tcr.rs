@@ -1622,3 +1622,287 @@ fn an_idle_flow_under_equal_shares_releases_what_it_holds() {
     t.on_ack(at(401.0), key(0), ack(0, 30, 60000), &mut out);
     assert_eq!(out.len(), 1);
 }
+
+// ---------------------------------------------------------------- spoofed packets (RFC 5961 spirit)
+
+/// A flow past its handshake (scale 7 both ways, RTT 40 ms) with `segs` segments sent.
+fn established(segs: u32) -> Tcr {
+    let mut t = tcr(TcrConfig::default(), 8_000_000);
+    handshake(&mut t, 0, Time::ZERO, ms(40.0), Some(7), Some(7), 65535);
+    send(&mut t, 0, at(40.0), 0, segs);
+    t
+}
+
+fn spoof_ack(ack: u32, win: u16) -> Packet {
+    let mut p = pkt(false, 0, IRS + 1, ack, TcpFlags::ACK, win, ts(), 0);
+    p.ip.ttl = 3;
+    p.ip.id = 0xbeef;
+    p
+}
+
+#[test]
+fn a_spoofed_synack_on_an_established_flow_changes_nothing() {
+    let mut t = established(40);
+    let mut out = Vec::new();
+    t.on_ack(at(80.0), key(0), ack(0, 1, 4000), &mut out);
+    let before = t.flow_info(&key(0)).unwrap();
+    // Random seq/ack, a valid-looking MSS 88 and wscale 14, from the WAN side.
+    let spoof = pkt(
+        false,
+        0,
+        0x1357_9bdf,
+        0x2468_ace0,
+        TcpFlags::SYN | TcpFlags::ACK,
+        1,
+        TcpOptions { mss: Some(88), wscale: Some(14), ..Default::default() },
+        0,
+    );
+    out.clear();
+    t.on_ack(at(81.0), key(0), spoof.clone(), &mut out);
+    assert_eq!(out, vec![spoof.clone()], "forwarded untouched");
+    assert!(t.last_ack_untouched());
+    // Even one acknowledging the real SYN: the flow is past its handshake.
+    let mut spoof2 = spoof.clone();
+    spoof2.tcp_mut().unwrap().ack = SeqNum(ISS + 1);
+    out.clear();
+    t.on_ack(at(81.5), key(0), spoof2.clone(), &mut out);
+    assert_eq!(out, vec![spoof2]);
+    let after = t.flow_info(&key(0)).unwrap();
+    assert_eq!((after.rcv_scale, after.mss), (Some(7), MSS));
+    assert_eq!((after.left_edge, after.right_edge), (before.left_edge, before.right_edge));
+    assert_eq!(t.stats().inconsistent.syn_ignored, 2);
+    // The next real ACK gets a window scaled by 2^7, not 2^14.
+    out.clear();
+    t.on_ack(at(82.0), key(0), ack(0, 2, 4000), &mut out);
+    let w = (h(&out[0]).window as u64) << 7;
+    assert!(w >= MSS as u64, "window {w} B after the spoof");
+}
+
+#[test]
+fn acks_beyond_the_data_sent_move_no_edge_and_are_dropped() {
+    for lossy in [false, true] {
+        let mut t = established(20);
+        let mut out = Vec::new();
+        t.on_ack(at(80.0), key(0), ack(0, 2, 65535), &mut out);
+        let real = sq(2 * MSS);
+        if lossy {
+            // A loss behind the gateway: duplicates of the real ACK follow.
+            for _ in 0..3 {
+                t.on_ack(at(81.0), key(0), ack(0, 2, 65535), &mut out);
+            }
+        }
+        let before = t.flow_info(&key(0)).unwrap();
+        for off in [1u32 << 30, (1u32 << 31) - 1, 20 * MSS + 1] {
+            let n = out.len();
+            t.on_ack(at(82.0), key(0), spoof_ack(real.wrapping_add(off), 65535), &mut out);
+            assert_eq!(out.len(), n, "+{off}: dropped");
+        }
+        let after = t.flow_info(&key(0)).unwrap();
+        assert_eq!((after.left_edge, after.right_edge), (before.left_edge, before.right_edge), "lossy {lossy}");
+        assert_eq!(t.stats().inconsistent.acks_dropped, 3);
+        // Real ACKs keep working; nothing released ever goes beyond the receiver's highest, and
+        // no paced ACK carries the spoof's TTL or IP id.
+        for k in 3..=20 {
+            t.on_ack(at(83.0 + k as f64), key(0), ack(0, k, 65535), &mut out);
+        }
+        out.extend(run(&mut t, at(1000.0)).into_iter().map(|(_, p)| p));
+        assert!(!out.is_empty());
+        let highest = sq(20 * MSS);
+        for p in &out {
+            assert!(h(p).ack <= SeqNum(highest), "emitted ack {:?} beyond the receiver's {highest}", h(p).ack);
+            assert_ne!((p.ip.ttl, p.ip.id), (3, 0xbeef), "built from the spoof");
+        }
+        assert_eq!(h(out.last().unwrap()).ack, SeqNum(highest));
+        assert!(t.stats().acks_held_max <= 20, "held {}", t.stats().acks_held_max);
+    }
+}
+
+#[test]
+fn an_out_of_window_rst_does_not_end_the_flow() {
+    let mut t = established(20);
+    let mut out = Vec::new();
+    t.on_ack(at(80.0), key(0), ack(0, 1, 65535), &mut out);
+    let rst = pkt(false, 0, 0x8000_1234, 0, TcpFlags::RST, 0, TcpOptions::default(), 0);
+    assert!(!t.rst_in_window(key(0), &rst, false));
+    out.clear();
+    t.on_ack(at(81.0), key(0), rst.clone(), &mut out);
+    assert_eq!(out, vec![rst], "forwarded untouched");
+    assert!(t.flow_info(&key(0)).unwrap().member, "still shaped");
+    // A stretch ACK is still paced, not flushed as for an ended flow.
+    out.clear();
+    t.on_ack(at(82.0), key(0), ack(0, 20, 65535), &mut out);
+    assert_eq!(out.len(), 1);
+    assert!(t.acks_held() > 10);
+    // An RST at the receiver's sequence number acts.
+    let real = pkt(false, 0, IRS + 1, 0, TcpFlags::RST, 0, TcpOptions::default(), 0);
+    assert!(t.rst_in_window(key(0), &real, false));
+    out.clear();
+    t.on_ack(at(83.0), key(0), real, &mut out);
+    assert!(!t.flow_info(&key(0)).unwrap().member);
+    // And one from the sender side: out of window from the sender's data, ignored in `on_data`.
+    let mut t = established(20);
+    let srst = pkt(true, 0, sq(0) + (1 << 31), 0, TcpFlags::RST, 0, TcpOptions::default(), 0);
+    assert!(!t.rst_in_window(key(0), &srst, true));
+    t.on_data(at(81.0), key(0), &srst);
+    assert!(t.flow_info(&key(0)).unwrap().member);
+}
+
+#[test]
+fn a_spoofed_syn_from_the_sender_side_does_not_restart_the_flow() {
+    let mut t = established(10);
+    let mut out = Vec::new();
+    t.on_ack(at(80.0), key(0), ack(0, 5, 65535), &mut out);
+    let before = t.flow_info(&key(0)).unwrap();
+    let syn = pkt(true, 0, 0x7777, 0, TcpFlags::SYN, 65535, TcpOptions { wscale: Some(14), ..Default::default() }, 0);
+    t.on_data(at(81.0), key(0), &syn);
+    let after = t.flow_info(&key(0)).unwrap();
+    assert_eq!((after.rcv_scale, after.srtt_ms, after.left_edge), (before.rcv_scale, before.srtt_ms, before.left_edge));
+    assert_eq!(t.stats().inconsistent.syn_ignored, 1);
+    // Data far outside the receiver's window does not raise the highest data seen: an ACK for
+    // it is still dropped.
+    let far = pkt(true, 0, sq(0) + (1 << 30), IRS + 1, TcpFlags::ACK, 1000, ts(), MSS);
+    t.on_data(at(82.0), key(0), &far);
+    let n = out.len();
+    t.on_ack(at(83.0), key(0), spoof_ack(sq(0) + (1 << 30) + MSS, 65535), &mut out);
+    assert_eq!(out.len(), n);
+    assert_eq!(t.stats().inconsistent.data_ignored, 1);
+}
+
+#[test]
+fn spoofed_data_from_the_receiver_side_is_forwarded_untouched() {
+    let mut t = established(10);
+    let mut out = Vec::new();
+    t.on_ack(at(80.0), key(0), ack(0, 5, 65535), &mut out);
+    // Data with the receiver's tuple but a random sequence and ACK number.
+    let spoof = pkt(false, 0, 0x4000_0000, 0x0bad_f00d, TcpFlags::ACK, 65535, TcpOptions::default(), 500);
+    out.clear();
+    t.on_ack(at(81.0), key(0), spoof.clone(), &mut out);
+    assert_eq!(out, vec![spoof]);
+    assert!(t.last_ack_untouched());
+    assert_eq!(t.stats().piggyback_rewrites, 0);
+    assert_eq!(t.stats().inconsistent.ack_path_untouched, 1);
+    // Real piggy-backed data is still rewritten.
+    let real = pkt(false, 0, IRS + 1, sq(6 * MSS), TcpFlags::ACK, 65535, ts(), 500);
+    out.clear();
+    t.on_ack(at(82.0), key(0), real, &mut out);
+    assert!(!t.last_ack_untouched());
+    assert_eq!(t.stats().piggyback_rewrites, 1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// One flow's real packets with spoofed variants mixed in (far-ahead and far-behind ACKs,
+    /// ACKs with a spoofed sequence number, SYN-ACKs with wscale 14, RSTs and data with random
+    /// numbers, all marked by IP id 0xbeef): whatever TCR emits that is not a spoof forwarded
+    /// untouched has an ACK number no higher than the receiver's highest real ACK, a window no
+    /// higher than the receiver's, the receiver's sequence number, and nothing of a spoof's
+    /// header; no spoofed pure ACK is ever emitted; the learnt scale stays and the flow is not
+    /// ended; the ACKs held stay bounded by what the receiver acknowledged.
+    #[test]
+    fn spoofs_never_move_what_tcr_emits(
+        pacing in prop_oneof![Just(Pacing::PerFlow), Just(Pacing::ClassTick), Just(Pacing::None)],
+        rate in 100_000u64..50_000_000,
+        events in prop::collection::vec((0u8..10, 0u32..5, any::<u16>(), 0u32..30, any::<u32>()), 1..150),
+    ) {
+        let cfg = TcrConfig { pacing, ..TcrConfig::default() };
+        let mut t = tcr(cfg, rate);
+        handshake(&mut t, 0, Time::ZERO, ms(30.0), Some(7), Some(7), 65535);
+        let mut now = at(30.0);
+        let mut sent_segs = 0u32;
+        let mut hi_ack = sq(0);
+        let mut max_win = 0u16;
+        let mut spoofs: Vec<Packet> = Vec::new();
+        let mut out = Vec::new();
+        let mut real_acks = 0u64;
+        // The receiver's next sequence number (its data advances it).
+        let mut rcv_seq = IRS + 1;
+        let mark = |mut p: Packet| { p.ip.id = 0xbeef; p.ip.ttl = 3; p };
+        for (kind, n, win, dt, r) in events {
+            now += ms(dt as f64 / 3.0);
+            match kind {
+                0 => {
+                    send(&mut t, 0, now, sent_segs, sent_segs + n);
+                    sent_segs += n;
+                }
+                1 | 2 => {
+                    let acked = ((hi_ack - sq(0)) as u32 / MSS + n).min(sent_segs);
+                    let mut p = ack(0, acked, win);
+                    p.tcp_mut().unwrap().seq = SeqNum(rcv_seq);
+                    if kind == 2 {
+                        p.payload_len = 100;
+                        rcv_seq += 100;
+                    }
+                    hi_ack = hi_ack.max(sq(acked * MSS));
+                    max_win = max_win.max(win);
+                    real_acks += 1;
+                    t.on_ack(now, key(0), p, &mut out);
+                }
+                3 | 4 => {
+                    // A spoofed pure ACK: far ahead (+2^30, +2^31 − 1, random) or a spoofed seq.
+                    let a = match r % 4 {
+                        0 => hi_ack.wrapping_add(1 << 30),
+                        1 => hi_ack.wrapping_add((1 << 31) - 1),
+                        2 => r,
+                        _ => hi_ack,
+                    };
+                    let mut p = mark(ack(0, 0, win));
+                    p.tcp_mut().unwrap().ack = SeqNum(a);
+                    p.tcp_mut().unwrap().seq = SeqNum(rcv_seq);
+                    if r % 4 == 3 || kind == 4 {
+                        p.tcp_mut().unwrap().seq = SeqNum(rcv_seq.wrapping_add(1 << 30 | r >> 2));
+                    }
+                    let legit = a.wrapping_sub(sq(0)) <= sent_segs * MSS + 1 && kind == 3 && r % 4 != 3;
+                    if !legit {
+                        t.on_ack(now, key(0), p, &mut out);
+                    }
+                }
+                5 => {
+                    let p = mark(pkt(false, 0, r, r.rotate_left(7), TcpFlags::SYN | TcpFlags::ACK, 1,
+                        TcpOptions { mss: Some(88), wscale: Some(14), ..Default::default() }, 0));
+                    spoofs.push(p.clone());
+                    t.on_ack(now, key(0), p, &mut out);
+                }
+                6 => {
+                    let p = mark(pkt(false, 0, (IRS + 1).wrapping_add(1 << 31 | r), 0, TcpFlags::RST, 0, TcpOptions::default(), 0));
+                    spoofs.push(p.clone());
+                    t.on_ack(now, key(0), p, &mut out);
+                }
+                7 => {
+                    let p = mark(pkt(false, 0, (IRS + 1).wrapping_add(1 << 30 | r >> 2), r, TcpFlags::ACK, 65535, TcpOptions::default(), 200));
+                    spoofs.push(p.clone());
+                    t.on_ack(now, key(0), p, &mut out);
+                }
+                8 => {
+                    // From the sender side: a SYN and data far outside the window.
+                    let s = pkt(true, 0, r, 0, TcpFlags::SYN, 65535, TcpOptions { wscale: Some(14), ..Default::default() }, 0);
+                    t.on_data(now, key(0), &mark(s));
+                    let d = pkt(true, 0, sq(0).wrapping_add(1 << 30 | r >> 2), IRS + 1, TcpFlags::ACK, 1000, ts(), MSS);
+                    t.on_data(now, key(0), &mark(d));
+                }
+                _ => {}
+            }
+            let mut emitted: Vec<Packet> = out.drain(..).collect();
+            emitted.extend(run(&mut t, now).into_iter().map(|(_, p)| p));
+            for p in &emitted {
+                let x = h(p);
+                if p.ip.id == 0xbeef {
+                    prop_assert!(spoofs.contains(p), "a spoof left changed, or a spoofed pure ACK left: {:?}", p);
+                    continue;
+                }
+                prop_assert!(p.ip.ttl != 3, "built from a spoof: {:?}", p);
+                prop_assert!(x.ack <= SeqNum(hi_ack), "ack {:?} beyond the receiver's {}", x.ack, hi_ack);
+                prop_assert!(x.window <= max_win, "window {} above the receiver's {}", x.window, max_win);
+                prop_assert!(x.seq >= SeqNum(IRS + 1) && x.seq <= SeqNum(rcv_seq), "seq {:?}: none the receiver sent", x.seq);
+            }
+            let fi = t.flow_info(&key(0)).unwrap();
+            prop_assert_eq!(fi.rcv_scale, Some(7));
+            prop_assert!(fi.mss == MSS);
+            prop_assert!(t.flow_count() == 1);
+            prop_assert!(t.acks_held() as u64 <= (hi_ack - sq(0)) as u64 / MSS as u64 + real_acks + 1,
+                "held {}", t.acks_held());
+        }
+        let fi = t.flow_info(&key(0)).unwrap();
+        prop_assert!(fi.member || pacing == Pacing::None || t.stats().flows_ended == 0);
+    }
+}

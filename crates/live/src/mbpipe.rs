@@ -1180,10 +1180,133 @@ mod engine_tests {
 }
 
 #[cfg(test)]
+mod checksum_tests {
+    use super::*;
+    use crate::engine::{run_engine, Control, EngineConfig, SchedSpec};
+    use crate::policy::{FrameAction, Policy};
+    use crate::port::{MemPort, Port};
+    use crate::testing::tcp_frame;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// Records every packet it sees and sends it on with its window halved (so whatever passes
+    /// through it leaves patched, with a recomputed checksum).
+    struct Rewriter(Arc<Mutex<Vec<Packet>>>);
+    impl Middlebox for Rewriter {
+        fn on_packet(&mut self, _now: Time, dir: Dir, mut pkt: Packet, out: &mut Emit) {
+            self.0.lock().unwrap().push(pkt.clone());
+            if let Some(t) = pkt.tcp_mut() {
+                t.window /= 2;
+            }
+            out.push((dir, pkt));
+        }
+    }
+
+    /// Frames with a wrong TCP or IPv4 header checksum are verified on receive: counted, never
+    /// shown to the box, forwarded byte for byte (so never rebuilt with a valid checksum) or
+    /// dropped per `bad_checksum`; valid frames go through the box as before.
+    #[test]
+    fn bad_checksum_frames_bypass_the_box_untouched_or_are_dropped() {
+        for action in [FrameAction::Forward, FrameAction::Drop] {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let mut pipe = MiddleboxPipeline::new(Box::new(Rewriter(seen.clone())), "rewriter");
+            let (mut host_a, mut a) = MemPort::pair("host-a", "a");
+            let (mut b, mut host_b) = MemPort::pair("b", "host-b");
+            let ctl = Control::new();
+            let c2 = ctl.clone();
+            let cfg = EngineConfig {
+                policy: Policy { bad_checksum: action, ..Policy::default() },
+                track_flows: true,
+                stats_interval: Duration::from_millis(20),
+                sched: SchedSpec { cpu_group: false, nice: 0, fair_slice: None, ..Default::default() },
+                ..Default::default()
+            };
+            let h = std::thread::spawn(move || run_engine(&mut a, &mut b, &mut pipe, cfg, &c2));
+            assert!(ctl.wait_running(Duration::from_secs(5)));
+            let mut good = Vec::new();
+            let mut bad = Vec::new();
+            for i in 0..30u32 {
+                let f = tcp_frame([10, 0, 0, 1], [10, 0, 0, 2], 1000, 80, 1 + 100 * i, 0x10, &[], &[i as u8; 100]);
+                ackshape_wire::verify_checksums(&f).unwrap();
+                let mut x = f.clone();
+                if i % 2 == 0 {
+                    x[14 + 20 + 16] ^= 0x5a; // TCP checksum
+                } else {
+                    x[14 + 10] ^= 0x01; // IPv4 header checksum
+                }
+                assert!(ackshape_wire::verify_checksums(&x).is_err());
+                good.push(f);
+                bad.push(x);
+            }
+            for (g, x) in good.iter().zip(&bad) {
+                host_a.send(Time(0), g).unwrap();
+                host_a.send(Time(0), x).unwrap();
+            }
+            let want = if action == FrameAction::Forward { 60 } else { 30 };
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 2048];
+            let t0 = Instant::now();
+            while got.len() < want {
+                assert!(t0.elapsed() < Duration::from_secs(10), "{action:?}: only {} of {want} arrived", got.len());
+                match host_b.recv(Time(0), &mut buf).unwrap() {
+                    Some(m) => got.push(buf[..m.len].to_vec()),
+                    None => std::thread::sleep(Duration::from_micros(100)),
+                }
+            }
+            // Nothing more comes (a dropped frame stays dropped).
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(host_b.recv(Time(0), &mut buf).unwrap().is_none());
+            ctl.request_stop();
+            let snap = h.join().unwrap().unwrap();
+            assert_eq!(seen.lock().unwrap().len(), 30, "{action:?}: the box saw only the valid frames");
+            let out_bad: Vec<&Vec<u8>> = got.iter().filter(|f| ackshape_wire::verify_checksums(f).is_err()).collect();
+            let out_good = got.len() - out_bad.len();
+            assert_eq!(out_good, 30, "{action:?}: every valid frame, rewritten with a valid checksum");
+            for f in &out_bad {
+                assert!(bad.contains(f), "{action:?}: a bad frame left changed");
+            }
+            assert_eq!(out_bad.len(), if action == FrameAction::Forward { 30 } else { 0 });
+            let pa = snap.port("a").unwrap();
+            assert_eq!(pa.bad_checksum, 30, "{action:?}");
+            assert_eq!(pa.drops, if action == FrameAction::Drop { 30 } else { 0 });
+            let prom = snap.prometheus();
+            assert!(prom.contains("ackshape_port_bad_checksum_total{port=\"a\"} 30"), "{prom}");
+        }
+    }
+}
+
+#[cfg(test)]
 mod cost {
     use super::*;
     use crate::classify::classify;
     use crate::testing::tcp_frame;
+
+    /// CPU cost of verifying a received frame's checksums (`verify_parsed`, what the engine
+    /// adds to every TCP frame) against classifying it: `cargo test --release -p ackshape-live
+    /// --lib cost::checksum -- --ignored --nocapture`. Reported, not asserted.
+    #[test]
+    #[ignore]
+    fn checksum_verify_cost_per_frame() {
+        let ts = [1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
+        for (name, payload) in [("pure ACK (66 B)", 0usize), ("full segment (1514 B)", 1448)] {
+            let f = tcp_frame([10, 0, 0, 1], [10, 0, 0, 2], 1000, 80, 1, 0x10, &ts, &vec![7u8; payload]);
+            let FrameClass::Tcp(pf) = classify(&f) else { panic!("TCP") };
+            let n = 2_000_000u32;
+            let t0 = std::time::Instant::now();
+            let mut ok = 0u32;
+            for _ in 0..n {
+                ok += ackshape_wire::verify_parsed(std::hint::black_box(&f), std::hint::black_box(&pf)).is_ok() as u32;
+            }
+            let verify = t0.elapsed().as_nanos() as f64 / n as f64;
+            assert_eq!(ok, n);
+            let t0 = std::time::Instant::now();
+            for _ in 0..n / 4 {
+                std::hint::black_box(classify(std::hint::black_box(&f)));
+            }
+            let cls = t0.elapsed().as_nanos() as f64 / (n / 4) as f64;
+            println!("{name}: verify_parsed {verify:.1} ns/frame, classify {cls:.1} ns/frame");
+        }
+    }
 
     /// CPU cost per frame of the pipeline with a box (no I/O): `cargo test --release -p
     /// ackshape-live --lib cost -- --ignored --nocapture`. Reported, not asserted.

@@ -34,6 +34,9 @@ pub struct Policy {
     pub malformed: FrameAction,
     /// Frames the kernel flagged with a partial checksum (TP_STATUS_CSUMNOTREADY).
     pub csum_not_ready: FrameAction,
+    /// TCP frames whose IPv4 header or TCP checksum is wrong (verified on receive; never shaped,
+    /// rebuilt or learnt from).
+    pub bad_checksum: FrameAction,
     pub flows: FlowTablePolicy,
     /// The shaping policy, if the file has any shaping key (`link`, `class`, `rule`,
     /// `default_class`, `borrow_interval`); None: pass-through.
@@ -41,7 +44,7 @@ pub struct Policy {
 }
 
 /// The keys of the data plane's own frame handling; every other key is the shaping policy's.
-const FRAME_KEYS: [&str; 4] = ["non_ip", "non_tcp", "malformed", "csum_not_ready"];
+const FRAME_KEYS: [&str; 5] = ["non_ip", "non_tcp", "malformed", "csum_not_ready", "bad_checksum"];
 /// Keys that make a file a shaping policy (`flows` alone does not).
 const SHAPING_KEYS: [&str; 5] = ["link", "class", "rule", "default_class", "borrow_interval"];
 
@@ -56,6 +59,8 @@ struct FrameKeys {
     malformed: FrameAction,
     #[serde(default)]
     csum_not_ready: FrameAction,
+    #[serde(default)]
+    bad_checksum: FrameAction,
 }
 
 /// A policy that could not be loaded.
@@ -88,6 +93,7 @@ impl Policy {
             non_tcp: fk.non_tcp,
             malformed: fk.malformed,
             csum_not_ready: fk.csum_not_ready,
+            bad_checksum: fk.bad_checksum,
             flows: sp.flows.clone(),
             shaping: is_shaping.then_some(sp),
         })

@@ -33,6 +33,9 @@ pub struct PortStats {
     pub malformed: u64,
     /// TP_STATUS_CSUMNOTREADY frames (partial checksum: offload on the sending side).
     pub csum_not_ready: u64,
+    /// TCP frames whose IPv4 header or TCP checksum failed verification (forwarded untouched
+    /// or dropped per the policy's `bad_checksum`; never shaped).
+    pub bad_checksum: u64,
     /// Frames longer than the port's MTU + Ethernet header (GRO/GSO aggregates).
     pub oversize: u64,
     /// Frames larger than the receive buffer (cut; forwarded truncated is impossible, so dropped).
@@ -349,7 +352,7 @@ impl Snapshot {
     pub fn prometheus(&self) -> String {
         let mut s = String::new();
         type Metric = (&'static str, fn(&PortStats) -> u64);
-        let port_metrics: [Metric; 17] = [
+        let port_metrics: [Metric; 18] = [
             ("rx_packets", |p| p.rx_packets),
             ("rx_bytes", |p| p.rx_bytes),
             ("tx_packets", |p| p.tx_packets),
@@ -363,6 +366,7 @@ impl Snapshot {
             ("non_ip", |p| p.non_ip),
             ("malformed", |p| p.malformed),
             ("csum_not_ready", |p| p.csum_not_ready),
+            ("bad_checksum", |p| p.bad_checksum),
             ("oversize", |p| p.oversize),
             ("truncated", |p| p.truncated),
             ("kernel_drops", |p| p.kernel_drops),

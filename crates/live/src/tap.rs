@@ -157,6 +157,9 @@ pub struct TapCounters {
     /// Copies with a partial checksum (TP_STATUS_CSUMNOTREADY); their injected duplicates get
     /// the TCP checksum recomputed.
     pub csum_not_ready: u64,
+    /// TCP copies whose IPv4 header or TCP checksum is wrong: ignored (never shown to the tap,
+    /// never duplicated), as their endpoint discards them.
+    pub bad_checksum: u64,
     pub mirror_kernel_drops: u64,
     /// Frames sent on the inject port, and send failures.
     pub inject_tx_packets: u64,
@@ -271,6 +274,11 @@ pub fn on_mirrored_frame(
     let pf = match classify(frame) {
         FrameClass::Tcp(pf) => {
             c.tcp += 1;
+            // Verify before learning (a partial checksum is the known offload case).
+            if !csum_not_ready && ackshape_wire::verify_parsed(frame, &pf).is_err() {
+                c.bad_checksum += 1;
+                return;
+            }
             pf
         }
         FrameClass::NonTcp { .. } => {
@@ -1043,5 +1051,44 @@ mod tests {
         let e = load_policy(&dir.join("none.toml")).unwrap_err().to_string();
         assert!(e.contains("none.toml"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod checksum_tests {
+    use super::*;
+    use crate::testing;
+
+    /// A copy with a wrong TCP or IPv4 header checksum is counted and ignored: never shown to the
+    /// tap, never duplicated; the same frame with valid checksums is duplicated.
+    #[test]
+    fn bad_checksum_copies_are_never_duplicated() {
+        let spec = TapSpec::from_toml("technique = \"triple-ack\"\nevery = 1\n").unwrap();
+        let macs = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 9]);
+        let mut emit = Emit::new();
+        for corrupt in [None, Some(14 + 20 + 16), Some(14 + 10)] {
+            let mut tap = Tap::new(spec.clone());
+            let mut c = TapCounters::default();
+            let mut injected = 0;
+            for k in 0..20u32 {
+                let mut f = testing::tcp_frame([10, 0, 2, 1], [10, 0, 1, 1], 80, 1000, 1, 0x10, &[], &[]);
+                f[42..46].copy_from_slice(&(1000 + 1448 * k).to_be_bytes());
+                let pf = Packet::parse_frame(&f).unwrap();
+                let end = pf.ip_end;
+                recompute_tcp_checksum(&mut f, 14, pf.l4_offset, end, &pf.packet);
+                if let Some(at) = corrupt {
+                    f[at] ^= 0x21;
+                }
+                on_mirrored_frame(&mut tap, Time(k as u64 * 1_000_000), &f, false, macs, &mut c, &mut emit, |_| {
+                    injected += 1
+                });
+            }
+            if corrupt.is_some() {
+                assert_eq!((injected, c.bad_checksum, c.tcp), (0, 20, 20), "{corrupt:?}");
+            } else {
+                assert!(injected > 0, "valid ACKs are duplicated");
+                assert_eq!(c.bad_checksum, 0);
+            }
+        }
     }
 }

@@ -301,6 +301,7 @@ pub fn run_ports_with(
     };
     let ecfg = EngineConfig {
         track_flows: false,
+        verify_checksums: false,
         stats_json: cfg.stats_json.clone(),
         stats_interval: cfg.stats_interval,
         mtu,

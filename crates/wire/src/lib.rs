@@ -38,7 +38,9 @@ pub mod view;
 pub mod write;
 
 pub use packet::*;
-pub use parse::{verify_checksums, ChecksumError, Layer, OptionProblem, ParseError, ParsedFrame, ParsedIp};
+pub use parse::{
+    verify_checksums, verify_parsed, ChecksumError, Layer, OptionProblem, ParseError, ParsedFrame, ParsedIp,
+};
 pub use seq::SeqNum;
 pub use view::{set_ip_ecn, TcpFrameMut, ViewError};
 pub use write::MAX_TCP_OPTIONS_LEN;

@@ -494,10 +494,29 @@ pub enum ChecksumError {
 /// checksum of 0 means "none" and passes).
 pub fn verify_checksums(frame: &[u8]) -> Result<(), ChecksumError> {
     let p = Packet::parse_frame(frame)?;
+    verify_parsed(frame, &p)
+}
+
+/// [`verify_checksums`] for a frame already parsed into `p` (by [`Packet::parse_frame`] of the
+/// same bytes): one pass over the IP packet, no second parse. The live data plane calls it on
+/// every frame it receives. Offsets out of range (a `p` of other bytes) give
+/// [`ParseError::Truncated`], never a panic.
+pub fn verify_parsed(frame: &[u8], p: &ParsedFrame) -> Result<(), ChecksumError> {
+    if p.ip_offset > p.ip_end || p.ip_end > frame.len() || p.l4_offset < p.ip_offset || p.l4_offset > p.ip_end {
+        return Err(ChecksumError::Parse(ParseError::Truncated {
+            layer: Layer::Ethernet,
+            need: p.ip_end,
+            have: frame.len(),
+        }));
+    }
     let ip = &frame[p.ip_offset..p.ip_end];
     let l4_off = p.l4_offset - p.ip_offset;
+    let short = || ChecksumError::Parse(ParseError::Truncated { layer: Layer::Tcp, need: p.ip_end, have: frame.len() });
     if p.packet.ip.src.is_ipv4() {
-        let hlen = (ip[0] & 0x0f) as usize * 4;
+        let hlen = (ip.first().ok_or_else(short)? & 0x0f) as usize * 4;
+        if hlen < 20 || hlen > ip.len() {
+            return Err(short());
+        }
         let found = be16(ip, 10);
         let mut h = [0u8; 60];
         h[..hlen].copy_from_slice(&ip[..hlen]);
@@ -518,9 +537,11 @@ pub fn verify_checksums(frame: &[u8]) -> Result<(), ChecksumError> {
     };
     let seg = match p.packet.l4 {
         // UDP: the checksum covers the UDP length, not trailing bytes of the IP packet.
-        L4::Udp(_) => &ip[l4_off..l4_off + 8 + p.packet.payload_len as usize],
-        _ => &ip[l4_off..],
-    };
+        L4::Udp(_) => ip.get(l4_off..l4_off + 8 + p.packet.payload_len as usize),
+        _ => ip.get(l4_off..),
+    }
+    .filter(|s| s.len() >= field + 2)
+    .ok_or_else(short)?;
     let found = be16(seg, field);
     if proto == PROTO_UDP && found == 0 && p.packet.ip.src.is_ipv4() {
         return Ok(());

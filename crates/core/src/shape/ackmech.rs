@@ -58,6 +58,20 @@ pub trait AckMechanism {
     /// A packet travelling to the shaped sender of `flow` (ACK, possibly piggy-backed on data).
     /// Push what leaves now onto `out`; keep what is held.
     fn on_ack(&mut self, now: Time, flow: FlowKey, pkt: Packet, out: &mut Vec<Packet>);
+    /// Whether the packet of the last [`Self::on_ack`] call was judged inconsistent with what the
+    /// mechanism has seen of its flow (see [`super::guard`]) and pushed onto `out` untouched,
+    /// learning nothing from it. The gateway then forwards it without letting it start tracking
+    /// a flow (spoofed data with a real flow's tuple must not open a flow the other way).
+    /// Default: false.
+    fn last_ack_untouched(&self) -> bool {
+        false
+    }
+    /// Would this RST of `flow` (travelling from its sender if `from_sender`, else towards it)
+    /// act at its endpoint, i.e. is its sequence number in window (RFC 5961 §3)? The gateway
+    /// ends a tracked flow on an RST only if its mechanism says so. Default: true.
+    fn rst_in_window(&self, _flow: FlowKey, _pkt: &Packet, _from_sender: bool) -> bool {
+        true
+    }
     /// The class's data queue sent a packet of `flow` (the zero-timer PostACK clock, 000 §6 step
     /// 2.4). `flow_qlen` is the length, in packets, of the flow's own per-flow queue under the
     /// class after the dequeue (`None` when the class has no per-flow queues).

@@ -67,6 +67,8 @@ const DATA_SEEN: u8 = 1;
 const FIN_FWD: u8 = 2;
 const FIN_REV: u8 = 4;
 const ENDED: u8 = 8;
+/// Tracked from its opening SYN: the connection's direction is decided.
+const SYN_OPENED: u8 = 16;
 
 /// A tracked flow, keyed by its [`FlowKey`] in the data direction.
 #[derive(Clone, Copy, Debug)]
@@ -401,8 +403,9 @@ pub struct Gateway {
     /// with the opener's flow.
     syn_opts: FxHashMap<FlowKey, (ackmech::SynOptions, Option<ackmech::SynOptions>)>,
     scratch: Vec<Packet>,
-    /// Packets released by a mechanism that carry data: they take the data path next.
-    reinject: Vec<(Dir, Packet)>,
+    /// Packets released by a mechanism that carry data: they take the data path next (the flag:
+    /// the mechanism accepted the packet, so it may start tracking a flow).
+    reinject: Vec<(Dir, Packet, bool)>,
     next_sweep: Time,
     sweep_every: Dur,
     next_borrow: Option<Time>,
@@ -687,8 +690,9 @@ impl Gateway {
 
     // ---- flows ----
 
-    /// The class of a data packet travelling `dir`, tracking its flow if it is TCP.
-    fn class_of(&mut self, now: Time, dir: Dir, pkt: &Packet) -> Option<usize> {
+    /// The class of a data packet travelling `dir`, tracking its flow if it is TCP (and
+    /// `may_open`: not a packet a mechanism judged inconsistent with its flow).
+    fn class_of(&mut self, now: Time, dir: Dir, pkt: &Packet, may_open: bool) -> Option<usize> {
         let Some(key) = key_of(pkt) else {
             return self.policy.classify(dir, pkt);
         };
@@ -709,10 +713,28 @@ impl Gateway {
         }
         let class = self.policy.classify(dir, pkt);
         let t = pkt.tcp().expect("TCP");
-        let opens = is_flow_data(pkt) && !t.flags.contains(TcpFlags::RST);
+        // A flow's direction comes from its SYN. Every segment after the SYN carries an ACK
+        // (RFC 793 §3.1), so one without is no flow's start. A SYN for the reverse of a flow
+        // tracked from its own SYN the other way opens nothing (the connection is already
+        // there; a simultaneous open of the same tuple is not one a blind sender gets to make),
+        // and a packet its mechanism judged inconsistent (spoofed data with a real flow's tuple)
+        // opens nothing either: the real sender's data would otherwise meet a mechanism on the
+        // ACK path that rewrites it.
+        let syn = t.flags.contains(TcpFlags::SYN);
+        let answered = syn
+            && !t.flags.contains(TcpFlags::ACK)
+            && self.flows.get(&rev(&key)).is_some_and(|e| e.dir != dir && e.state & SYN_OPENED != 0);
+        let opens = is_flow_data(pkt)
+            && !t.flags.contains(TcpFlags::RST)
+            && (syn || t.flags.contains(TcpFlags::ACK))
+            && may_open
+            && !answered;
         if opens {
             if self.flows.len() < self.policy.flows.max_flows {
-                let state = if pkt.payload_len > 0 { DATA_SEEN } else { 0 };
+                let mut state = if pkt.payload_len > 0 { DATA_SEEN } else { 0 };
+                if syn && !t.flags.contains(TcpFlags::ACK) {
+                    state |= SYN_OPENED;
+                }
                 let class = class.map_or(NONE, |c| c as u32);
                 self.flows.insert(key, FlowEntry { class, dir, state, last_seen: now });
                 self.g.flows_created += 1;
@@ -743,6 +765,19 @@ impl Gateway {
         }
     }
 
+    /// Whether an RST for tracked flow `key` (from its sender if `from_sender`) acts: its
+    /// mechanism's judgement ([`AckMechanism::rst_in_window`]); true for flows without one.
+    fn rst_in_window(&self, key: FlowKey, pkt: &Packet, from_sender: bool) -> bool {
+        let Some(e) = self.flows.get(&key) else { return true };
+        if e.class == NONE {
+            return true;
+        }
+        match self.sides[e.dir.index()].cls[e.class as usize].mech.as_ref() {
+            Some(m) => m.rst_in_window(key, pkt, from_sender),
+            None => true,
+        }
+    }
+
     /// End a flow: the mechanism releases what it holds for it.
     fn end_flow(&mut self, now: Time, key: FlowKey, out: &mut Emit) {
         let Some(e) = self.flows.get_mut(&key) else { return };
@@ -760,7 +795,7 @@ impl Gateway {
             let mut scratch = std::mem::take(&mut self.scratch);
             m.on_flow_end(now, key, &mut scratch);
             self.refresh_timer(d, class as usize);
-            self.mech_out(now, dir, class as usize, &mut scratch, out);
+            self.mech_out(now, dir, class as usize, &mut scratch, out, true);
             self.scratch = scratch;
         }
     }
@@ -794,11 +829,21 @@ impl Gateway {
 
     /// What mechanism `class` (shaping `data_dir`) released: pure ACKs leave towards the senders
     /// now; packets with data take the data path of their own direction.
-    fn mech_out(&mut self, now: Time, data_dir: Dir, class: usize, pkts: &mut Vec<Packet>, out: &mut Emit) {
+    /// `accepted`: false when the mechanism forwarded the packet it was given untouched as
+    /// inconsistent ([`AckMechanism::last_ack_untouched`]).
+    fn mech_out(
+        &mut self,
+        now: Time,
+        data_dir: Dir,
+        class: usize,
+        pkts: &mut Vec<Packet>,
+        out: &mut Emit,
+        accepted: bool,
+    ) {
         let ack_dir = data_dir.reverse();
         for p in pkts.drain(..) {
             if p.payload_len > 0 {
-                self.reinject.push((ack_dir, p));
+                self.reinject.push((ack_dir, p, accepted));
             } else {
                 out.push((ack_dir, p));
             }
@@ -828,8 +873,8 @@ impl Gateway {
 
     // ---- the data path ----
 
-    fn data_path(&mut self, now: Time, dir: Dir, pkt: Packet, out: &mut Emit) {
-        let Some(class) = self.class_of(now, dir, &pkt) else {
+    fn data_path(&mut self, now: Time, dir: Dir, pkt: Packet, out: &mut Emit, may_open: bool) {
+        let Some(class) = self.class_of(now, dir, &pkt, may_open) else {
             self.g.unclassified_pkts += 1;
             out.push((dir, pkt));
             return;
@@ -1041,7 +1086,7 @@ impl Gateway {
                     let mut scratch = std::mem::take(&mut self.scratch);
                     cs.mech.as_mut().unwrap().on_class_dequeue(now, k, qlen, &mut scratch);
                     self.refresh_timer(d, c);
-                    self.mech_out(now, dir, c, &mut scratch, out);
+                    self.mech_out(now, dir, c, &mut scratch, out, true);
                     self.scratch = scratch;
                 }
             }
@@ -1152,8 +1197,8 @@ impl Gateway {
     }
 
     fn drain_reinject(&mut self, now: Time, out: &mut Emit) {
-        while let Some((dir, p)) = self.reinject.pop() {
-            self.data_path(now, dir, p, out);
+        while let Some((dir, p, accepted)) = self.reinject.pop() {
+            self.data_path(now, dir, p, out, accepted);
         }
     }
 }
@@ -1228,14 +1273,18 @@ impl Middlebox for Gateway {
         self.sweep(now, out);
         if let (Some(key), Some(t)) = (key_of(&pkt), pkt.tcp()) {
             let flags = t.flags;
-            // RST ends the connection both ways.
+            // RST ends the connection both ways, if in window (RFC 5961 §3): a tracked flow's
+            // mechanism judges that; an RST it rejects is forwarded and ends nothing.
             if flags.contains(TcpFlags::RST) {
                 for k in [key, rev(&key)] {
+                    if !self.rst_in_window(k, &pkt, k == key) {
+                        continue;
+                    }
                     self.end_flow(now, k, out);
                     self.flows.remove(&k);
                     self.syn_opts.remove(&k);
                 }
-                self.data_path(now, dir, pkt, out);
+                self.data_path(now, dir, pkt, out, true);
                 self.drain_reinject(now, out);
                 return;
             }
@@ -1253,13 +1302,17 @@ impl Middlebox for Gateway {
             if flags.contains(TcpFlags::SYN) {
                 if flags.contains(TcpFlags::ACK) {
                     // The answer to a kept SYN: keep its options for the answering half.
+                    // Only the first answer: a later SYN-ACK (spoofed, or a retransmission with
+                    // the same options) teaches nothing.
                     if let Some(e) = self.syn_opts.get_mut(&rev(&key)) {
-                        e.1 = Some(ackmech::SynOptions::of(&t.opts));
+                        if e.1.is_none() {
+                            e.1 = Some(ackmech::SynOptions::of(&t.opts));
+                        }
                     }
                 } else if !self.sides[dir.reverse().index()].mechs.is_empty() {
                     // An opening SYN: the answer's half may carry data shaped by a mechanism.
                     let o = ackmech::SynOptions::of(&t.opts);
-                    self.data_path(now, dir, pkt, out);
+                    self.data_path(now, dir, pkt, out, true);
                     if self.flows.get(&key).is_some_and(|e| e.dir == dir) {
                         self.syn_opts.insert(key, (o, None));
                     }
@@ -1279,8 +1332,9 @@ impl Middlebox for Gateway {
                             cs.st.acks_in += 1;
                             let mut scratch = std::mem::take(&mut self.scratch);
                             m.on_ack(now, rk, pkt, &mut scratch);
+                            let accepted = !m.last_ack_untouched();
                             self.refresh_timer(dd.index(), c);
-                            self.mech_out(now, dd, c, &mut scratch, out);
+                            self.mech_out(now, dd, c, &mut scratch, out, accepted);
                             self.scratch = scratch;
                             self.drain_reinject(now, out);
                             return;
@@ -1289,7 +1343,7 @@ impl Middlebox for Gateway {
                 }
             }
         }
-        self.data_path(now, dir, pkt, out);
+        self.data_path(now, dir, pkt, out, true);
         self.drain_reinject(now, out);
     }
 
@@ -1345,7 +1399,7 @@ impl Middlebox for Gateway {
                 self.sides[d].cls[c].mech.as_mut().unwrap().on_timeout(now, &mut scratch);
                 self.refresh_timer(d, c);
                 let dir = self.sides[d].dir;
-                self.mech_out(now, dir, c, &mut scratch, out);
+                self.mech_out(now, dir, c, &mut scratch, out, true);
                 self.scratch = scratch;
             }
             // Its entry left the heap: put its deadline back whether or not it moved.

@@ -27,6 +27,7 @@ pub mod ackmech;
 pub mod asym;
 pub mod drr;
 pub mod gateway;
+pub mod guard;
 pub mod pfq;
 pub mod policy;
 pub mod policy_report;

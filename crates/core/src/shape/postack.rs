@@ -85,7 +85,8 @@
 //! flows of a class; ACKs are never dropped. O(1) per packet (on-off, zero-timer) and O(n) per
 //! slot; no allocation per packet in steady state (per-flow queues are reused).
 
-use super::ackmech::{AckMechanism, FlowKey};
+use super::ackmech::{AckMechanism, FlowKey, SynOptions};
+use super::guard::{Check, GuardStats, SeqGuard};
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
@@ -280,6 +281,9 @@ pub struct PostAckStats {
     pub dequeues_without_qlen: u64,
     /// Data packets given to `on_data`.
     pub data_in: u64,
+    /// Packets inconsistent with what the gateway saw of their flow (see `guard`): never held,
+    /// never flushing what is held, no state learnt.
+    pub inconsistent: GuardStats,
 }
 
 struct Held {
@@ -292,6 +296,8 @@ struct Held {
 struct Flow {
     key: FlowKey,
     live: bool,
+    /// What may be learnt from a packet (RFC 5961 spirit; see `guard`).
+    guard: SeqGuard,
     gen: u64,
     held: VecDeque<Held>,
     // on-off
@@ -322,6 +328,7 @@ impl Flow {
         Flow {
             key,
             live: true,
+            guard: SeqGuard::new(),
             gen,
             held,
             out: 0,
@@ -367,6 +374,8 @@ pub struct PostAck {
     // basic deadlines: (due, slot, gen)
     heap: BinaryHeap<Reverse<(Time, usize, u64)>>,
     last_recount: Time,
+    /// The packet of the last `on_ack` was forwarded untouched as inconsistent.
+    last_untouched: bool,
     stats: PostAckStats,
 }
 
@@ -389,6 +398,7 @@ impl PostAck {
             rr: 0,
             heap: BinaryHeap::new(),
             last_recount: Time::ZERO,
+            last_untouched: false,
             stats: PostAckStats::default(),
         }
     }
@@ -756,6 +766,20 @@ impl AckMechanism for PostAck {
         let Some(t) = pkt.tcp() else { return };
         self.stats.data_in += 1;
         let s = self.slot_of(flow);
+        if self.flows[s].guard.sender_packet(pkt) == Check::Ignore {
+            // A SYN on an established flow, or a segment outside the receiver's window: it is in
+            // the class (counted for the dequeues) but moves nothing.
+            self.flows[s].in_class += 1;
+            let g = &mut self.stats.inconsistent;
+            if t.flags.contains(TcpFlags::SYN) {
+                g.syn_ignored += 1;
+            } else if t.flags.contains(TcpFlags::RST) {
+                g.rst_ignored += 1;
+            } else {
+                g.data_ignored += 1;
+            }
+            return;
+        }
         let syn = t.flags.contains(TcpFlags::SYN);
         let fin = t.flags.contains(TcpFlags::FIN);
         let payload = pkt.payload_len;
@@ -809,7 +833,30 @@ impl AckMechanism for PostAck {
 
     fn on_ack(&mut self, now: Time, flow: FlowKey, pkt: Packet, out: &mut Vec<Packet>) {
         self.stats.acks_in += 1;
+        self.last_untouched = false;
         let s = self.slot_of(flow);
+        // Only a packet consistent with what the gateway forwarded is held or flushes what is
+        // held (see `guard`): a spoofed pure ACK is dropped (its sender would discard it:
+        // RFC 5961 §5.2), anything else goes on untouched, out of the flow's order, for its
+        // endpoint to judge.
+        if self.flows[s].guard.receiver_packet(&pkt) == Check::Ignore {
+            let flags = pkt.tcp().map_or(TcpFlags(0), |t| t.flags);
+            let g = &mut self.stats.inconsistent;
+            if flags.contains(TcpFlags::SYN) {
+                g.syn_ignored += 1;
+            } else if flags.contains(TcpFlags::RST) {
+                g.rst_ignored += 1;
+            } else if pkt.payload_len == 0 && !flags.contains(TcpFlags::FIN) && flags.contains(TcpFlags::ACK) {
+                g.acks_dropped += 1;
+                return;
+            } else {
+                g.ack_path_untouched += 1;
+            }
+            self.last_untouched = true;
+            self.stats.forwarded_now += 1;
+            out.push(pkt);
+            return;
+        }
         // basic: the RTT sample.
         if let Some(t) = pkt.tcp() {
             if t.flags.contains(TcpFlags::ACK) {
@@ -887,6 +934,25 @@ impl AckMechanism for PostAck {
                     self.schedule_head(s);
                 }
             }
+        }
+    }
+
+    fn on_receiver_open(&mut self, _now: Time, flow: FlowKey, sender: &SynOptions, receiver: &SynOptions) {
+        let s = self.slot_of(flow);
+        self.flows[s].guard.receiver_opened(sender, receiver);
+    }
+
+    fn last_ack_untouched(&self) -> bool {
+        self.last_untouched
+    }
+
+    fn rst_in_window(&self, flow: FlowKey, pkt: &Packet, from_sender: bool) -> bool {
+        let Some(&s) = self.index.get(&flow) else { return true };
+        let g = &self.flows[s].guard;
+        if from_sender {
+            g.rst_from_sender_ok(pkt)
+        } else {
+            g.rst_from_receiver_ok(pkt)
         }
     }
 

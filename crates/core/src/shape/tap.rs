@@ -525,6 +525,9 @@ pub struct Tap {
     evicted: u64,
     packets_seen: u64,
     non_tcp: u64,
+    /// ACKs beyond the highest data the mirror showed for their flow: not the receiver's (a
+    /// spoof), never counted or duplicated.
+    acks_beyond_data: u64,
     history: Vec<CtlSample>,
 }
 
@@ -558,6 +561,7 @@ impl Tap {
             evicted: 0,
             packets_seen: 0,
             non_tcp: 0,
+            acks_beyond_data: 0,
             history: Vec::new(),
         }
     }
@@ -797,6 +801,13 @@ impl Middlebox for Tap {
             self.every(f)
         };
         let f = self.flows[i].as_mut().unwrap();
+        if f.high.is_some_and(|h| t.ack > h) {
+            // It acknowledges data the sender never sent past the mirror (RFC 5961 §5.2: its
+            // sender discards it): the tap never duplicates an ACK beyond what the receiver
+            // could have sent, nor lets one pass for the flow's newest.
+            self.acks_beyond_data += 1;
+            return;
+        }
         f.last_seen = now;
         f.acks += 1;
         self.rules[f.rule].acks += 1;
@@ -923,6 +934,7 @@ impl Middlebox for Tap {
         let mut v = serde_json::json!({
             "packets_seen": self.packets_seen,
             "non_tcp": self.non_tcp,
+            "acks_beyond_data": self.acks_beyond_data,
             "flows_now": self.index.len(),
             "flows_untracked": self.untracked,
             "flows_evicted": self.evicted,
@@ -975,6 +987,29 @@ mod tests {
     }
     fn spec(text: &str) -> TapSpec {
         TapSpec::from_toml(text).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    /// An ACK beyond the highest data the mirror showed (a spoof at +2^30 or +2^31 − 1) is never
+    /// duplicated and does not pass for the flow's newest: the real ACKs after it still are.
+    #[test]
+    fn acks_beyond_the_data_seen_are_never_duplicated() {
+        let mut tap = Tap::new(spec("technique = \"triple-ack\"\nevery = 1"));
+        let mut out = Emit::new();
+        let mut seq = 1u32;
+        for _ in 0..10 {
+            tap.on_packet(Time::ZERO, Dir::AToB, data(seq, 1000), &mut out);
+            seq += 1000;
+        }
+        for off in [1u32 << 30, (1u32 << 31) - 1] {
+            out.clear();
+            tap.on_packet(Time::ZERO, Dir::BToA, ack(2001u32.wrapping_add(off)), &mut out);
+            assert!(out.is_empty(), "+{off}: duplicated");
+        }
+        assert_eq!(tap.stats_json()["acks_beyond_data"], 2);
+        out.clear();
+        tap.on_packet(Time::ZERO, Dir::BToA, ack(3001), &mut out);
+        assert_eq!(out.len(), 3, "the real ACK is still new and duplicated");
+        assert!(out.iter().all(|(_, p)| p.tcp().unwrap().ack == SeqNum(3001)));
     }
 
     #[test]

@@ -143,7 +143,9 @@ pub(crate) fn may_drop(c: &TcpHdr, t: &TcpHdr) -> bool {
             }
         }
     }
-    if c.ack > t.ack {
+    if c.ack > t.ack || !super::plausible_advance(c.ack, t.ack) {
+        // Rule 5, and a trigger further ahead than any window allows is no real ACK of this
+        // connection (a spoof must not evict the real ones).
         return false;
     }
     let cb = o.sack_blocks();

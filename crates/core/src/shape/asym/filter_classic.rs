@@ -77,6 +77,11 @@ impl QueueDisc for AckFilterClassic {
         let Some(queued) = self.acks.get(&key).and_then(|ids| self.queued_ack(ids)) else {
             return self.append(c, Some(key), pkt);
         };
+        if newer > queued && !super::plausible_advance(queued, newer) {
+            // Further ahead than any window allows: not the receiver's ACK (a blind spoof); it
+            // must not purge the real ones. Queued as it is.
+            return self.append(c, Some(key), pkt);
+        }
         if newer < queued {
             // Stale (reordered): the queued ACK already says more.
             self.stats.drop(c, DropReason::AckFiltered, false);

@@ -293,3 +293,14 @@ impl Drr2 {
         }
     }
 }
+
+/// The largest window TCP can advertise (65,535 · 2^14 bytes, RFC 7323 §2.3): two ACKs of one
+/// connection can be at most this far apart, so a newer ACK further ahead than that cannot be the
+/// receiver's (a blind spoof far ahead, RFC 5961 §5) and must not make real ACKs redundant.
+pub(crate) const MAX_ACK_ADVANCE: u32 = 65_535 << 14;
+
+/// `newer` is at most [`MAX_ACK_ADVANCE`] after `older` (sequence space).
+#[inline]
+pub(crate) fn plausible_advance(older: ackshape_wire::SeqNum, newer: ackshape_wire::SeqNum) -> bool {
+    newer.0.wrapping_sub(older.0) <= MAX_ACK_ADVANCE
+}

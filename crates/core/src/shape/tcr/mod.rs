@@ -72,6 +72,7 @@ pub mod workload;
 pub use config::*;
 
 use super::ackmech::{AckMechanism, FlowKey, SynOptions};
+use super::guard::{Check, GuardStats, SeqGuard};
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
@@ -102,6 +103,8 @@ struct Flow {
     snd_mss: Option<u16>,
     /// Scale of the window field in packets to the sender; None = unknown (no rewrite).
     rcv_scale: Option<u8>,
+    /// What may be learnt from a packet (RFC 5961 spirit; see `guard`).
+    guard: SeqGuard,
     mss: u32,
     /// `mss` came from the handshake or data (not the default).
     mss_known: bool,
@@ -180,6 +183,7 @@ impl Flow {
             snd_ts: false,
             snd_mss: None,
             rcv_scale: None,
+            guard: SeqGuard::new(),
             mss: cfg.default_mss,
             mss_known: false,
             hdr: ip + 20,
@@ -343,6 +347,8 @@ pub struct TcrStats {
     /// every flow's pacing grid was moved by for them, ns.
     pub late_timer_shifts: u64,
     pub late_timer_shift_ns: u64,
+    /// Packets inconsistent with what the gateway saw of their flow: they moved no state.
+    pub inconsistent: GuardStats,
 }
 
 /// A snapshot of one flow's state (tests, stats).
@@ -406,6 +412,8 @@ pub struct Tcr {
     scratch_idx: Vec<u32>,
     scratch_f: Vec<f64>,
     held: u64,
+    /// The packet of the last `on_ack` was forwarded untouched as inconsistent.
+    last_untouched: bool,
     stats: TcrStats,
 }
 
@@ -434,6 +442,7 @@ impl Tcr {
             scratch_idx: Vec::new(),
             scratch_f: Vec::new(),
             held: 0,
+            last_untouched: false,
             stats: TcrStats::default(),
         }
     }
@@ -1084,10 +1093,19 @@ impl Tcr {
 
     // ------------------------------------------------------------------ packet handlers
 
-    fn handle_synack(&mut self, i: u32, now: Time, mut pkt: Packet, out: &mut Vec<Packet>) {
+    /// The receiver's SYN-ACK answering the sender's SYN (the guard checked it): `first` learns
+    /// its options; a retransmission only has its window rewritten.
+    fn handle_synack(&mut self, i: u32, now: Time, mut pkt: Packet, out: &mut Vec<Packet>, first: bool) {
         let t = pkt.tcp().unwrap();
         let (ack, seq, win) = (t.ack, t.seq, t.window);
         let (ws, ts, mss_opt) = (t.opts.wscale, t.opts.timestamps.is_some(), t.opts.mss);
+        if !first {
+            let field = self.window_field(i, now, ack, true).min(win);
+            pkt.tcp_mut().unwrap().window = field;
+            self.stats.acks_out += 1;
+            out.push(pkt);
+            return;
+        }
         self.rtt_on_ack(i, now, ack);
         let f = self.flow_mut(i);
         if f.syn_seen {
@@ -1129,6 +1147,28 @@ impl Tcr {
         self.catch_up(now);
         let i = self.lookup_or_create(now, flow);
         self.stats.acks_in += 1;
+        // State only from packets consistent with what the gateway forwarded (RFC 5961 spirit,
+        // see `guard`): an inconsistent one moves nothing and is never a template. A pure ACK
+        // is dropped (its sender would discard it: RFC 5961 §5.2, RFC 793 p. 72); anything else
+        // is forwarded untouched for its endpoint to judge (a SYN-ACK or RST draws the
+        // endpoint's challenge ACK; data is never lost to a wrong guess here).
+        let check = self.flow_mut(i).guard.receiver_packet(&pkt);
+        if check == Check::Ignore {
+            let g = &mut self.stats.inconsistent;
+            if flags.contains(TcpFlags::SYN) {
+                g.syn_ignored += 1;
+            } else if flags.contains(TcpFlags::RST) {
+                g.rst_ignored += 1;
+            } else if pkt.payload_len == 0 && !flags.contains(TcpFlags::FIN) && flags.contains(TcpFlags::ACK) {
+                g.acks_dropped += 1;
+                return Some(i);
+            } else {
+                g.ack_path_untouched += 1;
+            }
+            self.last_untouched = true;
+            out.push(pkt);
+            return Some(i);
+        }
         if flags.contains(TcpFlags::RST) {
             self.flush(i, now, out);
             self.finish(i, now);
@@ -1138,7 +1178,7 @@ impl Tcr {
         }
         if flags.contains(TcpFlags::SYN) {
             if flags.contains(TcpFlags::ACK) {
-                self.handle_synack(i, now, pkt, out);
+                self.handle_synack(i, now, pkt, out, check == Check::Handshake);
             } else {
                 self.stats.acks_out += 1;
                 out.push(pkt);
@@ -1342,6 +1382,7 @@ impl AckMechanism for Tcr {
             self.restart_flow(now, flow, i);
         }
         let f = self.flow_mut(i);
+        f.guard.receiver_opened(sender, receiver);
         f.syn_seen = true;
         f.snd_ws = sender.wscale.is_some();
         f.snd_ts = sender.timestamps;
@@ -1366,13 +1407,29 @@ impl AckMechanism for Tcr {
         self.catch_up(now);
         let i = self.lookup_or_create(now, flow);
         let f = self.slots[i as usize].flow.as_mut().unwrap();
-        if t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) && (f.finished || f.mss_known) {
+        // A new connection on the same addresses and ports once the sender closed this one
+        // (FIN or RST); a SYN on an established flow changes nothing (RFC 5961 §4: its
+        // endpoint answers with a challenge ACK, and a real restart resets the old one first).
+        if t.flags.contains(TcpFlags::SYN) && !t.flags.contains(TcpFlags::ACK) && f.finished {
             self.restart_flow(now, flow, i);
         }
         let overhead = self.cfg.overhead_bytes as u64;
         let f = self.flow_mut(i);
         let idx = f.enq;
         f.enq = f.enq.wrapping_add(1);
+        if f.guard.sender_packet(pkt) == Check::Ignore {
+            // Outside the receiver's window, or a SYN on an established flow: it is in the
+            // class (counted for the dequeues) but moves no state.
+            let g = &mut self.stats.inconsistent;
+            if t.flags.contains(TcpFlags::SYN) {
+                g.syn_ignored += 1;
+            } else if t.flags.contains(TcpFlags::RST) {
+                g.rst_ignored += 1;
+            } else {
+                g.data_ignored += 1;
+            }
+            return;
+        }
         let syn = t.flags.contains(TcpFlags::SYN);
         let fin = t.flags.contains(TcpFlags::FIN);
         if syn && !t.flags.contains(TcpFlags::ACK) {
@@ -1446,8 +1503,23 @@ impl AckMechanism for Tcr {
     }
 
     fn on_ack(&mut self, now: Time, flow: FlowKey, pkt: Packet, out: &mut Vec<Packet>) {
+        self.last_untouched = false;
         if let Some(i) = self.ack_path(now, flow, pkt, out) {
             self.sync_held(i);
+        }
+    }
+
+    fn last_ack_untouched(&self) -> bool {
+        self.last_untouched
+    }
+
+    fn rst_in_window(&self, flow: FlowKey, pkt: &Packet, from_sender: bool) -> bool {
+        let Some(&i) = self.index.get(&flow) else { return true };
+        let Some(f) = self.slots[i as usize].flow.as_ref() else { return true };
+        if from_sender {
+            f.guard.rst_from_sender_ok(pkt)
+        } else {
+            f.guard.rst_from_receiver_ok(pkt)
         }
     }
 
