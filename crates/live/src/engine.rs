@@ -435,7 +435,9 @@ pub const RELOAD_TIMEOUT: Dur = Dur(10_000_000_000);
 enum Loaded {
     /// The file's bytes are those of the running policy.
     Unchanged,
-    Valid(Box<Policy>, [u8; 32]),
+    /// The policy twice: one for the pipeline to keep, one for the engine (copied on the loader
+    /// thread, not on the data path).
+    Valid(Box<Policy>, Box<Policy>, [u8; 32]),
     Invalid(String),
 }
 
@@ -496,6 +498,8 @@ impl Loader {
         let (file, running) = (path.to_path_buf(), self.running);
         let spawned = std::thread::Builder::new().name("acks-policy".into()).spawn(move || {
             let path = file;
+            // The data plane comes first: the loader competes for the CPU at the lowest weight.
+            let _ = sys::set_fair_slice(0, 19);
             let r = match crate::policy::read_policy_file(&path) {
                 Err(e) => Loaded::Invalid(e.to_string()),
                 Ok(text) => {
@@ -504,7 +508,7 @@ impl Loader {
                         Loaded::Unchanged
                     } else {
                         match Policy::from_toml(&text, &path.display().to_string()) {
-                            Ok(p) => Loaded::Valid(Box::new(p), d),
+                            Ok(p) => Loaded::Valid(Box::new(p.clone()), Box::new(p), d),
                             Err(e) => Loaded::Invalid(e.to_string()),
                         }
                     }
@@ -634,12 +638,16 @@ pub fn run_engine(
                     st.reload_errors += 1;
                     tracing::error!("policy reload rejected, keeping the running policy: {e}");
                 }
-                Some(Loaded::Valid(p, digest)) => match pipeline.reload(now, &p) {
+                Some(Loaded::Valid(pp, p, digest)) => match pipeline.reload_owned(now, *pp) {
                     Ok(()) => {
                         loader.applied(digest);
                         st.flows.set_policy(p.flows.clone());
                         p.log_warnings(path);
-                        cfg.policy = *p;
+                        let old = std::mem::replace(&mut cfg.policy, *p);
+                        // Freeing a large policy takes milliseconds: not on the data path.
+                        if std::thread::Builder::new().name("acks-policy".into()).spawn(move || drop(old)).is_err() {
+                            tracing::warn!("cannot start a thread to free the old policy");
+                        }
                         st.reloads += 1;
                         tracing::info!("policy reloaded from {}: {}", path.display(), cfg.policy.headline());
                     }

@@ -53,6 +53,12 @@ pub trait Pipeline: Send {
     fn reload(&mut self, _now: Time, _policy: &crate::policy::Policy) -> Result<(), String> {
         Ok(())
     }
+    /// [`Pipeline::reload`] with a policy of its own to keep (the engine clones it on its loader
+    /// thread, so a pipeline that keeps the policy need not copy it on the data path). Default:
+    /// `reload(now, &policy)`.
+    fn reload_owned(&mut self, now: Time, policy: crate::policy::Policy) -> Result<(), String> {
+        self.reload(now, &policy)
+    }
     /// Pipeline-specific stats merged into the JSON/Prometheus output.
     fn stats_json(&self) -> serde_json::Value {
         serde_json::Value::Null
