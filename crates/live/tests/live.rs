@@ -485,8 +485,11 @@ fn flow_table_bounded_under_200k_syns() {
     std::fs::create_dir_all(&dir).unwrap();
     let pol = dir.join("policy.toml");
     let cap = 20_000usize;
-    std::fs::write(&pol, format!("[flows]\nmax_flows = {cap}\nidle_timeout_s = 30\nembryonic_timeout_s = 1\n"))
-        .unwrap();
+    std::fs::write(
+        &pol,
+        format!("pass_through = true\n[flows]\nmax_flows = {cap}\nidle_timeout_s = 30\nembryonic_timeout_s = 1\n"),
+    )
+    .unwrap();
     let mut rig = rig_with("acks-tf", None, Some(pol));
     let syn = |i: usize, buf: &mut Vec<u8>| {
         let i = i as u32;
