@@ -86,6 +86,17 @@ pub struct BoxArgs {
     /// preempts other load when it wakes (0 = the kernel's default slice).
     #[arg(long, value_name = "DUR", default_value = "100us")]
     latency_slice: String,
+    /// After opening the ports, switch to this user (name or uid); the box keeps only
+    /// CAP_NET_RAW (and CAP_SYS_NICE for --nice below 0, --latency-slice or --realtime).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Keep every capability the box started with (by default it drops all but CAP_NET_RAW and
+    /// what its scheduling options need once its ports are open).
+    #[arg(long, conflicts_with = "user")]
+    keep_privileges: bool,
+    /// Umask (octal) of the files the box writes (pcap, stats JSON): 077 makes them 0600.
+    #[arg(long, value_name = "OCTAL", default_value = "077")]
+    umask: String,
 }
 
 /// Copy the shared box flags into a `GatewayConfig` or `WanemConfig` (same field names).
@@ -111,6 +122,12 @@ macro_rules! apply_box_args {
             $cfg.pcap_dir = c.pcap_dir;
             $cfg.allow_offloads = c.allow_offloads;
             $cfg.realtime_priority = c.realtime;
+            let umask = u32::from_str_radix(c.umask.trim_start_matches("0o"), 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .ok_or_else(|| format!("--umask: expected an octal mask like 077, got {:?}", c.umask))?;
+            $cfg.file_mode = ackshape_live::privs::mode_for_umask(umask);
+            $cfg.privileges = (!c.keep_privileges).then(|| ackshape_live::privs::PrivDrop { user: c.user.clone() });
             Ok(())
         })
     }};

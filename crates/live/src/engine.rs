@@ -188,6 +188,8 @@ pub struct EngineConfig {
     /// dropped per the policy, never handed to the pipeline. The gateway does; the WAN emulator
     /// (which must carry whatever its link would) does not.
     pub verify_checksums: bool,
+    /// Mode the stats JSON file is created with.
+    pub file_mode: u32,
 }
 
 impl Default for EngineConfig {
@@ -203,6 +205,7 @@ impl Default for EngineConfig {
             realtime_priority: None,
             sched: SchedSpec::default(),
             verify_checksums: true,
+            file_mode: crate::privs::DEFAULT_FILE_MODE,
         }
     }
 }
@@ -217,6 +220,8 @@ struct State {
     hold_err_acks: hdrhistogram::Histogram<u64>,
     reloads: u64,
     reload_errors: u64,
+    /// Reloads of a file identical to the running policy's (nothing to do).
+    reloads_unchanged: u64,
     timing: LoopTiming,
     links: LinkWatch<2>,
 }
@@ -267,6 +272,7 @@ impl State {
             loop_timing: self.timing.clone(),
             policy_reloads: self.reloads,
             policy_reload_errors: self.reload_errors,
+            policy_reloads_unchanged: self.reloads_unchanged,
             pipeline: pipeline.stats_json(),
         }
     }
@@ -437,6 +443,118 @@ fn send_output_dir(st: &mut State, tx: &mut dyn Port, dir: Dir, out: &[OutFrame]
     }
 }
 
+/// The shortest time between the starts of two policy loads: requests meanwhile (a storm of
+/// SIGHUPs) are coalesced into one load after it.
+pub const RELOAD_HOLDOFF: Dur = Dur(1_000_000_000);
+/// A load that has not finished after this long is given up (counted as a rejected reload); a
+/// later request starts a new one.
+pub const RELOAD_TIMEOUT: Dur = Dur(30_000_000_000);
+
+/// The result of a policy load on the loader thread.
+enum Loaded {
+    /// The file's bytes are those of the running policy.
+    Unchanged,
+    /// The policy twice: one for the pipeline to keep, one for the engine (copied on the loader
+    /// thread, not on the data path).
+    Valid(Box<Policy>, Box<Policy>, Option<crate::pipeline::Prepared>, [u8; 32]),
+    Invalid(String),
+}
+
+/// Reloads off the data path: the file is read, parsed and validated on a thread of its own
+/// ([`crate::policy::read_policy_file`] never blocks on a FIFO); the forwarding loop only asks,
+/// once per iteration, whether a result is ready, and swaps it in. At most one load runs at a
+/// time; requests while one runs, or within [`RELOAD_HOLDOFF`] of the start of the last one,
+/// are coalesced into one; a file with the running policy's bytes changes nothing.
+struct Loader {
+    /// sha256 of the running policy file's bytes (None: unknown, e.g. a policy given in code).
+    running: Option<[u8; 32]>,
+    pending: bool,
+    inflight: Option<(std::sync::mpsc::Receiver<Loaded>, Time)>,
+    /// When the last load started.
+    last_start: Option<Time>,
+    /// The pipeline's [`crate::pipeline::Pipeline::preparer`].
+    prepare: Option<crate::pipeline::Preparer>,
+}
+
+impl Loader {
+    fn new(path: Option<&std::path::Path>, prepare: Option<crate::pipeline::Preparer>) -> Loader {
+        // The file the engine starts with is (normally) the running policy.
+        let running = path.and_then(|p| crate::policy::read_policy_file(p).ok()).map(|t| digest(t.as_bytes()));
+        Loader { running, pending: false, inflight: None, last_start: None, prepare }
+    }
+
+    fn applied(&mut self, digest: [u8; 32]) {
+        self.running = Some(digest);
+    }
+
+    /// Start a load if one is due, or take the result of the one running.
+    fn poll(&mut self, path: &std::path::Path, now: Time) -> Option<Loaded> {
+        if let Some((rx, started)) = &self.inflight {
+            return match rx.try_recv() {
+                Ok(r) => {
+                    self.inflight = None;
+                    Some(r)
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) if now.since(*started) > RELOAD_TIMEOUT => {
+                    self.inflight = None;
+                    Some(Loaded::Invalid(format!(
+                        "policy {}: not loaded within {} s",
+                        path.display(),
+                        RELOAD_TIMEOUT.0 / 1_000_000_000
+                    )))
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => None,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.inflight = None;
+                    Some(Loaded::Invalid(format!("policy {}: the loader thread failed", path.display())))
+                }
+            };
+        }
+        if !self.pending || self.last_start.is_some_and(|t| now < t + RELOAD_HOLDOFF) {
+            return None;
+        }
+        self.pending = false;
+        self.last_start = Some(now);
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (file, running, prepare) = (path.to_path_buf(), self.running, self.prepare.clone());
+        let spawned = std::thread::Builder::new().name("acks-policy".into()).spawn(move || {
+            let path = file;
+            // The data plane comes first: the loader competes for the CPU at a tenth of its weight (nice 10).
+            let _ = sys::set_fair_slice(0, 10);
+            let r = match crate::policy::read_policy_file(&path) {
+                Err(e) => Loaded::Invalid(e.to_string()),
+                Ok(text) => {
+                    let d = digest(text.as_bytes());
+                    if Some(d) == running {
+                        Loaded::Unchanged
+                    } else {
+                        match Policy::from_toml(&text, &path.display().to_string()) {
+                            Ok(p) => {
+                                let prepared = prepare.map(|f| f(&p));
+                                Loaded::Valid(Box::new(p.clone()), Box::new(p), prepared, d)
+                            }
+                            Err(e) => Loaded::Invalid(e.to_string()),
+                        }
+                    }
+                }
+            };
+            let _ = tx.send(r);
+        });
+        match spawned {
+            Ok(_) => {
+                self.inflight = Some((rx, now));
+                None
+            }
+            Err(e) => Some(Loaded::Invalid(format!("policy {}: cannot start the loader: {e}", path.display()))),
+        }
+    }
+}
+
+fn digest(b: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(b).into()
+}
+
 /// Call the pipeline's timer if it is due and send what it releases.
 fn serve_pipeline_timer(
     st: &mut State,
@@ -492,20 +610,19 @@ pub fn run_engine(
             .map_err(|e| std::io::Error::other(e.to_string()))?,
         reloads: 0,
         reload_errors: 0,
+        reloads_unchanged: 0,
         timing: LoopTiming::default(),
         links: LinkWatch::default(),
     };
     st.check_links([&*a, &*b])?;
     let mut json = match &cfg.stats_json {
         Some(p) => Some(std::io::BufWriter::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
+            crate::privs::append_file(p, cfg.file_mode)
                 .map_err(|e| std::io::Error::new(e.kind(), format!("opening stats file {}: {e}", p.display())))?,
         )),
         None => None,
     };
+    let mut loader = Loader::new(cfg.policy_path.as_deref(), pipeline.preparer());
     let mut batch = FrameBatch::new(BATCH, BUF_LEN);
     // Frames the pipeline emitted: this batch's (in arrival order) and timer-released ones.
     let mut pout: Vec<OutFrame> = Vec::new();
@@ -533,26 +650,39 @@ pub fn run_engine(
                 break Err(e);
             }
         }
-        if ctl.reload.swap(false, Ordering::SeqCst) {
-            if let Some(path) = &cfg.policy_path {
-                match Policy::load(path).map_err(|e| e.to_string()).and_then(|p| {
-                    pipeline
-                        .reload(st.clock.now(), &p)
-                        .map(|_| p)
-                        .map_err(|e| format!("policy {}: {e}", path.display()))
-                }) {
-                    Ok(p) => {
+        if ctl.reload.swap(false, Ordering::SeqCst) && cfg.policy_path.is_some() {
+            loader.pending = true;
+        }
+        if let Some(path) = &cfg.policy_path {
+            let now = st.clock.now();
+            match loader.poll(path, now) {
+                None => {}
+                Some(Loaded::Unchanged) => st.reloads_unchanged += 1,
+                Some(Loaded::Invalid(e)) => {
+                    st.reload_errors += 1;
+                    tracing::error!("policy reload rejected, keeping the running policy: {e}");
+                }
+                Some(Loaded::Valid(pp, p, prepared, digest)) => match pipeline.reload_prepared(now, *pp, prepared) {
+                    Ok(()) => {
+                        loader.applied(digest);
                         st.flows.set_policy(p.flows.clone());
                         p.log_warnings(path);
-                        cfg.policy = p;
+                        let old = std::mem::replace(&mut cfg.policy, *p);
+                        // Freeing a large policy takes milliseconds: not on the data path.
+                        if std::thread::Builder::new().name("acks-policy".into()).spawn(move || drop(old)).is_err() {
+                            tracing::warn!("cannot start a thread to free the old policy");
+                        }
                         st.reloads += 1;
                         tracing::info!("policy reloaded from {}: {}", path.display(), cfg.policy.headline());
                     }
                     Err(e) => {
                         st.reload_errors += 1;
-                        tracing::error!("policy reload rejected, keeping the running policy: {e}");
+                        tracing::error!(
+                            "policy reload rejected, keeping the running policy: policy {}: {e}",
+                            path.display()
+                        );
                     }
-                }
+                },
             }
         }
         // Due held frames first: their timing matters most.

@@ -47,9 +47,11 @@ pub mod engine;
 pub mod flowgen;
 pub mod gateway;
 pub mod mbpipe;
+pub mod metrics_http;
 pub mod pipeline;
 pub mod policy;
 pub mod port;
+pub mod privs;
 pub mod rig;
 pub mod stats;
 #[allow(unsafe_code)]

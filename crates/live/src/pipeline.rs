@@ -38,6 +38,11 @@ pub struct OutFrame {
 /// A shaping stage. The engine calls `on_frame` for every frame that policy does not drop
 /// outright, `on_timeout` when `poll_timeout` has passed. Implementations may rewrite the frame
 /// in place (its length is fixed).
+/// What a [`Pipeline::preparer`] built off the data path.
+pub type Prepared = Box<dyn std::any::Any + Send>;
+/// Builds a [`Prepared`] for a validated policy, on the engine's loader thread.
+pub type Preparer = std::sync::Arc<dyn Fn(&crate::policy::Policy) -> Prepared + Send + Sync>;
+
 pub trait Pipeline: Send {
     fn on_frame(&mut self, now: Time, dir: Dir, frame: &mut [u8], class: &FrameClass) -> Verdict;
     /// The next time the pipeline wants `on_timeout` (None = no timer).
@@ -52,6 +57,27 @@ pub trait Pipeline: Send {
     /// the running policy and counts a reload error). Default: nothing to do.
     fn reload(&mut self, _now: Time, _policy: &crate::policy::Policy) -> Result<(), String> {
         Ok(())
+    }
+    /// [`Pipeline::reload`] with a policy of its own to keep (the engine clones it on its loader
+    /// thread, so a pipeline that keeps the policy need not copy it on the data path). Default:
+    /// `reload(now, &policy)`.
+    fn reload_owned(&mut self, now: Time, policy: crate::policy::Policy) -> Result<(), String> {
+        self.reload(now, &policy)
+    }
+    /// What the engine's loader thread may build for a validated policy before handing it over
+    /// (e.g. the new shaping box), so the data path only swaps it in. Default: nothing.
+    fn preparer(&self) -> Option<Preparer> {
+        None
+    }
+    /// [`Pipeline::reload_owned`] with what [`Pipeline::preparer`] built for this policy.
+    /// Default: ignore it.
+    fn reload_prepared(
+        &mut self,
+        now: Time,
+        policy: crate::policy::Policy,
+        _prepared: Option<Prepared>,
+    ) -> Result<(), String> {
+        self.reload_owned(now, policy)
     }
     /// Pipeline-specific stats merged into the JSON/Prometheus output.
     fn stats_json(&self) -> serde_json::Value {

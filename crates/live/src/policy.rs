@@ -44,7 +44,13 @@ pub struct Policy {
 }
 
 /// The keys of the data plane's own frame handling; every other key is the shaping policy's.
-const FRAME_KEYS: [&str; 5] = ["non_ip", "non_tcp", "malformed", "csum_not_ready", "bad_checksum"];
+const FRAME_KEYS: [&str; 6] = ["non_ip", "non_tcp", "malformed", "csum_not_ready", "bad_checksum", PASS_THROUGH_KEY];
+/// The statement that a file without a shaping section means it: `pass_through = true`. Without
+/// it such a file (an empty one, or one cut short before its first class) is rejected, so a
+/// half-written file never turns shaping off.
+pub const PASS_THROUGH_KEY: &str = "pass_through";
+/// The largest policy file read (bytes).
+pub const MAX_POLICY_BYTES: u64 = 64 << 20;
 /// Keys that make a file a shaping policy (`flows` alone does not).
 const SHAPING_KEYS: [&str; 5] = ["link", "class", "rule", "default_class", "borrow_interval"];
 
@@ -61,6 +67,7 @@ struct FrameKeys {
     csum_not_ready: FrameAction,
     #[serde(default)]
     bad_checksum: FrameAction,
+    pass_through: Option<bool>,
 }
 
 /// A policy that could not be loaded.
@@ -88,6 +95,36 @@ impl Policy {
             Some(k) => invalid(format!("key `{k}`: {}", e.msg)),
             None => invalid(e.msg),
         })?;
+        let shaping_keys = || SHAPING_KEYS.map(|k| format!("`{k}`")).join(", ");
+        match (is_shaping, fk.pass_through) {
+            (false, None)
+                if rest.is_empty()
+                    && !text.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')) =>
+            {
+                return Err(invalid(format!(
+                    "the file is empty; a policy that shapes nothing says so: `{PASS_THROUGH_KEY} = true`"
+                )))
+            }
+            (false, None) => {
+                return Err(invalid(format!(
+                    "no shaping section ({}): the gateway would forward every frame unshaped; say so with \
+                     `{PASS_THROUGH_KEY} = true` (a file cut short before its classes is rejected this way)",
+                    shaping_keys()
+                )))
+            }
+            (false, Some(false)) => {
+                return Err(invalid(format!(
+                    "key `{PASS_THROUGH_KEY}`: false, but the file has no shaping section ({})",
+                    shaping_keys()
+                )))
+            }
+            (true, Some(true)) => {
+                return Err(invalid(format!(
+                    "key `{PASS_THROUGH_KEY}`: true, but the file has a shaping section; remove one of them"
+                )))
+            }
+            _ => {}
+        }
         Ok(Policy {
             non_ip: fk.non_ip,
             non_tcp: fk.non_tcp,
@@ -98,10 +135,9 @@ impl Policy {
             shaping: is_shaping.then_some(sp),
         })
     }
-    /// Load a policy file.
+    /// Load a policy file ([`read_policy_file`], then [`Policy::from_toml`]).
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
+        let text = read_policy_file(path)?;
         Policy::from_toml(&text, &path.display().to_string())
     }
 
@@ -128,17 +164,72 @@ impl Policy {
     }
 }
 
+/// Read a policy file without ever blocking on it and without taking a file in the middle of
+/// being written: it must be a regular file (a FIFO or a device is refused, not opened for a
+/// blocking read), at most [`MAX_POLICY_BYTES`], unchanged in size and modification time while
+/// it is read, and, unless empty, end with a newline (a write cut short usually ends mid-line).
+/// Write a new policy to a temporary file and rename it over the old one.
+pub fn read_policy_file(path: &Path) -> Result<String, PolicyError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let ps = path.display().to_string();
+    let io = |source: std::io::Error| PolicyError::Io { path: ps.clone(), source };
+    let invalid = |msg: String| PolicyError::Invalid { path: ps.clone(), msg };
+    let not_regular = |m: &std::fs::Metadata| {
+        invalid(format!(
+            "not a regular file ({}): write the policy to a file",
+            if m.file_type().is_dir() { "a directory" } else { "a FIFO, socket or device" }
+        ))
+    };
+    let before = std::fs::metadata(path).map_err(io)?;
+    if !before.is_file() {
+        return Err(not_regular(&before));
+    }
+    // O_NONBLOCK: if the path was swapped for a FIFO since, the open does not wait for a writer.
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    if meta.len() > MAX_POLICY_BYTES {
+        return Err(invalid(format!("{} bytes, more than the {MAX_POLICY_BYTES} a policy may have", meta.len())));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(MAX_POLICY_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    let after = std::fs::metadata(path).map_err(io)?;
+    let changed =
+        |a: &std::fs::Metadata, b: &std::fs::Metadata| a.len() != b.len() || a.modified().ok() != b.modified().ok();
+    if bytes.len() as u64 != meta.len() || changed(&meta, &after) {
+        return Err(invalid(
+            "the file changed while it was read (a write in progress?): write the new policy to a temporary \
+             file and rename it over this one"
+                .into(),
+        ));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| invalid(format!("not UTF-8 text (at byte {})", e.utf8_error().valid_up_to())))?;
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err(invalid(
+            "the file does not end with a newline: it looks cut short (a write in progress?); write the new \
+             policy to a temporary file and rename it over this one"
+                .into(),
+        ));
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn parse_ok_and_defaults() {
-        let p = Policy::from_toml("non_ip = \"drop\"\n[flows]\nmax_flows = 10\n", "t.toml").unwrap();
+        let p =
+            Policy::from_toml("pass_through = true\nnon_ip = \"drop\"\n[flows]\nmax_flows = 10\n", "t.toml").unwrap();
         assert_eq!(p.non_ip, FrameAction::Drop);
         assert_eq!(p.non_tcp, FrameAction::Forward);
         assert_eq!(p.flows.max_flows, 10);
-        assert_eq!(Policy::from_toml("", "e").unwrap(), Policy::default());
+        assert_eq!(Policy::from_toml("pass_through = true\n", "e").unwrap(), Policy::default());
     }
 
     #[test]
@@ -208,7 +299,10 @@ mod tests {
 
     #[test]
     fn headline_counts_classes_and_rules() {
-        assert_eq!(Policy::from_toml("", "e").unwrap().headline(), "no shaping section: pass-through");
+        assert_eq!(
+            Policy::from_toml("pass_through = true", "e").unwrap().headline(),
+            "no shaping section: pass-through"
+        );
         let p = Policy::from_toml(
             "[link]\ninbound = \"5Mbit/s\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"a\"\ndirection = \"inbound\"\n",
             "p.toml",
@@ -246,6 +340,55 @@ max_flows = 1000
         assert_eq!(s.link_bps[0], Some(10_000_000));
         assert_eq!(s.flows.max_flows, 1000);
         // [flows] alone is not a shaping policy.
-        assert!(Policy::from_toml("[flows]\nmax_flows = 5\n", "f.toml").unwrap().shaping.is_none());
+        assert!(Policy::from_toml("pass_through = true\n[flows]\nmax_flows = 5\n", "f.toml")
+            .unwrap()
+            .shaping
+            .is_none());
+    }
+
+    #[test]
+    fn pass_through_is_an_explicit_statement() {
+        for (text, want) in [
+            ("", "the file is empty"),
+            ("# only a comment\n\n", "the file is empty"),
+            ("non_ip = \"drop\"\n", "no shaping section"),
+            ("[flows]\nmax_flows = 5\n", "say so with `pass_through = true`"),
+            ("pass_through = false\n", "key `pass_through`: false"),
+            (
+                "pass_through = true\ndefault_class = \"a\"\n[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n",
+                "remove one of them",
+            ),
+        ] {
+            let e = Policy::from_toml(text, "p.toml").unwrap_err().to_string();
+            assert!(e.starts_with("policy p.toml: ") && e.contains(want), "{text:?}: {e}");
+        }
+        assert!(Policy::from_toml("pass_through = true\nnon_ip = \"drop\"\n", "p.toml").unwrap().shaping.is_none());
+    }
+
+    #[test]
+    fn reading_refuses_fifos_truncated_and_changing_files_without_blocking() {
+        let dir = std::env::temp_dir().join(format!("acks-polread-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo.toml");
+        let _ = std::fs::remove_file(&fifo);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let t0 = std::time::Instant::now();
+        let e = Policy::load(&fifo).unwrap_err().to_string();
+        assert!(e.contains("not a regular file") && e.contains("FIFO"), "{e}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1), "{:?}", t0.elapsed());
+        let cut = dir.join("cut.toml");
+        std::fs::write(&cut, "default_class = \"a\"\n[[class]]\nname = \"a\"\nrate = \"1Mb").unwrap();
+        let e = Policy::load(&cut).unwrap_err().to_string();
+        assert!(e.contains("does not end with a newline"), "{e}");
+        // Cut at a line boundary before its first class: no shaping section, no pass-through.
+        std::fs::write(&cut, "non_tcp = \"forward\"\n").unwrap();
+        let e = Policy::load(&cut).unwrap_err().to_string();
+        assert!(e.contains("no shaping section"), "{e}");
+        std::fs::write(&cut, "").unwrap();
+        let e = Policy::load(&cut).unwrap_err().to_string();
+        assert!(e.contains("the file is empty"), "{e}");
+        let e = Policy::load(&dir).unwrap_err().to_string();
+        assert!(e.contains("a directory"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

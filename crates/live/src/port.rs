@@ -515,7 +515,13 @@ pub struct PcapPort<P: Port> {
 
 impl<P: Port> PcapPort<P> {
     pub fn create(inner: P, path: &Path) -> io::Result<PcapPort<P>> {
-        let f = std::fs::File::create(path)
+        PcapPort::create_with_mode(inner, path, crate::privs::DEFAULT_FILE_MODE)
+    }
+
+    /// [`PcapPort::create`] with the file created with `mode` (default
+    /// [`crate::privs::DEFAULT_FILE_MODE`]: the capture holds full packets).
+    pub fn create_with_mode(inner: P, path: &Path, mode: u32) -> io::Result<PcapPort<P>> {
+        let f = crate::privs::create_file(path, mode)
             .map_err(|e| io::Error::new(e.kind(), format!("creating pcap {}: {e}", path.display())))?;
         let writer = ackshape_wire::pcap::PcapWriter::new(std::io::BufWriter::new(f))
             .map_err(|e| io::Error::other(format!("pcap {}: {e}", path.display())))?;

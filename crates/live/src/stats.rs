@@ -6,9 +6,8 @@ use crate::port::LinkState;
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Packet, TcpFlags, L4};
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 /// Counters of one port (frames *received* on it, and frames *sent* out of it).
@@ -340,6 +339,8 @@ pub struct Snapshot {
     pub loop_timing: LoopTiming,
     pub policy_reloads: u64,
     pub policy_reload_errors: u64,
+    /// Reload requests whose file was byte-for-byte the running policy (nothing swapped).
+    pub policy_reloads_unchanged: u64,
     pub pipeline: serde_json::Value,
 }
 
@@ -429,7 +430,7 @@ impl Snapshot {
             "# TYPE ackshape_loop_involuntary_switches_total counter\nackshape_loop_involuntary_switches_total {}\n",
             lt.involuntary_switches
         );
-        s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\n", self.policy_reloads, self.policy_reload_errors);
+        s += &format!("# TYPE ackshape_policy_reloads_total counter\nackshape_policy_reloads_total{{result=\"ok\"}} {}\nackshape_policy_reloads_total{{result=\"error\"}} {}\nackshape_policy_reloads_total{{result=\"unchanged\"}} {}\n", self.policy_reloads, self.policy_reload_errors, self.policy_reloads_unchanged);
         s += &json_metrics("ackshape_pipeline", &self.pipeline);
         for (k, f) in self.top_flows.iter().take(32) {
             let l = format!("a=\"{}:{}\",b=\"{}:{}\",proto=\"{}\"", k.a_addr, k.a_port, k.b_addr, k.b_port, k.proto);
@@ -456,6 +457,7 @@ impl Snapshot {
             "loop_timing": self.loop_timing,
             "policy_reloads": self.policy_reloads,
             "policy_reload_errors": self.policy_reload_errors,
+            "policy_reloads_unchanged": self.policy_reloads_unchanged,
             "pipeline": self.pipeline,
         })
         .to_string()
@@ -538,44 +540,15 @@ pub fn json_metrics(prefix: &str, v: &serde_json::Value) -> String {
 /// The latest snapshot, shared between the engine and readers (Prometheus thread, tests).
 pub type SharedSnapshot = Arc<Mutex<Snapshot>>;
 
-/// A minimal Prometheus text endpoint: answers every HTTP request with the latest snapshot.
-/// Stops when `stop` is set (checked every 100 ms).
+/// The Prometheus text endpoint: `GET /metrics` answers with the latest snapshot
+/// ([`crate::metrics_http`]: concurrent clients, timeouts, 404/405 otherwise). Stops when `stop`
+/// is set (checked every 100 ms).
 pub fn serve_prometheus(
     addr: SocketAddr,
     snap: SharedSnapshot,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<(SocketAddr, std::thread::JoinHandle<()>)> {
-    if !addr.ip().is_loopback() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("prometheus endpoint must bind to a loopback address, got {addr}"),
-        ));
-    }
-    let l = TcpListener::bind(addr)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("prometheus endpoint {addr}: {e}")))?;
-    l.set_nonblocking(true)?;
-    let bound = l.local_addr()?;
-    let h = std::thread::Builder::new().name("acks-prometheus".into()).spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            match l.accept() {
-                Ok((mut c, _)) => {
-                    let _ = c.set_nonblocking(false);
-                    let _ = c.set_read_timeout(Some(std::time::Duration::from_millis(500)));
-                    let mut req = [0u8; 2048];
-                    let _ = c.read(&mut req);
-                    let body = snap.lock().map(|s| s.prometheus()).unwrap_or_default();
-                    let _ = write!(
-                        c,
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                        body.len(),
-                        body
-                    );
-                }
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
-            }
-        }
-    })?;
-    Ok((bound, h))
+    crate::metrics_http::serve(addr, move || snap.lock().map(|s| s.prometheus()).unwrap_or_default(), stop)
 }
 
 #[cfg(test)]
@@ -583,6 +556,8 @@ mod tests {
     use super::*;
     use crate::classify::classify;
     use crate::testing::tcp_syn_frame;
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn flow_table_cap_and_eviction() {

@@ -537,6 +537,17 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>, ready: &mut [bool
     Ok(r as usize)
 }
 
+/// `poll(2)` on `fds` for up to `timeout_ms` (EINTR: 0 ready).
+pub fn poll_fds(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: fds is a valid slice of pollfd for the duration of the call.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+    }
+    Ok(r as usize)
+}
+
 /// Set the calling thread's timer slack (ns) so short sleeps wake on time (`PR_SET_TIMERSLACK`).
 pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
     // SAFETY: prctl with integer arguments.

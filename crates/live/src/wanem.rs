@@ -86,6 +86,10 @@ pub struct WanemConfig {
     pub realtime_priority: Option<i32>,
     /// CPU pinning, EEVDF slice, busy-poll window of the data-plane thread.
     pub sched: SchedSpec,
+    /// Drop privileges once the ports are open ([`crate::privs`]); None: keep them.
+    pub privileges: Option<crate::privs::PrivDrop>,
+    /// Mode of the files written (pcap, stats JSON); default 0600.
+    pub file_mode: u32,
 }
 
 impl WanemConfig {
@@ -103,6 +107,8 @@ impl WanemConfig {
             allow_offloads: false,
             realtime_priority: None,
             sched: SchedSpec::default(),
+            privileges: None,
+            file_mode: crate::privs::DEFAULT_FILE_MODE,
         }
     }
     /// The same impairments both ways.
@@ -266,7 +272,7 @@ pub fn run_with_pipeline(
             GatewayError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("wanem {n}: {m}")))
         })?;
     }
-    let (a, b, mtu) = open_ports(&cfg.a, &cfg.b, ["a", "b"], cfg.allow_offloads, cfg.pcap_dir.as_ref())?;
+    let (a, b, mtu) = open_ports(&cfg.a, &cfg.b, ["a", "b"], cfg.allow_offloads, cfg.pcap_dir.as_ref(), cfg.file_mode)?;
     tracing::info!("wanem up: {} <-> {}; SIGINT/SIGTERM stop", cfg.a, cfg.b);
     match pipeline {
         Some(mut p) => run_ports_with(a, b, mtu, &cfg, ctl, &mut *p),
@@ -295,6 +301,13 @@ pub fn run_ports_with(
     ctl: &Control,
     p: &mut dyn Pipeline,
 ) -> Result<Snapshot, GatewayError> {
+    crate::gateway::after_open(
+        cfg.privileges.as_ref(),
+        cfg.stats_json.as_deref(),
+        cfg.file_mode,
+        &cfg.sched,
+        cfg.realtime_priority,
+    )?;
     let prom = match cfg.prometheus {
         Some(addr) => Some(serve_prometheus(addr, ctl.snapshot.clone(), ctl.stop.clone())?),
         None => None,
@@ -307,6 +320,7 @@ pub fn run_ports_with(
         mtu,
         realtime_priority: cfg.realtime_priority,
         sched: cfg.sched.clone(),
+        file_mode: cfg.file_mode,
         ..Default::default()
     };
     let r = run_engine(&mut *a, &mut *b, p, ecfg, ctl);

@@ -482,8 +482,11 @@ fn flow_table_bounded_under_200k_syns() {
     std::fs::create_dir_all(&dir).unwrap();
     let pol = dir.join("policy.toml");
     let cap = 20_000usize;
-    std::fs::write(&pol, format!("[flows]\nmax_flows = {cap}\nidle_timeout_s = 30\nembryonic_timeout_s = 1\n"))
-        .unwrap();
+    std::fs::write(
+        &pol,
+        format!("pass_through = true\n[flows]\nmax_flows = {cap}\nidle_timeout_s = 30\nembryonic_timeout_s = 1\n"),
+    )
+    .unwrap();
     let mut rig = rig_with("acks-tf", None, Some(pol));
     let syn = |i: usize, buf: &mut Vec<u8>| {
         let i = i as u32;
@@ -697,24 +700,58 @@ fn stats_json_lines_and_prometheus_endpoint() {
     spec.gateway.stats_interval = Duration::from_millis(100);
     spec.gateway.prometheus = Some("127.0.0.1:9109".parse().unwrap());
     spec.gateway.pcap_dir = Some(dir.clone());
+    // As `ackshape gateway` runs it: privileges dropped once the ports are open.
+    spec.gateway.privileges = Some(ackshape_live::privs::PrivDrop { user: None });
+    let nice = spec.gateway.sched.nice;
     let mut rig = Rig::start(spec).unwrap();
     let (s, r) = transfer(&rig.tb, 2 << 20, Duration::from_secs(20));
     assert_eq!(s.sha256, r.sha256);
     std::thread::sleep(Duration::from_millis(250));
-    let text = spawn_in_netns(&rig.tb.ns_gateway, "scrape", || -> std::io::Result<String> {
+    // The gateway's threads (data plane, metrics endpoint) run with CAP_NET_RAW (bit 13) and,
+    // for a negative nice, CAP_SYS_NICE (bit 23) only.
+    let want: u64 = (1 << 13) | if nice < 0 { 1 << 23 } else { 0 };
+    let mut seen = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap() {
+        let t = t.unwrap().path();
+        let comm = std::fs::read_to_string(t.join("comm")).unwrap_or_default();
+        if comm.trim() == "acks-gateway" || comm.trim() == "acks-prometheus" {
+            let st = std::fs::read_to_string(t.join("status")).unwrap();
+            let eff = st.lines().find_map(|l| l.strip_prefix("CapEff:")).unwrap().trim().to_string();
+            seen.push((comm.trim().to_string(), u64::from_str_radix(&eff, 16).unwrap()));
+        }
+    }
+    eprintln!("CapEff of the gateway's threads: {seen:x?} (expected {want:#x})");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen.iter().all(|(_, e)| *e == want), "{seen:x?}, expected {want:#x}");
+    let text = spawn_in_netns(&rig.tb.ns_gateway, "scrape", || -> std::io::Result<(String, Duration)> {
         use std::io::{Read, Write};
+        // A scrape with 200 idle connections open answers in under a second.
+        let idle: Vec<_> =
+            (0..200).map(|_| std::net::TcpStream::connect("127.0.0.1:9109")).collect::<Result<_, _>>()?;
+        let t0 = Instant::now();
         let mut c = std::net::TcpStream::connect("127.0.0.1:9109")?;
+        c.set_read_timeout(Some(Duration::from_secs(10)))?;
         c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")?;
         let mut s = String::new();
         c.read_to_string(&mut s)?;
-        Ok(s)
+        let took = t0.elapsed();
+        drop(idle);
+        Ok((s, took))
     })
     .unwrap()
     .join()
     .unwrap()
     .unwrap()
     .unwrap();
+    let (text, took) = text;
+    eprintln!("scrape with 200 idle connections: {took:?}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
     let (g, _) = stop(&mut rig);
+    use std::os::unix::fs::PermissionsExt;
+    for f in ["gw.jsonl", "lan.pcap", "wan.pcap"] {
+        let mode = std::fs::metadata(dir.join(f)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{f}: {mode:o}");
+    }
     assert!(text.contains("ackshape_port_rx_packets_total{port=\"lan\"}"), "{text}");
     assert!(text.contains("ackshape_flows "), "{text}");
     let lines = std::fs::read_to_string(dir.join("gw.jsonl")).unwrap();
