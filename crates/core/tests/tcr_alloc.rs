@@ -47,6 +47,9 @@ fn state_per_flow_is_constant_and_small() {
         "TCR heap per flow: {:.0} B at 2k flows, {:.0} B at 20k (record + slot + table entry {record} B; the rest is container slack)",
         per[0], per[1]
     );
-    assert!(record <= 600, "{record} B record");
+    // The record (flow state, its template ACK, the handshake/sequence guard that keeps spoofed
+    // packets from moving it, slot and table entry) stays within 640 B; the heap per flow,
+    // slack included, under 2 KiB.
+    assert!(record <= 640, "{record} B record");
     assert!(per.iter().all(|b| *b < 2048.0), "{per:?}");
 }
