@@ -40,6 +40,50 @@ pub trait QueueDisc {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// Packets this discipline dropped that `enqueue` did not hand back as `Enqueue::Dropped`:
+    /// the AQM disciplines' head drops at dequeue (CoDel, COBALT) and drops of already queued
+    /// packets (FQ-CoDel's and CAKE's drops from the fattest flow). Drivers add it to the
+    /// output's drop count. 0 for the other disciplines (the ACK filters and AFVQ report their
+    /// internal drops in their per-class statistics instead).
+    fn internal_drops(&self) -> u64 {
+        0
+    }
+    /// Sojourn times (enqueue to dequeue) of the packets handed out so far, for disciplines
+    /// that timestamp packets (the AQM disciplines); `None` for the others.
+    fn sojourn(&self) -> Option<Sojourn> {
+        None
+    }
+}
+
+/// Running totals of the sojourn times of dequeued packets (see [`QueueDisc::sojourn`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sojourn {
+    /// Packets handed out by `dequeue`.
+    pub packets: u64,
+    /// Sum of their sojourn times, ns.
+    pub total_ns: u128,
+    /// The longest sojourn time, ns.
+    pub max_ns: u64,
+}
+
+impl Sojourn {
+    /// Count one packet that waited `d`.
+    #[inline]
+    pub fn add(&mut self, d: crate::time::Dur) {
+        self.packets += 1;
+        self.total_ns += d.0 as u128;
+        self.max_ns = self.max_ns.max(d.0);
+    }
+    /// The average over the packets counted since `earlier` (a snapshot of the same totals), in
+    /// seconds; 0 when none were.
+    pub fn avg_since(&self, earlier: &Sojourn) -> f64 {
+        let n = self.packets - earlier.packets;
+        if n == 0 {
+            0.0
+        } else {
+            (self.total_ns - earlier.total_ns) as f64 / n as f64 / 1e9
+        }
+    }
 }
 
 /// Limit of a drop-tail FIFO.

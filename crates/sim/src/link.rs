@@ -2,7 +2,7 @@
 //! wan-emu style impairment stage (loss on entry, then a delay line with optional jitter).
 
 use ackshape_core::impair::{Delay, Loss};
-use ackshape_core::queue::{Enqueue, QueueDisc};
+use ackshape_core::queue::{Enqueue, QueueDisc, Sojourn};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::Packet;
 use std::collections::VecDeque;
@@ -79,6 +79,9 @@ pub struct LinkDir {
     has_classes: bool,
     /// The discipline's scenario `kind` when it is one of the asymmetric-link disciplines.
     pub qdisc_kind: Option<&'static str>,
+    /// The discipline's sojourn-time totals when the measurement window started (disciplines
+    /// that timestamp packets, [`QueueDisc::sojourn`]).
+    pub sojourn_window: Option<Sojourn>,
     q_last: Time,
     /// Queue length per time bin (for `queues.csv`).
     bins: QueueBins,
@@ -182,6 +185,7 @@ impl LinkDir {
             class_q_max_window: [0; 3],
             has_classes,
             qdisc_kind: None,
+            sojourn_window: None,
             q_last: Time::ZERO,
             bins: QueueBins::default(),
             capture: None,
@@ -326,6 +330,13 @@ impl LinkDir {
     pub fn start_window(&mut self) {
         self.q_max_window = self.queue.len_pkts();
         self.class_q_max_window = self.class_lens();
+        self.sojourn_window = self.queue.sojourn();
+    }
+
+    /// Drops of the output: those the discipline handed back at enqueue and those it made
+    /// inside (AQM head drops, drops from the fattest flow; [`QueueDisc::internal_drops`]).
+    pub fn drops(&self) -> u64 {
+        self.c.drops + self.queue.internal_drops()
     }
 
     /// Close the queue integral at `now`.

@@ -63,7 +63,8 @@ pub struct LinkSummary {
     /// Packets whose transmission started, whole run (a capture of the link sees exactly these).
     pub tx_packets: u64,
     pub tx_bytes: u64,
-    /// Queue (drop-tail) drops, whole run.
+    /// Queue drops, whole run: packets the discipline refused (drop-tail) and, for the AQM
+    /// disciplines, those it dropped from its queues (head drops, drops from the fattest flow).
     pub drops: u64,
     /// Impairment (loss model) drops, whole run.
     pub lost: u64,
@@ -79,6 +80,10 @@ pub struct LinkSummary {
     /// Named counters of the discipline (e.g. `red_ecn_marks`), whole run.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub qdisc_counters: std::collections::BTreeMap<String, u64>,
+    /// Sojourn times in the discipline (enqueue to dequeue) of the packets it handed out, for
+    /// the disciplines that timestamp packets (`codel`, `fq-codel`, `pie`, `cake`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sojourn: Option<SojournSummary>,
     /// Goodput of the TCP flows whose data crosses this link direction, window (bit/s).
     pub tcp_goodput_bps: f64,
     /// `tcp_goodput_bps / rate_bps`: the share of the raw rate that carried TCP payload delivered
@@ -88,6 +93,17 @@ pub struct LinkSummary {
     /// disciplines (`qdisc = { kind = "afvq" }` etc.).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<ClassesSummary>,
+}
+
+/// Sojourn times of one link direction's discipline.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct SojournSummary {
+    /// Average over the packets dequeued in the measurement window (ms).
+    pub avg_ms: f64,
+    /// Packets dequeued in the window.
+    pub packets: u64,
+    /// The longest, whole run (ms).
+    pub max_ms: f64,
 }
 
 /// One traffic class of an asymmetric-link discipline, over the measurement window.

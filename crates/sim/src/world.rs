@@ -1657,13 +1657,21 @@ impl Sim {
                     rate_bps: l.rate_bps,
                     tx_packets: l.c.tx_packets,
                     tx_bytes: l.c.tx_bytes,
-                    drops: l.c.drops,
+                    drops: l.drops(),
                     lost: l.c.lost,
                     utilization: ((l.c.busy_ns - b0) as f64 * 1e-9 / win).min(1.0),
                     queue_avg_pkts: (l.c.q_integral - q0) as f64 * 1e-9 / win,
                     queue_max_pkts: l.q_max_window as u64,
                     qdisc: l.queue.asym_stats().map(|st| QdiscSummary { stats: st.clone() }),
                     qdisc_counters: l.queue.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    sojourn: l.queue.sojourn().map(|s| {
+                        let s0 = l.sojourn_window.unwrap_or_default();
+                        SojournSummary {
+                            avg_ms: s.avg_since(&s0) * 1e3,
+                            packets: s.packets - s0.packets,
+                            max_ms: s.max_ns as f64 / 1e6,
+                        }
+                    }),
                     tcp_goodput_bps: link_goodput[i],
                     goodput_utilization: link_goodput[i] / l.rate_bps.max(1) as f64,
                     classes: self.classes_summary(i, win),

@@ -308,6 +308,13 @@ impl LeafQ {
             _ => self.q().counters(),
         }
     }
+    /// Drops made inside the discipline (AQM head drops; [`QueueDisc::internal_drops`]).
+    fn internal_drops(&self) -> u64 {
+        match self {
+            LeafQ::Plain(q) => q.internal_drops(),
+            _ => 0,
+        }
+    }
 }
 
 /// Counters of one class in one direction.
@@ -316,6 +323,8 @@ struct CStats {
     enq_pkts: u64,
     enq_bytes: u64,
     drops: u64,
+    /// The discipline's internal drops when these counters (re)started.
+    internal_drops0: u64,
     sent_pkts: u64,
     sent_bytes: u64,
     /// Sent while borrowing (level > 0).
@@ -329,6 +338,14 @@ struct CStats {
 }
 
 /// One class in one direction.
+impl ClassState {
+    /// Data packets the class dropped: refused at enqueue, and dropped inside its discipline.
+    fn drops(&self) -> u64 {
+        let internal = self.leaf.as_ref().map_or(0, |l| l.internal_drops());
+        self.st.drops + internal.saturating_sub(self.st.internal_drops0)
+    }
+}
+
 struct ClassState {
     /// Rate and ceiling credit, ns (may be negative), as of `t_last`.
     tokens: i64,
@@ -656,7 +673,8 @@ impl Gateway {
                 acks.restart(t, now);
                 // Counters restart from zero, so an open window's drops count from zero too.
                 let wdrops = c.st.wdrops.map(|(_, end)| (0, end.map(|_| 0)));
-                c.st = CStats { data, acks, wdrops, ..CStats::default() };
+                let internal_drops0 = c.leaf.as_ref().map_or(0, |l| l.internal_drops());
+                c.st = CStats { data, acks, wdrops, internal_drops0, ..CStats::default() };
             }
         }
         self.g.data_total.restart(t, now);
@@ -1424,15 +1442,16 @@ impl Middlebox for Gateway {
     fn start_window(&mut self, now: Time) {
         self.last_now = self.last_now.max(now);
         self.occupancies().for_each(|o| o.start_window(now));
-        self.sides.iter_mut().flat_map(|s| s.cls.iter_mut()).for_each(|c| c.st.wdrops = Some((c.st.drops, None)));
+        self.sides.iter_mut().flat_map(|s| s.cls.iter_mut()).for_each(|c| c.st.wdrops = Some((c.drops(), None)));
     }
 
     fn end_window(&mut self, now: Time) {
         self.last_now = self.last_now.max(now);
         self.occupancies().for_each(|o| o.end_window(now));
         for c in self.sides.iter_mut().flat_map(|s| s.cls.iter_mut()) {
+            let drops = c.drops();
             if let Some((_, end @ None)) = &mut c.st.wdrops {
-                *end = Some(c.st.drops);
+                *end = Some(drops);
             }
         }
     }
@@ -1445,6 +1464,14 @@ impl Middlebox for Gateway {
             let pc = &self.policy.classes[i];
             let used: Vec<usize> = (0..2).filter(|&d| pc.dirs[d]).collect();
             let sum = |f: &dyn Fn(&CStats) -> u64| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).sum::<u64>();
+            let drops = used.iter().map(|&d| self.sides[d].cls[i].drops()).sum::<u64>();
+            let wdrops = used
+                .iter()
+                .map(|&d| {
+                    let c = &self.sides[d].cls[i];
+                    c.st.wdrops.map_or(0, |(d0, d1)| d1.unwrap_or(c.drops()).saturating_sub(d0))
+                })
+                .sum::<u64>();
             let maxu =
                 |f: &dyn Fn(&CStats) -> usize| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).max().unwrap_or(0);
             let avg = |f: &dyn Fn(&CStats) -> f64| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).sum::<f64>();
@@ -1460,7 +1487,7 @@ impl Middlebox for Gateway {
                 "sent_pkts": sum(&|s| s.sent_pkts),
                 "sent_bytes": sum(&|s| s.sent_bytes),
                 "borrowed_pkts": sum(&|s| s.borrowed_pkts),
-                "drops": sum(&|s| s.drops),
+                "drops": drops,
                 "acks_in": sum(&|s| s.acks_in),
                 "data_queue_avg_pkts": avg(&|s| s.data.avg(now)),
                 "data_queue_max_pkts": maxu(&|s| s.data.max),
@@ -1474,8 +1501,7 @@ impl Middlebox for Gateway {
                 m["data_queue_avg_pkts_after_warmup"] = avg(&|s| s.data.window_avg(now).unwrap_or(0.0)).into();
                 m["acks_held_max_after_warmup"] = maxu(&|s| s.acks.wmax).into();
                 m["acks_held_avg_after_warmup"] = avg(&|s| s.acks.window_avg(now).unwrap_or(0.0)).into();
-                m["drops_after_warmup"] =
-                    sum(&|s| s.wdrops.map_or(0, |(d0, d1)| d1.unwrap_or(s.drops).saturating_sub(d0))).into();
+                m["drops_after_warmup"] = wdrops.into();
             }
             if pc.is_leaf() {
                 let mut q = Map::new();
@@ -1547,7 +1573,7 @@ impl Middlebox for Gateway {
                     "enqueued_pkts": total(&|c| c.st.enq_pkts),
                     "sent_pkts": total(&|c| c.st.sent_pkts),
                     "sent_bytes": total(&|c| c.st.sent_bytes),
-                    "drops": total(&|c| c.st.drops),
+                    "drops": total(&|c| c.drops()),
                     "acks_in": total(&|c| c.st.acks_in),
                     "data_queue_pkts": total(&|c| c.leaf.as_ref().map_or(0, |l| l.len_pkts() as u64)),
                     "acks_held": total(&|c| c.mech.as_ref().map_or(0, |m| m.acks_held() as u64)),

@@ -1,5 +1,8 @@
 //! Gateway shaping mechanisms, as sans-IO [`QueueDisc`](crate::queue::QueueDisc)s and helpers.
 //!
+//! - [`aqm`]: today's delay-based AQMs and flow queuing: CoDel (RFC 8289), FQ-CoDel (RFC 8290),
+//!   PIE (RFC 8033) and a CAKE-like shaper (COBALT, set-associative flow hashing, per-host
+//!   fairness, deficit-mode shaper, CAKE's ACK filter).
 //! - [`asym`]: queue disciplines for the output queues of a gateway on an asymmetric access
 //!   link (paper 002): FIFO, ACKs-first, two ACK filters (the paper's classic one and a
 //!   CAKE-safe one), ACQ and AFVQ, with per-discipline statistics and a serde spec.
@@ -24,6 +27,7 @@
 //! steady state; the simulator and the live gateway drive these types with `now` and packets.
 
 pub mod ackmech;
+pub mod aqm;
 pub mod asym;
 pub mod drr;
 pub mod gateway;

@@ -2,6 +2,7 @@
 //! box direction) and gateway policy files (per class) use to pick a queue discipline, and
 //! [`QdiscSpec::build`].
 
+use crate::shape::aqm::{CakeConfig, CodelConfig, FqCodelConfig, PieConfig};
 use crate::shape::asym::AsymDiscSpec;
 use crate::shape::drr::DrrConfig;
 use crate::shape::pfq::PfqConfig;
@@ -13,8 +14,8 @@ use serde::{Deserialize, Deserializer};
 
 /// A link direction's queue discipline: `kind = "red"` ([`RedConfig`]), `kind = "drr"`
 /// ([`DrrConfig`], per-flow queuing), `kind = "tbf"` ([`TbfConfig`], a token-bucket class rate),
-/// `kind = "pfq"` ([`PfqConfig`], per-flow token buckets at rate/n)
-/// or one of the
+/// `kind = "pfq"` ([`PfqConfig`], per-flow token buckets at rate/n), the delay-based AQMs and
+/// flow queuing of [`crate::shape::aqm`] (`codel`, `fq-codel`, `pie`, `cake`) or one of the
 /// asymmetric-link disciplines ([`AsymDiscSpec`]: `fifo`, `acks-first`, `ack-filter-classic`,
 /// `ack-filter-cake`, `acq`, `afvq`).
 #[derive(Clone, Debug, PartialEq)]
@@ -23,15 +24,41 @@ pub enum QdiscSpec {
     Drr(DrrConfig),
     Tbf(TbfConfig),
     Pfq(PfqConfig),
+    Codel(CodelConfig),
+    FqCodel(FqCodelConfig),
+    Pie(PieConfig),
+    Cake(CakeConfig),
     Asym(AsymDiscSpec),
 }
 
 /// The `kind`s a `qdisc` table takes.
-pub const KINDS: &str = "red, drr, tbf, pfq, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq";
+pub const KINDS: &str =
+    "red, drr, tbf, pfq, codel, fq-codel, pie, cake, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq";
 /// The `kind`s a gateway policy class's `qdisc` takes: no `tbf` (a class is a token bucket
 /// already), and `pfq-drr`.
-pub const POLICY_KINDS: &str =
-    "red, drr, pfq, pfq-drr, fifo, acks-first, ack-filter-classic, ack-filter-cake, acq, afvq";
+pub const POLICY_KINDS: &str = "red, drr, pfq, pfq-drr, codel, fq-codel, pie, cake, fifo, acks-first, \
+     ack-filter-classic, ack-filter-cake, acq, afvq";
+
+/// A table (a `qdisc` without its `kind`) read as `T`; an error names the key that was wrong.
+pub(crate) fn keyed<T: serde::de::DeserializeOwned>(t: toml::Table) -> Result<T, String> {
+    serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+        let (k, m) = crate::tomlerr::key_and_message(e.path().to_string(), e.into_inner().message().to_string());
+        match k {
+            Some(k) if !m.starts_with("unknown field") => format!("`{k}`: {m}"),
+            _ => m,
+        }
+    })
+}
+
+/// A size that must be in bytes (`"1514B"`, `"32MiB"`); `key` names it in the error.
+pub(crate) fn bytes_of(key: &str, s: Size) -> Result<u64, String> {
+    match s {
+        Size::Bytes(b) => Ok(b),
+        Size::Packets(p) => {
+            Err(format!("`{key}`: expected a size in bytes like \"1514B\" or \"32MiB\", got {p} packets"))
+        }
+    }
+}
 
 /// The table of a key that picks something by `kind` (`qdisc`, a policy's `mechanism`); a bare
 /// name (`qdisc = "red"`) or another value is an error that shows the table to write. `kinds`: the
@@ -129,6 +156,17 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                     .map(QdiscSpec::Drr)
                     .map_err(|e| D::Error::custom(e.message().trim_end()))
             }
+            Some(k @ ("codel" | "fq-codel" | "pie" | "cake")) => {
+                let k = k.to_string();
+                t.remove("kind");
+                match k.as_str() {
+                    "codel" => CodelConfig::from_table(t).map(QdiscSpec::Codel),
+                    "fq-codel" => FqCodelConfig::from_table(t).map(QdiscSpec::FqCodel),
+                    "pie" => PieConfig::from_table(t).map(QdiscSpec::Pie),
+                    _ => CakeConfig::from_table(t).map(QdiscSpec::Cake),
+                }
+                .map_err(D::Error::custom)
+            }
             Some(k) => {
                 let k = k.to_string();
                 toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
@@ -158,14 +196,20 @@ impl QdiscSpec {
             QdiscSpec::Drr(d) => Box::new(shape::drr::Drr::new(d.clone())),
             QdiscSpec::Tbf(t) => Box::new(shape::tbf::Tbf::new(t.clone())),
             QdiscSpec::Pfq(q) => Box::new(shape::pfq::Pfq::new(q.clone())),
+            QdiscSpec::Codel(c) => Box::new(shape::aqm::Codel::new(c.clone())),
+            QdiscSpec::FqCodel(c) => Box::new(shape::aqm::FqCodel::new(c.clone(), rng)),
+            QdiscSpec::Pie(c) => Box::new(shape::aqm::Pie::new(c.clone(), rng)),
+            QdiscSpec::Cake(c) => Box::new(shape::aqm::Cake::new(c.clone(), rng)),
         }
     }
 
     /// The discipline in a word for reports and warnings: its `kind`, and `"red+ecn"` for RED
-    /// that marks.
+    /// that marks (`"codel+ecn"`, `"pie+ecn"` likewise; FQ-CoDel and CAKE mark by default).
     pub fn label(&self) -> &'static str {
         match self {
             QdiscSpec::Red(r) if r.ecn => "red+ecn",
+            QdiscSpec::Codel(c) if c.params.ecn => "codel+ecn",
+            QdiscSpec::Pie(c) if c.ecn => "pie+ecn",
             q => q.kind(),
         }
     }
@@ -177,6 +221,10 @@ impl QdiscSpec {
             QdiscSpec::Drr(_) => "drr",
             QdiscSpec::Tbf(_) => "tbf",
             QdiscSpec::Pfq(_) => "pfq",
+            QdiscSpec::Codel(_) => "codel",
+            QdiscSpec::FqCodel(_) => "fq-codel",
+            QdiscSpec::Pie(_) => "pie",
+            QdiscSpec::Cake(_) => "cake",
             QdiscSpec::Asym(a) => a.kind(),
         }
     }
@@ -203,6 +251,10 @@ impl QdiscSpec {
                 ("flow_limit_pkts", (p.flow_limit_pkts as i64).into()),
                 ("idle_timeout", format!("{}ns", p.idle_timeout.0).into()),
             ]),
+            QdiscSpec::Codel(c) => Ok(toml::Value::Table(c.to_table())),
+            QdiscSpec::FqCodel(c) => Ok(toml::Value::Table(c.to_table())),
+            QdiscSpec::Pie(c) => Ok(toml::Value::Table(c.to_table())),
+            QdiscSpec::Cake(c) => Ok(toml::Value::Table(c.to_table())),
             QdiscSpec::Asym(a) => toml::Value::try_from(a),
         };
         let toml::Value::Table(mut t) = v.ok()? else { return None };
@@ -217,6 +269,10 @@ impl QdiscSpec {
             QdiscSpec::Drr(d) => d.validate(),
             QdiscSpec::Tbf(t) => t.validate(),
             QdiscSpec::Pfq(p) => p.validate(),
+            QdiscSpec::Codel(c) => c.validate(),
+            QdiscSpec::FqCodel(c) => c.validate(),
+            QdiscSpec::Pie(c) => c.validate(),
+            QdiscSpec::Cake(c) => c.validate(),
             QdiscSpec::Asym(a) => a.validate().map_err(|e| e.to_string()),
         }
     }
@@ -260,6 +316,7 @@ impl QdiscTable {
         use crate::shape::asym::AsymDiscSpec as A;
         match spec {
             QdiscSpec::Red(_) | QdiscSpec::Tbf(_) | QdiscSpec::Drr(_) => &["limit_pkts"],
+            QdiscSpec::Codel(_) | QdiscSpec::FqCodel(_) | QdiscSpec::Pie(_) | QdiscSpec::Cake(_) => &["limit_pkts"],
             QdiscSpec::Pfq(_) => &["flow_limit_pkts"],
             QdiscSpec::Asym(a) => match a {
                 A::Fifo { .. } | A::AckFilterClassic { .. } | A::AckFilterCake { .. } => &["limit_pkts"],
@@ -270,7 +327,8 @@ impl QdiscTable {
     }
 
     /// The limit keys a sibling `queue` stands for: `limit_pkts` (red, tbf, drr — its total —,
-    /// fifo, the ACK filters), `flow_limit_pkts` (pfq: each flow's queue; it has no shared one),
+    /// codel, fq-codel and pie — their totals —, cake — its buffer, in 1514-byte frames —, fifo,
+    /// the ACK filters), `flow_limit_pkts` (pfq: each flow's queue; it has no shared one),
     /// both class queues of acks-first and acq, and AFVQ's data and non-TCP queues (its ACK queue
     /// is sized by Eq. 16).
     pub fn queue_keys(&self) -> &'static [&'static str] {

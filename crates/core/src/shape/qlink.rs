@@ -160,7 +160,7 @@ impl Middlebox for QdiscLink {
                     "enqueued": s.counters[0],
                     "sent": s.counters[1],
                     "sent_bytes": s.sent_bytes,
-                    "dropped": s.counters[2],
+                    "dropped": s.counters[2] + s.queue.internal_drops(),
                     "queue_pkts": s.queue.len_pkts(),
                     "data_queue_max_pkts": s.max_pkts,
                 });
@@ -169,6 +169,13 @@ impl Middlebox for QdiscLink {
                 m["qdisc"] = serde_json::Value::Object(extra);
                 if let Some(a) = s.queue.asym_stats() {
                     m["asym"] = serde_json::to_value(a).unwrap_or_default();
+                }
+                if let Some(so) = s.queue.sojourn() {
+                    m["sojourn"] = serde_json::json!({
+                        "packets": so.packets,
+                        "avg_ms": so.avg_since(&Default::default()) * 1e3,
+                        "max_ms": so.max_ns as f64 / 1e6,
+                    });
                 }
                 m
             }

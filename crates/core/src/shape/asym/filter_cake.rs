@@ -77,33 +77,47 @@ impl AckFilterCake {
 
     /// Index (in the flow's list) of the queued packet the trigger makes redundant, if any.
     fn find_redundant(&self, list: &VecDeque<u64>, trig: &TcpHdr) -> Option<usize> {
-        let mut elig: Option<(usize, u8)> = None;
-        let mut found = 0usize;
-        for (i, &id) in list.iter().enumerate() {
-            let Some(cand) = self.q.get(id) else { continue };
-            let Some(ct) = cand.tcp() else { continue };
-            if cand.payload_len != 0 || !may_drop(ct, trig) {
-                continue;
-            }
-            let e = ecn_bits(ct.flags);
-            if let Some((_, ef)) = elig {
-                if ef != e {
-                    elig = None;
-                    found = 0;
-                }
-            }
-            if elig.is_none() {
-                elig = Some((i, e));
-            }
-            found += 1;
-        }
-        let (i, e) = elig?;
-        if found >= 2 {
-            return Some(i);
-        }
-        let last = i + 1 == list.len();
-        (self.mode == CakeMode::Aggressive && last && e == ecn_bits(trig.flags)).then_some(i)
+        find_redundant(list.iter().map(|&id| self.q.get(id)), list.len(), trig, self.mode)
     }
+}
+
+/// Rules 2–7 and the mode over a connection's queued packets, oldest first (`None`: a slot to
+/// skip, still counted in the positions), `n` of them, the trigger not among them: the index of
+/// the packet to drop, if any. Shared with CAKE's per-flow-queue filter
+/// ([`crate::shape::aqm::Cake`]), which passes the packets of other connections in the same
+/// queue as `None`.
+pub(crate) fn find_redundant<'a>(
+    cands: impl Iterator<Item = Option<&'a Packet>>,
+    n: usize,
+    trig: &TcpHdr,
+    mode: CakeMode,
+) -> Option<usize> {
+    let mut elig: Option<(usize, u8)> = None;
+    let mut found = 0usize;
+    for (i, cand) in cands.enumerate() {
+        let Some(cand) = cand else { continue };
+        let Some(ct) = cand.tcp() else { continue };
+        if cand.payload_len != 0 || !may_drop(ct, trig) {
+            continue;
+        }
+        let e = ecn_bits(ct.flags);
+        if let Some((_, ef)) = elig {
+            if ef != e {
+                elig = None;
+                found = 0;
+            }
+        }
+        if elig.is_none() {
+            elig = Some((i, e));
+        }
+        found += 1;
+    }
+    let (i, e) = elig?;
+    if found >= 2 {
+        return Some(i);
+    }
+    let last = i + 1 == n;
+    (mode == CakeMode::Aggressive && last && e == ecn_bits(trig.flags)).then_some(i)
 }
 
 #[inline]

@@ -42,6 +42,7 @@ pub use acks_first::AcksFirst;
 pub use acq::{Acq, AcqConfig};
 pub use afvq::{eq16_ack_queue_size, Afvq, AfvqConfig, SizeModifier};
 pub use fifo::Fifo;
+pub(crate) use filter_cake::find_redundant as cake_find_redundant;
 pub use filter_cake::{AckFilterCake, CakeMode};
 pub use filter_classic::AckFilterClassic;
 pub use spec::{AsymDiscSpec, SizeModifierSpec, SpecError};
