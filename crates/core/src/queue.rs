@@ -48,25 +48,30 @@ pub trait QueueDisc {
     fn internal_drops(&self) -> u64 {
         0
     }
-    /// Sojourn times (enqueue to dequeue) of the packets handed out so far, for disciplines
-    /// that timestamp packets (the AQM disciplines); `None` for the others.
-    fn sojourn(&self) -> Option<Sojourn> {
+    /// Running totals of the AQM disciplines (sojourn times, drops, marks), which timestamp
+    /// packets; `None` for the others.
+    fn aqm_stats(&self) -> Option<AqmStats> {
         None
     }
 }
 
-/// Running totals of the sojourn times of dequeued packets (see [`QueueDisc::sojourn`]).
+/// Running totals of an AQM discipline (see [`QueueDisc::aqm_stats`]); the difference of two
+/// snapshots covers the time between them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sojourn {
+pub struct AqmStats {
     /// Packets handed out by `dequeue`.
     pub packets: u64,
-    /// Sum of their sojourn times, ns.
+    /// Sum of their sojourn times (enqueue to dequeue), ns.
     pub total_ns: u128,
     /// The longest sojourn time, ns.
     pub max_ns: u64,
+    /// Packets dropped, for any reason (buffer limit, AQM, overflow, ACK filter).
+    pub drops: u64,
+    /// Packets marked CE.
+    pub marks: u64,
 }
 
-impl Sojourn {
+impl AqmStats {
     /// Count one packet that waited `d`.
     #[inline]
     pub fn add(&mut self, d: crate::time::Dur) {
@@ -76,7 +81,7 @@ impl Sojourn {
     }
     /// The average over the packets counted since `earlier` (a snapshot of the same totals), in
     /// seconds; 0 when none were.
-    pub fn avg_since(&self, earlier: &Sojourn) -> f64 {
+    pub fn avg_since(&self, earlier: &AqmStats) -> f64 {
         let n = self.packets - earlier.packets;
         if n == 0 {
             0.0

@@ -2,7 +2,7 @@
 //! wan-emu style impairment stage (loss on entry, then a delay line with optional jitter).
 
 use ackshape_core::impair::{Delay, Loss};
-use ackshape_core::queue::{Enqueue, QueueDisc, Sojourn};
+use ackshape_core::queue::{AqmStats, Enqueue, QueueDisc};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::Packet;
 use std::collections::VecDeque;
@@ -79,9 +79,8 @@ pub struct LinkDir {
     has_classes: bool,
     /// The discipline's scenario `kind` when it is one of the asymmetric-link disciplines.
     pub qdisc_kind: Option<&'static str>,
-    /// The discipline's sojourn-time totals when the measurement window started (disciplines
-    /// that timestamp packets, [`QueueDisc::sojourn`]).
-    pub sojourn_window: Option<Sojourn>,
+    /// The AQM discipline's totals when the measurement window started ([`QueueDisc::aqm_stats`]).
+    pub aqm_window: Option<AqmStats>,
     q_last: Time,
     /// Queue length per time bin (for `queues.csv`).
     bins: QueueBins,
@@ -185,7 +184,7 @@ impl LinkDir {
             class_q_max_window: [0; 3],
             has_classes,
             qdisc_kind: None,
-            sojourn_window: None,
+            aqm_window: None,
             q_last: Time::ZERO,
             bins: QueueBins::default(),
             capture: None,
@@ -330,7 +329,7 @@ impl LinkDir {
     pub fn start_window(&mut self) {
         self.q_max_window = self.queue.len_pkts();
         self.class_q_max_window = self.class_lens();
-        self.sojourn_window = self.queue.sojourn();
+        self.aqm_window = self.queue.aqm_stats();
     }
 
     /// Drops of the output: those the discipline handed back at enqueue and those it made

@@ -80,10 +80,10 @@ pub struct LinkSummary {
     /// Named counters of the discipline (e.g. `red_ecn_marks`), whole run.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub qdisc_counters: std::collections::BTreeMap<String, u64>,
-    /// Sojourn times in the discipline (enqueue to dequeue) of the packets it handed out, for
-    /// the disciplines that timestamp packets (`codel`, `fq-codel`, `pie`, `cake`).
+    /// Sojourn times, drops and marks of the AQM disciplines (`codel`, `fq-codel`, `pie`,
+    /// `cake`) over the measurement window.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sojourn: Option<SojournSummary>,
+    pub aqm: Option<AqmSummary>,
     /// Goodput of the TCP flows whose data crosses this link direction, window (bit/s).
     pub tcp_goodput_bps: f64,
     /// `tcp_goodput_bps / rate_bps`: the share of the raw rate that carried TCP payload delivered
@@ -95,15 +95,19 @@ pub struct LinkSummary {
     pub classes: Option<ClassesSummary>,
 }
 
-/// Sojourn times of one link direction's discipline.
+/// An AQM discipline on one link direction, over the measurement window.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
-pub struct SojournSummary {
-    /// Average over the packets dequeued in the measurement window (ms).
-    pub avg_ms: f64,
+pub struct AqmSummary {
+    /// Average sojourn time (enqueue to dequeue) of the packets dequeued in the window (ms).
+    pub sojourn_avg_ms: f64,
+    /// The longest sojourn time, whole run (ms).
+    pub sojourn_max_ms: f64,
     /// Packets dequeued in the window.
     pub packets: u64,
-    /// The longest, whole run (ms).
-    pub max_ms: f64,
+    /// Packets the discipline dropped in the window (buffer limit, AQM, overflow, ACK filter).
+    pub drops: u64,
+    /// Packets it marked CE in the window.
+    pub marks: u64,
 }
 
 /// One traffic class of an asymmetric-link discipline, over the measurement window.

@@ -1664,12 +1664,14 @@ impl Sim {
                     queue_max_pkts: l.q_max_window as u64,
                     qdisc: l.queue.asym_stats().map(|st| QdiscSummary { stats: st.clone() }),
                     qdisc_counters: l.queue.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-                    sojourn: l.queue.sojourn().map(|s| {
-                        let s0 = l.sojourn_window.unwrap_or_default();
-                        SojournSummary {
-                            avg_ms: s.avg_since(&s0) * 1e3,
+                    aqm: l.queue.aqm_stats().map(|s| {
+                        let s0 = l.aqm_window.unwrap_or_default();
+                        AqmSummary {
+                            sojourn_avg_ms: s.avg_since(&s0) * 1e3,
+                            sojourn_max_ms: s.max_ns as f64 / 1e6,
                             packets: s.packets - s0.packets,
-                            max_ms: s.max_ns as f64 / 1e6,
+                            drops: s.drops - s0.drops,
+                            marks: s.marks - s0.marks,
                         }
                     }),
                     tcp_goodput_bps: link_goodput[i],

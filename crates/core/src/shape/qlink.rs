@@ -170,11 +170,13 @@ impl Middlebox for QdiscLink {
                 if let Some(a) = s.queue.asym_stats() {
                     m["asym"] = serde_json::to_value(a).unwrap_or_default();
                 }
-                if let Some(so) = s.queue.sojourn() {
-                    m["sojourn"] = serde_json::json!({
-                        "packets": so.packets,
-                        "avg_ms": so.avg_since(&Default::default()) * 1e3,
-                        "max_ms": so.max_ns as f64 / 1e6,
+                if let Some(a) = s.queue.aqm_stats() {
+                    m["aqm"] = serde_json::json!({
+                        "packets": a.packets,
+                        "sojourn_avg_ms": a.avg_since(&Default::default()) * 1e3,
+                        "sojourn_max_ms": a.max_ns as f64 / 1e6,
+                        "drops": a.drops,
+                        "marks": a.marks,
                     });
                 }
                 m

@@ -52,7 +52,7 @@
 //! from the driver's random stream.
 
 use super::{control_law, set_ce, FlowHasher, Timed, MTU_FRAME};
-use crate::queue::{Enqueue, QueueDisc, Sojourn};
+use crate::queue::{AqmStats, Enqueue, QueueDisc};
 use crate::rng::Rng;
 use crate::shape::asym::{CakeMode, FlowKey};
 use crate::time::{Dur, Time};
@@ -515,7 +515,7 @@ pub struct Cake {
     failsafe_next: Time,
     stats: CakeStats,
     returned_drops: u64,
-    sojourn: Sojourn,
+    sojourn: AqmStats,
 }
 
 impl Cake {
@@ -553,7 +553,7 @@ impl Cake {
             failsafe_next: Time::ZERO,
             stats: CakeStats::default(),
             returned_drops: 0,
-            sojourn: Sojourn::default(),
+            sojourn: AqmStats::default(),
             cfg,
         }
     }
@@ -983,8 +983,12 @@ impl QueueDisc for Cake {
     fn internal_drops(&self) -> u64 {
         self.stats.drops + self.stats.overlimit_drops + self.stats.ack_drops - self.returned_drops
     }
-    fn sojourn(&self) -> Option<Sojourn> {
-        Some(self.sojourn)
+    fn aqm_stats(&self) -> Option<AqmStats> {
+        Some(AqmStats {
+            drops: self.stats.drops + self.stats.overlimit_drops + self.stats.ack_drops,
+            marks: self.stats.ecn_marks,
+            ..self.sojourn
+        })
     }
 }
 

@@ -27,7 +27,7 @@
 //! **What it is not.** No `ce_threshold` (L4S-style marking), no byte limit.
 
 use super::{control_law, set_ce, Timed, MTU_FRAME};
-use crate::queue::{Enqueue, QueueDisc, Sojourn};
+use crate::queue::{AqmStats, Enqueue, QueueDisc};
 use crate::time::{Dur, Time};
 use crate::units::DurV;
 use ackshape_wire::Packet;
@@ -272,7 +272,7 @@ pub struct Codel {
     vars: CodelVars,
     stats: CodelStats,
     limit_drops: u64,
-    sojourn: Sojourn,
+    sojourn: AqmStats,
 }
 
 impl Codel {
@@ -283,7 +283,7 @@ impl Codel {
             vars: CodelVars::default(),
             stats: CodelStats::default(),
             limit_drops: 0,
-            sojourn: Sojourn::default(),
+            sojourn: AqmStats::default(),
         }
     }
     pub fn stats(&self) -> &CodelStats {
@@ -326,8 +326,8 @@ impl QueueDisc for Codel {
     fn internal_drops(&self) -> u64 {
         self.stats.drops
     }
-    fn sojourn(&self) -> Option<Sojourn> {
-        Some(self.sojourn)
+    fn aqm_stats(&self) -> Option<AqmStats> {
+        Some(AqmStats { drops: self.stats.drops + self.limit_drops, marks: self.stats.marks, ..self.sojourn })
     }
 }
 

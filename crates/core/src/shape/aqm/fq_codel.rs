@@ -27,7 +27,7 @@
 
 use super::codel::{validate_params, CodelQueue};
 use super::{reduce, CodelParams, CodelStats, CodelVars, FlowHasher, Timed, MTU_FRAME};
-use crate::queue::{Enqueue, QueueDisc, Sojourn};
+use crate::queue::{AqmStats, Enqueue, QueueDisc};
 use crate::rng::Rng;
 use crate::time::Time;
 use crate::units::{DurV, SizeV};
@@ -170,7 +170,7 @@ pub struct FqCodel {
     stats: FqCodelStats,
     /// Overlimit drops handed back by `enqueue` (the arriving packet itself).
     returned_drops: u64,
-    sojourn: Sojourn,
+    sojourn: AqmStats,
 }
 
 /// A flow queue as CoDel sees it: its packets, and the scheduler's total backlog.
@@ -210,7 +210,7 @@ impl FqCodel {
             bytes: 0,
             stats: FqCodelStats::default(),
             returned_drops: 0,
-            sojourn: Sojourn::default(),
+            sojourn: AqmStats::default(),
         }
     }
     pub fn stats(&self) -> &FqCodelStats {
@@ -348,8 +348,12 @@ impl QueueDisc for FqCodel {
     fn internal_drops(&self) -> u64 {
         self.stats.codel.drops + self.stats.overlimit_drops - self.returned_drops
     }
-    fn sojourn(&self) -> Option<Sojourn> {
-        Some(self.sojourn)
+    fn aqm_stats(&self) -> Option<AqmStats> {
+        Some(AqmStats {
+            drops: self.stats.codel.drops + self.stats.overlimit_drops,
+            marks: self.stats.codel.marks,
+            ..self.sojourn
+        })
     }
 }
 
@@ -513,7 +517,7 @@ mod tests {
         println!("{:?}, sparse packets out {sparse_out}", q.stats());
         assert!(q.stats().codel.drops > 10, "{:?}", q.stats());
         assert_eq!(sparse_out, 150, "every sparse packet got through");
-        let s = q.sojourn().unwrap();
+        let s = q.aqm_stats().unwrap();
         assert!(s.packets > 0 && s.max_ns > 5_000_000);
     }
 

@@ -32,7 +32,7 @@
 //! and Linux's extra 2% step for delays above 250 ms, which RFC 8033 does not have.
 
 use super::{set_ce, Timed, MTU_FRAME};
-use crate::queue::{Enqueue, QueueDisc, Sojourn};
+use crate::queue::{AqmStats, Enqueue, QueueDisc};
 use crate::rng::Rng;
 use crate::time::{Dur, Time};
 use crate::units::{DurV, SizeV};
@@ -225,7 +225,7 @@ pub struct Pie {
     next_update: Time,
     rng: Rng,
     stats: PieStats,
-    sojourn: Sojourn,
+    sojourn: AqmStats,
 }
 
 impl Pie {
@@ -248,7 +248,7 @@ impl Pie {
             bytes: 0,
             rng,
             stats: PieStats::default(),
-            sojourn: Sojourn::default(),
+            sojourn: AqmStats::default(),
         }
     }
     pub fn vars(&self) -> &PieVars {
@@ -428,8 +428,12 @@ impl QueueDisc for Pie {
             ("pie_limit_drops", self.stats.limit_drops),
         ]
     }
-    fn sojourn(&self) -> Option<Sojourn> {
-        Some(self.sojourn)
+    fn aqm_stats(&self) -> Option<AqmStats> {
+        Some(AqmStats {
+            drops: self.stats.early_drops + self.stats.limit_drops,
+            marks: self.stats.ecn_marks,
+            ..self.sojourn
+        })
     }
 }
 
@@ -537,7 +541,7 @@ mod tests {
                 td += service;
             }
         }
-        let s = p.sojourn().unwrap();
+        let s = p.aqm_stats().unwrap();
         let avg = s.total_ns as f64 / s.packets.max(1) as f64 / 1e6;
         (p, dropped as f64 / offered as f64, avg)
     }
