@@ -27,7 +27,7 @@ minimum RTO, 4 MiB buffers. Access links 1 ms, 1000 packets, 10× the bottleneck
 queue forms at the bottleneck); bottleneck one-way delay RTT/2 − 2 ms; the bottleneck's reverse
 direction is a drop-tail FIFO of the same size. Flow starts uniform in [0, 1) s (drawn per side).
 Discipline parameters: the RFCs' / Linux's defaults on both sides, the limit `queue` packets
-(1000), plus: PIE with derandomisation on in ns-3 (ackshape's default, as Linux); ns-3's COBALT
+(1000; 10240, CAKE's default, for the COBALT rows), plus: PIE with derandomisation on in ns-3 (ackshape's default, as Linux); ns-3's COBALT
 `BlueThreshold` (an ns-3 addition that raises BLUE's probability when a sojourn exceeds 400 ms)
 off, as Linux's COBALT has none; ns-3's FqCobalt with its 8-way set-associative hash, as CAKE.
 The ns-3 COBALT is compared with ackshape's `cake` in `flowblind` mode (one queue, unshaped) and
@@ -186,6 +186,12 @@ def run_point(p, python, binary):
 # 9 points. One seed per point.
 
 RTTS, FLOWS, RATES = (10, 50, 200), (1, 10, 50), (10, 100)
+# Buffers: 1000 packets for CoDel, FQ-CoDel and PIE; CAKE's default limit (10240 packets) for the
+# COBALT rows, so that BLUE (raised by buffer overflows) stays out of the way of responsive flows
+# as in CAKE's normal use (with 1000 packets, start-up overflow at 100 Mbit/s raised BLUE's
+# probability, which in CAKE relaxes only when the scheduler finds the queue empty while other
+# queues hold packets; see docs/validation.md).
+QUEUE = {"codel": 1000, "fqcodel": 1000, "pie": 1000, "cobalt": 10240, "fqcobalt": 10240}
 
 
 def grid_points():
@@ -193,7 +199,7 @@ def grid_points():
     for q in QDISCS:
         for i, rtt in enumerate(RTTS):
             for j, n in enumerate(FLOWS):
-                pts.append(point(qdisc=q, bw=RATES[(i + j) % 2], rtt=rtt, flows=n))
+                pts.append(point(qdisc=q, bw=RATES[(i + j) % 2], rtt=rtt, flows=n, queue=QUEUE[q]))
     for q in ("codel", "fqcodel", "pie"):
         for i, (rtt, n) in enumerate(zip(RTTS, FLOWS)):
             pts.append(point(qdisc=q, bw=RATES[i % 2], rtt=rtt, flows=n, ecn=1))
@@ -240,12 +246,15 @@ def main():
     gp = sub.add_parser("grid", help="the sampled grid")
     gp.add_argument("--json", help="write the results here (and resume from it)")
     gp.add_argument("--only", help="only points of this qdisc")
-    tp = sub.add_parser("table", help="print the table of a grid's JSON")
+    tp = sub.add_parser("table", help="print the table of a grid's JSON (its points of the grid, in order)")
     tp.add_argument("json")
     a = ap.parse_args()
     if a.cmd == "table":
         with open(a.json) as f:
-            print_table(json.load(f))
+            done = json.load(f)
+        order = {json.dumps(p, sort_keys=True): k for k, p in enumerate(grid_points())}
+        done = [r for r in done if json.dumps(r["point"], sort_keys=True) in order]
+        print_table(sorted(done, key=lambda r: order[json.dumps(r["point"], sort_keys=True)]))
         return
     if a.cmd == "point":
         p = point(**dict(kv.split("=", 1) for kv in a.kv))
@@ -272,7 +281,8 @@ def main():
             with open(a.json, "w") as f:
                 json.dump(done, f, indent=1)
     order = {json.dumps(p, sort_keys=True): k for k, p in enumerate(grid_points())}
-    done.sort(key=lambda r: order.get(json.dumps(r["point"], sort_keys=True), 1 << 30))
+    done = [r for r in done if json.dumps(r["point"], sort_keys=True) in order]
+    done.sort(key=lambda r: order[json.dumps(r["point"], sort_keys=True)])
     print_table(done)
 
 

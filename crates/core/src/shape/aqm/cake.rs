@@ -26,7 +26,11 @@
 //!   marking whenever the packet is ECN-capable (CAKE has no `noecn`), plus BLUE: a queue that
 //!   overflows the buffer raises its drop probability by 1/256 (at most once per `target`), an
 //!   empty queue lowers it by 1/4096, and packets are dropped at random with it (BLUE never
-//!   marks). The last packet of a queue is never dropped.
+//!   marks). The last packet of a queue is never dropped. BLUE's probability relaxes only
+//!   when the scheduler finds a queue empty while other queues hold packets (`cake_dequeue`
+//!   returns at once when nothing is queued): with one queue (`flowblind`) it does not relax,
+//!   so a buffer overflow (slow start into a small `memory_limit`) leaves a lasting drop
+//!   probability. (ns-3's COBALT relaxes it at every dequeue from an empty queue.)
 //! - **Shaper** [`cake_advance_shaper`]: with a `rate`, each packet moves the next send time on
 //!   by its length (IP length + `overhead`, at least `mpu`) at the rate; `dequeue` holds
 //!   packets until then ([`QueueDisc::next_ready`]). No token bucket and no burst parameter; a

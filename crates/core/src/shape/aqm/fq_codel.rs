@@ -230,8 +230,9 @@ impl FqCodel {
     }
 
     /// `fq_codel_drop`: drop from the head of the queue with the largest backlog, up to
-    /// `drop_batch` packets or half its backlog. Returns the queue and the packets dropped.
-    fn drop_from_fattest(&mut self) -> (usize, Vec<Timed>) {
+    /// `drop_batch` packets or half its backlog. Returns the queue, how many were dropped and
+    /// the last of them.
+    fn drop_from_fattest(&mut self) -> (usize, u64, Option<Timed>) {
         let mut idx = 0;
         let mut max = 0;
         for (i, f) in self.flows.iter().enumerate() {
@@ -242,20 +243,20 @@ impl FqCodel {
         }
         let threshold = max / 2;
         let f = &mut self.flows[idx];
-        let mut dropped = Vec::new();
-        let mut len = 0u64;
+        let (mut n, mut len, mut last) = (0u64, 0u64, None);
         while let Some(p) = f.q.pop_front() {
             len += p.len as u64;
             f.backlog -= p.len as u64;
             self.pkts -= 1;
             self.bytes -= p.len as u64;
-            dropped.push(p);
-            if dropped.len() as u32 >= self.cfg.drop_batch || len >= threshold {
+            last = Some(p);
+            n += 1;
+            if n >= self.cfg.drop_batch as u64 || len >= threshold {
                 break;
             }
         }
-        f.vars.count = f.vars.count.wrapping_add(dropped.len() as u32);
-        (idx, dropped)
+        f.vars.count = f.vars.count.wrapping_add(n as u32);
+        (idx, n, last)
     }
 }
 
@@ -279,15 +280,14 @@ impl QueueDisc for FqCodel {
         if self.pkts <= self.cfg.limit_pkts && !over_memory {
             return Enqueue::Queued;
         }
-        let (fat, mut dropped) = self.drop_from_fattest();
-        let n = dropped.len() as u64;
+        let (fat, n, last) = self.drop_from_fattest();
         self.stats.overlimit_drops += n;
         if over_memory {
             self.stats.overmemory_drops += n;
         }
         // The arriving packet went too if its queue was emptied (it was at the tail).
         if fat == idx && self.flows[idx].q.is_empty() {
-            if let Some(p) = dropped.pop() {
+            if let Some(p) = last {
                 self.returned_drops += 1;
                 return Enqueue::Dropped(p.pkt);
             }

@@ -31,6 +31,7 @@ mod cake;
 mod codel;
 mod fq_codel;
 mod pie;
+pub mod workload;
 
 pub use cake::{AckFilterMode, Cake, CakeConfig, FlowMode};
 pub use codel::{Codel, CodelConfig, CodelParams, CodelStats, CodelVars};
