@@ -184,10 +184,86 @@ fn run(n: u32, with_flood: bool) -> Run {
     Run { ns_per_pkt: el / pkts as f64, max_call_us: max_call as f64 / 1000.0 }
 }
 
+type FlowKey = (IpAddr, IpAddr, u16, u16);
+
+/// `n` flow keys whose FxHash (as `FxHashMap<FlowKey, _>` hashes them) agrees in its low `bits`
+/// bits: they all start their probe in the same group of a hashbrown table of up to 2^bits
+/// buckets. Found by trying tuples in order; costs about n · 2^bits hashes.
+fn crafted_fx_keys(n: usize, bits: u32) -> Vec<FlowKey> {
+    use std::hash::BuildHasher;
+    let fx = rustc_hash::FxBuildHasher;
+    let mask = (1u64 << bits) - 1;
+    let mut out = Vec::with_capacity(n);
+    let mut target = None;
+    let mut i: u64 = 0;
+    while out.len() < n {
+        let k: FlowKey = (IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | (i >> 16) as u32)), WAN, (i & 0xffff) as u16, 443);
+        i += 1;
+        let h = fx.hash_one(k) & mask;
+        if *target.get_or_insert(h) == h {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// As many keys from a random stream.
+fn random_keys(n: usize) -> Vec<FlowKey> {
+    use rand::RngCore;
+    let mut r = ackshape_core::rng::stream(1, "bench-keys", 0);
+    (0..n).map(|_| (IpAddr::V4(Ipv4Addr::from(r.next_u32())), WAN, r.next_u32() as u16, r.next_u32() as u16)).collect()
+}
+
+/// ns per key to insert `keys` into an empty table built by `build`, then look each up once.
+fn table_ns<S: std::hash::BuildHasher>(keys: &[FlowKey], build: impl Fn() -> S) -> f64 {
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let mut m: std::collections::HashMap<FlowKey, u32, S> = std::collections::HashMap::with_hasher(build());
+        for (i, k) in keys.iter().enumerate() {
+            m.insert(*k, i as u32);
+        }
+        let mut s = 0u64;
+        for k in keys {
+            s += *m.get(k).unwrap() as u64;
+        }
+        std::hint::black_box(s);
+        best = best.min(t.elapsed().as_nanos() as f64 / (2 * keys.len()) as f64);
+    }
+    best
+}
+
+fn crafted_keys_summary() {
+    let n = 8192;
+    let crafted = crafted_fx_keys(n, 14);
+    let random = random_keys(n);
+    println!("\n{n} flow keys crafted to share the low 14 bits of their FxHash vs {n} random keys: insert + lookup, ns per operation:");
+    let fx = |k: &[FlowKey]| table_ns(k, || rustc_hash::FxBuildHasher);
+    let key = ackshape_core::hash::HashKey::random();
+    let keyed = |k: &[FlowKey]| table_ns(k, || ackshape_core::hash::Keyed::new(key));
+    let (fr, fc) = (fx(&random), fx(&crafted));
+    let (kr, kc) = (keyed(&random), keyed(&crafted));
+    println!(
+        "  {:<44} random {:>8.1}  crafted {:>10.1}  ({:.1}x)",
+        "FxHash (unkeyed; the tables before)",
+        fr,
+        fc,
+        fc / fr
+    );
+    println!(
+        "  {:<44} random {:>8.1}  crafted {:>10.1}  ({:.2}x)",
+        "SipHash-1-3, random key (the tables now)",
+        kr,
+        kc,
+        kc / kr
+    );
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    crafted_keys_summary();
     let n = 400_000;
     println!(
         "\nnew-flow flood into a TCR class beside 256 established TCR flows ({n} established packets, 1 µs apart):"

@@ -260,3 +260,382 @@ dport = 5001
     assert!(flows["tracked"].as_u64().unwrap() as usize <= max_flows, "{flows}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ------------------------------------------------------------------------------------------------
+// Spoofs with a shaped flow's real tuple (docs/policy.md, "Threat model").
+
+/// IPv4 TTL that marks every frame the tests inject with a bad checksum, so a capture can tell
+/// them apart (an endpoint's own frames leave with 64).
+const BAD_TTL: u8 = 13;
+
+/// An Ethernet + IPv4 + TCP frame from the header of `like` (addresses, ports, MACs), with the
+/// given sequence/ACK numbers, flags, window, options and payload, valid checksums, TTL 64.
+fn forge(like: &[u8], seq: u32, ack: u32, flags: u8, window: u16, opts: &[u8], payload: &[u8]) -> Vec<u8> {
+    let p = ackshape_wire::Packet::parse_frame(like).expect("a frame of the flow");
+    let t = p.packet.tcp().unwrap();
+    let (std::net::IpAddr::V4(s), std::net::IpAddr::V4(d)) = (p.packet.ip.src, p.packet.ip.dst) else {
+        panic!("IPv4 testbed")
+    };
+    let mut f = testing::tcp_frame(s.octets(), d.octets(), t.sport, t.dport, seq, flags, opts, payload);
+    f[..12].copy_from_slice(&like[..12]);
+    f[42..46].copy_from_slice(&ack.to_be_bytes());
+    f[48..50].copy_from_slice(&window.to_be_bytes());
+    fix_tcp_checksum(&mut f);
+    f
+}
+
+/// Recompute the IPv4 header and TCP checksums of an untagged frame.
+fn fix_tcp_checksum(f: &mut [u8]) {
+    let sum = |b: &[u8], mut s: u32| {
+        for c in b.chunks(2) {
+            s += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+        }
+        while s >> 16 != 0 {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s
+    };
+    f[24] = 0;
+    f[25] = 0;
+    let c = !(sum(&f[14..34], 0) as u16);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    let tcp_len = f.len() - 34;
+    f[50] = 0;
+    f[51] = 0;
+    let mut pseudo = Vec::with_capacity(12);
+    pseudo.extend_from_slice(&f[26..34]);
+    pseudo.extend_from_slice(&[0, 6, (tcp_len >> 8) as u8, tcp_len as u8]);
+    let c = !(sum(&f[34..], sum(&pseudo, 0)) as u16);
+    f[50..52].copy_from_slice(&c.to_be_bytes());
+}
+
+/// The same frame with TTL `BAD_TTL` and a TCP checksum that is wrong (the IP one fixed).
+fn bad_checksum(f: &[u8]) -> Vec<u8> {
+    let mut g = f.to_vec();
+    g[22] = BAD_TTL;
+    fix_tcp_checksum(&mut g);
+    g[50] ^= 0x5a;
+    g
+}
+
+/// Run `tcpdump` in `ns` on `ifname` (direction `inout`: "in"/"out") with a filter, headers only.
+struct Dump(std::process::Child, PathBuf);
+
+impl Dump {
+    fn start(ns: &str, ifname: &str, inout: &str, filter: &str, path: PathBuf) -> Dump {
+        use std::io::BufRead;
+        let mut c = std::process::Command::new("ip")
+            .args([
+                "netns", "exec", ns, "tcpdump", "-i", ifname, "-Q", inout, "-s", "160", "-B", "16384", "-U", "-n", "-w",
+            ])
+            .arg(&path)
+            .arg(filter)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("tcpdump");
+        let mut err = std::io::BufReader::new(c.stderr.take().unwrap());
+        let mut line = String::new();
+        while err.read_line(&mut line).unwrap_or(0) > 0 && !line.contains("listening on") {
+            line.clear();
+        }
+        // Keep reading its stderr so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        Dump(c, path)
+    }
+    fn stop(mut self) -> PathBuf {
+        let _ = std::process::Command::new("kill").args(["-INT", &self.0.id().to_string()]).status();
+        let _ = self.0.wait();
+        self.1.clone()
+    }
+}
+
+impl Drop for Dump {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// (time, frame) of every packet in a pcap.
+fn read_pcap(p: &Path) -> Vec<(Duration, Vec<u8>)> {
+    let f = std::fs::File::open(p).unwrap();
+    let mut rd = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut v = Vec::new();
+    while let Some(pk) = rd.next_packet() {
+        let pk = pk.unwrap();
+        v.push((pk.timestamp, pk.data.to_vec()));
+    }
+    v
+}
+
+/// tshark's verdict on the IPv4 and TCP checksums of every frame in a pcap that carries
+/// `BAD_TTL`: (valid, bad) counts (frames cut by the snap length are left out).
+fn tshark_marked(p: &Path) -> (u64, u64) {
+    let out = std::process::Command::new("tshark")
+        .args(["-r"])
+        .arg(p)
+        .args(["-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE", "-Y"])
+        .arg(format!("ip.ttl == {BAD_TTL} && frame.len == frame.cap_len"))
+        .args(["-T", "fields", "-e", "tcp.checksum.status", "-e", "ip.checksum.status"])
+        .output()
+        .expect("tshark");
+    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+    let (mut good, mut bad) = (0, 0);
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        if l.split('\t').all(|x| x == "1") {
+            good += 1;
+        } else {
+            bad += 1;
+        }
+    }
+    (good, bad)
+}
+
+/// What one spoof run measured.
+struct SpoofRun {
+    goodput_bps: f64,
+    injected: u64,
+    fabricated_acks: u64,
+    acks_at_sender: u64,
+    laundered: (u64, u64),
+}
+
+/// A 100 MB transfer through a `mechanism` class of 100 Mbit/s (wanem 5 ms each way, `loss` on
+/// the way to the receiver), while an on-path attacker on the WAN side — it reads the receiver's
+/// ACKs on the wanem's receiver-side port — injects, with the flow's real tuple: one SYN-ACK with
+/// window scale 14 and MSS 88, a pure ACK at the real ACK + 2^30 and one at + 2^31 − 1, an RST
+/// with a random sequence number, and data travelling WAN → LAN; each also with a bad checksum
+/// (TTL `BAD_TTL`). With `flood`, 100 000 malformed frames are sent into each port meanwhile.
+fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
+    use ackshape_live::wanem::LinkSpec;
+    let dir = tmpdir(tag);
+    let pol = dir.join("policy.toml");
+    std::fs::write(
+        &pol,
+        format!(
+            "default_class = \"other\"\n[[class]]\nname = \"bulk\"\nrate = \"100Mbit/s\"\nqueue = \"300pkt\"\nmechanism = {{ kind = \"{mechanism}\" }}\n\
+             [[class]]\nname = \"other\"\nrate = \"10Mbit/s\"\n[[rule]]\nclass = \"bulk\"\nproto = \"tcp\"\ndport = 5001\n"
+        ),
+    )
+    .unwrap();
+    let policy = Policy::load(&pol).unwrap();
+    let mut spec = RigSpec::new(&format!("acks-x{tag}"));
+    spec.gateway.policy = Some(pol.clone());
+    spec.gateway.stats_interval = Duration::from_millis(500);
+    spec.pipeline = Box::new(PolicyPipeline::new(&policy));
+    let path = |p: f64| LinkSpec {
+        delay_ns: 5_000_000,
+        queue_packets: 1000,
+        loss: if p > 0.0 { ackshape_core::impair::LossSpec::Bernoulli { p } } else { Default::default() },
+        ..Default::default()
+    };
+    spec.wanem = (path(loss), path(0.0));
+    spec.wanem_seed = 7;
+    let mut rig = Rig::start(spec).expect("rig start");
+    let tb = rig.tb.tb.clone();
+    let (wns, wa, wb) = (tb.ns_wanem.clone().unwrap(), tb.if_wan_a.clone().unwrap(), tb.if_wan_b.clone().unwrap());
+    // Captures: what reaches the sender, what the receiver sends, and the receiver's inbound
+    // (headers only, the flow's port; marked frames whole).
+    let f = "tcp port 5001";
+    let at_sender = Dump::start(&tb.ns_sender, &tb.if_sender, "in", f, dir.join("sender-in.pcap"));
+    let rcv_if = tb.if_receiver.clone();
+    let from_rcv = Dump::start(&tb.ns_receiver, &rcv_if, "out", f, dir.join("receiver-out.pcap"));
+    let at_rcv = Dump::start(
+        &tb.ns_receiver,
+        &rcv_if,
+        "in",
+        &format!("{f} and ip[8] = {BAD_TTL}"),
+        dir.join("receiver-in.pcap"),
+    );
+    let bytes: u64 = std::env::var("ACKS_TRANSFER_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(100) << 20;
+    let dst = SocketAddr::from((tb.receiver_addr, 5001));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = spawn_in_netns(&tb.ns_receiver, "sink", move || {
+        let l = TcpListener::bind(dst)?;
+        let _ = tx.send(());
+        traffic::tcp_sink(&l, 1 << 20)
+    })
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).expect("sink did not start");
+    let floods = flood.then(|| {
+        let n = 100_000;
+        let lan = testing::malformed_corpus(11, n);
+        let wan = testing::malformed_corpus(12, n);
+        let send = |ns: &str, ifn: &str, frames: Vec<Vec<u8>>| {
+            flood(ns, ifn, frames.len(), 20_000, move |i, b| {
+                b.extend_from_slice(&frames[i]);
+                if b.len() < 14 {
+                    b.resize(14, 0xff);
+                    b[12] = 0x08;
+                    b[13] = 0x00;
+                }
+            })
+        };
+        (send(&tb.ns_sender, &tb.if_sender, lan), send(&wns, &wa, wan))
+    });
+    let t0 = Instant::now();
+    let src = spawn_in_netns(&tb.ns_sender, "source", move || traffic::tcp_source(dst, bytes, 3, None)).unwrap();
+    // The attacker: reads the receiver's ACKs where they enter the wanem, injects towards the
+    // gateway's WAN port.
+    let attacker = spawn_in_netns(&wns, "attacker", move || -> std::io::Result<u64> {
+        let mut see = AfPacketPort::open(&wb, "see")?;
+        let mut out = AfPacketPort::open(&wa, "inject")?;
+        let mut buf = vec![0u8; 2048];
+        let mut injected = 0u64;
+        let mut rng = 0x1234_5678_9abc_def0u64;
+        let mut rand = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng as u32
+        };
+        // (fraction of the transfer acknowledged, spoof number)
+        let mut stage = 0;
+        let mut ack0: Option<u32> = None;
+        let deadline = Instant::now() + Duration::from_secs(100);
+        while stage < 5 && Instant::now() < deadline {
+            let Some(m) = see.recv(ackshape_core::Time(0), &mut buf)? else {
+                std::thread::sleep(Duration::from_micros(200));
+                continue;
+            };
+            let fr = &buf[..m.copied];
+            let Ok(p) = ackshape_wire::Packet::parse_frame(fr) else { continue };
+            let Some(t) = p.packet.tcp() else { continue };
+            if t.sport != 5001 || !t.flags.contains(ackshape_wire::TcpFlags::ACK) {
+                continue;
+            }
+            let a0 = *ack0.get_or_insert(t.ack.0);
+            let done = t.ack.0.wrapping_sub(a0) as f64 / bytes as f64;
+            if done < 0.1 + 0.15 * stage as f64 {
+                continue;
+            }
+            let (seq, ack) = (t.seq.0, t.ack.0);
+            let frames: Vec<Vec<u8>> = match stage {
+                // A SYN-ACK with random numbers, MSS 88 and window scale 14.
+                0 => vec![forge(fr, rand(), rand(), 0x12, 65535, &[2, 4, 0, 88, 1, 3, 3, 14], &[])],
+                // Pure ACKs far ahead of anything the sender sent.
+                1 => vec![forge(fr, seq, ack.wrapping_add(1 << 30), 0x10, 65535, &[], &[])],
+                2 => vec![forge(fr, seq, ack.wrapping_add((1 << 31) - 1), 0x10, 65535, &[], &[])],
+                // An RST with a random sequence number.
+                3 => vec![forge(fr, rand(), 0, 0x04, 0, &[], &[])],
+                // Data from the receiver's side with the real tuple and random numbers.
+                _ => (0..10).map(|_| forge(fr, rand(), rand(), 0x18, 65535, &[], &[0x42; 200])).collect(),
+            };
+            for f in frames {
+                for g in [bad_checksum(&f), f] {
+                    out.send(ackshape_core::Time(0), &g)?;
+                    injected += 1;
+                }
+            }
+            stage += 1;
+        }
+        Ok(injected)
+    })
+    .unwrap();
+    let s = join_within(src, Duration::from_secs(150), "tcp source").unwrap();
+    let secs = t0.elapsed().as_secs_f64();
+    let r = join_within(sink, Duration::from_secs(20), "tcp sink").unwrap();
+    let injected = join_within(attacker, Duration::from_secs(110), "attacker");
+    if let Some((a, b)) = floods {
+        join_within(a, Duration::from_secs(60), "lan flood").unwrap();
+        join_within(b, Duration::from_secs(60), "wan flood").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let (p_snd, p_rcv, p_rin) = (at_sender.stop(), from_rcv.stop(), at_rcv.stop());
+    let g = stop(&mut rig);
+    assert_eq!(s.sha256, r.sha256, "{tag}: the transfer's bytes");
+    // No ACK reaching the sender acknowledges more than the receiver had sent by then.
+    let rcv = read_pcap(&p_rcv);
+    let snd = read_pcap(&p_snd);
+    let ack_of = |f: &[u8]| {
+        let p = ackshape_wire::Packet::parse_frame(f).ok()?;
+        let t = p.packet.tcp()?;
+        (t.flags.contains(ackshape_wire::TcpFlags::ACK) && !t.flags.contains(ackshape_wire::TcpFlags::SYN))
+            .then_some(t.ack.0)
+    };
+    let base = rcv.iter().find_map(|(_, f)| ack_of(f)).expect("receiver ACKs captured");
+    let mut highest: Vec<(Duration, u32)> = Vec::new();
+    for (t, f) in &rcv {
+        if let Some(a) = ack_of(f) {
+            let off = a.wrapping_sub(base);
+            if off < 1 << 31 && highest.last().is_none_or(|h| off > h.1) {
+                highest.push((*t, off));
+            }
+        }
+    }
+    let (mut fabricated, mut acks) = (0u64, 0u64);
+    for (t, f) in &snd {
+        if f.get(22) == Some(&BAD_TTL) {
+            continue; // an injected frame, forwarded as it came (its checksum is checked below)
+        }
+        let Some(a) = ack_of(f) else { continue };
+        acks += 1;
+        let off = a.wrapping_sub(base);
+        let sent = highest.iter().take_while(|h| h.0 <= *t).last().map_or(0, |h| h.1);
+        if off >= 1 << 31 || off > sent {
+            fabricated += 1;
+        }
+    }
+    // tshark: every marked frame that reached either endpoint still has its bad checksum.
+    let (g1, b1) = tshark_marked(&p_snd);
+    let (g2, b2) = tshark_marked(&p_rin);
+    let goodput = bytes as f64 * 8.0 / secs;
+    let bulk = &g.pipeline["stats"]["classes"]["bulk"];
+    eprintln!(
+        "spoofs {tag} ({mechanism}, loss {loss}, flood {flood}): {} MB in {secs:.1} s = {:.1} Mbit/s, sha256 ok; \
+         injected {injected}; ACKs at the sender {acks}, beyond the receiver's {fabricated}; marked frames at the \
+         sender valid/bad {g1}/{b1}, at the receiver {g2}/{b2}; lan {:?}; wan bad_checksum {}; mechanism {}",
+        bytes >> 20,
+        goodput / 1e6,
+        g.port("lan").map(|p| (p.malformed, p.bad_checksum)),
+        g.port("wan").map_or(0, |p| p.bad_checksum),
+        bulk["mechanism_stats"]["outbound"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    SpoofRun {
+        goodput_bps: goodput,
+        injected,
+        fabricated_acks: fabricated,
+        acks_at_sender: acks,
+        laundered: (g1 + g2, b1 + b2),
+    }
+}
+
+fn spoofs(mechanism: &str) {
+    let tools = ["tcpdump", "tshark"].iter().all(|t| std::process::Command::new(t).arg("--version").output().is_ok());
+    if !tools {
+        testbed::skip(&format!("spoofs_{mechanism}"), "tcpdump or tshark missing (apt-get install tcpdump tshark)");
+        return;
+    }
+    let tag = if mechanism == "tcr" { "t" } else { "p" };
+    for (i, (loss, flood)) in [(0.0, true), (0.01, false)].into_iter().enumerate() {
+        let r = spoof_run(&format!("{tag}{i}"), mechanism, loss, flood);
+        assert_eq!(r.injected, 2 * (4 + 10), "every spoof was injected (the attacker saw the transfer through)");
+        assert_eq!(r.fabricated_acks, 0, "ACKs beyond the receiver's at the sender (of {})", r.acks_at_sender);
+        assert_eq!(r.laundered.0, 0, "a frame that came with a bad checksum left with a valid one");
+        assert!(r.laundered.1 > 0, "the marked frames were captured");
+        // The class rate: 100 Mbit/s of frames, 1448 of each 1514 bytes TCP payload; without loss
+        // the transfer runs at it (the average includes slow start).
+        if loss == 0.0 {
+            assert!(r.goodput_bps > 0.8 * 100e6 * 1448.0 / 1514.0, "{:.1} Mbit/s", r.goodput_bps / 1e6);
+        }
+        assert!(r.goodput_bps < 1.05 * 100e6, "{:.1} Mbit/s above the class rate", r.goodput_bps / 1e6);
+    }
+}
+
+/// Done-when 1 for TCR: the probe's spoofs leave a TCR-shaped 100 MB transfer intact and at its
+/// class rate, the gateway never sends the sender an ACK beyond the receiver's, and no frame
+/// leaves with a valid checksum that came with a bad one.
+#[test]
+fn tcr_transfer_survives_the_spoofs() {
+    let Some(_l) = live("tcr_transfer_survives_the_spoofs") else { return };
+    spoofs("tcr");
+}
+
+/// The same for PostACK.
+#[test]
+fn postack_transfer_survives_the_spoofs() {
+    let Some(_l) = live("postack_transfer_survives_the_spoofs") else { return };
+    spoofs("postack");
+}

@@ -77,7 +77,7 @@ use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 /// Allocation passes triggered by flows starting or ending run at most this often; a flow
 /// that starts in between gets B/N (Eq. 2) until the pass. A pass costs O(n log n) in the
@@ -393,7 +393,7 @@ pub struct FlowInfo {
 pub struct Tcr {
     cfg: TcrConfig,
     rate_bps: u64,
-    index: rustc_hash::FxHashMap<FlowKey, u32>,
+    index: crate::hash::KeyedMap<FlowKey, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     heap: BinaryHeap<Reverse<(Time, u32, u32)>>,
@@ -430,7 +430,7 @@ impl Tcr {
         Tcr {
             cfg,
             rate_bps,
-            index: HashMap::default(),
+            index: crate::hash::map(crate::hash::HashKey::default()),
             slots: Vec::new(),
             free: Vec::new(),
             heap: BinaryHeap::new(),
@@ -1356,6 +1356,9 @@ fn pace_interval(cost: f64, alloc: f64, max_d: f64) -> f64 {
 }
 
 impl AckMechanism for Tcr {
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        crate::hash::rekey(&mut self.index, key);
+    }
     /// `overhead_bytes = 0` (the default) takes the gateway's per-packet overhead, so TCR counts
     /// packets as the class does; an explicit value is kept.
     fn set_overhead(&mut self, bytes: u32) {
