@@ -217,7 +217,12 @@ dport = 5001
     let rss0 = rss_kib();
     let dst = tb.receiver_addr.octets();
     let f0 = Instant::now();
-    let h = flood(&tb.ns_sender, &tb.if_sender, n_flood, pps, move |i, b| flood_frame(i, dst, b));
+    // ACKS_FLOOD_SAME=1: the same packets on 64 tuples only (the reference: what the packet rate
+    // alone costs, without new flows).
+    let same = std::env::var("ACKS_FLOOD_SAME").is_ok();
+    let h = flood(&tb.ns_sender, &tb.if_sender, n_flood, pps, move |i, b| {
+        flood_frame(if same { 1 + 2 * (i % 64) } else { i }, dst, b)
+    });
     // The gateway's own view while the flood runs: its flow table and the process's memory.
     let ctl = rig.gateway().unwrap().clone();
     let (mut max_rss, mut max_table) = (rss0, 0usize);
@@ -267,6 +272,8 @@ dport = 5001
 /// IPv4 TTL that marks every frame the tests inject with a bad checksum, so a capture can tell
 /// them apart (an endpoint's own frames leave with 64).
 const BAD_TTL: u8 = 13;
+/// IPv4 id of every frame the spoof tests inject.
+const SPOOF_ID: u16 = 0xbeef;
 
 /// An Ethernet + IPv4 + TCP frame from the header of `like` (addresses, ports, MACs), with the
 /// given sequence/ACK numbers, flags, window, options and payload, valid checksums, TTL 64.
@@ -278,10 +285,25 @@ fn forge(like: &[u8], seq: u32, ack: u32, flags: u8, window: u16, opts: &[u8], p
     };
     let mut f = testing::tcp_frame(s.octets(), d.octets(), t.sport, t.dport, seq, flags, opts, payload);
     f[..12].copy_from_slice(&like[..12]);
+    // IP id SPOOF_ID marks every injected frame (the endpoints' own never carry it here).
+    f[18..20].copy_from_slice(&SPOOF_ID.to_be_bytes());
     f[42..46].copy_from_slice(&ack.to_be_bytes());
     f[48..50].copy_from_slice(&window.to_be_bytes());
     fix_tcp_checksum(&mut f);
     f
+}
+
+/// A frame of the reverse direction of `like` (addresses, ports and MACs swapped), valid
+/// checksums, IP id `SPOOF_ID`.
+fn forge_reverse(like: &[u8], seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let mut r = like.to_vec();
+    r.copy_within(6..12, 0);
+    r[6..12].copy_from_slice(&like[..6]);
+    r.copy_within(30..34, 26);
+    r[30..34].copy_from_slice(&like[26..30]);
+    r.copy_within(36..38, 34);
+    r[36..38].copy_from_slice(&like[34..36]);
+    forge(&r, seq, ack, flags, 1000, &[], payload)
 }
 
 /// Recompute the IPv4 header and TCP checksums of an untagged frame.
@@ -318,15 +340,16 @@ fn bad_checksum(f: &[u8]) -> Vec<u8> {
     g
 }
 
-/// Run `tcpdump` in `ns` on `ifname` (direction `inout`: "in"/"out") with a filter, headers only.
-struct Dump(std::process::Child, PathBuf);
+/// Run `tcpdump` in `ns` on `ifname` (direction `inout`: "in"/"out") with a filter, the first
+/// 400 bytes of each frame; its closing report (frames the kernel dropped) is kept.
+struct Dump(std::process::Child, PathBuf, std::sync::Arc<Mutex<String>>);
 
 impl Dump {
     fn start(ns: &str, ifname: &str, inout: &str, filter: &str, path: PathBuf) -> Dump {
         use std::io::BufRead;
         let mut c = std::process::Command::new("ip")
             .args([
-                "netns", "exec", ns, "tcpdump", "-i", ifname, "-Q", inout, "-s", "160", "-B", "16384", "-U", "-n", "-w",
+                "netns", "exec", ns, "tcpdump", "-i", ifname, "-Q", inout, "-s", "400", "-B", "32768", "-U", "-n", "-w",
             ])
             .arg(&path)
             .arg(filter)
@@ -340,13 +363,29 @@ impl Dump {
             line.clear();
         }
         // Keep reading its stderr so it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        Dump(c, path)
+        let report = std::sync::Arc::new(Mutex::new(String::new()));
+        let r2 = report.clone();
+        std::thread::spawn(move || {
+            let mut l = String::new();
+            while err.read_line(&mut l).unwrap_or(0) > 0 {
+                r2.lock().unwrap().push_str(&l);
+                l.clear();
+            }
+        });
+        Dump(c, path, report)
     }
-    fn stop(mut self) -> PathBuf {
+    /// Stop it; the pcap and the frames the kernel dropped before tcpdump read them.
+    fn stop(mut self) -> (PathBuf, u64) {
         let _ = std::process::Command::new("kill").args(["-INT", &self.0.id().to_string()]).status();
         let _ = self.0.wait();
-        self.1.clone()
+        std::thread::sleep(Duration::from_millis(50));
+        let text = self.2.lock().unwrap().clone();
+        let dropped = text
+            .lines()
+            .find(|l| l.contains("dropped by kernel"))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        (self.1.clone(), dropped)
     }
 }
 
@@ -357,14 +396,21 @@ impl Drop for Dump {
     }
 }
 
-/// (time, frame) of every packet in a pcap.
+/// (time, captured bytes) of every packet in a classic little-endian µs pcap (tcpdump's own
+/// format; read by hand because frames cut at the snap length are refused by the pcap crate).
 fn read_pcap(p: &Path) -> Vec<(Duration, Vec<u8>)> {
-    let f = std::fs::File::open(p).unwrap();
-    let mut rd = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let b = std::fs::read(p).unwrap();
+    assert!(b.len() >= 24 && b[..4] == [0xd4, 0xc3, 0xb2, 0xa1], "{}: not a µs little-endian pcap", p.display());
+    let u32le = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
     let mut v = Vec::new();
-    while let Some(pk) = rd.next_packet() {
-        let pk = pk.unwrap();
-        v.push((pk.timestamp, pk.data.to_vec()));
+    let mut i = 24;
+    while i + 16 <= b.len() {
+        let (sec, usec, incl) = (u32le(i), u32le(i + 4), u32le(i + 8) as usize);
+        if i + 16 + incl > b.len() {
+            break; // the last record, cut short by the stop
+        }
+        v.push((Duration::new(sec as u64, usec * 1000), b[i + 16..i + 16 + incl].to_vec()));
+        i += 16 + incl;
     }
     v
 }
@@ -392,29 +438,33 @@ fn tshark_marked(p: &Path) -> (u64, u64) {
     (good, bad)
 }
 
+/// The shaped class's rate in the spoof tests.
+const CLASS_MBPS: u64 = 50;
+
 /// What one spoof run measured.
 struct SpoofRun {
     goodput_bps: f64,
     injected: u64,
     fabricated_acks: u64,
+    early_acks: (u64, Duration),
     acks_at_sender: u64,
     laundered: (u64, u64),
 }
 
-/// A 100 MB transfer through a `mechanism` class of 100 Mbit/s (wanem 5 ms each way, `loss` on
+/// A 100 MB transfer through a `mechanism` class of `CLASS_MBPS` (wanem 5 ms each way, `loss` on
 /// the way to the receiver), while an on-path attacker on the WAN side — it reads the receiver's
 /// ACKs on the wanem's receiver-side port — injects, with the flow's real tuple: one SYN-ACK with
 /// window scale 14 and MSS 88, a pure ACK at the real ACK + 2^30 and one at + 2^31 − 1, an RST
 /// with a random sequence number, and data travelling WAN → LAN; each also with a bad checksum
 /// (TTL `BAD_TTL`). With `flood`, 100 000 malformed frames are sent into each port meanwhile.
-fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
+fn spoof_run(tag: &str, mechanism: &str, loss: f64, with_flood: bool) -> SpoofRun {
     use ackshape_live::wanem::LinkSpec;
     let dir = tmpdir(tag);
     let pol = dir.join("policy.toml");
     std::fs::write(
         &pol,
         format!(
-            "default_class = \"other\"\n[[class]]\nname = \"bulk\"\nrate = \"100Mbit/s\"\nqueue = \"300pkt\"\nmechanism = {{ kind = \"{mechanism}\" }}\n\
+            "default_class = \"other\"\n[[class]]\nname = \"bulk\"\nrate = \"{CLASS_MBPS}Mbit/s\"\nqueue = \"300pkt\"\nmechanism = {{ kind = \"{mechanism}\" }}\n\
              [[class]]\nname = \"other\"\nrate = \"10Mbit/s\"\n[[rule]]\nclass = \"bulk\"\nproto = \"tcp\"\ndport = 5001\n"
         ),
     )
@@ -458,7 +508,7 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
     })
     .unwrap();
     rx.recv_timeout(Duration::from_secs(5)).expect("sink did not start");
-    let floods = flood.then(|| {
+    let floods = with_flood.then(|| {
         let n = 100_000;
         let lan = testing::malformed_corpus(11, n);
         let wan = testing::malformed_corpus(12, n);
@@ -478,6 +528,13 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
     let src = spawn_in_netns(&tb.ns_sender, "source", move || traffic::tcp_source(dst, bytes, 3, None)).unwrap();
     // The attacker: reads the receiver's ACKs where they enter the wanem, injects towards the
     // gateway's WAN port.
+    let (sns, sif) = (tb.ns_sender.clone(), tb.if_sender.clone());
+    let mut lan_out = spawn_in_netns(&sns, "lan-socket", move || AfPacketPort::open(&sif, "inject-lan"))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap()
+        .expect("a socket on the sender's port");
     let attacker = spawn_in_netns(&wns, "attacker", move || -> std::io::Result<u64> {
         let mut see = AfPacketPort::open(&wb, "see")?;
         let mut out = AfPacketPort::open(&wa, "inject")?;
@@ -499,7 +556,7 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
                 std::thread::sleep(Duration::from_micros(200));
                 continue;
             };
-            let fr = &buf[..m.copied];
+            let fr = &buf[..m.len];
             let Ok(p) = ackshape_wire::Packet::parse_frame(fr) else { continue };
             let Some(t) = p.packet.tcp() else { continue };
             if t.sport != 5001 || !t.flags.contains(ackshape_wire::TcpFlags::ACK) {
@@ -528,6 +585,9 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
                     injected += 1;
                 }
             }
+            // From the LAN side: the sender's next segment, with a bad checksum.
+            lan_out.send(ackshape_core::Time(0), &bad_checksum(&forge_reverse(fr, ack, seq, 0x18, &[0x33; 300])))?;
+            injected += 1;
             stage += 1;
         }
         Ok(injected)
@@ -536,13 +596,13 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
     let s = join_within(src, Duration::from_secs(150), "tcp source").unwrap();
     let secs = t0.elapsed().as_secs_f64();
     let r = join_within(sink, Duration::from_secs(20), "tcp sink").unwrap();
-    let injected = join_within(attacker, Duration::from_secs(110), "attacker");
+    let injected = join_within(attacker, Duration::from_secs(110), "attacker").unwrap();
     if let Some((a, b)) = floods {
         join_within(a, Duration::from_secs(60), "lan flood").unwrap();
         join_within(b, Duration::from_secs(60), "wan flood").unwrap();
     }
     std::thread::sleep(Duration::from_millis(300));
-    let (p_snd, p_rcv, p_rin) = (at_sender.stop(), from_rcv.stop(), at_rcv.stop());
+    let ((p_snd, d_snd), (p_rcv, d_rcv), (p_rin, _)) = (at_sender.stop(), from_rcv.stop(), at_rcv.stop());
     let g = stop(&mut rig);
     assert_eq!(s.sha256, r.sha256, "{tag}: the transfer's bytes");
     // No ACK reaching the sender acknowledges more than the receiver had sent by then.
@@ -554,7 +614,20 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
         (t.flags.contains(ackshape_wire::TcpFlags::ACK) && !t.flags.contains(ackshape_wire::TcpFlags::SYN))
             .then_some(t.ack.0)
     };
-    let base = rcv.iter().find_map(|(_, f)| ack_of(f)).expect("receiver ACKs captured");
+    // Offsets from the sender's first sequence number: the receiver's SYN-ACK acknowledges it.
+    let base = rcv
+        .iter()
+        .find_map(|(_, f)| {
+            let p = ackshape_wire::Packet::parse_frame(f).ok()?;
+            let t = p.packet.tcp()?;
+            (t.flags.contains(ackshape_wire::TcpFlags::SYN) && t.flags.contains(ackshape_wire::TcpFlags::ACK))
+                .then_some(t.ack.0)
+        })
+        .expect("the receiver's SYN-ACK captured");
+    // The flow's own frames towards the sender: its addresses and ports (the malformed flood
+    // carries other tuples, forwarded as they came).
+    let tuple = |f: &[u8]| f.get(26..38).map(|x| x.to_vec());
+    let flow = rcv.iter().find(|(_, f)| ack_of(f).is_some()).and_then(|(_, f)| tuple(f)).unwrap();
     let mut highest: Vec<(Duration, u32)> = Vec::new();
     for (t, f) in &rcv {
         if let Some(a) = ack_of(f) {
@@ -564,17 +637,30 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
             }
         }
     }
-    let (mut fabricated, mut acks) = (0u64, 0u64);
+    // An ACK the receiver never sent at all is made up; one it sent, but that the sender's capture
+    // shows before the receiver's does, is counted apart (the two captures' clocks and the
+    // receiver-side capture's losses under load can put a real ACK early by a few ms).
+    let (mut fabricated, mut early, mut acks) = (0u64, 0u64, 0u64);
+    let mut lead = Duration::ZERO;
+    // Nothing the receiver can acknowledge lies beyond the transfer's bytes and its FIN.
+    let top = bytes as u32 + 1;
     for (t, f) in &snd {
-        if f.get(22) == Some(&BAD_TTL) {
+        if f.get(18..20) == Some(&SPOOF_ID.to_be_bytes()[..]) {
             continue; // an injected frame, forwarded as it came (its checksum is checked below)
+        }
+        if tuple(f).as_ref() != Some(&flow) {
+            continue;
         }
         let Some(a) = ack_of(f) else { continue };
         acks += 1;
         let off = a.wrapping_sub(base);
         let sent = highest.iter().take_while(|h| h.0 <= *t).last().map_or(0, |h| h.1);
-        if off >= 1 << 31 || off > sent {
+        if off >= 1 << 31 || off > top {
             fabricated += 1;
+        } else if off > sent {
+            early += 1;
+            let when = highest.iter().find(|h| h.1 >= off).map_or(Duration::ZERO, |h| h.0);
+            lead = lead.max(when.saturating_sub(*t));
         }
     }
     // tshark: every marked frame that reached either endpoint still has its bad checksum.
@@ -583,8 +669,9 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
     let goodput = bytes as f64 * 8.0 / secs;
     let bulk = &g.pipeline["stats"]["classes"]["bulk"];
     eprintln!(
-        "spoofs {tag} ({mechanism}, loss {loss}, flood {flood}): {} MB in {secs:.1} s = {:.1} Mbit/s, sha256 ok; \
-         injected {injected}; ACKs at the sender {acks}, beyond the receiver's {fabricated}; marked frames at the \
+        "spoofs {tag} ({mechanism}, loss {loss}, flood {with_flood}): {} MB in {secs:.1} s = {:.1} Mbit/s, sha256 ok; \
+         injected {injected}; ACKs at the sender {acks}, beyond any the receiver sent {fabricated}, captured \
+         before the receiver's {early} (by up to {lead:?}; tcpdump drops: sender {d_snd}, receiver {d_rcv}); marked frames at the \
          sender valid/bad {g1}/{b1}, at the receiver {g2}/{b2}; lan {:?}; wan bad_checksum {}; mechanism {}",
         bytes >> 20,
         goodput / 1e6,
@@ -592,11 +679,16 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, flood: bool) -> SpoofRun {
         g.port("wan").map_or(0, |p| p.bad_checksum),
         bulk["mechanism_stats"]["outbound"]
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var("ACKS_KEEP").is_err() {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        eprintln!("captures kept in {}", dir.display());
+    }
     SpoofRun {
         goodput_bps: goodput,
         injected,
         fabricated_acks: fabricated,
+        early_acks: (early, if d_snd + d_rcv == 0 { lead } else { Duration::ZERO }),
         acks_at_sender: acks,
         laundered: (g1 + g2, b1 + b2),
     }
@@ -609,18 +701,30 @@ fn spoofs(mechanism: &str) {
         return;
     }
     let tag = if mechanism == "tcr" { "t" } else { "p" };
-    for (i, (loss, flood)) in [(0.0, true), (0.01, false)].into_iter().enumerate() {
-        let r = spoof_run(&format!("{tag}{i}"), mechanism, loss, flood);
-        assert_eq!(r.injected, 2 * (4 + 10), "every spoof was injected (the attacker saw the transfer through)");
+    for (i, (loss, with_flood)) in [(0.0, true), (0.01, false)].into_iter().enumerate() {
+        let r = spoof_run(&format!("{tag}{i}"), mechanism, loss, with_flood);
+        assert_eq!(r.injected, 2 * (4 + 10) + 5, "every spoof was injected (the attacker saw the transfer through)");
         assert_eq!(r.fabricated_acks, 0, "ACKs beyond the receiver's at the sender (of {})", r.acks_at_sender);
+        // A real ACK takes at least the wanem's 5 ms from the receiver to the sender: one the
+        // sender's capture shows that much before the receiver's capture was not the receiver's
+        // (checked when neither capture lost frames).
+        assert!(r.early_acks.1 < Duration::from_millis(5), "ACKs ahead of the receiver's: {:?}", r.early_acks);
         assert_eq!(r.laundered.0, 0, "a frame that came with a bad checksum left with a valid one");
         assert!(r.laundered.1 > 0, "the marked frames were captured");
-        // The class rate: 100 Mbit/s of frames, 1448 of each 1514 bytes TCP payload; without loss
+        // The class rate (of frames), 1448 of each 1514 bytes TCP payload; without loss
         // the transfer runs at it (the average includes slow start).
         if loss == 0.0 {
-            assert!(r.goodput_bps > 0.8 * 100e6 * 1448.0 / 1514.0, "{:.1} Mbit/s", r.goodput_bps / 1e6);
+            assert!(
+                r.goodput_bps > 0.8 * CLASS_MBPS as f64 * 1e6 * 1448.0 / 1514.0,
+                "{:.1} Mbit/s",
+                r.goodput_bps / 1e6
+            );
         }
-        assert!(r.goodput_bps < 1.05 * 100e6, "{:.1} Mbit/s above the class rate", r.goodput_bps / 1e6);
+        assert!(
+            r.goodput_bps < 1.05 * CLASS_MBPS as f64 * 1e6,
+            "{:.1} Mbit/s above the class rate",
+            r.goodput_bps / 1e6
+        );
     }
 }
 
