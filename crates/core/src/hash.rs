@@ -66,9 +66,9 @@ impl HashKey {
 }
 
 impl Default for HashKey {
-    /// A fixed key, for tables whose owner has not been given one yet (a box is keyed by its
-    /// driver before it sees a packet: [`crate::middlebox::Middlebox`] owners call the box's
-    /// `set_hash_key` or build it with a key).
+    /// A fixed key, for tables whose owner has not been given one yet: the driver keys them
+    /// before the first packet (a queue discipline with `QueueDisc::set_hash_key`, a mechanism
+    /// with `AckMechanism::set_hash_key`, the gateway and the tap through their constructors).
     fn default() -> HashKey {
         HashKey::from_seed(0)
     }
