@@ -268,7 +268,7 @@ fn main() {
     println!(
         "\nnew-flow flood into a TCR class beside 256 established TCR flows ({n} established packets, 1 µs apart):"
     );
-    let mut best =
+    let best =
         |flood: bool| (0..3).map(|_| run(n, flood)).min_by(|a, b| a.ns_per_pkt.total_cmp(&b.ns_per_pkt)).unwrap();
     let r = best(false);
     let f = best(true);
