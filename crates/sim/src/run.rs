@@ -71,6 +71,16 @@ pub fn run_scenario(
     req: &RunRequest,
     progress: Option<&mut dyn FnMut(f64)>,
 ) -> Result<RunOutput, RunError> {
+    run_scenario_sim(sc, file, req, progress).map(|(_, out)| out)
+}
+
+/// [`run_scenario`], also returning the finished simulation (its time series and traces).
+pub fn run_scenario_sim(
+    sc: &Scenario,
+    file: &str,
+    req: &RunRequest,
+    progress: Option<&mut dyn FnMut(f64)>,
+) -> Result<(Sim, RunOutput), RunError> {
     let mut opts = RunOptions::default();
     let mut files = Vec::new();
     if !req.pcap.is_empty() {
@@ -102,7 +112,7 @@ pub fn run_scenario(
             files.push(p);
         }
     }
-    Ok(RunOutput { summary, files })
+    Ok((sim, RunOutput { summary, files }))
 }
 
 /// Quote a CSV field if it needs it (RFC 4180).

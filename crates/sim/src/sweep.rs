@@ -49,6 +49,47 @@ pub fn parse_setting(spec: &str) -> Result<Setting, String> {
     Ok(Setting { key: key.to_string(), values, texts })
 }
 
+impl Setting {
+    /// A setting of `key` to one typed value (from a program, not a command line): a string
+    /// stays a string; its label is the string, or the value as TOML (`{ kind = "red" }`).
+    pub fn one(key: &str, value: toml::Value) -> Result<Setting, String> {
+        let key = key.trim();
+        path_steps(key).map_err(|m| format!("set {key:?}: {m}"))?;
+        let text = match &value {
+            toml::Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        Ok(Setting { key: key.to_string(), values: vec![value], texts: vec![text] })
+    }
+}
+
+/// Numbers for a setting's values in base units, for a numeric column beside the labels: rates
+/// in bit/s (`"bps"`), durations in seconds (`"s"`), queue sizes in packets (`"pkts"`) or bytes
+/// (`"bytes"`). `None` if the values are numbers already (they are their own column) or are not
+/// all of one of these kinds.
+pub fn numeric_values(values: &[toml::Value]) -> Option<(&'static str, Vec<f64>)> {
+    use ackshape_core::units::{parse_duration, parse_rate, parse_size, Size};
+    let strs: Vec<&str> = values.iter().map(|v| v.as_str()).collect::<Option<_>>()?;
+    if strs.is_empty() {
+        return None;
+    }
+    if let Ok(r) = strs.iter().map(|t| parse_rate(t)).collect::<Result<Vec<_>, _>>() {
+        return Some(("bps", r.iter().map(|r| r.0 as f64).collect()));
+    }
+    if let Ok(d) = strs.iter().map(|t| parse_duration(t)).collect::<Result<Vec<_>, _>>() {
+        return Some(("s", d.iter().map(|d| d.as_secs_f64()).collect()));
+    }
+    let sizes = strs.iter().map(|t| parse_size(t)).collect::<Result<Vec<_>, _>>().ok()?;
+    if let Some(p) = sizes.iter().map(|x| if let Size::Packets(n) = x { Some(*n as f64) } else { None }).collect() {
+        return Some(("pkts", p));
+    }
+    sizes
+        .iter()
+        .map(|x| if let Size::Bytes(n) = x { Some(*n as f64) } else { None })
+        .collect::<Option<Vec<f64>>>()
+        .map(|b| ("bytes", b))
+}
+
 /// A TOML literal if `s` is one, else the string `s`.
 pub fn parse_value(s: &str) -> toml::Value {
     match format!("v = {s}").parse::<toml::Table>() {
