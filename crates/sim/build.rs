@@ -27,13 +27,15 @@ fn main() {
     let mut files = Vec::new();
     for d in SOURCE_DIRS {
         let dir = root.join(d);
-        println!("cargo:rerun-if-changed={}", dir.display());
-        walk(&dir, &mut files);
+        if dir.is_dir() {
+            println!("cargo:rerun-if-changed={}", dir.display());
+            walk(&dir, &mut files);
+        }
     }
     for f in SOURCE_FILES {
         let p = root.join(f);
-        println!("cargo:rerun-if-changed={}", p.display());
         if p.is_file() {
+            println!("cargo:rerun-if-changed={}", p.display());
             files.push(p);
         }
     }
@@ -59,15 +61,15 @@ fn main() {
         Ok(c) if !c.trim().is_empty() => (c.trim().to_string(), false),
         _ => match git(&["rev-parse", "HEAD"]) {
             Some(c) => {
-                // Rebuild when HEAD moves: its file, the branch it names and the packed refs.
-                for p in ["HEAD", "packed-refs"] {
-                    if let Some(path) = git(&["rev-parse", "--git-path", p]) {
-                        println!("cargo:rerun-if-changed={}", abs(&root, &path).display());
-                    }
-                }
-                if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
-                    if let Some(path) = git(&["rev-parse", "--git-path", &r]) {
-                        println!("cargo:rerun-if-changed={}", abs(&root, &path).display());
+                // Rebuild when HEAD moves: its file, the branch it names and the packed refs (only
+                // files that exist: cargo reruns a build script on every build for a missing one).
+                let mut watch = vec!["HEAD".to_string(), "packed-refs".to_string()];
+                watch.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+                for p in watch {
+                    if let Some(path) = git(&["rev-parse", "--git-path", &p]).map(|p| abs(&root, &p)) {
+                        if path.is_file() {
+                            println!("cargo:rerun-if-changed={}", path.display());
+                        }
                     }
                 }
                 let mut args = vec!["status", "--porcelain", "--"];

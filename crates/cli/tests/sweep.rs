@@ -64,6 +64,7 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
     assert_eq!(
         names,
         [
+            "scenario.toml",
             "sweep-goodput.svg",
             "sweep-jain.svg",
             "sweep-points.csv",

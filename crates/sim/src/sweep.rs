@@ -477,15 +477,16 @@ impl Sweep {
             store.map_or(Ok(()), |st| st.put(&j.hash, j.seed, &j.scenario, summary).map_err(|e| e.to_string()))
         };
         let (mut done, mut computed) = (stored, 0);
-        on_done(done, total);
+        if stored > 0 {
+            on_done(done, total);
+        }
         // With --metric, the first run first: a path its summary does not have (a typo, most
         // likely) fails the sweep before the other runs are spent.
         if !self.extra.is_empty() {
             if texts[0].is_none() {
                 let r = runner.run(&jobs[..1], &keep, &mut |_| {}).pop().expect("one result")?;
                 texts[0] = Some(r);
-                (done, computed) = (done + 1, 1);
-                on_done(done, total);
+                computed = 1;
             }
             let doc = parse_summary(texts[0].as_deref().expect("the first run"))?;
             if let Some(e) = self.extra.iter().find(|e| json_number(&doc, &e.path).is_none()) {
@@ -493,6 +494,10 @@ impl Sweep {
                     "--metric {}: the first run's summary.json has no number at `{}` (`ackshape run {} --json` shows its keys)",
                     e.name, e.path, file
                 ));
+            }
+            if computed == 1 {
+                done += 1;
+                on_done(done, total);
             }
         }
         let missing: Vec<usize> = (0..total).filter(|&i| texts[i].is_none()).collect();
