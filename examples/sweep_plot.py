@@ -49,10 +49,11 @@ def main():
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     for qdisc, p in points.groupby("topology.bottleneck.qdisc"):
         rate = p["topology.bottleneck.rate_bps"] / 1e6
-        a.errorbar(rate, p.goodput, yerr=p.goodput_se, marker="o", capsize=3, label=qdisc)
-        b.plot(rate, p.queue, marker="o", label=qdisc)
-    a.set(xlabel="bottleneck rate (Mbit/s)", ylabel="aggregate goodput (Mbit/s)", xscale="log")
-    b.set(xlabel="bottleneck rate (Mbit/s)", ylabel="bottleneck queue, time average (packets)", xscale="log")
+        name = qdisc.split('"')[1]  # the label is the table as TOML: { kind = "red" }
+        a.errorbar(rate, p.goodput, yerr=p.goodput_se, marker="o", capsize=3, label=name)
+        b.plot(rate, p.queue, marker="o", label=name)
+    a.set(xlabel="bottleneck rate (Mbit/s)", ylabel="aggregate goodput (Mbit/s)")
+    b.set(xlabel="bottleneck rate (Mbit/s)", ylabel="bottleneck queue, time average (packets)")
     a.legend(title="qdisc")
     fig.suptitle("example dumbbell, 10 flows: mean ± s.e. over 5 seeds")
     fig.tight_layout()

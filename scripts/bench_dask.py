@@ -41,7 +41,7 @@ def main():
     from distributed import Client, LocalCluster
 
     cli = ROOT / "target/release/ackshape"
-    clusters = {n: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) for n in (1, 2)}
+    clusters = {n: LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") for n in (1, 2)}
     clients = {n: Client(c) for n, c in clusters.items()}
     for c in clients.values():
         c.wait_for_workers(len(c.scheduler_info()["workers"]))

@@ -29,7 +29,7 @@ GRID_200 = {
 def cluster():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc:
         with Client(lc) as client:
             yield lc, client
 
