@@ -359,6 +359,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         }));
     }
     let report = json!({
+        "ackshape": ackshape_sim::provenance::Provenance::json(),
         "set": a.set,
         "tolerance": a.tolerance,
         "metrics": metrics,

@@ -1410,6 +1410,7 @@ pub fn cmd_run_live(
         }));
     }
     let summary = serde_json::json!({
+        "ackshape": ackshape_sim::provenance::Provenance::json(),
         "scenario": scenario_info(&sc, &file, dur_s, warm),
         "seed": sc.seed,
         "mode": "live",

@@ -1700,6 +1700,7 @@ impl Sim {
             None
         };
         Summary {
+            ackshape: crate::provenance::Provenance::this(),
             scenario: ScenarioInfo {
                 name: self.name.clone(),
                 file: self.file.clone(),
