@@ -1051,6 +1051,7 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
             ("ns2_slowdown", t.ns2_slowdown, false),
             ("rto_restart_on_fast_retransmit", t.rto_restart_on_fast_retransmit, true),
             ("sack_clear_on_rto", t.sack_clear_on_rto, false),
+            ("ns2_recovery", t.ns2_recovery, false),
         ] {
             if let Some(b) = val.filter(|&b| b != linux) {
                 v.push(format!("{key} = {b} (Linux: {})", if linux { "on" } else { "off" }));

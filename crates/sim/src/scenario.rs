@@ -123,6 +123,9 @@ pub struct TcpSpec {
     /// Forget the SACK scoreboard at a timeout (ns-2 `Sack1TcpAgent::timeout`; default false,
     /// true in the ns2 profile).
     pub sack_clear_on_rto: Option<bool>,
+    /// ns-2.35's one-way agents' duplicate-ACK and recovery rules (`RenoTcpAgent`,
+    /// `NewRenoTcpAgent`, `Sack1TcpAgent`; default false, true in the ns2 profile).
+    pub ns2_recovery: Option<bool>,
 }
 
 impl TcpSpec {
@@ -161,7 +164,8 @@ impl TcpSpec {
             new_data_on_fast_retransmit,
             ns2_slowdown,
             rto_restart_on_fast_retransmit,
-            sack_clear_on_rto
+            sack_clear_on_rto,
+            ns2_recovery
         )
     }
 
@@ -260,6 +264,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.sack_clear_on_rto {
             c.sack_clear_on_rto = v;
+        }
+        if let Some(v) = self.ns2_recovery {
+            c.ns2_recovery = v;
         }
         c
     }

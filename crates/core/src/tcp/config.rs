@@ -235,7 +235,10 @@ pub struct TcpConfig {
     /// ns-2's `TcpAgent::slowdown` for the window reductions of fast retransmit and timeout:
     /// ssthresh = ⌊⌊min(cwnd, rwnd) in segments⌋ / 2⌋ segments (at least 2) — computed from the
     /// congestion window, not the flight size, and at *every* timeout (so a second timeout in a
-    /// row sets it to 2 segments) — and after a timeout cwnd = `wnd_restart_` = 1 segment.
+    /// row sets it to 2 segments) — after a timeout cwnd = `wnd_restart_` = 1 segment, and at a
+    /// fast retransmit (Reno, NewReno, SACK) cwnd = min(cwnd, rwnd) / 2 *unrounded* and not
+    /// raised to ssthresh (`CLOSE_CWND_HALF` with `precisionReduce_ true`: `cwnd_ = windowd()/2`),
+    /// so a window of 3 segments continues with 1.5, i.e. one segment in flight.
     /// Off by default (RFC 5681: FlightSize / 2, ssthresh kept on a repeated timeout).
     #[serde(default)]
     pub ns2_slowdown: bool,
@@ -250,6 +253,29 @@ pub struct TcpConfig {
     /// default (Linux keeps SACK information across an RTO unless the receiver reneges).
     #[serde(default)]
     pub sack_clear_on_rto: bool,
+    /// ns-2.35's one-way agents' ACK processing (`RenoTcpAgent`, `NewRenoTcpAgent`,
+    /// `Sack1TcpAgent` `recv` and `dupack_action`, tcp-reno.cc, tcp-newreno.cc, tcp-sack1.cc)
+    /// instead of RFC 5681/6582/6675:
+    /// - a fast retransmit only when `highest_ack_ > recover_` (`bug_fix_`), i.e. SND.UNA beyond
+    ///   the HighData of the last fast retransmit or timeout by a segment, or before any data was
+    ///   acknowledged — Reno included, so its second loss in a window waits for the timer;
+    /// - Reno leaves recovery on any new ACK and NewReno on one reaching `recover_` with the
+    ///   halved `cwnd_` as it stands (inflation `dupwnd_` removed, NewReno's partial deflation
+    ///   kept), then grows it by that ACK (`opencwnd`); NewReno sends at most two segments per
+    ///   ACK besides the retransmission during recovery (`send_much(0, 0, 2)`);
+    /// - SACK (`Sack1TcpAgent`): a duplicate ACK counts only if its SACK blocks change the
+    ///   scoreboard, which a new ACK outside recovery clears; after a timeout duplicate ACKs are
+    ///   ignored until a new ACK (`timeout_`); recovery is paced by ns-2's `pipe_` counter
+    ///   (outstanding − 3 at entry, −1 per ACK, −1 more per partial ACK, +1 per segment sent
+    ///   after the fast retransmission; send while `pipe_ < ⌊cwnd_⌋`), every hole below the
+    ///   highest SACKed segment is resent before new data (`GetNextRetran`), and leaving
+    ///   recovery forgets `recover_` and does not grow the window;
+    /// - RTT timing (Karn) is cancelled only by the fast retransmit and the timeout
+    ///   (`reset_rtx_timer`), and partial ACKs give no sample.
+    ///
+    /// Off by default.
+    #[serde(default)]
+    pub ns2_recovery: bool,
 }
 
 fn one() -> f64 {
@@ -293,6 +319,7 @@ impl Default for TcpConfig {
             ns2_slowdown: false,
             rto_restart_on_fast_retransmit: false,
             sack_clear_on_rto: false,
+            ns2_recovery: false,
         }
     }
 }
@@ -347,6 +374,9 @@ impl TcpConfig {
             rto_restart_on_fast_retransmit: true,
             // `Sack1TcpAgent::timeout`: `scb_->ClearScoreBoard()`.
             sack_clear_on_rto: true,
+            // `recv` / `dupack_action` of Agent/TCP/Reno, Newreno and Sack1 (`bugFix_ true`,
+            // `exitFastRetrans_ true`, `partial_window_deflation_ 1`, `newreno_changes1_ 1`).
+            ns2_recovery: true,
             // One-way agents: a timeout resets `t_seqno_` (go-back-N) and the sender sends
             // new data on the duplicate ACK that triggers the fast retransmit as the window
             // allows (`dupack_action` then `send_much`), as the default.

@@ -133,6 +133,11 @@ impl RttEstimator {
         self.base = rto_ticks.saturating_mul(g).min(max).max(self.cfg.min.0);
     }
 
+    /// End the exponential backoff without a sample (ns-2: `t_backoff_ = 1` on a partial ACK).
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
     pub fn srtt(&self) -> Option<Dur> {
         self.srtt.map(Dur)
     }
