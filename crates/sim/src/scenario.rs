@@ -120,6 +120,9 @@ pub struct TcpSpec {
     /// Re-arm the retransmission timer at the fast retransmit (ns-2 `dupack_action` →
     /// `reset_rtx_timer`; default false, true in the ns2 profile).
     pub rto_restart_on_fast_retransmit: Option<bool>,
+    /// Re-arm the retransmission timer whenever the first unacknowledged segment is
+    /// retransmitted (Linux `tcp_xmit_retransmit_queue`; default true, false in the ns2 profile).
+    pub rto_rearm_on_head_retransmit: Option<bool>,
     /// Forget the SACK scoreboard at a timeout (ns-2 `Sack1TcpAgent::timeout`; default false,
     /// true in the ns2 profile).
     pub sack_clear_on_rto: Option<bool>,
@@ -164,6 +167,7 @@ impl TcpSpec {
             new_data_on_fast_retransmit,
             ns2_slowdown,
             rto_restart_on_fast_retransmit,
+            rto_rearm_on_head_retransmit,
             sack_clear_on_rto,
             ns2_recovery
         )
@@ -261,6 +265,9 @@ impl TcpSpec {
         }
         if let Some(v) = self.rto_restart_on_fast_retransmit {
             c.rto_restart_on_fast_retransmit = v;
+        }
+        if let Some(v) = self.rto_rearm_on_head_retransmit {
+            c.rto_rearm_on_head_retransmit = v;
         }
         if let Some(v) = self.sack_clear_on_rto {
             c.sack_clear_on_rto = v;

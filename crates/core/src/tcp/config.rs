@@ -71,7 +71,8 @@ pub fn multcp_catch_up_segments(n: f64) -> f64 {
 /// Retransmission timer settings (RFC 6298).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RtoConfig {
-    /// Lower bound on RTO (RFC 6298: 1 s; Linux: 200 ms).
+    /// Minimum RTO (RFC 6298: 1 s; Linux: 200 ms): a floor, or with [`RtoModel::Linux`] the
+    /// least deviation term added to SRTT.
     pub min: Dur,
     /// Upper bound on RTO (≥ 60 s per RFC 6298).
     pub max: Dur,
@@ -97,11 +98,19 @@ impl Default for RtoConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RtoModel {
+    /// Linux's (`tcp_rtt_estimator`, `tcp_set_rto`, net/ipv4/tcp_input.c): SRTT and the mean
+    /// deviation as Jacobson's (a sample below SRTT moves the deviation with gain 1/32), but the
+    /// RTO is SRTT + the largest deviation term of the last window of data, which starts every
+    /// window at `min` and decays towards it by a quarter per window — the minimum RTO is added
+    /// to SRTT, not a floor under the sum, so a sample on every ACK (timestamps) cannot wear
+    /// the RTO down to just above SRTT. Rounded up to the tick G, capped at `max`; fires on a
+    /// tick. The default.
+    #[default]
+    Linux,
     /// RFC 6298 with the clock granularity G of [`RtoConfig`]: RTO = SRTT + max(G, 4·RTTVAR),
     /// rounded up to a tick and floored at `min`; the timer fires on the first tick boundary
     /// (a multiple of G since time 0) at or after its deadline, as BSD's slow timer does, so
     /// every connection that times out within one tick retransmits at the same instant.
-    #[default]
     Rfc6298,
     /// ns-2's `TcpAgent` with `rfc2988_` off (tcp.cc; the default before 2002): an RTT sample is the number
     /// of ticks G it spans (at least 1); SRTT and RTTVAR are kept in ticks with 3 and 2
@@ -245,9 +254,19 @@ pub struct TcpConfig {
     /// Restart the retransmission timer (with the current RTO) at the fast retransmit: ns-2's
     /// `dupack_action` calls `reset_rtx_timer(1, 0)` → `set_rtx_timer()` (tcp-reno.cc,
     /// tcp-newreno.cc, tcp-sack1.cc), so the retransmission gets a full RTO. Off by default:
-    /// the timer keeps running from the last new ACK (RFC 6298 §5.3).
+    /// the timer keeps running from the last new ACK (RFC 6298 §5.3), unless
+    /// `rto_rearm_on_head_retransmit` re-arms it.
     #[serde(default)]
     pub rto_restart_on_fast_retransmit: bool,
+    /// Restart the retransmission timer whenever the first unacknowledged segment is
+    /// retransmitted — the fast retransmit, and in recovery the hole a partial ACK uncovers:
+    /// Linux's `tcp_xmit_retransmit_queue` (`skb == rtx_head` → `rearm_timer` →
+    /// `tcp_reset_xmit_timer`). Without it the timer runs from the last (partial) ACK, and a
+    /// retransmission sent up to an RTT later through a full queue can time out spuriously.
+    /// On by default (off in the ns2 profile: ns-2 re-arms only in `dupack_action` and at
+    /// partial ACKs).
+    #[serde(default = "yes")]
+    pub rto_rearm_on_head_retransmit: bool,
     /// Forget the SACK scoreboard at a retransmission timeout, so the go-back-N resends SACKed
     /// segments too: ns-2 `Sack1TcpAgent::timeout` calls `scb_->ClearScoreBoard()`. Off by
     /// default (Linux keeps SACK information across an RTO unless the receiver reneges).
@@ -302,7 +321,7 @@ impl Default for TcpConfig {
             max_cwnd_bytes: 0,
             delack: DelAckConfig::default(),
             rto: RtoConfig::default(),
-            rto_model: RtoModel::Rfc6298,
+            rto_model: RtoModel::Linux,
             dupthresh: 3,
             carry_payload: false,
             limited_transmit: false,
@@ -318,6 +337,9 @@ impl Default for TcpConfig {
             new_data_on_fast_retransmit: true,
             ns2_slowdown: false,
             rto_restart_on_fast_retransmit: false,
+            // Linux `tcp_xmit_retransmit_queue`: retransmitting the first unacknowledged segment
+            // re-arms the retransmission timer (`rearm_timer`, `tcp_reset_xmit_timer`).
+            rto_rearm_on_head_retransmit: true,
             sack_clear_on_rto: false,
             ns2_recovery: false,
         }
@@ -372,6 +394,9 @@ impl TcpConfig {
             ns2_slowdown: true,
             // `dupack_action` → `reset_rtx_timer(1, 0)`: a full RTO for the fast retransmit.
             rto_restart_on_fast_retransmit: true,
+            // ...and no re-arming at other retransmissions (`output()` arms the timer only
+            // when none is pending).
+            rto_rearm_on_head_retransmit: false,
             // `Sack1TcpAgent::timeout`: `scb_->ClearScoreBoard()`.
             sack_clear_on_rto: true,
             // `recv` / `dupack_action` of Agent/TCP/Reno, Newreno and Sack1 (`bugFix_ true`,

@@ -3,7 +3,7 @@
 use super::cc::Cubic;
 use super::config::{multcp_catch_up_segments, CcAlgo, MultcpSlowStart, TcpConfig, WindowUpdate};
 use super::recv::Reassembly;
-use super::rtt::RttEstimator;
+use super::rtt::{RttEstimator, SampleAt};
 use super::scoreboard::Scoreboard;
 use super::sendbuf::SendBuf;
 use crate::time::{Dur, Time};
@@ -536,8 +536,10 @@ impl Connection {
         }
     }
 
-    fn rtt_sample(&mut self, now: Time, r: Dur) {
-        self.rtt.sample(now, r, self.cwnd / self.mss.max(1));
+    /// Feed an RTT sample; `una` is SND.UNA with the sampled ACK applied.
+    fn rtt_sample(&mut self, now: Time, r: Dur, una: u64) {
+        let at = SampleAt { cwnd_segments: self.cwnd / self.mss.max(1), una, nxt: self.nxt };
+        self.rtt.sample(now, r, at);
         let s = &mut self.stats;
         s.rtt_samples += 1;
         s.rtt_sum_ns += r.0;
@@ -587,10 +589,10 @@ impl Connection {
                     if let Some((tsval, tsecr)) = t.opts.timestamps.filter(|_| self.ts_ok) {
                         self.ts_recent = tsval;
                         if tsecr != 0 && self.syn_retx == 0 {
-                            self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
+                            self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000), 0);
                         }
                     } else if let (Some(t0), 0) = (self.syn_sent_at, self.syn_retx) {
-                        self.rtt_sample(now, now.since(t0));
+                        self.rtt_sample(now, now.since(t0), 0);
                     }
                     self.rwnd = t.window as u64;
                     self.rwnd_max = self.rwnd;
@@ -617,9 +619,9 @@ impl Connection {
                 }
                 if self.syn_retx == 0 {
                     if let Some((_, tsecr)) = t.opts.timestamps.filter(|x| self.ts_ok && x.1 != 0) {
-                        self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
+                        self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000), 0);
                     } else if let Some(t0) = self.syn_sent_at {
-                        self.rtt_sample(now, now.since(t0));
+                        self.rtt_sample(now, now.since(t0), 0);
                     }
                 }
                 self.rtx_deadline = None;
@@ -806,7 +808,7 @@ impl Connection {
                 if tsecr != 0 {
                     let us = ts_now(now).wrapping_sub(tsecr);
                     if (us as i32) >= 0 {
-                        self.rtt_sample(now, Dur(us as u64 * 1000));
+                        self.rtt_sample(now, Dur(us as u64 * 1000), ack);
                     }
                 }
             }
@@ -817,7 +819,7 @@ impl Connection {
                     && !(self.rec == Recovery::Fast && self.cfg.cc == CcAlgo::Reno)
                     && self.recover.is_some_and(|r| ack < r);
                 if !partial {
-                    self.rtt_sample(now, now.since(t0));
+                    self.rtt_sample(now, now.since(t0), ack);
                     self.rtt_timing = None;
                 } else if self.rec == Recovery::Fast {
                     // ns-2 `NewRenoTcpAgent::partialnewack`: the timed segment is acknowledged,
@@ -1273,8 +1275,14 @@ impl Connection {
                 let seq = self.snd_seq(self.una) - 1;
                 return Some(self.build(now, seq, TcpFlags::ACK, 0, None, false));
             }
-            // Persist timer: data waiting, nothing in flight, window too small to send.
-            if self.rtx_deadline.is_none() && self.una == self.nxt && self.nxt < self.seq_end() {
+            // Persist timer: data waiting, nothing in flight, and the peer's window too small
+            // to send (RFC 1122 §4.2.2.17) — not a VPS actual flow waiting for a permit, whose
+            // timer would otherwise run before its next segment is sent and fire spuriously.
+            if self.rtx_deadline.is_none()
+                && self.una == self.nxt
+                && self.nxt < self.seq_end()
+                && (self.drive != Drive::External || !self.can_send_new())
+            {
                 self.arm_rto(now);
             }
         }
@@ -1448,6 +1456,10 @@ impl Connection {
             if len > 0 {
                 self.stats.retrans_segs += 1;
                 self.stats.retrans_bytes += len;
+                if s == self.una && self.cfg.rto_rearm_on_head_retransmit {
+                    // Linux `tcp_xmit_retransmit_queue`: the head's retransmission re-arms the timer.
+                    self.arm_rto(now);
+                }
             }
             if !self.cfg.ns2_recovery {
                 self.rtt_timing = None; // Karn
