@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod middlebox;
 pub mod pcap;
 pub mod plot;
+pub mod pool;
 pub mod reproduce;
 pub mod run;
 pub mod scenario;
