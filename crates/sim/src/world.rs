@@ -596,7 +596,7 @@ impl Sim {
         }
         let mut sim = Sim {
             now: Time::ZERO,
-            q: EventQueue::new(),
+            q: EventQueue::with_bucket_shift(EventQueue::bucket_shift_for(links.iter().map(|l| l.rate_bps))),
             pool: PacketPool::default(),
             nodes,
             links,
@@ -689,11 +689,7 @@ impl Sim {
 
     /// Run to the end. `progress` is called now and then with the fraction of simulated time done.
     pub fn run(&mut self, mut progress: Option<&mut dyn FnMut(f64)>) {
-        while let Some(t) = self.q.peek_time() {
-            if t > self.duration {
-                break;
-            }
-            let (t, ev) = self.q.pop().unwrap();
+        while let Some((t, ev)) = self.q.pop_until(self.duration) {
             self.now = t;
             self.dispatch(ev);
             if self.q.processed() & 0xFFFF == 0 {
