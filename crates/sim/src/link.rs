@@ -1,6 +1,7 @@
 //! One direction of a simulated link: a queue discipline, a transmitter of fixed rate, and a
 //! wan-emu style impairment stage (loss on entry, then a delay line with optional jitter).
 
+use crate::engine::{Ev, EventQueue};
 use crate::pool::{PacketPool, Pkt};
 use ackshape_core::impair::{Delay, JitterSpec, Loss};
 use ackshape_core::queue::{Enqueue, Limit, QueueDisc};
@@ -34,21 +35,6 @@ pub struct LinkCounters {
     /// Per class (pure TCP ACK, TCP data, non-TCP), for disciplines that report per-class queue
     /// lengths (`QueueDisc::asym_stats`): ∫ queue length dt in packet·ns. Zero for the others.
     pub class_q_integral: [u128; 3],
-}
-
-/// What the driver must schedule after offering a packet or freeing the transmitter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Offer {
-    Nothing,
-    /// A packet started transmission: schedule `Wire` at `wire_at` and `TxDone` at `txdone_at`.
-    Sent {
-        wire_at: Option<Time>,
-        txdone_at: Option<Time>,
-    },
-    /// The transmitter is busy and a queue formed: schedule `TxDone` at this time.
-    TxDoneAt(Time),
-    /// Packets are held by the discipline until this time: schedule `QueueReady`.
-    ReadyAt(Time),
 }
 
 /// The queue of a link direction.
@@ -272,13 +258,15 @@ impl LinkDir {
         self.has_classes
     }
 
-    /// Offer packet `h` to the link at `now`; says what the driver must schedule.
+    /// Offer packet `h` to the link at `now`. The link schedules its own events (this is link
+    /// number `me`): `Wire` for the head of its delay line, `TxDone` when a queue formed behind
+    /// the packet being sent, `QueueReady` when its discipline holds packets until a time.
     #[inline]
-    pub fn offer(&mut self, now: Time, h: Pkt, pool: &mut PacketPool) -> Offer {
+    pub fn offer(&mut self, now: Time, h: Pkt, pool: &mut PacketPool, q: &mut EventQueue, me: u32) {
         if self.loss.drop_next() {
             self.c.lost += 1;
             pool.free(h);
-            return Offer::Nothing;
+            return;
         }
         let idle = now >= self.busy_until;
         let bypass = match &self.queue {
@@ -287,7 +275,7 @@ impl LinkDir {
         };
         if idle && bypass {
             // Fast path: an idle work-conserving link transmits at once, no queue round-trip.
-            return self.transmit(now, h, pool);
+            return self.transmit(now, h, pool, q, me);
         }
         self.account_queue(now);
         let queued = match &mut self.queue {
@@ -310,7 +298,7 @@ impl LinkDir {
         };
         if !queued {
             self.c.drops += 1;
-            return Offer::Nothing;
+            return;
         }
         let l = self.queue.len_pkts();
         self.q_max = self.q_max.max(l);
@@ -323,27 +311,25 @@ impl LinkDir {
             }
         }
         if idle {
-            self.start_tx(now, pool)
+            self.start_tx(now, pool, q, me)
         } else if !self.txdone_pending {
             self.txdone_pending = true;
-            Offer::TxDoneAt(self.busy_until)
-        } else {
-            Offer::Nothing
+            q.push(self.busy_until, Ev::TxDone(me));
         }
     }
 
     /// The transmitter is free at `now` (a `TxDone` or `QueueReady` event): start the next
     /// eligible packet, if any.
     #[inline]
-    pub fn start_tx(&mut self, now: Time, pool: &mut PacketPool) -> Offer {
+    pub fn start_tx(&mut self, now: Time, pool: &mut PacketPool, q: &mut EventQueue, me: u32) {
         if now < self.busy_until {
             // Busy (e.g. an arrival at the same instant as a pending `TxDone` already started the
             // next packet): make sure the queue is served when this transmission ends.
             if self.queue.len_pkts() > 0 && !self.txdone_pending {
                 self.txdone_pending = true;
-                return Offer::TxDoneAt(self.busy_until);
+                q.push(self.busy_until, Ev::TxDone(me));
             }
-            return Offer::Nothing;
+            return;
         }
         self.account_queue(now);
         let next = match &mut self.queue {
@@ -351,16 +337,21 @@ impl LinkDir {
             LinkQueue::Disc(d) => d.dequeue(now).map(|p| pool.put(p)),
         };
         match next {
-            Some(h) => self.transmit(now, h, pool),
+            Some(h) => self.transmit(now, h, pool, q, me),
             None => {
                 if let LinkQueue::Disc(d) = &self.queue {
                     if d.len_pkts() > 0 {
                         if let Some(t) = d.next_ready(now) {
-                            return Offer::ReadyAt(t);
+                            // Strictly later than now: a discipline that says "ready now" but
+                            // held its packet must not spin the event loop at one instant.
+                            let t = t.max(now + Dur(1));
+                            if self.ready_event.is_none_or(|r| t < r) {
+                                self.ready_event = Some(t);
+                                q.push(t, Ev::QueueReady(me));
+                            }
                         }
                     }
                 }
-                Offer::Nothing
             }
         }
     }
@@ -368,7 +359,7 @@ impl LinkDir {
     /// Serialise `pkt` from `now`; it enters the delay line at the end of its transmission
     /// (its exit time is known now, so no event is needed for that).
     #[inline]
-    fn transmit(&mut self, now: Time, h: Pkt, pool: &PacketPool) -> Offer {
+    fn transmit(&mut self, now: Time, h: Pkt, pool: &PacketPool, q: &mut EventQueue, me: u32) {
         let len = pool.len(h);
         let d = if self.tx_memo.0 == len {
             self.tx_memo.1
@@ -395,20 +386,14 @@ impl LinkDir {
         } else {
             self.wire.push_back((exit, h));
         }
-        let wire_at = match self.wire_event {
-            Some(t) if t <= exit => None,
-            _ => {
-                self.wire_event = Some(exit);
-                Some(exit)
-            }
-        };
-        let txdone_at = if self.queue.len_pkts() > 0 && !self.txdone_pending {
+        if self.wire_event.is_none_or(|t| t > exit) {
+            self.wire_event = Some(exit);
+            q.push(exit, Ev::Wire(me));
+        }
+        if !self.txdone_pending && self.queue.len_pkts() > 0 {
             self.txdone_pending = true;
-            Some(end)
-        } else {
-            None
-        };
-        Offer::Sent { wire_at, txdone_at }
+            q.push(end, Ev::TxDone(me));
+        }
     }
 
     /// When the measurement window starts, restart the window maxima.

@@ -1,7 +1,7 @@
 //! The simulated network: nodes, links, routes, TCP/UDP flows, and the event loop.
 
 use crate::engine::{DelayLine, Ev, EventQueue};
-use crate::link::{Capture, LinkDir, LinkQueue, Offer};
+use crate::link::{Capture, LinkDir, LinkQueue};
 use crate::metrics::*;
 use crate::middlebox::{build_middlebox, MbSlot};
 use crate::pool::{PacketPool, Pkt};
@@ -46,6 +46,8 @@ struct ConnSlot {
     node: u32,
     flow: u32,
     sender: bool,
+    /// The WRR application (group) that writes to this connection's flow, or NONE.
+    wrr: u32,
     timer: Option<Time>,
     key: (u32, u16, u16, u32),
 }
@@ -711,16 +713,16 @@ impl Sim {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::TxDone(l) => {
-                self.links[l as usize].txdone_pending = false;
-                let o = self.links[l as usize].start_tx(self.now, &mut self.pool);
-                self.schedule(l, o);
+                let link = &mut self.links[l as usize];
+                link.txdone_pending = false;
+                link.start_tx(self.now, &mut self.pool, &mut self.q, l);
             }
             Ev::Wire(l) => self.wire(l),
             Ev::QueueReady(l) => {
                 let link = &mut self.links[l as usize];
                 if link.ready_event == Some(self.now) {
                     link.ready_event = None;
-                    self.kick(l);
+                    link.start_tx(self.now, &mut self.pool, &mut self.q, l);
                 }
             }
             Ev::ConnTimer(c) => self.conn_timer(c),
@@ -755,38 +757,6 @@ impl Sim {
                         v.handle_timeout(self.now);
                     }
                     self.drive_group(g);
-                }
-            }
-        }
-    }
-
-    #[inline]
-    fn kick(&mut self, l: u32) {
-        let o = self.links[l as usize].start_tx(self.now, &mut self.pool);
-        self.schedule(l, o);
-    }
-
-    #[inline]
-    fn schedule(&mut self, l: u32, o: Offer) {
-        match o {
-            Offer::Nothing => {}
-            Offer::Sent { wire_at, txdone_at } => {
-                if let Some(t) = wire_at {
-                    self.q.push(t, Ev::Wire(l));
-                }
-                if let Some(t) = txdone_at {
-                    self.q.push(t, Ev::TxDone(l));
-                }
-            }
-            Offer::TxDoneAt(t) => self.q.push(t, Ev::TxDone(l)),
-            Offer::ReadyAt(t) => {
-                // Strictly later than now: a discipline that says "ready now" but held its packet
-                // must not spin the event loop at one instant.
-                let t = t.max(self.now + Dur(1));
-                let link = &mut self.links[l as usize];
-                if link.ready_event.is_none_or(|r| t < r) {
-                    link.ready_event = Some(t);
-                    self.q.push(t, Ev::QueueReady(l));
                 }
             }
         }
@@ -869,8 +839,7 @@ impl Sim {
             self.pool.free(h);
             return; // no route: dropped (cannot happen for scenario flows, checked at build)
         }
-        let o = self.links[l as usize].offer(self.now, h, &mut self.pool);
-        self.schedule(l, o);
+        self.links[l as usize].offer(self.now, h, &mut self.pool, &mut self.q, l);
     }
 
     #[inline]
@@ -952,7 +921,9 @@ impl Sim {
     }
 
     fn add_conn(&mut self, conn: Connection, node: u32, flow: u32, sender: bool, key: (u32, u16, u16, u32)) -> u32 {
-        let slot = ConnSlot { conn, node, flow, sender, timer: None, key };
+        let g = self.flows[flow as usize].group;
+        let wrr = if g != NONE && matches!(self.groups[g as usize].kind, GroupKind::Wrr(_)) { g } else { NONE };
+        let slot = ConnSlot { conn, node, flow, sender, wrr, timer: None, key };
         let c = match self.free_conns.pop() {
             Some(c) => {
                 self.conns[c as usize] = Some(slot);
@@ -1056,11 +1027,9 @@ impl Sim {
                 self.q.push(t, Ev::ConnTimer(c));
             }
         }
-        if slot.sender {
-            let g = self.flows[slot.flow as usize].group;
-            if g != NONE && matches!(self.groups[g as usize].kind, GroupKind::Wrr(_)) {
-                self.app_step(g);
-            }
+        if slot.sender && slot.wrr != NONE {
+            let g = slot.wrr;
+            self.app_step(g);
         }
     }
 
