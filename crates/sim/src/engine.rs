@@ -7,7 +7,8 @@
 //! next [`BUCKETS`] buckets from the current one are a ring, each holding its events sorted; a
 //! bitmap finds the next non-empty bucket. Events further ahead wait in a binary heap and move
 //! into the ring when it reaches them. Same order as a heap on (time, insertion number), in a
-//! few instructions per event instead of a sift through the heap's levels.
+//! few instructions per event instead of a sift through the heap's levels. A bucket keeps its
+//! earliest event inline and only the others in a vector.
 
 use ackshape_core::time::Time;
 use std::cmp::Ordering;
@@ -86,11 +87,15 @@ pub struct EventQueue {
     shift: u32,
     /// Absolute index (time >> shift) of the current bucket: no pending event is earlier.
     cur: u64,
-    /// `ring[s % BUCKETS]` holds the events of bucket `s` for `s` in `[cur, cur + BUCKETS)`,
-    /// sorted latest first (the next one is last).
-    ring: Vec<Vec<Entry>>,
-    /// Bit `i` set: `ring[i]` is not empty.
+    /// Ring position `s % BUCKETS` holds the events of bucket `s` for `s` in
+    /// `[cur, cur + BUCKETS)`: the earliest in `head`, the others (when `more` says so) in
+    /// `rest`, sorted latest first. Most buckets hold one event or none.
+    head: Vec<Entry>,
+    rest: Vec<Vec<Entry>>,
+    /// Bit `i` set: position `i` holds events (its `head` is valid).
     bits: [u64; WORDS],
+    /// Bit `i` set: `rest[i]` is not empty.
+    more: [u64; WORDS],
     /// Events in buckets from `cur + BUCKETS` on.
     far: BinaryHeap<Entry>,
     seq: u64,
@@ -104,6 +109,19 @@ impl Default for EventQueue {
     }
 }
 
+#[inline]
+fn test(bits: &[u64; WORDS], i: usize) -> bool {
+    bits[i / 64] & (1 << (i % 64)) != 0
+}
+#[inline]
+fn set(bits: &mut [u64; WORDS], i: usize) {
+    bits[i / 64] |= 1 << (i % 64);
+}
+#[inline]
+fn clear(bits: &mut [u64; WORDS], i: usize) {
+    bits[i / 64] &= !(1 << (i % 64));
+}
+
 impl EventQueue {
     /// Buckets of 16.4 µs (a ring of 67 ms).
     pub fn new() -> EventQueue {
@@ -114,11 +132,14 @@ impl EventQueue {
     /// when a bucket rarely holds more than one or two events and the ring spans most of the
     /// delays that events are scheduled ahead.
     pub fn with_bucket_shift(shift: u32) -> EventQueue {
+        let empty = Entry { t: Time::ZERO, seq: 0, ev: Ev::Warmup };
         EventQueue {
             shift: shift.min(40),
             cur: 0,
-            ring: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            head: vec![empty; BUCKETS],
+            rest: (0..BUCKETS).map(|_| Vec::new()).collect(),
             bits: [0; WORDS],
+            more: [0; WORDS],
             far: BinaryHeap::new(),
             seq: 0,
             popped: 0,
@@ -143,14 +164,20 @@ impl EventQueue {
     #[inline]
     fn insert(&mut self, e: Entry, s: u64) {
         let i = (s as usize) & (BUCKETS - 1);
-        let b = &mut self.ring[i];
-        // Latest first: `e` goes before every entry that runs after it.
+        if !test(&self.bits, i) {
+            self.head[i] = e;
+            set(&mut self.bits, i);
+            return;
+        }
+        // The earliest stays in `head`; the other goes into `rest`, latest first.
+        let e = if e.key() < self.head[i].key() { std::mem::replace(&mut self.head[i], e) } else { e };
+        let b = &mut self.rest[i];
         let mut at = b.len();
         while at > 0 && b[at - 1].key() < e.key() {
             at -= 1;
         }
         b.insert(at, e);
-        self.bits[i / 64] |= 1 << (i % 64);
+        set(&mut self.more, i);
     }
 
     #[inline]
@@ -190,8 +217,7 @@ impl EventQueue {
                 None => return self.far.peek().map(|e| (self.slot(e.t), e.t)),
             }
         };
-        let t = self.ring[j].last().expect("a marked bucket is not empty").t;
-        Some((self.cur + ((j + BUCKETS - i) % BUCKETS) as u64, t))
+        Some((self.cur + ((j + BUCKETS - i) % BUCKETS) as u64, self.head[j].t))
     }
 
     /// Make bucket `s` (not after the next event) the current one; events from the heap that
@@ -216,10 +242,15 @@ impl EventQueue {
     #[inline]
     fn take_head(&mut self) -> (Time, Ev) {
         let i = (self.cur as usize) & (BUCKETS - 1);
-        let b = &mut self.ring[i];
-        let e = b.pop().expect("the current bucket holds the next event");
-        if b.is_empty() {
-            self.bits[i / 64] &= !(1 << (i % 64));
+        let e = self.head[i];
+        if test(&self.more, i) {
+            let b = &mut self.rest[i];
+            self.head[i] = b.pop().expect("marked");
+            if b.is_empty() {
+                clear(&mut self.more, i);
+            }
+        } else {
+            clear(&mut self.bits, i);
         }
         self.popped += 1;
         self.len -= 1;
