@@ -210,9 +210,14 @@ proc finish {} {
         $agg $qavg [$qmon set pdrops_] [expr {$snap(end,pdrops) - $snap(warm,pdrops)}] [$qmon set pdepartures_] \
         [expr {double($snap(end,bdep)) - $snap(warm,bdep)}] [join $flows ", "]]
     if {$opt(trace) ne ""} { global tf; flush $tf; close $tf }
+    # Wall time of `$ns run` alone (the event loop, without interpreter start-up and set-up),
+    # on stderr so that stdout stays one JSON object.
+    global run_t0
+    puts stderr [format {{"run_wall_s": %.6f}} [expr {([clock microseconds] - $run_t0) * 1e-6}]]
     exit 0
 }
 
 $ns at $opt(warmup) "snapshot warm"
 $ns at $opt(duration) "finish"
+set run_t0 [clock microseconds]
 $ns run
