@@ -53,6 +53,9 @@ pub trait QueueDisc {
     fn aqm_stats(&self) -> Option<AqmStats> {
         None
     }
+    /// Key the discipline's flow tables (`crate::hash`): called by the driver before the first
+    /// packet. Default: nothing to key.
+    fn set_hash_key(&mut self, _key: crate::hash::HashKey) {}
 }
 
 /// Running totals of an AQM discipline (see [`QueueDisc::aqm_stats`]); the difference of two

@@ -10,6 +10,7 @@ use crate::port::{offending_offloads, offload_fix, AfPacketPort, PcapPort, Port}
 use crate::privs::PrivDrop;
 use crate::stats::{serve_prometheus, Snapshot};
 use crate::sys;
+use ackshape_core::hash::HashKey;
 use ackshape_core::middlebox::Middlebox;
 use ackshape_core::shape::gateway::Gateway;
 use ackshape_core::time::{Dur, Time};
@@ -197,20 +198,10 @@ pub fn install_signal_handlers(ctl: &Control) -> std::io::Result<()> {
 /// Bytes charged per packet on top of its IP length by the policy's gateway box: the Ethernet
 /// header (rates in the policy are rates of Ethernet frames without preamble, FCS or gap).
 pub const GATEWAY_OVERHEAD_BYTES: usize = 14;
-/// Seed of the gateway box's random streams (RED and other randomised leaf disciplines) where a
-/// test wants them fixed; the running gateway draws a fresh one per box ([`gateway_seed`]).
+/// Seed of the gateway box's random streams (RED and other randomised leaf disciplines). Its
+/// flow tables are keyed at random ([`HashKey::random`]), not from this seed.
 pub const GATEWAY_SEED: u64 = 1;
 
-/// A seed for a gateway box's random streams, different each time: the flow-hash keys of the
-/// flow-queuing leaves (`fq-codel`, `cake`) derive from it, so an outsider cannot plan hash
-/// collisions from a known key (the simulator derives them from the scenario seed instead).
-/// From the standard library's randomly keyed hasher (the OS's randomness), no extra crate.
-pub fn gateway_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(GATEWAY_SEED);
-    h.finish()
-}
 /// How long a replaced gateway box keeps releasing what it holds after a reload.
 pub const RELOAD_GRACE: Dur = Dur(2_000_000_000);
 
@@ -248,7 +239,7 @@ impl PolicyPipeline {
     pub fn new(policy: &Policy) -> PolicyPipeline {
         let inner = policy.shaping.as_ref().map(|sp| {
             MiddleboxPipeline::with_config(
-                Box::new(Gateway::new(sp.clone(), GATEWAY_OVERHEAD_BYTES, gateway_seed())),
+                Box::new(Gateway::with_key(sp.clone(), GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED, HashKey::random())),
                 "gateway",
                 pipeline_config(policy),
             )
@@ -324,7 +315,7 @@ impl Pipeline for PolicyPipeline {
 /// pass-through box the old one drains behind.
 fn reload_box(shaping: Option<ackshape_core::shape::policy::Policy>) -> Box<dyn Middlebox + Send> {
     match shaping {
-        Some(sp) => Box::new(Gateway::new(sp, GATEWAY_OVERHEAD_BYTES, gateway_seed())),
+        Some(sp) => Box::new(Gateway::with_key(sp, GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED, HashKey::random())),
         None => Box::new(ackshape_core::middlebox::PassThrough),
     }
 }

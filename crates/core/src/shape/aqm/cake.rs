@@ -987,6 +987,10 @@ impl QueueDisc for Cake {
     fn internal_drops(&self) -> u64 {
         self.stats.drops + self.stats.overlimit_drops + self.stats.ack_drops - self.returned_drops
     }
+    /// Keys the flow hash (before the first packet: queued packets keep the queue they hashed to).
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        self.hasher = super::FlowHasher::keyed(key.derive("cake", 0));
+    }
     fn aqm_stats(&self) -> Option<AqmStats> {
         Some(AqmStats {
             drops: self.stats.drops + self.stats.overlimit_drops + self.stats.ack_drops,

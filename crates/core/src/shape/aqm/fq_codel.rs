@@ -348,6 +348,10 @@ impl QueueDisc for FqCodel {
     fn internal_drops(&self) -> u64 {
         self.stats.codel.drops + self.stats.overlimit_drops - self.returned_drops
     }
+    /// Keys the flow hash (before the first packet: queued packets keep the queue they hashed to).
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        self.hasher = super::FlowHasher::keyed(key.derive("fq-codel", 0));
+    }
     fn aqm_stats(&self) -> Option<AqmStats> {
         Some(AqmStats {
             drops: self.stats.codel.drops + self.stats.overlimit_drops,

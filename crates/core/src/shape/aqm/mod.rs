@@ -23,9 +23,10 @@
 //! dequeue every update that fell due since the last one is run first, which gives the same
 //! state, because nothing it reads changes between events.
 //!
-//! **Determinism.** Flow hashing uses a key drawn from the random stream the driver passes in
-//! (derived from the scenario seed in the simulator); probabilistic drops (PIE, COBALT's BLUE)
-//! draw from the same stream.
+//! **Determinism.** Flow hashing is SipHash-1-3 under the key the driver gives the discipline
+//! (`QueueDisc::set_hash_key`, see `crate::hash`): derived from the scenario seed in the
+//! simulator, random in the live gateway. Probabilistic drops (PIE, COBALT's BLUE) draw from the
+//! random stream the driver passes in.
 
 mod cake;
 mod codel;
@@ -38,11 +39,12 @@ pub use codel::{Codel, CodelConfig, CodelParams, CodelStats, CodelVars};
 pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use pie::{Pie, PieConfig, PieEstimator};
 
+use crate::hash::{HashKey, Keyed};
 use crate::rng::Rng;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Ecn, Packet, L4};
 use rand::Rng as _;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::net::IpAddr;
 
 /// The largest Ethernet frame without a VLAN tag (1500-byte MTU + 14-byte header): Linux's
@@ -93,25 +95,23 @@ pub(crate) fn control_law(t: Time, interval: Dur, count: u32) -> Time {
     t + Dur((interval.0 as f64 / c.sqrt()) as u64)
 }
 
-/// A keyed flow hash: the 5-tuple (or, for the per-host hashes, one address) mixed with a key
-/// drawn at construction, like Linux's perturbed `skb_get_hash`. Cheap (FxHash, a SplitMix64
-/// finaliser to spread the bits), not cryptographic: the key keeps an outsider from predicting
-/// collisions only as well as FxHash allows, and the tables it indexes are bounded.
+/// A keyed flow hash: the 5-tuple (or, for the per-host hashes, one address) hashed with
+/// SipHash-1-3 under a [`HashKey`], as Linux perturbs its flow hash with SipHash under a random
+/// key (`skb_get_hash_perturb`, used by `fq_codel_hash` and `cake_hash`): without the key,
+/// nobody can choose tuples that share a queue.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FlowHasher {
-    key: u64,
-}
-
-#[inline]
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-    z ^ (z >> 31)
+    keyed: Keyed,
 }
 
 impl FlowHasher {
+    /// A hasher keyed from one draw of `rng` (the driver normally rekeys it with
+    /// [`FlowHasher::keyed`] through `QueueDisc::set_hash_key` before the first packet).
     pub(crate) fn new(rng: &mut Rng) -> FlowHasher {
-        FlowHasher { key: rng.gen() }
+        FlowHasher::keyed(HashKey::from_seed(rng.gen()))
+    }
+    pub(crate) fn keyed(key: HashKey) -> FlowHasher {
+        FlowHasher { keyed: Keyed::new(key) }
     }
     /// The hash of a packet's flow: addresses, protocol and ports (0 for protocols without).
     #[inline]
@@ -121,21 +121,19 @@ impl FlowHasher {
             L4::Udp(u) => (u.sport, u.dport, 17),
             L4::Other { proto } => (0, 0, *proto),
         };
-        let mut h = rustc_hash::FxHasher::default();
-        self.key.hash(&mut h);
+        let mut h = self.keyed.build_hasher();
         p.ip.src.hash(&mut h);
         p.ip.dst.hash(&mut h);
         (sport, dport, proto).hash(&mut h);
-        mix(h.finish()) as u32
+        h.finish() as u32
     }
     /// The hash of one host address (CAKE's per-host hashes).
     #[inline]
     pub(crate) fn host(&self, a: IpAddr, dst: bool) -> u32 {
-        let mut h = rustc_hash::FxHasher::default();
-        self.key.hash(&mut h);
+        let mut h = self.keyed.build_hasher();
         dst.hash(&mut h);
         a.hash(&mut h);
-        mix(h.finish()) as u32
+        h.finish() as u32
     }
 }
 
