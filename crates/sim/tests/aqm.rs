@@ -72,8 +72,8 @@ fn each_discipline_holds_the_delay_near_its_target_where_a_fifo_fills_its_buffer
 
 #[test]
 fn ecn_capable_flows_are_marked_instead_of_dropped() {
-    for q in ["codel\", ecn = true", "fq-codel", "pie\", ecn = true", "cake"] {
-        let s = run(&dumbbell(&format!(", qdisc = {{ kind = \"{q} }}"), "ecn = true"));
+    for q in [r#""codel", ecn = true"#, r#""fq-codel""#, r#""pie", ecn = true"#, r#""cake""#] {
+        let s = run(&dumbbell(&format!(", qdisc = {{ kind = {q} }}"), "ecn = true"));
         let a = bottleneck(&s).aqm.clone().unwrap();
         println!("{q}: marks {}, drops {}", a.marks, a.drops);
         assert!(a.marks > 100, "{q}: {a:?}");
