@@ -502,6 +502,9 @@ pub fn spoof_flow(data: &[u8]) {
         1 + (sel / 5) % 50
     );
     let policy = Policy::from_toml(&text, "spoof.toml").unwrap_or_else(|e| panic!("{e}"));
+    if tracing() {
+        eprintln!("policy:\n{text}");
+    }
     let mut pipe = PolicyPipeline::new(&policy);
     const SND: [u8; 4] = [10, 0, 0, 1];
     const RCV: [u8; 4] = [10, 0, 1, 1];
@@ -530,7 +533,14 @@ pub fn spoof_flow(data: &[u8]) {
         crate::fix_checksums(f);
     };
     // Returns whether the frame checked out.
+    let show = |f: &[u8]| match Packet::parse_frame(f) {
+        Ok(p) => format!("ttl {} {:?}", f[22], p.packet.l4),
+        Err(e) => format!("{e:?}"),
+    };
     let feed = |pipe: &mut PolicyPipeline, now: Time, dir: Dir, mut f: Vec<u8>, out: &mut Vec<OutFrame>| {
+        if tracing() {
+            eprintln!("{now:?} in  {dir:?} {}", show(&f));
+        }
         let c = classify(&f);
         let _ = pipe.on_frame(now, dir, &mut f, &c);
         pipe.take_output(out);
@@ -547,6 +557,9 @@ pub fn spoof_flow(data: &[u8]) {
     let check = |out: &mut Vec<OutFrame>, hi_ack: u32, max_win: u16, rcv_nxt: u32, snd_nxt: u32, bad: &Seen, marked: &Seen| {
         for o in out.drain(..) {
             let f = &o.frame[..];
+            if tracing() {
+                eprintln!("    out {:?} {}", o.dir, show(f));
+            }
             if bad.contains(f) {
                 continue; // a bad-checksum frame, forwarded as it came
             }
