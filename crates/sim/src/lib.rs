@@ -22,6 +22,7 @@ pub mod middlebox;
 pub mod pcap;
 pub mod plot;
 pub mod provenance;
+pub mod pool;
 pub mod reproduce;
 pub mod run;
 pub mod scenario;
