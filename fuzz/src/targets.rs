@@ -481,9 +481,10 @@ pub fn scenario_text(data: &[u8]) {
 /// real packets with a bad TCP checksum. Every injected packet is marked by TTL 3. Asserted on
 /// every frame the gateway emits: its IPv4 and TCP checksums are valid, unless it is byte for byte
 /// a bad-checksum frame that was fed; a marked frame leaves byte for byte as it came (never
-/// rebuilt or patched); an unmarked frame towards the sender has an ACK number no higher than the
-/// highest the receiver sent, a window no larger than the largest the receiver advertised and a
-/// sequence number the receiver sent, and one towards the receiver a sequence number the sender
+/// rebuilt or patched), unless the sender would accept it as the receiver's (in window, with an
+/// acceptable ACK: nothing tells it from a real one, so it is checked as one); an unmarked frame
+/// towards the sender has an ACK number no higher than the highest the receiver sent, a window no
+/// larger than the largest the receiver advertised and a sequence number the receiver sent, and one towards the receiver a sequence number the sender
 /// sent; state stays bounded (one tracked flow each way at most, ACKs held no more than the
 /// receiver's real ACKs and the segments sent).
 pub fn spoof_flow(data: &[u8]) {
@@ -502,6 +503,9 @@ pub fn spoof_flow(data: &[u8]) {
         1 + (sel / 5) % 50
     );
     let policy = Policy::from_toml(&text, "spoof.toml").unwrap_or_else(|e| panic!("{e}"));
+    if tracing() {
+        eprintln!("policy:\n{text}");
+    }
     let mut pipe = PolicyPipeline::new(&policy);
     const SND: [u8; 4] = [10, 0, 0, 1];
     const RCV: [u8; 4] = [10, 0, 1, 1];
@@ -530,7 +534,14 @@ pub fn spoof_flow(data: &[u8]) {
         crate::fix_checksums(f);
     };
     // Returns whether the frame checked out.
+    let show = |f: &[u8]| match Packet::parse_frame(f) {
+        Ok(p) => format!("ttl {} {:?}", f[22], p.packet.l4),
+        Err(e) => format!("{e:?}"),
+    };
     let feed = |pipe: &mut PolicyPipeline, now: Time, dir: Dir, mut f: Vec<u8>, out: &mut Vec<OutFrame>| {
+        if tracing() {
+            eprintln!("{now:?} in  {dir:?} {}", show(&f));
+        }
         let c = classify(&f);
         let _ = pipe.on_frame(now, dir, &mut f, &c);
         pipe.take_output(out);
@@ -544,14 +555,26 @@ pub fn spoof_flow(data: &[u8]) {
     let ack = frame(true, snd_nxt, rcv_nxt, 0x10, 1000, &[], 0);
     feed(&mut pipe, now, Dir::AToB, ack, &mut out);
     type Seen = std::collections::HashSet<Vec<u8>>;
-    let check = |out: &mut Vec<OutFrame>, hi_ack: u32, max_win: u16, rcv_nxt: u32, snd_nxt: u32, bad: &Seen, marked: &Seen| {
+    let check = |out: &mut Vec<OutFrame>,
+                 hi_ack: u32,
+                 max_win: u16,
+                 rcv_nxt: u32,
+                 snd_nxt: u32,
+                 bad: &Seen,
+                 marked: &Seen,
+                 consistent: &std::collections::HashSet<u32>| {
         for o in out.drain(..) {
             let f = &o.frame[..];
+            if tracing() {
+                eprintln!("    out {:?} {}", o.dir, show(f));
+            }
             if bad.contains(f) {
                 continue; // a bad-checksum frame, forwarded as it came
             }
             verify_checksums(f).unwrap_or_else(|e| panic!("emitted frame with a bad checksum ({e:?}): {f:02x?}"));
-            if f[22] == 3 {
+            let spoof = f[22] == 3;
+            let seq = u32::from_be_bytes([f[38], f[39], f[40], f[41]]);
+            if spoof && (marked.contains(f) || !consistent.contains(&seq)) {
                 assert!(marked.contains(f), "a spoof left changed: {f:02x?}");
                 continue;
             }
@@ -565,14 +588,18 @@ pub fn spoof_flow(data: &[u8]) {
                 }
                 assert!(t.window <= max_win, "window {} above the receiver's {max_win}", t.window);
                 let s = t.seq.0.wrapping_sub(irs);
-                assert!(s <= rcv_nxt.wrapping_sub(irs), "sequence number {} the receiver never sent", t.seq.0);
+                assert!(spoof || s <= rcv_nxt.wrapping_sub(irs), "sequence number {} the receiver never sent", t.seq.0);
             } else {
                 let s = t.seq.0.wrapping_sub(iss);
                 assert!(s <= snd_nxt.wrapping_sub(iss), "sequence number {} the sender never sent", t.seq.0);
             }
         }
     };
-    check(&mut out, hi_ack, max_win, rcv_nxt, snd_nxt, &fed_bad, &fed_marked);
+    let mut consistent = std::collections::HashSet::new();
+    let (mut ack_seen, mut rcv_seen, mut win_seen) = (hi_ack, rcv_nxt, 0u16);
+    // The later of two sequence numbers, counted from `base`.
+    let bigger = |a: u32, b: u32, base: u32| if b.wrapping_sub(base) > a.wrapping_sub(base) { b } else { a };
+    check(&mut out, hi_ack, max_win, rcv_nxt, snd_nxt, &fed_bad, &fed_marked, &consistent);
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     for step in 0..400 {
         let Ok((kind, n, win, dt, r)) = u.arbitrary::<(u8, u8, u16, u16, u32)>() else { break };
@@ -640,6 +667,36 @@ pub fn spoof_flow(data: &[u8]) {
         if marked {
             mark(&mut f);
         }
+        // A spoof from the receiver's side that its sender would accept (RFC 5961: sequence
+        // number inside the sender's window, ACK between the highest ACK less the largest window
+        // and the highest data sent) is indistinguishable from the receiver's own packet: the
+        // gateway may learn from it, so it is held to the real packets' rules (with the bounds
+        // it moves) instead of leaving byte for byte. Windows here are wider than the gateway's.
+        if marked && !bad && dir == Dir::BToA {
+            let p = Packet::parse_frame(&f).expect("built frames parse").packet;
+            let (t, len) = (p.tcp().cloned().expect("TCP"), p.payload_len);
+            let sw = 1u32 << 17; // the sender's window: 1000 << 7
+            let rw = (max_win as u32).max(65_535) << 7;
+            let within = |v: u32, lo: u32, hi: u32| v.wrapping_sub(lo) <= hi.wrapping_sub(lo);
+            let (lo, hi) = (rcv_nxt.wrapping_sub(sw), rcv_nxt.wrapping_add(sw));
+            let ok = t.flags.contains(TcpFlags::ACK)
+                && !t.flags.contains(TcpFlags::SYN)
+                && !t.flags.contains(TcpFlags::RST)
+                && within(t.seq.0, lo, hi)
+                && within(t.seq.0.wrapping_add(len), lo, hi)
+                && within(t.ack.0, hi_ack.wrapping_sub(rw), snd_nxt);
+            if ok {
+                consistent.insert(t.seq.0);
+                if t.ack.0.wrapping_sub(iss) > ack_seen.wrapping_sub(iss) {
+                    ack_seen = t.ack.0;
+                }
+                let end = t.seq.0.wrapping_add(len);
+                if end.wrapping_sub(irs) > rcv_seen.wrapping_sub(irs) {
+                    rcv_seen = end;
+                }
+                win_seen = win_seen.max(t.window);
+            }
+        }
         if bad {
             f[51] ^= 0x5a;
             fed_bad.insert(f.clone());
@@ -653,11 +710,12 @@ pub fn spoof_flow(data: &[u8]) {
             }
             feed(&mut pipe, now, dir, f, &mut out);
         }
-        check(&mut out, hi_ack, max_win, rcv_nxt, snd_nxt, &fed_bad, &fed_marked);
+        let (hi, mw, rn) = (bigger(hi_ack, ack_seen, iss), max_win.max(win_seen), bigger(rcv_nxt, rcv_seen, irs));
+        check(&mut out, hi, mw, rn, snd_nxt, &fed_bad, &fed_marked, &consistent);
         while let Some(t) = pipe.poll_timeout().filter(|&t| t <= now) {
             pipe.on_timeout(t.max(now));
             pipe.take_output(&mut out);
-            check(&mut out, hi_ack, max_win, rcv_nxt, snd_nxt, &fed_bad, &fed_marked);
+            check(&mut out, hi, mw, rn, snd_nxt, &fed_bad, &fed_marked, &consistent);
             if pipe.poll_timeout() == Some(t) {
                 break;
             }

@@ -189,7 +189,9 @@ fn mechanism_hooks_see_data_acks_the_class_clock_and_flow_end() {
 /// inbound class's mechanism is shown the handshake (the SYN-ACK's and the client's SYN options)
 /// when the gateway starts tracking the download — at the SYN-ACK if that takes the inbound data
 /// path, else at the first data — and then gets the client's ACKs. An upload's answering half
-/// sends no data and is never shown. Options of SYNs nobody answers go with their flows.
+/// sends no data and is never shown. A handshake is kept while its opener's flow is tracked
+/// (options of SYNs nobody answers go with their flows); an answer is learnt only if it
+/// acknowledges the SYN.
 #[test]
 fn a_download_the_receiver_opened_shows_its_handshake_to_the_inbound_mechanism() {
     let policy = "[flows]\nembryonic_timeout_s = 1\n[[class]]\nname = \"up\"\nrate = \"10Mbit/s\"\n\
@@ -218,9 +220,10 @@ fn a_download_the_receiver_opened_shows_its_handshake_to_the_inbound_mechanism()
             g.on_packet(t0, Dir::AToB, syn, &mut out);
             let mut synack = pkt(h, true, 0, TcpFlags::SYN | TcpFlags::ACK);
             synack.tcp_mut().unwrap().opts.wscale = Some(7);
+            synack.tcp_mut().unwrap().ack = SeqNum(2); // the SYN's ISN (1) + 1
             g.on_packet(t0, Dir::BToA, synack, &mut out);
         }
-        assert_eq!(flows(&g, "opening_syns_kept"), if up_mech { 2 } else { 0 });
+        assert_eq!(flows(&g, "opening_syns_kept"), 2);
         let ev = take(&log);
         if !up_mech {
             // The SYN-ACK took the inbound class's data path: the download is tracked from it.
@@ -245,14 +248,16 @@ fn a_download_the_receiver_opened_shows_its_handshake_to_the_inbound_mechanism()
         let ev = take(&log);
         assert!(!ev.iter().any(|e| matches!(e, Ev::Open(..))), "{ev:?}");
         assert_eq!(flows(&g, "receiver_opened"), if up_mech { 1 } else { 2 });
-        assert_eq!(flows(&g, "opening_syns_kept"), if up_mech { 1 } else { 0 }, "the upload's");
+        // Both handshakes stay kept while their openers' flows are tracked (a half that comes
+        // back learns its handshake again).
+        assert_eq!(flows(&g, "opening_syns_kept"), 2);
         // SYNs nobody answers: their options are kept while their flows are, no longer.
         for h in 3..50 {
             g.on_packet(t0, Dir::AToB, pkt(h, false, 0, TcpFlags::SYN), &mut out);
         }
-        assert_eq!(flows(&g, "opening_syns_kept"), if up_mech { 48 } else { 47 });
+        assert_eq!(flows(&g, "opening_syns_kept"), 49);
         g.on_packet(Time::from_secs_f64(2.0), Dir::AToB, pkt(1, false, 0, TcpFlags::ACK), &mut out);
-        assert_eq!(flows(&g, "opening_syns_kept"), if up_mech { 1 } else { 0 }, "the upload's, still tracked");
+        assert_eq!(flows(&g, "opening_syns_kept"), 1, "the upload's, still tracked");
         // A SYN-ACK and data answering no kept SYN (the sender opened) show nothing.
         take(&log);
         g.on_packet(Time::from_secs_f64(2.0), Dir::BToA, pkt(60, true, 0, TcpFlags::SYN | TcpFlags::ACK), &mut out);
@@ -835,4 +840,70 @@ fn flow_bounds_are_checked() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("flows.max_flows_per_class") && e.contains("expected 1 to max_flows (10)"), "{e}");
+}
+
+/// One TCR class shaping both directions (TCR's class-tick pacing, as `spoof_flow` found it):
+/// the receiver's piggy-backed data opens the connection's reverse half, whose mechanism learns
+/// the handshake the gateway forwarded (RFC 5961 §4: a SYN or SYN-ACK on a synchronised
+/// connection changes nothing). Found by fuzzing (`fuzz/`, spoof_flow): a spoofed SYN from the
+/// sender's side replaced the kept handshake, so the reverse half was tracked without one and
+/// its sequence checks fell back to the largest window scale (2^14: 16 MB each way); an RST
+/// with a random sequence number within those 16 MB ended that half alone, the receiver's next
+/// data tracked it anew knowing nothing, and far-ahead spoofed data from the sender's side then
+/// had its window rewritten (1000 to 7) as if it were the sender's ACK.
+#[test]
+fn spoofed_handshakes_leave_the_reverse_half_its_handshake_and_its_sequence_checks() {
+    let policy = "default_class = \"c\"\n[[class]]\nname = \"c\"\nrate = \"4Mbit/s\"\nqueue = \"100pkt\"\n\
+                  mechanism = { kind = \"tcr\", pacing = \"class-tick\", allocation = \"equal\" }\n";
+    let mut g = Gateway::new(Policy::parse(policy, "test.toml").unwrap(), 14, 1);
+    let mut out = Emit::new();
+    let mut t = Time::from_secs_f64(1.0);
+    let step = Dur::from_millis(50);
+    let with_ws = |mut p: Packet, ws: Option<u8>| {
+        p.tcp_mut().unwrap().opts.wscale = ws;
+        p
+    };
+    let (iss, irs) = (1_000_000u32, 7_000_000u32);
+    g.on_packet(t, Dir::AToB, with_ws(seg(1, false, iss, 0, TcpFlags::SYN, 65535, 0), Some(7)), &mut out);
+    // A blind SYN-ACK (another ACK number, no window scaling) before the real answer.
+    let blind = seg(1, true, 0x5eed_0001, 0x0bad_0001, TcpFlags::SYN | TcpFlags::ACK, 65535, 0);
+    g.on_packet(t, Dir::BToA, blind, &mut out);
+    let synack = seg(1, true, irs, iss + 1, TcpFlags::SYN | TcpFlags::ACK, 65535, 0);
+    g.on_packet(t, Dir::BToA, with_ws(synack, Some(7)), &mut out);
+    g.on_packet(t, Dir::AToB, seg(1, false, iss + 1, irs + 1, TcpFlags::ACK, 1000, 0), &mut out);
+    // A spoofed SYN from the sender's side on the established connection, window scale 14.
+    let spoof_syn = seg(1, false, 0xa2d8_3c58, 0, TcpFlags::SYN, 65535, 0);
+    g.on_packet(t, Dir::AToB, with_ws(spoof_syn, Some(14)), &mut out);
+    // Data, its ACK, and the receiver's piggy-backed data: the reverse half starts.
+    t += step;
+    g.on_packet(t, Dir::AToB, seg(1, false, iss + 1, irs + 1, TcpFlags::ACK, 1000, 1000), &mut out);
+    t += step;
+    g.on_packet(t, Dir::BToA, seg(1, true, irs + 1, iss + 1001, TcpFlags::ACK, 30_000, 0), &mut out);
+    t += step;
+    g.on_packet(t, Dir::BToA, seg(1, true, irs + 1, iss + 1001, TcpFlags::ACK, 30_000, 100), &mut out);
+    run_until(&mut g, t + step, &mut out);
+    assert_eq!(g.flows_tracked(), 2, "both halves tracked");
+    let inbound = |g: &Gateway| g.stats_json()["classes"]["c"]["mechanism_stats"]["inbound"].clone();
+    let st = inbound(&g);
+    assert_eq!(st["flows_without_handshake"], 0, "the reverse half learnt the handshake: {st}");
+    assert_eq!(st["per_flow"][0]["rcv_scale"], 7, "the real SYN's scale, not 14 nor 0: {st}");
+    // An RST from the receiver's side 1 MB behind its data: inside a 2^14-scaled window of
+    // 1000, outside the real 2^7-scaled one (128 kB). It ends neither half.
+    t += step;
+    g.on_packet(t, Dir::BToA, seg(1, true, irs + 101 - 1_000_000, 0, TcpFlags::RST, 0, 0), &mut out);
+    assert_eq!(g.flows_tracked(), 2, "the out-of-window RST ended nothing");
+    assert_eq!(inbound(&g)["flows_ended"], 0);
+    // The receiver's next data, then far-ahead data with the sender's tuple and the real ACK
+    // number: not the sender's, so it leaves as it came (its window not rewritten).
+    t += step;
+    g.on_packet(t, Dir::BToA, seg(1, true, irs + 101, iss + 1001, TcpFlags::ACK, 30_000, 100), &mut out);
+    run_until(&mut g, t + step, &mut out);
+    out.clear();
+    t += step;
+    let far = seg(1, false, (iss + 1001).wrapping_add(1 << 30), irs + 201, TcpFlags::ACK, 1000, 1000);
+    g.on_packet(t, Dir::AToB, far.clone(), &mut out);
+    run_until(&mut g, t + step, &mut out);
+    let sent: Vec<&Packet> = out.iter().filter(|(d, _)| *d == Dir::AToB).map(|(_, p)| p).collect();
+    assert_eq!(sent, vec![&far], "the spoof leaves untouched");
+    assert_eq!(inbound(&g)["flows_started"], 1, "the reverse half was never tracked anew");
 }

@@ -7,6 +7,7 @@
 //! (possibly rewritten) now, or holds them and releases them later from `on_timeout` or when the
 //! class dequeues data (`on_class_dequeue`, the zero-timer PostACK clock).
 
+use super::guard::SeqGuard;
 use crate::time::Time;
 use ackshape_wire::Packet;
 
@@ -56,6 +57,16 @@ pub trait AckMechanism {
     /// connection its sender opened, `on_data` sees the sender's SYN and `on_ack` the receiver's
     /// SYN-ACK instead.) Default: ignored.
     fn on_receiver_open(&mut self, _now: Time, _flow: FlowKey, _sender: &SynOptions, _receiver: &SynOptions) {}
+    /// The sequence-number facts this mechanism keeps of `flow` (see [`super::guard`]), if it
+    /// tracks it. Default: none.
+    fn seq_facts(&self, _flow: FlowKey) -> Option<SeqGuard> {
+        None
+    }
+    /// `flow` has just started to be tracked, and the other half of its connection is tracked by
+    /// a mechanism whose facts are `reverse` (see [`Self::seq_facts`]): learn what this flow's
+    /// guard has not seen yet ([`SeqGuard::adopt_reverse`]). Called after
+    /// [`Self::on_receiver_open`] and before `on_data` sees the packet. Default: ignored.
+    fn adopt_reverse_facts(&mut self, _now: Time, _flow: FlowKey, _reverse: &SeqGuard) {}
     /// A data packet (or SYN/FIN) of `flow` in the shaped direction, accepted by the class.
     fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet);
     /// A packet travelling to the shaped sender of `flow` (ACK, possibly piggy-backed on data).

@@ -34,7 +34,16 @@
 //! class, the options of a tracked flow's opening SYN and of its SYN-ACK are kept; when the
 //! answering half is first tracked (its SYN-ACK on the data path, or its first data) and its
 //! class has a mechanism, the mechanism gets [`AckMechanism::on_receiver_open`] before it sees
-//! that packet. The answering half of an upload sends no data and stays untracked.
+//! that packet. The answering half of an upload sends no data and stays untracked. The kept
+//! handshake is the one the gateway forwarded: a SYN on a flow past its handshake, or a SYN-ACK
+//! that does not acknowledge the kept SYN, changes nothing (RFC 5961 §4).
+//!
+//! *A connection's second half.* When a flow starts to be tracked while the reverse half of its
+//! connection is tracked by a mechanism (the receiver's data on a two-way connection), its
+//! mechanism first learns what the other half's has seen of the connection's sequence numbers
+//! ([`AckMechanism::adopt_reverse_facts`]), so that it judges its receiver's first packet
+//! against them (see [`super::guard`]). An RST ends the connection only if every tracked half's
+//! mechanism finds it in window.
 //!
 //! Flow end (RST, or FIN seen both ways) and eviction call [`AckMechanism::on_flow_end`].
 //!
@@ -58,7 +67,7 @@ use crate::shape::policy::{LeafSpec, Policy};
 use crate::shape::qdisc_spec::QdiscSpec;
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
-use ackshape_wire::{Packet, TcpFlags};
+use ackshape_wire::{Packet, SeqNum, TcpFlags};
 
 const NONE: u32 = u32::MAX;
 
@@ -78,6 +87,16 @@ struct FlowEntry {
     dir: Dir,
     state: u8,
     last_seen: Time,
+}
+
+/// The handshake of a flow tracked from its opening SYN (see `Gateway::syn_opts`).
+#[derive(Clone, Copy, Debug)]
+struct KeptSyn {
+    /// The opener's initial sequence number: the answer acknowledges `isn + 1`.
+    isn: SeqNum,
+    opener: ackmech::SynOptions,
+    /// The SYN-ACK's options, once the answer passed.
+    answer: Option<ackmech::SynOptions>,
 }
 
 /// Time-weighted occupancy: current, maximum, and the integral since start; and the same
@@ -456,12 +475,15 @@ pub struct Gateway {
     sweep_at: Option<usize>,
     key: HashKey,
     /// The handshake of a tracked flow that opened with a SYN, when the other direction has a
-    /// mechanism class: the SYN's options, and the SYN-ACK's once it passed. When the answering
-    /// half starts to be tracked (its SYN-ACK on the data path, or its first data), its
-    /// mechanism is shown the handshake ([`AckMechanism::on_receiver_open`]): a connection its
-    /// receiver opened (a download asked for on the LAN). Bounded by the flow table: removed
-    /// with the opener's flow.
-    syn_opts: KeyedMap<FlowKey, (ackmech::SynOptions, Option<ackmech::SynOptions>)>,
+    /// mechanism class: the SYN's sequence number and options, and the options of the SYN-ACK
+    /// that acknowledged it, once it passed. Whenever the answering half starts to be tracked
+    /// (its SYN-ACK on the data path, or its first data; again if it ended alone and comes
+    /// back), its mechanism is shown the handshake ([`AckMechanism::on_receiver_open`]): a
+    /// connection its receiver opened (a download asked for on the LAN), or the reverse data of
+    /// a two-way connection. Learnt only from the handshake the gateway forwarded: a SYN on a
+    /// flow past its handshake, or a SYN-ACK that does not acknowledge the kept SYN, changes
+    /// nothing (RFC 5961 §4). Bounded by the flow table: removed with the opener's flow.
+    syn_opts: KeyedMap<FlowKey, KeptSyn>,
     scratch: Vec<Packet>,
     /// Packets released by a mechanism that carry data: they take the data path next (the flag:
     /// the mechanism accepted the packet, so it may start tracking a flow).
@@ -829,6 +851,7 @@ impl Gateway {
                 if !self.syn_opts.is_empty() {
                     self.receiver_opened(now, dir, key, class);
                 }
+                self.adopt_reverse_facts(now, dir, key, class);
             } else {
                 self.g.untracked_pkts += 1;
             }
@@ -898,8 +921,9 @@ impl Gateway {
     /// receiver opened the connection; show its mechanism the handshake.
     fn receiver_opened(&mut self, now: Time, dir: Dir, key: FlowKey, class: u32) {
         let rk = rev(&key);
-        let Some(&(opener, Some(answer))) = self.syn_opts.get(&rk) else { return };
-        self.syn_opts.remove(&rk);
+        // Kept (not taken): if this half ends alone (an RST its mechanism judged in window)
+        // and comes back, it learns the same handshake again rather than none.
+        let Some(&KeptSyn { opener, answer: Some(answer), .. }) = self.syn_opts.get(&rk) else { return };
         let (d, c) = (dir.index(), class as usize);
         if class == NONE {
             return;
@@ -908,6 +932,29 @@ impl Gateway {
             self.g.receiver_opened += 1;
             m.on_receiver_open(now, key, &answer, &opener);
             self.refresh_timer(d, c);
+        }
+    }
+
+    /// `key` (travelling `dir`, in `class`) has just been tracked: if the other half of its
+    /// connection is tracked by a mechanism, this one's mechanism learns what that one has seen
+    /// of the connection's sequence numbers ([`AckMechanism::adopt_reverse_facts`]). Without
+    /// this, the second half (the receiver's data on a two-way connection) started knowing
+    /// nothing of its receiver's numbers, and took that receiver's first packet on trust: spoofed
+    /// data far ahead with the sender's tuple had its window rewritten as the sender's ACK.
+    fn adopt_reverse_facts(&mut self, now: Time, dir: Dir, key: FlowKey, class: u32) {
+        if class == NONE || self.sides[dir.index()].cls[class as usize].mech.is_none() {
+            return;
+        }
+        let rk = rev(&key);
+        let Some(e) = self.flows.get(&rk) else { return };
+        if e.dir != dir.reverse() || e.class == NONE || e.state & ENDED != 0 {
+            return;
+        }
+        let (rd, rc) = (e.dir.index(), e.class as usize);
+        let Some(facts) = self.sides[rd].cls[rc].mech.as_ref().and_then(|m| m.seq_facts(rk)) else { return };
+        if let Some(m) = self.sides[dir.index()].cls[class as usize].mech.as_mut() {
+            m.adopt_reverse_facts(now, key, &facts);
+            self.refresh_timer(dir.index(), class as usize);
         }
     }
 
@@ -1431,15 +1478,18 @@ impl Middlebox for Gateway {
         self.sweep(now, out);
         if let (Some(key), Some(t)) = (key_of(&pkt), pkt.tcp()) {
             let flags = t.flags;
-            // RST ends the connection both ways, if in window (RFC 5961 §3): a tracked flow's
-            // mechanism judges that; an RST it rejects is forwarded and ends nothing.
+            // RST ends the connection both ways, if in window (RFC 5961 §3): each tracked half's
+            // mechanism judges that, and the RST acts only if every one finds it in window. The
+            // halves of one connection see the same sequence numbers, so a real RST passes
+            // both; one that a half rejects contradicts what the gateway saw and ends nothing
+            // (ending the other half alone left it to come back with no handshake learnt).
             if flags.contains(TcpFlags::RST) {
-                for k in [key, rev(&key)] {
-                    if !self.rst_in_window(k, &pkt, k == key) {
-                        continue;
+                let halves = [key, rev(&key)];
+                if halves.iter().all(|&k| self.rst_in_window(k, &pkt, k == key)) {
+                    for k in halves {
+                        self.end_flow(now, k, out);
+                        self.remove_flow(&k);
                     }
-                    self.end_flow(now, k, out);
-                    self.remove_flow(&k);
                 }
                 self.data_path(now, dir, pkt, out, true);
                 self.drain_reinject(now, out);
@@ -1458,20 +1508,32 @@ impl Middlebox for Gateway {
             }
             if flags.contains(TcpFlags::SYN) {
                 if flags.contains(TcpFlags::ACK) {
-                    // The answer to a kept SYN: keep its options for the answering half.
-                    // Only the first answer: a later SYN-ACK (spoofed, or a retransmission with
-                    // the same options) teaches nothing.
+                    // The answer to a kept SYN: keep its options for the answering half. Only
+                    // the first answer, and only one that acknowledges the SYN (RFC 793 §3.4):
+                    // a later SYN-ACK (spoofed, or a retransmission with the same options) or a
+                    // blind one with another ACK number teaches nothing.
                     if let Some(e) = self.syn_opts.get_mut(&rev(&key)) {
-                        if e.1.is_none() {
-                            e.1 = Some(ackmech::SynOptions::of(&t.opts));
+                        if e.answer.is_none() && t.ack == e.isn + 1 {
+                            e.answer = Some(ackmech::SynOptions::of(&t.opts));
                         }
                     }
                 } else if !self.sides[dir.reverse().index()].mechs.is_empty() {
                     // An opening SYN: the answer's half may carry data shaped by a mechanism.
-                    let o = ackmech::SynOptions::of(&t.opts);
+                    // It is kept if it opens the flow (not tracked, or ended), or repeats or
+                    // replaces one not answered yet; a SYN on a flow past its handshake (a
+                    // spoof: its endpoint answers it with a challenge ACK, RFC 5961 §4) keeps
+                    // the handshake the gateway saw.
+                    let kept = KeptSyn { isn: t.seq, opener: ackmech::SynOptions::of(&t.opts), answer: None };
+                    let opens = match self.flows.get(&key) {
+                        None => true,
+                        Some(e) => {
+                            e.dir == dir
+                                && (e.state & ENDED != 0 || self.syn_opts.get(&key).is_some_and(|k| k.answer.is_none()))
+                        }
+                    };
                     self.data_path(now, dir, pkt, out, true);
-                    if self.flows.get(&key).is_some_and(|e| e.dir == dir) {
-                        self.syn_opts.insert(key, (o, None));
+                    if opens && self.flows.get(&key).is_some_and(|e| e.dir == dir) {
+                        self.syn_opts.insert(key, kept);
                     }
                     self.drain_reinject(now, out);
                     return;

@@ -159,6 +159,26 @@ impl SeqGuard {
         self.handshake = true;
     }
 
+    /// Learn what the guard of the same connection's other half (`other`, whose sender is this
+    /// half's receiver) has seen, for facts this guard has not seen yet: the two ends' ISNs,
+    /// highest sequence numbers, window scales and largest windows. The gateway calls this when
+    /// a connection's second half starts to be tracked (the receiver's data on a two-way
+    /// connection), so that its checks start from the connection's numbers rather than from
+    /// nothing: the first packet of its receiver is judged like any other.
+    pub fn adopt_reverse(&mut self, other: &SeqGuard) {
+        self.snd_isn = self.snd_isn.or(other.rcv_isn);
+        self.snd_max = self.snd_max.or(other.rcv_nxt);
+        self.rcv_isn = self.rcv_isn.or(other.snd_isn);
+        self.rcv_nxt = self.rcv_nxt.or(other.snd_max);
+        self.snd_wnd_max = self.snd_wnd_max.max(other.rcv_wnd_max);
+        self.rcv_wnd_max = self.rcv_wnd_max.max(other.snd_wnd_max);
+        if !self.handshake && other.handshake {
+            self.snd_wscale = other.rcv_wscale;
+            self.rcv_wscale = other.snd_wscale;
+            self.handshake = true;
+        }
+    }
+
     /// An RST from the sender acts only within the receiver's window, from what the receiver
     /// acknowledged (RFC 5961 §3.2).
     pub fn rst_from_sender_ok(&self, pkt: &Packet) -> bool {
@@ -424,6 +444,27 @@ mod tests {
         assert_eq!(g.sender_packet(&seg(A, 3001, 5001, 512, 1000, None)), Check::Accept);
         assert_eq!(g.sender_packet(&seg(A, 11001, 5001, 512, 1000, None)), Check::Accept);
         assert_eq!(g.snd_max(), Some(SeqNum(12001)));
+    }
+
+    /// The receiver's data starts a second half whose sender is the receiver: it adopts what the
+    /// first half saw, so its own receiver's (the first half's sender's) first packet is judged
+    /// against the real numbers: far-ahead data is ignored, the real next segment accepted.
+    #[test]
+    fn a_second_half_adopts_the_first_halfs_facts() {
+        let first = established();
+        let mut second = SeqGuard::new();
+        second.adopt_reverse(&first);
+        assert_eq!(second.snd_max(), Some(SeqNum(5001)), "the receiver's next sequence number");
+        assert!(second.handshake && second.rcv_wscale == Some(7) && second.snd_wscale == Some(7));
+        // The receiver's data (this half's sender), then its receiver's packets.
+        assert_eq!(second.sender_packet(&seg(A, 5001, 11001, 1024, 100, None)), Check::Accept);
+        let far = seg(A, 11001 + (1 << 30), 5101, 512, 1000, None);
+        assert_eq!(second.receiver_packet(&far), Check::Ignore, "far-ahead data with the real ACK");
+        assert_eq!(second.receiver_packet(&seg(A, 11001, 5101, 512, 1000, None)), Check::Accept);
+        // Facts it has seen itself are kept.
+        let mut again = second;
+        again.adopt_reverse(&SeqGuard::new());
+        assert_eq!(again, second);
     }
 
     #[test]

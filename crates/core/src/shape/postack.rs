@@ -945,6 +945,15 @@ impl AckMechanism for PostAck {
         self.flows[s].guard.receiver_opened(sender, receiver);
     }
 
+    fn seq_facts(&self, flow: FlowKey) -> Option<SeqGuard> {
+        self.index.get(&flow).map(|&s| self.flows[s].guard)
+    }
+
+    fn adopt_reverse_facts(&mut self, _now: Time, flow: FlowKey, reverse: &SeqGuard) {
+        let s = self.slot_of(flow);
+        self.flows[s].guard.adopt_reverse(reverse);
+    }
+
     fn last_ack_untouched(&self) -> bool {
         self.last_untouched
     }

@@ -1413,6 +1413,17 @@ impl AckMechanism for Tcr {
         }
     }
 
+    fn seq_facts(&self, flow: FlowKey) -> Option<SeqGuard> {
+        let &i = self.index.get(&flow)?;
+        self.slots[i as usize].flow.as_ref().map(|f| f.guard)
+    }
+
+    fn adopt_reverse_facts(&mut self, now: Time, flow: FlowKey, reverse: &SeqGuard) {
+        self.catch_up(now);
+        let i = self.lookup_or_create(now, flow);
+        self.flow_mut(i).guard.adopt_reverse(reverse);
+    }
+
     fn on_data(&mut self, now: Time, flow: FlowKey, pkt: &Packet) {
         let Some(t) = pkt.tcp() else { return };
         self.catch_up(now);
