@@ -1,6 +1,6 @@
 //! `ackshape reproduce`: run the papers' experiments and check their claims.
 
-use ackshape_sim::reproduce::{
+use ackshape_repro::{
     apply_sets, check_set_keys, claim_records, registry, select, set_workers, workers, write_index, write_output_with,
     Ctx, Experiment, RunInfo, PAPERS,
 };
@@ -179,7 +179,7 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
                 records.extend(
                     claim_records(&out, exp, a.quick)
                         .into_iter()
-                        .map(|r| ackshape_sim::reproduce::ClaimRecord { set: set_texts.clone(), ..r }),
+                        .map(|r| ackshape_repro::ClaimRecord { set: set_texts.clone(), ..r }),
                 );
             }
             Err(e) => {

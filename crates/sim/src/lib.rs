@@ -16,14 +16,16 @@
 #![deny(unsafe_code)]
 
 pub mod engine;
+pub mod keypath;
 pub mod link;
 pub mod metrics;
 pub mod middlebox;
+pub mod parallel;
 pub mod pcap;
 pub mod plot;
-pub mod reproduce;
 pub mod run;
 pub mod scenario;
+pub mod stats;
 pub mod sweep;
 pub mod world;
 

@@ -7,15 +7,15 @@
 //! Claims assert an ordering only where every row of the paper's own tables agrees (traps P1-14,
 //! P1-15); row-dependent orderings are listed in a table, row by row.
 
-use super::edge::*;
-use super::{Ctx, ExpOutput, Experiment};
-use crate::metrics::Summary;
-use crate::plot::{line_chart, Series};
+use crate::edge::*;
+use crate::{Ctx, ExpOutput, Experiment};
+use ackshape_sim::metrics::Summary;
+use ackshape_sim::plot::{line_chart, Series};
 use serde_json::Value as J;
 
 macro_rules! exp_file {
     ($p:literal) => {
-        ($p, include_str!(concat!("../../../../", $p)))
+        ($p, include_str!(concat!("../../../", $p)))
     };
 }
 

@@ -3,7 +3,7 @@
 //! goodput CoV than RED and a shorter queue than ECN, RED's drops grow with speed, TCR contains
 //! the misbehaving sources. The full runs and their paper-vs-measured tables are in
 //! docs/reproduction.md.
-use ackshape_sim::reproduce::{registry, select, Ctx, ExpOutput};
+use ackshape_repro::{registry, select, Ctx, ExpOutput};
 
 fn run(id: &str) -> ExpOutput {
     let all = registry();

@@ -6,10 +6,10 @@
 //! (`[paper.sweep]`) and a second TCP profile (`[paper.profiles.modern.tcp]`, overriding the
 //! file's ns-2-like `[tcp]`). Each experiment runs both profiles and reports both (trap P4-7).
 
-use super::{Claim, Ctx, ExpOutput, Experiment, Table};
-use crate::plot::{line_chart, Series};
-use crate::scenario::Scenario;
-use crate::world::{RunOptions, Sim};
+use crate::{Claim, Ctx, ExpOutput, Experiment, Table};
+use ackshape_sim::plot::{line_chart, Series};
+use ackshape_sim::scenario::Scenario;
+use ackshape_sim::world::{RunOptions, Sim};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -19,42 +19,42 @@ pub fn experiments() -> Vec<Experiment> {
             id: "P4-S4.1a",
             title: "Triple-ACK extremes: f = 1 raises bandwidth, f = 2 cuts it at a goodput cost; a cap set by RTT",
             file: "experiments/p4/s4-1a-triple-ack-extremes.toml",
-            text: include_str!("../../../../experiments/p4/s4-1a-triple-ack-extremes.toml"),
+            text: include_str!("../../../experiments/p4/s4-1a-triple-ack-extremes.toml"),
             run: run_s41a,
         },
         Experiment {
             id: "P4-F6",
             title: "Triple-ACK at f = 6: reduction over bandwidth × RTT",
             file: "experiments/p4/f6-triple-ack-surface.toml",
-            text: include_str!("../../../../experiments/p4/f6-triple-ack-surface.toml"),
+            text: include_str!("../../../experiments/p4/f6-triple-ack-surface.toml"),
             run: run_f6,
         },
         Experiment {
             id: "P4-F7",
             title: "Maximum bandwidth reduction vs triple-ACK frequency f",
             file: "experiments/p4/f7-reduction-vs-f.toml",
-            text: include_str!("../../../../experiments/p4/f7-reduction-vs-f.toml"),
+            text: include_str!("../../../experiments/p4/f7-reduction-vs-f.toml"),
             run: run_f7,
         },
         Experiment {
             id: "P4-F8",
             title: "Zero-window duplicate ACKs: reduction over bandwidth × RTT",
             file: "experiments/p4/f8-zero-window.toml",
-            text: include_str!("../../../../experiments/p4/f8-zero-window.toml"),
+            text: include_str!("../../../experiments/p4/f8-zero-window.toml"),
             run: run_f8,
         },
         Experiment {
             id: "P4-S4.2b",
             title: "Shaper delay: a hard switch at the inter-ACK gap",
             file: "experiments/p4/s4-2b-shaper-delay.toml",
-            text: include_str!("../../../../experiments/p4/s4-2b-shaper-delay.toml"),
+            text: include_str!("../../../experiments/p4/s4-2b-shaper-delay.toml"),
             run: run_s42b,
         },
         Experiment {
             id: "P4-A3",
             title: "Feedback controller: hold a flow at 50% and 25% of its unshaped rate",
             file: "experiments/p4/a3-controller.toml",
-            text: include_str!("../../../../experiments/p4/a3-controller.toml"),
+            text: include_str!("../../../experiments/p4/a3-controller.toml"),
             run: run_a3,
         },
     ]
@@ -271,7 +271,7 @@ fn run_all(base: &Base, points: &[Point], ctx: &mut Ctx) -> Result<Vec<Res>, Str
     let (seed, quick) = (ctx.seed, ctx.quick);
     let n = points.len().max(1) as f64;
     let mut progress = |done: usize| ctx.progress(done as f64 / n);
-    super::run_parallel(points, super::workers(), |p| run_point(base, p, seed, quick), &mut progress)
+    crate::run_parallel(points, crate::workers(), |p| run_point(base, p, seed, quick), &mut progress)
         .into_iter()
         .collect()
 }

@@ -2,7 +2,7 @@
 //! registered, run in seconds, and produce well-formed claims, tables and plots. Whether the
 //! claims hold is what `ackshape reproduce P3` (full mode) reports; docs/reproduction.md has the
 //! full run's paper-vs-measured table.
-use ackshape_sim::reproduce::{registry, select, Ctx, ExpOutput};
+use ackshape_repro::{registry, select, Ctx, ExpOutput};
 
 fn run(id: &str) -> ExpOutput {
     let all = registry();

@@ -1,7 +1,7 @@
 //! Paper 000's experiments in quick mode (a few seconds): they run, write their tables, and the
 //! claims the simulation reproduces keep holding. The full runs and their paper-vs-measured
 //! tables (including the claims that do not hold, and why) are in docs/reproduction.md.
-use ackshape_sim::reproduce::{registry, select, Ctx, ExpOutput};
+use ackshape_repro::{registry, select, Ctx, ExpOutput};
 
 fn run(id: &str) -> ExpOutput {
     let all = registry();

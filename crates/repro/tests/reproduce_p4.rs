@@ -2,9 +2,9 @@
 //! model reproduces keep holding (the tap's hard switch, the controller's hold, zero-window's
 //! lack of retransmissions). The full runs and their paper-vs-measured tables are in
 //! docs/reproduction.md.
-use ackshape_sim::reproduce::{registry, select, Ctx};
+use ackshape_repro::{registry, select, Ctx};
 
-fn run(id: &str) -> ackshape_sim::reproduce::ExpOutput {
+fn run(id: &str) -> ackshape_repro::ExpOutput {
     let all = registry();
     let e = select(&all, &[id.to_string()]).unwrap();
     assert_eq!(e.len(), 1);
@@ -12,7 +12,7 @@ fn run(id: &str) -> ackshape_sim::reproduce::ExpOutput {
     (e[0].run)(e[0], &mut ctx).unwrap_or_else(|err| panic!("{id}: {err}"))
 }
 
-fn holds(out: &ackshape_sim::reproduce::ExpOutput, id: &str) -> bool {
+fn holds(out: &ackshape_repro::ExpOutput, id: &str) -> bool {
     let c = out.claims.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("{}: no claim {id}", out.id));
     println!("{}: {} — {}", c.id, c.measured, c.holds);
     c.holds

@@ -2,18 +2,18 @@
 //! Fig. 8 (buffer requirement), Fig. 9 (goodput under random loss, with the App. C model),
 //! Fig. 10 (fairness), Fig. 11 (robustness across sender RTO timers), Fig. 12 (the live WAN runs,
 //! emulated) and Fig. 16 (model vs simulation). Settings, assumptions and tolerances live in
-//! `experiments/p0/*.toml`; the schemes are [`super::edge::schemes`].
+//! `experiments/p0/*.toml`; the schemes are [`crate::edge::schemes`].
 
-use super::edge::*;
-use super::{Ctx, ExpOutput, Experiment};
-use crate::metrics::Summary;
-use crate::plot::{line_chart, Series};
+use crate::edge::*;
+use crate::{Ctx, ExpOutput, Experiment};
 use ackshape_core::model_edge;
+use ackshape_sim::metrics::Summary;
+use ackshape_sim::plot::{line_chart, Series};
 use serde_json::Value as J;
 
 macro_rules! exp_file {
     ($p:literal) => {
-        ($p, include_str!(concat!("../../../../", $p)))
+        ($p, include_str!(concat!("../../../", $p)))
     };
 }
 
@@ -62,7 +62,7 @@ fn base_output(exp: &Experiment, f: &ExpFile, schemes: &[(Scheme, Option<String>
     let mut notes = f.assumptions();
     notes.extend(missing_notes(schemes));
     if schemes.iter().any(|(s, w)| s.id.as_str() == "class-fifo" && w.is_none()) {
-        notes.push(if crate::middlebox::KINDS.contains(&"gateway") {
+        notes.push(if ackshape_sim::middlebox::KINDS.contains(&"gateway") {
             "CBQ (class FIFO) is the gateway's class without an ACK mechanism.".into()
         } else {
             "CBQ (class FIFO) is a token-bucket class rate (tbf, 2-packet burst) over a FIFO of the class's size: the gateway class is not in this build.".into()
@@ -388,7 +388,7 @@ fn loss_table(p: f64) -> toml::Value {
 /// CoV of one run's goodput bins after the warm-up (1 flow).
 fn bin_cov(o: &Outcome, from_s: f64) -> f64 {
     let g: Vec<f64> = flow_bins(&o.series, 0, from_s).into_iter().map(|(_, g)| g).collect();
-    crate::metrics::cov(&g)
+    ackshape_sim::metrics::cov(&g)
 }
 
 fn f9(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {

@@ -1,3 +1,5 @@
+//! # ackshape-repro
+//!
 //! `ackshape reproduce`: the papers' experiments as code, each with claims checked against the
 //! paper's values.
 //!
@@ -21,14 +23,17 @@
 //! with errors that name the file and the key; [`set_path`] edits the base scenario for a sweep
 //! point.
 
-use crate::metrics::Summary;
-use crate::scenario::Scenario;
-use crate::world::{RunOptions, Sim};
+use ackshape_sim::metrics::Summary;
+use ackshape_sim::scenario::Scenario;
+use ackshape_sim::world::{RunOptions, Sim};
 use serde::Serialize;
+
+pub use ackshape_sim::keypath::{get_path, path_steps, set_path};
+pub use ackshape_sim::parallel::{run_parallel, set_workers, workers};
+pub use ackshape_sim::stats::{mean, mean_sd, sem};
 
 mod p4;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub mod edge;
 pub mod p0;
@@ -148,64 +153,6 @@ impl SimJob {
     }
 }
 
-static WORKERS: AtomicUsize = AtomicUsize::new(0);
-
-/// Number of worker threads for [`Ctx::run_sims`]: set by [`set_workers`] (the CLI's `--jobs`),
-/// else the machine's available parallelism.
-pub fn workers() -> usize {
-    match WORKERS.load(Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        n => n,
-    }
-}
-
-/// Set the number of worker threads (0 = the machine's available parallelism).
-pub fn set_workers(n: usize) {
-    WORKERS.store(n, Ordering::Relaxed);
-}
-
-/// Apply `f` to every job on `workers` threads (scoped; a shared counter hands out the next job).
-/// Returns the results in the order of `jobs`, whatever the number of workers or the order in
-/// which jobs finish, so deterministic jobs give identical output with 1 or N workers.
-/// `on_done(k)` is called on the calling thread after each completion with the number done.
-pub fn run_parallel<J, T, F>(jobs: &[J], workers: usize, f: F, on_done: &mut dyn FnMut(usize)) -> Vec<T>
-where
-    J: Sync,
-    T: Send,
-    F: Fn(&J) -> T + Sync,
-{
-    let workers = workers.clamp(1, jobs.len().max(1));
-    let mut out: Vec<Option<T>> = (0..jobs.len()).map(|_| None).collect();
-    if workers == 1 {
-        for (i, j) in jobs.iter().enumerate() {
-            out[i] = Some(f(j));
-            on_done(i + 1);
-        }
-    } else {
-        let next = AtomicUsize::new(0);
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, T)>();
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                let tx = tx.clone();
-                let (next, f) = (&next, &f);
-                s.spawn(move || loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(j) = jobs.get(i) else { break };
-                    if tx.send((i, f(j))).is_err() {
-                        break;
-                    }
-                });
-            }
-            drop(tx);
-            for (done, (i, r)) in rx.iter().enumerate() {
-                out[i] = Some(r);
-                on_done(done + 1);
-            }
-        });
-    }
-    out.into_iter().map(|r| r.expect("every job ran")).collect()
-}
-
 /// An experiment file: its name (for errors), the whole TOML table, and helpers to read the
 /// `[paper]` and `[reproduce]` tables and to build scenarios from it.
 #[derive(Clone, Debug)]
@@ -273,117 +220,6 @@ impl ExpFile {
         }
         Scenario::from_table(t, &self.file).map_err(|e| e.to_string())
     }
-}
-
-/// The steps of a dotted path: keys (bare TOML names), each optionally indexed (`links[2]`).
-pub fn path_steps(path: &str) -> Result<Vec<(&str, Option<usize>)>, String> {
-    let bare = |k: &str| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    path.split('.')
-        .map(|seg| {
-            let (k, i) = match seg.split_once('[') {
-                Some((k, rest)) => {
-                    let i = rest
-                        .strip_suffix(']')
-                        .and_then(|n| n.parse().ok())
-                        .ok_or_else(|| format!("key `{path}`: bad index in `{seg}`, expected e.g. `flows[0]`"))?;
-                    (k, Some(i))
-                }
-                None => (seg, None),
-            };
-            if !bare(k) {
-                return Err(format!(
-                    "key `{path}`: expected dotted names like `topology.bottleneck.rate`, got `{seg}`"
-                ));
-            }
-            Ok((k, i))
-        })
-        .collect()
-}
-
-fn type_name(v: &toml::Value) -> &'static str {
-    match v {
-        toml::Value::String(_) => "a string",
-        toml::Value::Integer(_) => "an integer",
-        toml::Value::Float(_) => "a float",
-        toml::Value::Boolean(_) => "a boolean",
-        toml::Value::Datetime(_) => "a datetime",
-        toml::Value::Array(_) => "an array",
-        toml::Value::Table(_) => "a table",
-    }
-}
-
-fn no_index(path: &str, k: &str, n: usize, i: usize) -> String {
-    format!("key `{path}`: `{k}` has {n} element{}, no index {i} (indices count from 0)", if n == 1 { "" } else { "s" })
-}
-
-/// The value at a dotted path (`topology.links[1].rate`), if any.
-pub fn get_path<'a>(t: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
-    let steps = path_steps(path).ok()?;
-    let mut cur: Option<&toml::Value> = None;
-    for (k, idx) in steps {
-        let table = match cur {
-            None => t,
-            Some(v) => v.as_table()?,
-        };
-        let mut v = table.get(k)?;
-        if let Some(i) = idx {
-            v = v.as_array()?.get(i)?;
-        }
-        cur = Some(v);
-    }
-    cur
-}
-
-/// Set the value at a dotted path (`topology.links[1].reverse.rate`), creating missing tables
-/// (not array elements). Errors name the path and what was wrong.
-pub fn set_path(t: &mut toml::Table, path: &str, value: toml::Value) -> Result<(), String> {
-    let steps = path_steps(path)?;
-    let (last, init) = steps.split_last().ok_or_else(|| format!("key `{path}`: empty"))?;
-    let mut table = t;
-    for (k, idx) in init {
-        let entry = table.entry(k.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let v = match idx {
-            Some(i) => {
-                let what = type_name(entry);
-                let arr = entry
-                    .as_array_mut()
-                    .ok_or_else(|| format!("key `{path}`: `{k}` is not an array (it is {what})"))?;
-                let n = arr.len();
-                arr.get_mut(*i).ok_or_else(|| no_index(path, k, n, *i))?
-            }
-            None => entry,
-        };
-        let what = type_name(v);
-        table = v.as_table_mut().ok_or_else(|| format!("key `{path}`: `{k}` is not a table (it is {what})"))?;
-    }
-    match last {
-        (k, None) => {
-            table.insert(k.to_string(), value);
-        }
-        (k, Some(i)) => {
-            let arr = table
-                .get_mut(*k)
-                .and_then(|v| v.as_array_mut())
-                .ok_or_else(|| format!("key `{path}`: `{k}` is not an array"))?;
-            let n = arr.len();
-            *arr.get_mut(*i).ok_or_else(|| no_index(path, k, n, *i))? = value;
-        }
-    }
-    Ok(())
-}
-
-/// Mean and sample standard deviation.
-pub fn mean_sd(x: &[f64]) -> (f64, f64) {
-    if x.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let n = x.len() as f64;
-    let m = x.iter().sum::<f64>() / n;
-    if x.len() < 2 {
-        return (m, 0.0);
-    }
-    let v = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1.0);
-    (m, v.sqrt())
 }
 
 /// A registered experiment.
@@ -644,11 +480,11 @@ pub fn check_set_keys(text: &str, file: &str, id: &str, keys: &[String], quick: 
 /// point would run as a nonsense scenario. The scenario's own keys are checked by the scenario.
 /// The error names the first offending key (`paper.tolerance.x`, `reproduce.loss[1]`).
 ///
-/// A seed count (`seeds`, `quick_seeds`) must be 1 … [`crate::sweep::MAX_SEEDS`]: a billion seeds
+/// A seed count (`seeds`, `quick_seeds`) must be 1 … [`ackshape_sim::sweep::MAX_SEEDS`]: a billion seeds
 /// would not run out of time but out of memory, building the list of runs.
 fn check_finite(t: &toml::Table) -> Result<(), String> {
     fn walk(v: &toml::Value, path: &str) -> Result<(), String> {
-        let max = crate::sweep::MAX_SEEDS as i64;
+        let max = ackshape_sim::sweep::MAX_SEEDS as i64;
         match v {
             toml::Value::Float(x) if !x.is_finite() => Err(format!("key `{path}`: expected a finite number, got {x}")),
             toml::Value::Integer(n)
@@ -919,26 +755,6 @@ mod tests {
         assert!(e.contains("unknown experiment `P9`") && e.contains("P2-F10"), "{e}");
     }
 
-    #[test]
-    fn run_parallel_keeps_job_order_and_reports_progress() {
-        let jobs: Vec<u64> = (0..37).collect();
-        // Uneven work so that completions come out of order with several workers.
-        let f = |&j: &u64| (0..(37 - j) * 2000).fold(j, |a, k| a.wrapping_mul(6364136223846793005).wrapping_add(k));
-        let mut seen = Vec::new();
-        let one = run_parallel(&jobs, 1, f, &mut |k| seen.push(k));
-        assert_eq!(seen, (1..=37).collect::<Vec<_>>());
-        for w in [2, 3, 8, 100] {
-            let mut count = 0;
-            let many = run_parallel(&jobs, w, f, &mut |k| {
-                count += 1;
-                assert_eq!(k, count);
-            });
-            assert_eq!(many, one, "{w} workers");
-            assert_eq!(count, 37);
-        }
-        assert!(run_parallel(&Vec::<u64>::new(), 4, f, &mut |_| panic!("no jobs")).is_empty());
-    }
-
     const SCEN: &str = r#"
 name = "t"
 duration = "3s"
@@ -1026,21 +842,6 @@ seeds = 3
         let f = ExpFile::parse_text(&text, "t.toml").unwrap();
         assert_eq!(f.paper_notes(), ["Source: Fig. 1.", "Paper: a", "Paper: b", "Assumed: X-1: c"]);
         assert!(ExpFile::parse_text(SCEN, "t.toml").unwrap().paper_notes().is_empty());
-    }
-
-    #[test]
-    fn set_and_get_paths() {
-        let mut t: toml::Table = SCEN.parse().unwrap();
-        set_path(&mut t, "topology.links[1].reverse.rate", "1Mbit/s".into()).unwrap();
-        set_path(&mut t, "tcp.min_rto", "200ms".into()).unwrap();
-        assert_eq!(get_path(&t, "topology.links[1].reverse.rate").and_then(|v| v.as_str()), Some("1Mbit/s"));
-        assert_eq!(get_path(&t, "tcp.min_rto").and_then(|v| v.as_str()), Some("200ms"));
-        assert_eq!(get_path(&t, "topology.links[0].name").and_then(|v| v.as_str()), Some("l1"));
-        assert!(get_path(&t, "topology.links[7]").is_none());
-        assert!(set_path(&mut t, "name.x", 1.into()).unwrap_err().contains("`name` is not a table"));
-        assert!(set_path(&mut t, "a..b", 1.into()).is_err());
-        let sc = Scenario::from_table(t, "t.toml").unwrap();
-        assert_eq!(sc.tcp.min_rto.map(|d| d.0), Some(ackshape_core::time::Dur::from_millis(200)));
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! flows (trap P3-5). Allocation accuracy A_i (Eq. 3) and A (Eq. 4) are computed per window of the
 //! time scale at hand (trap P3-4: mean and CoV over all windows of all runs, per-flow A_i too).
 
-use super::*;
-use crate::plot::{xy_chart, Curve, XyChart};
+use crate::*;
+use ackshape_sim::plot::{xy_chart, Curve, XyChart};
 use serde::Deserialize;
 
 macro_rules! exp {
@@ -17,7 +17,7 @@ macro_rules! exp {
             id: $id,
             title: $title,
             file: concat!("experiments/p3/", $file),
-            text: include_str!(concat!("../../../../experiments/p3/", $file)),
+            text: include_str!(concat!("../../../experiments/p3/", $file)),
             run: $run,
         }
     };
@@ -415,15 +415,7 @@ fn pearson(a: &[f64], b: &[f64]) -> f64 {
 }
 
 fn cov(x: &[f64]) -> f64 {
-    crate::metrics::cov(x)
-}
-
-fn mean(x: &[f64]) -> f64 {
-    if x.is_empty() {
-        f64::NAN
-    } else {
-        x.iter().sum::<f64>() / x.len() as f64
-    }
+    ackshape_sim::metrics::cov(x)
 }
 
 /// Accuracy and fairness of one protocol at one point, over its seeds.

@@ -8,12 +8,12 @@
 //! utilization U_u + U_d and the variance of {U_u, U_d} (population form, sample form beside it:
 //! trap P2-10).
 
-use super::{get_path, mean_sd, Claim, Ctx, ExpFile, ExpOutput, Experiment, SimJob, Table};
-use crate::metrics::Summary;
-use crate::plot::{xy_chart, Curve, XyChart};
-use crate::run::fmt_rate;
+use crate::{get_path, mean_sd, Claim, Ctx, ExpFile, ExpOutput, Experiment, SimJob, Table};
 use ackshape_core::model;
 use ackshape_core::model_afvq::{self, AfvqModelInput, LinkParams};
+use ackshape_sim::metrics::Summary;
+use ackshape_sim::plot::{xy_chart, Curve, XyChart};
+use ackshape_sim::run::fmt_rate;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -24,35 +24,35 @@ pub fn experiments() -> Vec<Experiment> {
             id: "P2-F3",
             title: "Two-way TCP on an ADSL link with a FIFO: the upload collapses (Fig. 3)",
             file: "experiments/p2/f3.toml",
-            text: include_str!("../../../../experiments/p2/f3.toml"),
+            text: include_str!("../../../experiments/p2/f3.toml"),
             run: run_f3,
         },
         Experiment {
             id: "P2-S2b",
             title: "Uplink FIFO 100 -> 200 packets: the download suffers instead (§2.1)",
             file: "experiments/p2/f3.toml",
-            text: include_str!("../../../../experiments/p2/f3.toml"),
+            text: include_str!("../../../experiments/p2/f3.toml"),
             run: run_s2b,
         },
         Experiment {
             id: "P2-F8",
             title: "AFVQ on the ADSL link: both directions near their raw rates (Fig. 8)",
             file: "experiments/p2/f8.toml",
-            text: include_str!("../../../../experiments/p2/f8.toml"),
+            text: include_str!("../../../experiments/p2/f8.toml"),
             run: run_f8,
         },
         Experiment {
             id: "P2-F9",
             title: "Aggregated utilization and variance vs asymmetry ratio, five disciplines (Fig. 9)",
             file: "experiments/p2/f9.toml",
-            text: include_str!("../../../../experiments/p2/f9.toml"),
+            text: include_str!("../../../experiments/p2/f9.toml"),
             run: run_sweep,
         },
         Experiment {
             id: "P2-F10",
             title: "Aggregated utilization and variance vs Internet delay, five disciplines (Fig. 10)",
             file: "experiments/p2/f10.toml",
-            text: include_str!("../../../../experiments/p2/f10.toml"),
+            text: include_str!("../../../experiments/p2/f10.toml"),
             run: run_sweep,
         },
         Experiment {
@@ -60,7 +60,7 @@ pub fn experiments() -> Vec<Experiment> {
             title:
                 "The two-way model: one root in (0, mu), rising as ACK delay and queued ACKs fall (Fig. 11, Theorem 1)",
             file: "experiments/p2/f10.toml",
-            text: include_str!("../../../../experiments/p2/f10.toml"),
+            text: include_str!("../../../experiments/p2/f10.toml"),
             run: run_f11,
         },
     ]
@@ -290,10 +290,10 @@ fn point_of(s: &Summary, link: &str, up_src: &str, hdr: f64) -> Result<Point, St
         s.flows.iter().filter(|f| f.cc != "udp" && (f.src == up_src) == upload).map(|f| f.throughput_bps).sum()
     };
     let win = (s.scenario.duration_s - s.scenario.measure_from_s).max(1e-9);
-    let ack_bits = |l: &crate::metrics::LinkSummary| {
+    let ack_bits = |l: &ackshape_sim::metrics::LinkSummary| {
         l.classes.as_ref().map(|c| c.ack.dequeued as f64 * hdr * 8.0 / win).unwrap_or(0.0)
     };
-    let cls = |l: &crate::metrics::LinkSummary| l.classes.clone().unwrap_or_default();
+    let cls = |l: &ackshape_sim::metrics::LinkSummary| l.classes.clone().unwrap_or_default();
     let (cu, cd) = (cls(up), cls(down));
     Ok(Point {
         uu: a.up_utilization,
@@ -480,10 +480,10 @@ fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String
 fn adsl_variant_file(f: &ExpFile, li: usize, i: usize, var: &AdslVariant) -> Result<ExpFile, String> {
     let mut table = f.table.clone();
     for (k, v) in &var.set {
-        super::set_path(&mut table, &expand(k, li), v.clone())
+        crate::set_path(&mut table, &expand(k, li), v.clone())
             .map_err(|e| format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name))?;
     }
-    crate::scenario::Scenario::from_table(table.clone(), &f.file)
+    ackshape_sim::scenario::Scenario::from_table(table.clone(), &f.file)
         .map_err(|e| format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name))?;
     Ok(ExpFile { file: f.file.clone(), table })
 }
@@ -1009,7 +1009,7 @@ fn agg_of(pts: &[Point], thr: bool) -> Agg {
     };
     let aggs: Vec<f64> = pts.iter().map(|p| if thr { p.uu_thr + p.ud_thr } else { p.uu + p.ud }).collect();
     let (agg, agg_sd) = mean_sd(&aggs);
-    let (var_pop, var_sample) = crate::metrics::utilization_variances(uu, ud);
+    let (var_pop, var_sample) = ackshape_sim::metrics::utilization_variances(uu, ud);
     Agg {
         uu,
         ud,
@@ -2088,7 +2088,7 @@ mod tests {
     fn discipline_specs_build_and_validate() {
         for d in ["fifo", "acks-first", "ack-filter-classic", "ack-filter-cake", "acq", "afvq"] {
             let v = disc_spec(d, 1e6, 2e7, 500, &toml::Table::new()).unwrap();
-            let spec: crate::scenario::QdiscSpec = v.clone().try_into().unwrap_or_else(|e| panic!("{d}: {e}"));
+            let spec: ackshape_sim::scenario::QdiscSpec = v.clone().try_into().unwrap_or_else(|e| panic!("{d}: {e}"));
             spec.validate().unwrap_or_else(|e| panic!("{d}: {e}"));
         }
         let mut extra = toml::Table::new();

@@ -9,9 +9,9 @@
 //! or a mechanism still being written) reports what it waits for; the experiments skip it and say
 //! so in their notes.
 
-use super::{Claim, Ctx, Experiment, Table};
-use crate::metrics::Summary;
-use crate::scenario::Scenario;
+use crate::{Claim, Ctx, Experiment, Table};
+use ackshape_sim::metrics::Summary;
+use ackshape_sim::scenario::Scenario;
 use serde_json::Value as J;
 
 pub type Tbl = toml::Table;
@@ -363,7 +363,7 @@ fn always() -> Option<String> {
 }
 
 fn has_gateway() -> bool {
-    crate::middlebox::KINDS.contains(&"gateway")
+    ackshape_sim::middlebox::KINDS.contains(&"gateway")
 }
 
 fn needs_gateway() -> Option<String> {
@@ -574,7 +574,7 @@ pub fn run_jobs(ctx: &mut Ctx, file: &str, jobs: &[Job]) -> Result<Vec<Outcome>,
     let mut sims = Vec::with_capacity(jobs.len());
     for j in jobs {
         let sc = Scenario::from_table(j.variant.t.clone(), file).map_err(|e| format!("{} ({}): {e}", file, j.label))?;
-        sims.push(super::SimJob { label: j.label.clone(), scenario: sc, file: file.to_string(), seed: j.seed });
+        sims.push(crate::SimJob { label: j.label.clone(), scenario: sc, file: file.to_string(), seed: j.seed });
     }
     let keep: Vec<bool> = jobs.iter().map(|j| j.series).collect();
     let labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
@@ -621,31 +621,7 @@ pub fn cost_note(jobs: &[Job], outs: &[Outcome]) -> String {
 
 // ------------------------------------------------------------------------------------- helpers
 
-pub fn mean(x: &[f64]) -> f64 {
-    if x.is_empty() {
-        0.0
-    } else {
-        x.iter().sum::<f64>() / x.len() as f64
-    }
-}
-
-/// Sample standard deviation.
-pub fn std(x: &[f64]) -> f64 {
-    if x.len() < 2 {
-        return 0.0;
-    }
-    let m = mean(x);
-    (x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
-}
-
-/// Standard error of the mean.
-pub fn sem(x: &[f64]) -> f64 {
-    if x.len() < 2 {
-        0.0
-    } else {
-        std(x) / (x.len() as f64).sqrt()
-    }
-}
+pub use crate::{mean, sem};
 
 pub fn claim(id: &str, claim: &str, paper: String, measured: String, tolerance: String, holds: bool) -> Claim {
     Claim { id: id.into(), claim: claim.into(), paper, measured, tolerance, holds }
@@ -731,13 +707,6 @@ mod tests {
         assert_eq!(back["tcp"]["ecn"].as_bool(), Some(true));
         v.remove("topology.bottleneck.qdisc");
         assert!(v.t["topology"]["bottleneck"].get("qdisc").is_none());
-    }
-
-    #[test]
-    fn statistics() {
-        assert_eq!(mean(&[1.0, 3.0]), 2.0);
-        assert!((std(&[1.0, 3.0]) - 2f64.sqrt()).abs() < 1e-12);
-        assert!((sem(&[1.0, 3.0]) - 1.0).abs() < 1e-12);
     }
 
     #[test]
