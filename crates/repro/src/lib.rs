@@ -33,6 +33,7 @@ pub use ackshape_sim::parallel::{run_parallel, set_workers, workers};
 pub use ackshape_sim::stats::{mean, mean_sd, sem};
 
 mod p4;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub mod edge;
@@ -41,21 +42,8 @@ pub mod p1;
 pub mod p2;
 pub mod p3;
 
-/// One checked statement of a paper.
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
-pub struct Claim {
-    /// Short ID within the experiment, e.g. `afvq-highest`.
-    pub id: String,
-    /// The claim in words.
-    pub claim: String,
-    /// What the paper reports (value or statement).
-    pub paper: String,
-    /// What we measured.
-    pub measured: String,
-    /// The tolerance or criterion applied.
-    pub tolerance: String,
-    pub holds: bool,
-}
+pub mod claims;
+pub use claims::{ClaimRecord, Measured, Status};
 
 /// A result table (written as CSV and shown in the report).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -70,13 +58,32 @@ pub struct Table {
 pub struct ExpOutput {
     pub id: String,
     pub title: String,
-    pub claims: Vec<Claim>,
+    /// The claim records ([`run_experiment`] makes them from the file's claims and [`Self::measured`]).
+    pub claims: Vec<ClaimRecord>,
     pub tables: Vec<Table>,
     /// (file name, SVG text).
     #[serde(skip)]
     pub plots: Vec<(String, String)>,
     /// Free text for the report (setup, assumptions, explanations of gaps).
     pub notes: Vec<String>,
+    /// What the code measured, per claim ID (the claims themselves are the file's).
+    #[serde(skip)]
+    pub measured: Vec<(String, Measured)>,
+    /// How often each mechanism (or `mechanism/profile`) acted over the runs: a claim about one that
+    /// did nothing is not assessable.
+    #[serde(skip)]
+    pub activity: BTreeMap<String, f64>,
+}
+
+impl ExpOutput {
+    /// Record the measurement of claim `id`.
+    pub fn measure(&mut self, id: &str, m: Measured) {
+        self.measured.push((id.to_string(), m));
+    }
+    /// Add `n` actions of mechanism `mech` (creating the entry: 0 means it was run and did nothing).
+    pub fn act(&mut self, mech: &str, n: f64) {
+        *self.activity.entry(mech.to_string()).or_insert(0.0) += n;
+    }
 }
 
 /// Run settings shared by all experiments.
@@ -87,12 +94,18 @@ pub struct Ctx<'a> {
     pub seed: u64,
     /// Progress callback: (fraction of this experiment done).
     pub progress: Option<&'a mut dyn FnMut(f64)>,
+    /// Build every run with the mechanisms under test switched off (TCR, PostACK, RED/ECN marking, the
+    /// asymmetric-link disciplines, VPS and MulTCP, the tap): the vacuity check. Claims about a
+    /// mechanism must then fail or be not assessable.
+    pub mechanism_off: bool,
+    /// Also run the file's `[[paper.readings]]` ([`run_experiment`]).
+    pub readings: bool,
 }
 
 impl Ctx<'_> {
-    /// A context without a progress callback.
+    /// A context without a progress callback, readings on, mechanisms on.
     pub fn new(quick: bool, seed: u64) -> Ctx<'static> {
-        Ctx { quick, seed, progress: None }
+        Ctx { quick, seed, progress: None, mechanism_off: false, readings: true }
     }
 
     pub fn progress(&mut self, f: f64) {
@@ -204,7 +217,7 @@ impl ExpFile {
         if let Some(src) = get_path(&self.table, "paper.source").and_then(|v| v.as_str()) {
             out.push(format!("Source: {src}."));
         }
-        for (key, label) in [("paper.stated", "Paper"), ("paper.assumed", "Assumed")] {
+        for (key, label) in [("paper.stated", "Paper"), ("paper.assumed", "Assumed"), ("paper.notes", "Note")] {
             if let Some(a) = get_path(&self.table, key).and_then(|v| v.as_array()) {
                 out.extend(a.iter().filter_map(|x| x.as_str()).map(|x| format!("{label}: {x}")));
             }
@@ -335,6 +348,129 @@ pub fn select<'a>(all: &'a [Experiment], ids: &[String]) -> Result<Vec<&'a Exper
     Ok(out)
 }
 
+/// Run an experiment and make its claim records: the experiment's code measures, the file's
+/// `[[paper.claims]]` judge ([`claims::evaluate`]). With `ctx.readings`, every other value of the file's
+/// `[[paper.readings]]` (in quick mode those with `quick = true`) re-runs the experiment with the file
+/// changed as that value says, and adds one record per claim the reading lists (`primary = false`),
+/// plus a `readings` table. Progress runs from 0 to 1 over all of it.
+pub fn run_experiment(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
+    let groups =
+        if ctx.readings && !ctx.mechanism_off { claims::readings(exp.text, exp.file, exp.id)? } else { Vec::new() };
+    let others: Vec<(usize, &claims::ReadingValue)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(gi, g)| g.values.iter().filter(|v| v.quick || !ctx.quick).map(move |v| (gi, v)))
+        .collect();
+    let total = 1 + others.len();
+    // A claim under several groups was run under each group's primary value.
+    let mut primary_labels: BTreeMap<String, String> = BTreeMap::new();
+    for g in &groups {
+        for c in &g.claims {
+            let l = g.label(&g.primary);
+            primary_labels.entry(c.clone()).and_modify(|x| *x = format!("{x}; {l}")).or_insert(l);
+        }
+    }
+    let mut out = run_once(exp, ctx, 0, total, &primary_labels, None)?;
+    if others.is_empty() {
+        return Ok(out);
+    }
+    let mut rows = Vec::new();
+    let primary_rows: Vec<Vec<serde_json::Value>> =
+        out.claims.iter().filter(|r| primary_labels.contains_key(&r.claim_id)).map(|r| reading_row(r, true)).collect();
+    rows.extend(primary_rows);
+    for (k, (gi, v)) in others.iter().enumerate() {
+        let g = &groups[*gi];
+        let sets: Vec<(String, toml::Value)> = v.set.iter().map(|(k, x)| (k.clone(), x.clone())).collect();
+        let text = apply_sets(exp.text, exp.file, &sets)
+            .map_err(|e| format!("{e} (reading \"{}\" of `paper.readings`)", g.label(&v.name)))?;
+        // Experiments borrow their file's text for the whole program; one changed copy per reading run.
+        let changed = Experiment { text: Box::leak(text.into_boxed_str()), ..*exp };
+        let label = g.label(&v.name);
+        let labels: BTreeMap<String, String> = g.claims.iter().map(|c| (c.clone(), label.clone())).collect();
+        let o = run_once(&changed, ctx, 1 + k, total, &labels, Some(&g.claims))?;
+        for mut r in o.claims {
+            r.primary = false;
+            rows.push(reading_row(&r, false));
+            out.claims.push(r);
+        }
+    }
+    out.tables.push(Table {
+        name: "readings".into(),
+        columns: ["claim", "reading", "primary", "status", "measured_value", "unit", "measured"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    });
+    for g in &groups {
+        let mut line = format!(
+            "Unstated parameter: {} (primary: {}{}); other readings: {}.",
+            g.parameter,
+            g.primary,
+            if g.why.is_empty() { String::new() } else { format!(", {}", g.why) },
+            g.values
+                .iter()
+                .map(|v| format!("{}{}", v.name, if ctx.quick && !v.quick { " (full run only)" } else { "" }))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        for c in &g.claims {
+            let under: Vec<String> = out
+                .claims
+                .iter()
+                .filter(|r| &r.claim_id == c && r.status == Status::Holds)
+                .map(|r| r.reading.strip_prefix(&format!("{}: ", g.parameter)).unwrap_or(&r.reading).to_string())
+                .collect();
+            if out.claims.iter().any(|r| &r.claim_id == c) {
+                line += &format!(
+                    " `{c}` holds under: {}.",
+                    if under.is_empty() { "none of them".to_string() } else { under.join("; ") }
+                );
+            }
+        }
+        out.notes.push(line);
+    }
+    Ok(out)
+}
+
+fn reading_row(r: &ClaimRecord, primary: bool) -> Vec<serde_json::Value> {
+    vec![
+        r.claim_id.clone().into(),
+        r.reading.clone().into(),
+        primary.into(),
+        r.status.as_str().into(),
+        r.measured_value.map(serde_json::Value::from).unwrap_or(serde_json::Value::Null),
+        r.unit.clone().into(),
+        r.measured.clone().into(),
+    ]
+}
+
+/// One run of `exp` (part `k` of `total` for the progress), evaluated against its file's claims
+/// (`only`: just these claims, for a reading's run, which may leave the others out).
+fn run_once(
+    exp: &Experiment,
+    ctx: &mut Ctx,
+    k: usize,
+    total: usize,
+    labels: &BTreeMap<String, String>,
+    only: Option<&[String]>,
+) -> Result<ExpOutput, String> {
+    let mut specs = claims::specs(exp.text, exp.file, exp.id)?;
+    if let Some(ids) = only {
+        specs.retain(|c| ids.contains(&c.id));
+    }
+    let (quick, seed, off, readings) = (ctx.quick, ctx.seed, ctx.mechanism_off, ctx.readings);
+    let mut p = |f: f64| ctx.progress((k as f64 + f.clamp(0.0, 1.0)) / total as f64);
+    let mut sub = Ctx { quick, seed, progress: Some(&mut p), mechanism_off: off, readings };
+    let mut out = (exp.run)(exp, &mut sub)?;
+    let title = if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() };
+    let rc = claims::RecordCtx { exp_id: exp.id, title: &title, file: exp.file, quick };
+    if only.is_some() {
+        out.measured.retain(|(id, _)| specs.iter().any(|c| &c.id == id));
+    }
+    out.claims = claims::evaluate(&specs, &out.measured, &out.activity, labels, &rc)?;
+    Ok(out)
+}
+
 /// How an experiment was run (for `run.json`, the report and the index).
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct RunInfo {
@@ -347,8 +483,11 @@ pub struct RunInfo {
     pub wall_s: f64,
     /// Worker threads used.
     pub workers: usize,
+    /// Counted claims (primary, not supplementary) and how many hold, fail, are not assessable.
     pub claims: usize,
-    pub claims_hold: usize,
+    pub holds: usize,
+    pub fails: usize,
+    pub not_assessable: usize,
     /// The `--set KEY=VALUE`s the experiment file was run with (none: as written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set: Vec<String>,
@@ -356,6 +495,7 @@ pub struct RunInfo {
 
 impl RunInfo {
     pub fn new(out: &ExpOutput, exp: &Experiment, quick: bool, seed: u64, wall_s: f64) -> RunInfo {
+        let (h, f, n) = claims::counts(&out.claims);
         RunInfo {
             id: exp.id.to_string(),
             title: if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() },
@@ -364,10 +504,17 @@ impl RunInfo {
             seed,
             wall_s,
             workers: workers(),
-            claims: out.claims.len(),
-            claims_hold: out.claims.iter().filter(|c| c.holds).count(),
+            claims: h + f + n,
+            holds: h,
+            fails: f,
+            not_assessable: n,
             set: Vec::new(),
         }
+    }
+
+    /// `partly reproduced: 7 of 12 claims hold, 3 fail, 2 not assessable`.
+    pub fn verdict(&self) -> String {
+        claims::verdict_line((self.holds, self.fails, self.not_assessable))
     }
 
     /// The command that reproduces this run.
@@ -500,45 +647,9 @@ fn check_finite(t: &toml::Table) -> Result<(), String> {
     ["paper", "reproduce"].iter().filter_map(|k| t.get(*k).map(|v| (k, v))).try_for_each(|(k, v)| walk(v, k))
 }
 
-/// One claim as `reproduce --json` prints it: flat, with the experiment's ID.
-#[derive(Clone, Debug, Serialize)]
-pub struct ClaimRecord {
-    /// The experiment ID (e.g. `P2-F10`).
-    pub id: String,
-    /// The claim's ID within the experiment (e.g. `afvq-highest`).
-    pub claim_id: String,
-    pub claim: String,
-    pub paper: String,
-    pub measured: String,
-    pub tolerance: String,
-    pub holds: bool,
-    /// The experiment's title and file, and whether it ran in quick mode.
-    pub title: String,
-    pub file: String,
-    pub quick: bool,
-    /// The `--set KEY=VALUE`s the experiment ran with (absent: as written).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub set: Vec<String>,
-}
-
-/// The claims of one experiment as flat records.
-pub fn claim_records(out: &ExpOutput, exp: &Experiment, quick: bool) -> Vec<ClaimRecord> {
-    out.claims
-        .iter()
-        .map(|c| ClaimRecord {
-            id: exp.id.to_string(),
-            claim_id: c.id.clone(),
-            claim: c.claim.clone(),
-            paper: c.paper.clone(),
-            measured: c.measured.clone(),
-            tolerance: c.tolerance.clone(),
-            holds: c.holds,
-            title: if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() },
-            file: exp.file.to_string(),
-            quick,
-            set: Vec::new(),
-        })
-        .collect()
+/// The claim records of one experiment, each with the `--set`s it ran with.
+pub fn claim_records(out: &ExpOutput, set: &[String]) -> Vec<ClaimRecord> {
+    out.claims.iter().map(|c| ClaimRecord { set: set.to_vec(), ..c.clone() }).collect()
 }
 
 /// Write `claims.json`, one CSV per table, the plots and `report.md` into `dir` (created).
@@ -547,8 +658,21 @@ pub fn write_output(out: &ExpOutput, exp: &Experiment, quick: bool, dir: &Path) 
 }
 
 /// [`write_output`] with the run's details, which also go to `run.json` (read by [`write_index`]).
+///
+/// Files an earlier run left in `dir` (reports, JSON, CSV tables, SVG plots) are removed first, so a
+/// report never sits beside the tables of another run (a quick run's beside a full run's).
 pub fn write_output_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let p = e.path();
+        let ours = p.extension().and_then(|x| x.to_str()).is_some_and(|x| matches!(x, "csv" | "svg" | "json" | "md"));
+        if ours && p.is_file() {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    let mut out = out.clone();
+    out.claims = claim_records(&out, &run.set);
+    let out = &out;
     std::fs::write(dir.join("claims.json"), serde_json::to_string_pretty(out).expect("serialises") + "\n")?;
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(run).expect("serialises") + "\n")?;
     for t in &out.tables {
@@ -571,7 +695,7 @@ pub fn write_output_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo, dir: 
 /// Write `index.md` in `root`: every experiment found under it (`ID/run.json`), with its claims
 /// held and a link to its report. Experiments run at different times accumulate.
 pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
-    let mut runs: Vec<(RunInfo, Vec<Claim>)> = Vec::new();
+    let mut runs: Vec<(RunInfo, Vec<ClaimRecord>)> = Vec::new();
     if let Ok(rd) = std::fs::read_dir(root) {
         for e in rd.flatten() {
             let d = e.path();
@@ -581,38 +705,52 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
                 .and_then(|v| v.get("claims").cloned())
-                .and_then(|c| serde_json::from_value::<Vec<Claim>>(c).ok())
+                .and_then(|c| serde_json::from_value::<Vec<ClaimRecord>>(c).ok())
                 .unwrap_or_default();
             runs.push((run, claims));
         }
     }
     runs.sort_by_key(|r| id_order(&r.0.id));
     let mut s = String::from("# Reproduced experiments\n\n");
-    s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots).\n\n";
-    s += "| experiment | title | claims hold | mode | wall time | command |\n|---|---|---|---|---|---|\n";
+    s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots). \
+          Counts are of the primary claims (the file as written; readings of unstated parameters and \
+          supplementary rows are in the reports).\n\n";
+    s += "| paper | verdict |\n|---|---|\n";
+    for p in &PAPERS {
+        let mine: Vec<&ClaimRecord> =
+            runs.iter().filter(|r| paper_of(&r.0.id).is_some_and(|q| q.id == p.id)).flat_map(|r| &r.1).collect();
+        if !mine.is_empty() {
+            s += &format!("| {} (paper {}) | {} |\n", p.id, p.number, claims::verdict_line(claims::counts(mine)));
+        }
+    }
+    s += "\n| experiment | title | hold | fail | not assessable | mode | wall time | command |\n\
+          |---|---|---|---|---|---|---|---|\n";
     for (r, _) in &runs {
         s += &format!(
-            "| [{}]({}/report.md) | {} | {}/{} | {} | {:.0} s | `{}` |\n",
+            "| [{}]({}/report.md) | {} | {} | {} | {} | {} | {:.0} s | `{}` |\n",
             r.id,
             r.id,
             r.title.replace('|', "\\|"),
-            r.claims_hold,
-            r.claims,
+            r.holds,
+            r.fails,
+            r.not_assessable,
             if r.quick { "quick" } else { "full" },
             r.wall_s,
             r.command()
         );
     }
-    s += "\n## Claims\n\n| experiment | claim | paper | measured | holds |\n|---|---|---|---|---|\n";
+    s += "\n## Claims\n\n| experiment | claim | paper | measured | status | cause |\n|---|---|---|---|---|---|\n";
     for (r, claims) in &runs {
-        for c in claims {
+        for c in claims.iter().filter(|c| c.primary) {
             s += &format!(
-                "| {} | {} | {} | {} | {} |\n",
+                "| {} | {}{} | {} | {} | {} | {} |\n",
                 r.id,
                 c.claim.replace('|', "\\|"),
+                if c.supplementary { " (supplementary)" } else { "" },
                 c.paper.replace('|', "\\|"),
                 c.measured.replace('|', "\\|"),
-                if c.holds { "yes" } else { "**no**" }
+                status_cell(c.status),
+                c.cause
             );
         }
     }
@@ -620,6 +758,14 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(root)?;
     std::fs::write(&p, s)?;
     Ok(p)
+}
+
+fn status_cell(s: Status) -> &'static str {
+    match s {
+        Status::Holds => "holds",
+        Status::Fails => "**fails**",
+        Status::NotAssessable => "not assessable",
+    }
 }
 
 /// Sort key for IDs such as `P2-F9` < `P2-F10` < `P2-S2b`: numbers compare as numbers.
@@ -668,17 +814,34 @@ pub fn markdown(out: &ExpOutput, exp: &Experiment, quick: bool) -> String {
     markdown_with(out, exp, &RunInfo::new(out, exp, quick, 1, 0.0))
 }
 
-/// The Markdown report of one experiment, with how it was run.
+/// The Markdown report of one experiment, with how it was run: the paper's citation, the verdict
+/// and where the misses are analysed, then the claims, the readings of unstated parameters, the
+/// tables, plots and notes.
 pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String {
     let id = if out.id.is_empty() { exp.id } else { out.id.as_str() };
     let title = if out.title.is_empty() { exp.title } else { out.title.as_str() };
     let mut s = format!("# {id} — {title}\n\n");
+    let anchor = paper_of(id).map(|p| p.anchor).unwrap_or("");
     if let Some(p) = paper_of(id) {
         s += &format!(
             "Paper {} (paper {}): {}. Set-up, assumptions and traps: `docs/experiments.md#{}`.\n\n",
             p.id, p.number, p.citation, p.anchor
         );
     }
+    let c = claims::counts(&out.claims);
+    let mut sections: Vec<&str> = out.claims.iter().filter(|r| r.link != "n/a").map(|r| r.link.as_str()).collect();
+    sections.sort_unstable();
+    sections.dedup();
+    s += &format!(
+        "**Verdict: {}{}.** Analysis of the misses: {}.\n\n",
+        claims::verdict_line(c),
+        if run.quick { " (quick run)" } else { "" },
+        if sections.is_empty() {
+            format!("`docs/reproduction.md#{anchor}`")
+        } else {
+            sections.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ")
+        }
+    );
     s += &format!("Experiment file: `{}`", exp.file);
     if run.quick {
         s += " (quick mode: fewer seeds/points than the full run)";
@@ -694,23 +857,53 @@ pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String
     if run.wall_s > 0.0 {
         s += &format!(" ({:.0} s on {} worker threads)", run.wall_s, run.workers);
     }
-    s += &format!(
-        "\n\n## Claims ({}/{} hold)\n\n| id | claim | paper | measured | tolerance | holds |\n|---|---|---|---|---|---|\n",
-        out.claims.iter().filter(|c| c.holds).count(),
-        out.claims.len()
-    );
-    for c in &out.claims {
-        s += &format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
-            c.id.replace('|', "\\|"),
+    let row = |c: &ClaimRecord| {
+        format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            c.claim_id.replace('|', "\\|"),
             c.claim.replace('|', "\\|"),
             c.paper.replace('|', "\\|"),
             c.measured.replace('|', "\\|"),
-            c.tolerance.replace('|', "\\|"),
-            if c.holds { "yes" } else { "**no**" }
-        );
+            c.criterion.replace('|', "\\|"),
+            c.reading.replace('|', "\\|"),
+            status_cell(c.status)
+        )
+    };
+    let head = "| id | claim | paper | measured | criterion | reading | status |\n|---|---|---|---|---|---|---|\n";
+    s += &format!("\n\n## Claims ({} of {} hold)\n\n{head}", c.0, c.0 + c.1 + c.2);
+    for r in out.claims.iter().filter(|r| r.counted()) {
+        s += &row(r);
     }
-    for t in &out.tables {
+    let why: Vec<&ClaimRecord> = out.claims.iter().filter(|r| r.primary && r.status != Status::Holds).collect();
+    if !why.is_empty() {
+        s += "\nWhy:\n\n";
+        for r in why {
+            s += &format!("- `{}` ({}", r.claim_id, r.status.as_str());
+            if r.cause != "n/a" {
+                s += &format!(", {}", r.cause);
+            }
+            s += &format!("): {}", r.reason);
+            if r.link != "n/a" {
+                s += &format!(" (`{}`)", r.link);
+            }
+            s += "\n";
+        }
+    }
+    let sup: Vec<&ClaimRecord> = out.claims.iter().filter(|r| r.primary && r.supplementary).collect();
+    if !sup.is_empty() {
+        s += &format!("\n## Supplementary (not counted)\n\n{head}");
+        for r in sup {
+            s += &row(r);
+        }
+    }
+    let alt: Vec<&ClaimRecord> = out.claims.iter().filter(|r| !r.primary).collect();
+    if !alt.is_empty() {
+        s += &format!("\n## Readings of unstated parameters\n\nThe claims that hinge on an unstated parameter, re-run under its other plausible values (the primary rows are above).\n\n{head}");
+        for r in alt {
+            s += &row(r);
+        }
+    }
+    for t in out.tables.iter().filter(|t| t.name != "readings") {
         s += &format!("\n## {}\n\n| {} |\n|{}\n", t.name, t.columns.join(" | "), "---|".repeat(t.columns.len()));
         for r in &t.rows {
             let cells: Vec<String> = r.iter().map(md_cell).collect();
@@ -798,7 +991,7 @@ seeds = 3
             assert!(p >= last && p <= 1.0);
             last = p;
         };
-        let one: Vec<_> = Ctx { quick: true, seed: 1, progress: Some(&mut progress) }.run_sims(&jobs);
+        let one: Vec<_> = Ctx { progress: Some(&mut progress), ..Ctx::new(true, 1) }.run_sims(&jobs);
         set_workers(3);
         let many: Vec<_> = Ctx::new(true, 1).run_sims(&jobs);
         set_workers(0);
@@ -866,8 +1059,8 @@ seeds = 3
         assert!(e.contains("no index 4"), "{e}");
         // A non-finite paper value, tolerance or sweep point is refused, naming the key.
         let nan = |k: &str| apply_sets(f9.text, f9.file, &[(k.into(), toml::Value::Float(f64::NAN))]);
-        let e = nan("paper.tolerance.pfq_postack").unwrap_err();
-        assert!(e.contains("key `paper.tolerance.pfq_postack`: expected a finite number, got NaN"), "{e}");
+        let e = nan("paper.claims[0].tolerance").unwrap_err();
+        assert!(e.contains("key `paper.claims[0].tolerance`: expected a finite number, got NaN"), "{e}");
         let e = nan("paper.loss[1]").unwrap_err();
         assert!(e.contains("key `paper.loss[1]`: expected a finite number"), "{e}");
         let inf = toml::Value::Float(f64::INFINITY);
@@ -875,11 +1068,9 @@ seeds = 3
             let e = apply_sets(f9.text, f9.file, &[("paper.seeds".into(), toml::Value::Integer(n))]).unwrap_err();
             assert!(e.contains("key `paper.seeds`: expected a number of seeds from 1 to 10000"), "{e}");
         }
-        let e = apply_sets(f9.text, f9.file, &[("paper.values.no_difference_above".into(), inf)]).unwrap_err();
-        assert!(e.contains("key `paper.values.no_difference_above`: expected a finite number, got inf"), "{e}");
-        assert!(
-            apply_sets(f9.text, f9.file, &[("paper.tolerance.pfq_postack".into(), toml::Value::Float(0.2))]).is_ok()
-        );
+        let e = apply_sets(f9.text, f9.file, &[("paper.claims[1].paper_value".into(), inf)]).unwrap_err();
+        assert!(e.contains("key `paper.claims[1].paper_value`: expected a finite number, got inf"), "{e}");
+        assert!(apply_sets(f9.text, f9.file, &[("paper.claims[0].tolerance".into(), toml::Value::Float(2.0))]).is_ok());
         assert_eq!(shell_word("tcp.cc=reno"), "tcp.cc=reno");
         assert_eq!(shell_word(r#"a={ kind = "red" }"#), r#"'a={ kind = "red" }'"#);
         assert_eq!(shell_word("it's"), r"'it'\''s'");

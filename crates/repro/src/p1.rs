@@ -7,8 +7,9 @@
 //! Claims assert an ordering only where every row of the paper's own tables agrees (traps P1-14,
 //! P1-15); row-dependent orderings are listed in a table, row by row.
 
+use crate::claims;
 use crate::edge::*;
-use crate::{Ctx, ExpOutput, Experiment};
+use crate::{Ctx, ExpOutput, Experiment, Measured};
 use ackshape_sim::metrics::Summary;
 use ackshape_sim::plot::{line_chart, Series};
 use serde_json::Value as J;
@@ -153,12 +154,21 @@ fn paper_row(f: &ExpFile, col: &str, full: &[f64], speed: f64) -> Result<Option<
     Ok(Some([v[0], v[1], v[2], v[3], v[4], v[5]]))
 }
 
+/// Percent of `k` out of `n`; NaN (nothing to assess) when `n` is 0.
+fn share(k: usize, n: usize) -> f64 {
+    if n == 0 {
+        f64::NAN
+    } else {
+        k as f64 / n as f64 * 100.0
+    }
+}
+
 fn fmt_speed(s: f64) -> String {
     format!("{s} Mbit/s")
 }
 
 fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
-    let f = ExpFile::load(exp, ctx.quick)?;
+    let f = ExpFile::load_for(exp, ctx)?;
     let w = match f.str("workload")? {
         "long" => Workload::Long,
         "short" => Workload::Short,
@@ -171,10 +181,11 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let speeds = f.f64s("speeds_mbps")?;
     let full = f.full_f64s("speeds_mbps")?;
     let factor = f.f64("access_factor")?;
+    // Router 1's rate (remote bottleneck), as a multiple of the bottleneck's: unstated (P1-11).
+    let up_factor = f.f64_or("upstream_factor", factor)?;
     let fifo = f.usize("fifo_pkts")?;
     let seeds = f.usize_or("seeds", 1)?.max(1);
     let schemes = f.schemes()?;
-    let min_util = f.f64_or("tolerance.min_utilization", 0.9)?;
     let mut cols: Vec<Col> = Vec::new();
     for (s, why) in &schemes {
         if why.is_none() {
@@ -216,7 +227,7 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                     if c.local {
                         v.remove("topology.upstream");
                     } else {
-                        v.set("topology.upstream.rate", fast.clone());
+                        v.set("topology.upstream.rate", rate_str((sp * 1e6 * up_factor).round() as u64));
                     }
                 }
                 // TCR upstream shapes at router 1 with that link's rate (it does not know the
@@ -226,7 +237,7 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                         link: "topology.upstream",
                         node: "edge",
                         wan: "upstream",
-                        rate_bps: (sp * 1e6 * factor).round() as u64,
+                        rate_bps: (sp * 1e6 * up_factor).round() as u64,
                         fifo_pkts: fifo,
                         file: &f,
                     }
@@ -340,9 +351,14 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             &series,
         ),
     ));
-    // Claims.
+    // Claims: the code measures, the file's [[paper.claims]] judge.
+    for (k, o) in keys.iter().zip(&outs) {
+        if let Some(n) = mechanism_activity(&cols[k.0].scheme.id, &o.summary) {
+            out.act(&cols[k.0].key, n);
+        }
+    }
+    let sp = claims::specs(exp.text, exp.file, exp.id)?;
     let has = |k: &str| cols.iter().any(|c| c.key == k);
-    let label_of = |k: &str| cols.iter().find(|c| c.key == k).map(|c| c.label.clone()).unwrap_or_default();
     let each = |k: &str, m: fn(&Row) -> f64| -> Vec<(f64, f64)> {
         speeds.iter().map(|&s| (s, m(&get(k, s).expect("ran")))).collect()
     };
@@ -352,379 +368,262 @@ fn run_p1(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let paper_list = |k: &str, i: usize, d: usize| -> String {
-        full.iter()
-            .filter_map(|&s| paper_row(&f, k, &full, s).ok().flatten().map(|p| format!("{s}: {:.d$}", p[i])))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    // "a below b at every speed" for metric m.
-    let mut below = |id: &str, text: &str, a: &str, b: &str, m: fn(&Row) -> f64, pi: usize, d: usize| {
-        if !(has(a) && has(b)) {
-            return;
-        }
-        let (x, y) = (each(a, m), each(b, m));
-        // A CoV of transfer times is undefined where a scheme completed no transfer within the
-        // run (NaN): such speeds cannot be compared and are named, not counted either way.
-        let undefined: Vec<String> =
-            x.iter().zip(&y).filter(|(p, q)| p.1.is_nan() || q.1.is_nan()).map(|(p, _)| fmt_speed(p.0)).collect();
-        let compared = x.len() - undefined.len();
-        let bad: Vec<String> = x
-            .iter()
-            .zip(&y)
-            .filter(|(p, q)| !(p.1.is_nan() || q.1.is_nan() || p.1 < q.1))
-            .map(|(p, q)| format!("{} ({:.d$} ≥ {:.d$})", fmt_speed(p.0), p.1, q.1))
-            .collect();
-        let mut tol = if undefined.is_empty() {
-            "at every speed".to_string()
-        } else {
-            format!("at every speed where both are defined (not comparable at {})", undefined.join(", "))
-        };
-        if !bad.is_empty() {
-            tol = format!("{tol}; fails at {}", bad.join(", "));
-        }
-        out.claims.push(claim(
-            id,
-            text,
-            format!("{}: {}; {}: {}", label_of(a), paper_list(a, pi, d), label_of(b), paper_list(b, pi, d)),
-            format!("{}: {}; {}: {}", label_of(a), list(&x, d), label_of(b), list(&y, d)),
-            tol,
-            bad.is_empty() && compared > 0,
-        ));
-    };
-    let cov_i = 5;
-    if short {
-        below(
-            "tcr-cov-below-red",
-            "TCR lowers the CoV of transfer times vs RED at every speed",
-            "tcr",
-            "red",
-            |r| r.cov,
-            cov_i,
-            3,
-        );
-        below(
-            "ecn-cov-below-red",
-            "ECN lowers the CoV of transfer times vs RED at every speed",
-            "ecn",
-            "red",
-            |r| r.cov,
-            cov_i,
-            3,
-        );
-        below("tcr-queue-below-ecn", "TCR has smaller queues than ECN at every speed", "tcr", "ecn", |r| r.avgq, 1, 1);
-    } else {
-        below(
-            "ecn-cov-below-red",
-            "ECN's per-flow goodput CoV is below RED's at every speed",
-            "ecn",
-            "red",
-            |r| r.cov,
-            cov_i,
-            3,
-        );
-        if w != Workload::Remote {
-            below(
-                "tcr-cov-below-red",
-                "TCR's per-flow goodput CoV is below RED's at every speed",
-                "tcr",
-                "red",
-                |r| r.cov,
-                cov_i,
-                3,
-            );
-        }
-        below(
-            "tcr-queue-below-ecn",
-            "TCR's average queue is below ECN's at every speed",
-            "tcr",
-            "ecn",
-            |r| r.avgq,
-            1,
-            1,
-        );
-        below(
-            "red-queue-below-ecn",
-            "ECN trades drops for much longer queues than RED's at every speed",
-            "red",
-            "ecn",
-            |r| r.avgq,
-            1,
-            1,
-        );
-        if w == Workload::Misbehaving {
-            below(
-                "tcr-cov-below-ecn",
-                "TCR's CoV is below ECN's at every speed (misbehaving sources contained)",
-                "tcr",
-                "ecn",
-                |r| r.cov,
-                cov_i,
-                3,
-            );
-        }
-        if w == Workload::Remote {
-            below(
-                "remote-tcr-cov-below-local-red",
-                "remote TCR's CoV is below local RED's (Table 1) at every speed",
-                "tcr",
-                "red-local",
-                |r| r.cov,
-                cov_i,
-                3,
-            );
-        }
-        if w == Workload::Remote && has("tcr") && has("red") {
-            // Tables 12 vs 10: remote TCR's CoV is below remote RED's at 0.056–1.5 Mbit/s but
-            // above it at 10 and 45 (1.276 > 0.656, 0.588 > 0.498), so "below at every speed"
-            // is not the paper's (P1-15); the per-row ordering is asserted instead.
-            let mut rows = Vec::new();
-            for &s in &speeds {
-                let (t, r) = (get("tcr", s).expect("ran").cov, get("red", s).expect("ran").cov);
-                let p = paper_row(&f, "tcr", &full, s)?.zip(paper_row(&f, "red", &full, s)?);
-                rows.push((s, t, r, p.map(|(a, b)| a[5] < b[5])));
-            }
-            let bad: Vec<String> =
-                rows.iter().filter(|x| x.3.is_some_and(|pb| pb != (x.1 < x.2))).map(|x| fmt_speed(x.0)).collect();
-            let word = |b: bool| if b { "below" } else { "above" };
-            out.claims.push(claim(
-                "remote-tcr-vs-red-cov-as-paper",
-                "remote TCR's CoV is below or above RED's (Table 10) at each speed as in the paper",
-                rows.iter()
-                    .filter_map(|x| x.3.map(|pb| format!("{}: {}", x.0, word(pb))))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                rows.iter()
-                    .map(|x| format!("{}: {:.3} vs {:.3} ({})", x.0, x.1, x.2, word(x.1 < x.2)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if bad.is_empty() {
-                    "the paper's ordering at every speed".into()
+    let missing = |what: &str| Measured::gated("", format!("{what} is not among this run's schemes"), "not run");
+    // The file lists which claims this workload checks; the code measures each of them.
+    for spec in &sp {
+        let id = spec.id.as_str();
+        let unit = spec.unit.as_str();
+        let m = match id {
+            // "a below b at every speed": the share of speeds where a's metric is below b's. A CoV of
+            // transfer times is undefined where a scheme completed no transfer within the run (NaN):
+            // such speeds are named, not counted either way.
+            "ecn-cov-below-red"
+            | "tcr-cov-below-red"
+            | "tcr-cov-below-ecn"
+            | "tcr-queue-below-ecn"
+            | "remote-tcr-cov-below-local-red" => {
+                let (a, b, metric): (&str, &str, fn(&Row) -> f64) = match id {
+                    "ecn-cov-below-red" => ("ecn", "red", |r| r.cov),
+                    "tcr-cov-below-red" => ("tcr", "red", |r| r.cov),
+                    "tcr-cov-below-ecn" => ("tcr", "ecn", |r| r.cov),
+                    "tcr-queue-below-ecn" => ("tcr", "ecn", |r| r.avgq),
+                    _ => ("tcr", "red-local", |r| r.cov),
+                };
+                if !(has(a) && has(b)) {
+                    missing(&format!("{a} or {b}"))
                 } else {
-                    format!("the paper's ordering at every speed; differs at {}", bad.join(", "))
-                },
-                bad.is_empty() && rows.iter().any(|x| x.3.is_some()),
-            ));
-        }
-    }
-    if !short {
-        // Drops.
-        if has("red") {
-            let d = each("red", |r| r.drops);
-            let pos = d.iter().all(|x| x.1 > 0.0);
-            let grow = d.windows(2).all(|p| p[1].1 > p[0].1);
-            out.claims.push(claim(
-                "red-drops-grow-with-speed",
-                "RED drops packets at every speed, more as the speed grows",
-                paper_list("red", 3, 0),
-                list(&d, 0),
-                "> 0 and strictly increasing with speed".into(),
-                pos && grow,
-            ));
-        }
-        for k in ["ecn", "tcr"] {
-            if has(k) {
-                let d = each(k, |r| r.drops);
-                out.claims.push(claim(
-                    &format!("{k}-no-drops"),
-                    &format!("{} drops no packets", label_of(k)),
-                    "0 at every speed".into(),
-                    list(&d, 0),
-                    "0 at every speed".into(),
-                    d.iter().all(|x| x.1 == 0.0),
-                ));
-            }
-        }
-        let ks: Vec<&str> = ["red", "ecn", "tcr"].into_iter().filter(|k| has(k)).collect();
-        let low: Vec<String> = ks
-            .iter()
-            .flat_map(|k| {
-                each(k, |r| r.util)
-                    .into_iter()
-                    .filter(|x| x.1 < min_util * 100.0)
-                    .map(move |x| format!("{k} at {} ({:.1}%)", fmt_speed(x.0), x.1))
-            })
-            .collect();
-        out.claims.push(claim(
-            "high-utilization",
-            "every scheme keeps the bottleneck busy",
-            "94.17–100% in every row".into(),
-            if low.is_empty() { format!("all ≥ {:.0}%", min_util * 100.0) } else { low.join(", ") },
-            format!("≥ {:.0}% at every speed", min_util * 100.0),
-            low.is_empty(),
-        ));
-        if has("red") {
-            let (lo, hi) = match f.f64s("tolerance.red_queue_range") {
-                Ok(v) if v.len() == 2 => (v[0], v[1]),
-                _ => (5.0, 35.0),
-            };
-            let q = each("red", |r| r.avgq);
-            out.claims.push(claim(
-                "red-queue-near-thresholds",
-                "RED keeps its average queue near its thresholds (10–30)",
-                paper_list("red", 1, 1),
-                list(&q, 1),
-                format!("within [{lo}, {hi}] packets at every speed"),
-                q.iter().all(|x| x.1 >= lo && x.1 <= hi),
-            ));
-        }
-    }
-    match w {
-        Workload::Long => {
-            if has("red") && has("ecn") {
-                let top = *speeds.iter().fold(&0.0, |a, b| if b > a { b } else { a });
-                let (a, b) = (get("red", top).expect("ran").aggregate, get("ecn", top).expect("ran").aggregate);
-                out.claims.push(claim(
-                    "red-loses-goodput-at-top-speed",
-                    "losses cost RED aggregate goodput at the highest speed",
-                    "45 Mbit/s: RED 32 Mbit/s vs ECN 45 Mbit/s aggregate".into(),
-                    format!("{}: RED {a:.2}, ECN {b:.2} Mbit/s aggregate", fmt_speed(top)),
-                    "RED's aggregate below ECN's".into(),
-                    a < b,
-                ));
-            }
-        }
-        Workload::Short => {
-            for k in ["red", "ecn", "tcr"] {
-                if has(k) {
-                    let t = each(k, |r| r.time_ms);
-                    out.claims.push(claim(
-                        &format!("{k}-time-falls-with-speed"),
-                        &format!("{}: the average transfer time falls as the speed grows", label_of(k)),
-                        paper_list(k, 4, 0),
-                        list(&t, 0),
-                        "strictly decreasing with speed".into(),
-                        t.windows(2).all(|p| p[1].1 < p[0].1),
-                    ));
+                    let d = if id.contains("queue") { 1 } else { 3 };
+                    let (x, y) = (each(a, metric), each(b, metric));
+                    let ok: Vec<bool> = x
+                        .iter()
+                        .zip(&y)
+                        .filter(|(p, q)| !(p.1.is_nan() || q.1.is_nan()))
+                        .map(|(p, q)| p.1 < q.1)
+                        .collect();
+                    let undefined = x.len() - ok.len();
+                    Measured::new(
+                        share(ok.iter().filter(|&&o| o).count(), ok.len()),
+                        unit,
+                        format!(
+                            "{}: {}; {}: {}{}",
+                            a.to_uppercase(),
+                            list(&x, d),
+                            b.to_uppercase(),
+                            list(&y, d),
+                            if undefined > 0 { format!(" ({undefined} speeds not comparable)") } else { String::new() }
+                        ),
+                    )
                 }
             }
-            if has("red") && has("ecn") {
-                let lows: Vec<f64> = speeds.iter().copied().filter(|&s| s < 1.0).collect();
-                if !lows.is_empty() {
+            // "ECN trades drops for much longer queues than RED's": ECN's average queue over RED's, at
+            // the speed where it is smallest.
+            "red-queue-below-ecn" => {
+                if !(has("red") && has("ecn")) {
+                    missing("RED or ECN")
+                } else {
+                    let (x, y) = (each("red", |r| r.avgq), each("ecn", |r| r.avgq));
+                    let ratio = x.iter().zip(&y).map(|(r, e)| e.1 / r.1.max(1e-9)).fold(f64::INFINITY, f64::min);
+                    Measured::new(ratio, unit, format!("RED: {}; ECN: {}", list(&x, 1), list(&y, 1)))
+                }
+            }
+            // Growth with speed: the exponent of a power law through the lowest and the highest speed.
+            "red-drops-grow-with-speed" | "ecn-queue-grows" => {
+                let (k, metric): (&str, fn(&Row) -> f64) =
+                    if id == "ecn-queue-grows" { ("ecn", |r| r.avgq) } else { ("red", |r| r.drops) };
+                if !has(k) {
+                    missing(k)
+                } else {
+                    let v = each(k, metric);
+                    let (lo, hi) = (v.first().unwrap(), v.last().unwrap());
+                    let e = if lo.1 > 0.0 && hi.1 > 0.0 && hi.0 > lo.0 {
+                        (hi.1 / lo.1).ln() / (hi.0 / lo.0).ln()
+                    } else {
+                        f64::NAN
+                    };
+                    Measured::new(
+                        e,
+                        unit,
+                        format!(
+                            "{} ({:.2}x over {}x the speed)",
+                            list(&v, if id == "ecn-queue-grows" { 1 } else { 0 }),
+                            hi.1 / lo.1,
+                            crate::claims::num((hi.0 / lo.0 * 100.0).round() / 100.0)
+                        ),
+                    )
+                }
+            }
+            "ecn-no-drops" | "tcr-no-drops" => {
+                let k = &id[..3];
+                if !has(k) {
+                    missing(k)
+                } else {
+                    let d = each(k, |r| r.drops);
+                    Measured::new(d.iter().map(|x| x.1).sum(), unit, list(&d, 0))
+                }
+            }
+            "high-utilization" => {
+                let ks: Vec<&str> = ["red", "ecn", "tcr"].into_iter().filter(|k| has(k)).collect();
+                let all: Vec<(String, f64)> = ks
+                    .iter()
+                    .flat_map(|k| {
+                        each(k, |r| r.util).into_iter().map(move |x| (format!("{k} at {}", fmt_speed(x.0)), x.1))
+                    })
+                    .collect();
+                let low =
+                    all.iter().cloned().fold((String::new(), f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a });
+                Measured::new(low.1, unit, format!("lowest {:.1}% ({})", low.1, low.0))
+            }
+            "red-queue-near-thresholds" => {
+                if !has("red") {
+                    missing("RED")
+                } else {
+                    let (lo, hi) =
+                        (claims::param(&sp, exp.file, id, "low")?, claims::param(&sp, exp.file, id, "high")?);
+                    let q = each("red", |r| r.avgq);
+                    let inside = q.iter().filter(|x| x.1 >= lo && x.1 <= hi).count();
+                    Measured::new(share(inside, q.len()), unit, list(&q, 1))
+                }
+            }
+            "red-loses-goodput-at-top-speed" => {
+                let top = claims::param(&sp, exp.file, id, "speed")?;
+                match (get("red", top), get("ecn", top)) {
+                    (Some(r), Some(e)) => Measured::new(
+                        r.aggregate / e.aggregate * 100.0,
+                        unit,
+                        format!("{}: RED {:.2}, ECN {:.2} Mbit/s aggregate", fmt_speed(top), r.aggregate, e.aggregate),
+                    ),
+                    _ => Measured::gated(unit, format!("{} is not among this run's speeds", fmt_speed(top)), "not run"),
+                }
+            }
+            "red-time-falls-with-speed" | "ecn-time-falls-with-speed" | "tcr-time-falls-with-speed" => {
+                let k = &id[..3];
+                if !has(k) {
+                    missing(k)
+                } else {
+                    let t = each(k, |r| r.time_ms);
+                    let falls = t.windows(2).filter(|p| p[1].1 < p[0].1).count();
+                    Measured::new(share(falls, t.len().saturating_sub(1)), unit, list(&t, 0))
+                }
+            }
+            "ecn-slower-at-low-speed" => {
+                let below = claims::param(&sp, exp.file, id, "below_speed")?;
+                let lows: Vec<f64> = speeds.iter().copied().filter(|&s| s < below).collect();
+                if !(has("red") && has("ecn")) {
+                    missing("RED or ECN")
+                } else if lows.is_empty() {
+                    Measured::gated(unit, format!("no speed below {} in this run", fmt_speed(below)), "not run")
+                } else {
                     let v: Vec<(f64, f64, f64)> = lows
                         .iter()
                         .map(|&s| (s, get("ecn", s).expect("ran").time_ms, get("red", s).expect("ran").time_ms))
                         .collect();
-                    out.claims.push(claim(
-                        "ecn-slower-at-low-speed",
-                        "at low speeds ECN's transfers are slower than RED's (queueing delay)",
-                        "0.056: 99624 vs 75925 ms; 0.384: 22294 vs 16797 ms".into(),
+                    let fin = |x: f64| if x.is_finite() { format!("{x:.0} ms") } else { "none completed".into() };
+                    let ratios: Vec<f64> =
+                        v.iter().filter(|x| x.1.is_finite() && x.2.is_finite()).map(|x| x.1 / x.2).collect();
+                    Measured::new(
+                        ratios.iter().cloned().fold(f64::NAN, f64::min),
+                        unit,
                         v.iter()
-                            .map(|(s, e, r)| {
-                                let f = |x: &f64| {
-                                    if x.is_finite() {
-                                        format!("{x:.0} ms")
-                                    } else {
-                                        "none completed".into()
-                                    }
-                                };
-                                format!("{s}: {} vs {}", f(e), f(r))
-                            })
+                            .map(|(s, e, r)| format!("{s}: ECN {} vs RED {}", fin(*e), fin(*r)))
                             .collect::<Vec<_>>()
                             .join("; "),
-                        "ECN > RED below 1 Mbit/s".into(),
-                        v.iter().all(|(_, e, r)| e > r),
-                    ));
+                    )
                 }
             }
-            // Transfer counts: row by row, as in the paper (P1-14).
-            let mut rows = Vec::new();
-            for &s in &speeds {
-                let mut row = vec![J::from(s)];
-                for k in ["red", "ecn", "tcr"] {
-                    row.push(get(k, s).map(|x| r(x.transfers, 0)).unwrap_or(J::Null));
-                    row.push(paper_row(&f, k, &full, s)?.map(|p| J::from(p[3])).unwrap_or(J::Null));
+            "tcr-contains-misbehaving" => {
+                if !has("tcr") {
+                    missing("TCR")
+                } else {
+                    let m = each("tcr", |r| r.mis_ratio);
+                    let worst = m.iter().map(|x| (x.1 - 1.0).abs()).fold(0.0, f64::max);
+                    let others: Vec<String> = ["red", "ecn"]
+                        .into_iter()
+                        .filter(|k| has(k))
+                        .map(|k| format!("{}: {}", k.to_uppercase(), list(&each(k, |r| r.mis_ratio), 2)))
+                        .collect();
+                    Measured::new(
+                        worst * 100.0,
+                        unit,
+                        format!("misbehaving/normal goodput, TCR: {} ({})", list(&m, 2), others.join("; ")),
+                    )
                 }
-                rows.push(row);
             }
-            out.tables.push(table(
-                "transfers-row-by-row",
-                &["speed_mbps", "red", "paper_red", "ecn", "paper_ecn", "tcr", "paper_tcr"],
-                rows,
-            ));
-        }
-        Workload::Misbehaving => {
-            if has("ecn") {
-                let q = each("ecn", |r| r.avgq);
-                out.claims.push(claim(
-                    "ecn-queue-grows",
-                    "under ECN the misbehaving sources show up as queues growing with speed",
-                    paper_list("ecn", 1, 1),
-                    list(&q, 1),
-                    "strictly increasing with speed".into(),
-                    q.windows(2).all(|p| p[1].1 > p[0].1),
-                ));
-            }
-            if has("tcr") {
-                let (lo, hi) = match f.f64s("tolerance.containment") {
-                    Ok(v) if v.len() == 2 => (v[0], v[1]),
-                    _ => return Err(f.err("tolerance.containment", "[low, high]", None)),
-                };
-                let m = each("tcr", |r| r.mis_ratio);
-                let others: Vec<String> = ["red", "ecn"]
-                    .into_iter()
-                    .filter(|k| has(k))
-                    .map(|k| format!("{}: {}", label_of(k), list(&each(k, |r| r.mis_ratio), 2)))
-                    .collect();
-                out.claims.push(claim(
-                    "tcr-contains-misbehaving",
-                    "TCR contains the misbehaving sources (they get what normal sources get)",
-                    "\"virtually no effect of misbehaving sources\"".into(),
-                    format!(
-                        "misbehaving/normal goodput, TCR: {}{}",
-                        list(&m, 2),
-                        if others.is_empty() { String::new() } else { format!(" ({})", others.join("; ")) }
-                    ),
-                    format!("within [{lo}, {hi}] at every speed"),
-                    m.iter().all(|x| x.1 >= lo && x.1 <= hi),
-                ));
-            }
-        }
-        Workload::Remote => {
-            if has("ecn") {
-                let q = each("ecn", |r| r.avgq);
-                out.claims.push(claim(
-                    "ecn-queue-grows",
-                    "ECN's queue at the remote bottleneck grows with speed",
-                    paper_list("ecn", 1, 1),
-                    list(&q, 1),
-                    "strictly increasing with speed".into(),
-                    q.windows(2).all(|p| p[1].1 > p[0].1),
-                ));
-            }
-            if has("tcr") && has("tcr-local") {
-                let hi: Vec<f64> = speeds.iter().copied().filter(|&s| s >= 10.0).collect();
-                if !hi.is_empty() {
+            "remote-tcr-less-fidelity-at-high-speed" => {
+                let from = claims::param(&sp, exp.file, id, "from_speed")?;
+                let hi: Vec<f64> = speeds.iter().copied().filter(|&s| s >= from).collect();
+                if !(has("tcr") && has("tcr-local")) {
+                    missing("remote or local TCR")
+                } else if hi.is_empty() {
+                    Measured::gated(unit, format!("no speed of {} or more in this run", fmt_speed(from)), "not run")
+                } else {
                     let v: Vec<(f64, f64, f64)> = hi
                         .iter()
                         .map(|&s| (s, get("tcr", s).expect("ran").cov, get("tcr-local", s).expect("ran").cov))
                         .collect();
-                    out.claims.push(claim(
-                        "remote-tcr-less-fidelity-at-high-speed",
-                        "at the two highest speeds remote TCR's CoV is above local TCR's (flows stay hungry longer)",
-                        "10: 1.27570 vs 0.16378; 45: 0.58762 vs 0.07962".into(),
-                        v.iter().map(|(s, a, b)| format!("{s}: {a:.3} vs {b:.3}")).collect::<Vec<_>>().join("; "),
-                        "remote > local at 10 and 45 Mbit/s".into(),
-                        v.iter().all(|(_, a, b)| a > b),
-                    ));
+                    Measured::new(
+                        v.iter().map(|x| x.1 / x.2.max(1e-9)).fold(f64::INFINITY, f64::min),
+                        unit,
+                        v.iter()
+                            .map(|(s, a, b)| format!("{s}: remote {a:.3} vs local {b:.3}"))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    )
                 }
             }
-            if has("tcr") && has("red-local") {
-                let sp: Vec<f64> = speeds.iter().copied().filter(|&s| s > 0.1).collect();
-                let v: Vec<(f64, f64, f64)> = sp
-                    .iter()
-                    .map(|&s| (s, get("tcr", s).expect("ran").goodput, get("red-local", s).expect("ran").goodput))
-                    .collect();
-                out.claims.push(claim(
-                    "remote-tcr-goodput-above-local-red",
-                    "remote TCR's average goodput beats local RED's above 56 kbit/s (P1-15: not at 0.056)",
-                    "0.384–45: 0.00344 > 0.00313, 0.01494 > 0.01252, 0.09982 > 0.08803, 0.44791 > 0.32083".into(),
-                    v.iter().map(|(s, a, b)| format!("{s}: {a:.5} vs {b:.5}")).collect::<Vec<_>>().join("; "),
-                    "remote TCR > local RED at every speed above 0.1 Mbit/s".into(),
-                    v.iter().all(|(_, a, b)| a > b),
-                ));
+            "remote-tcr-goodput-above-local-red" => {
+                let above = claims::param(&sp, exp.file, id, "above_speed")?;
+                if !(has("tcr") && has("red-local")) {
+                    missing("remote TCR or local RED")
+                } else {
+                    let v: Vec<(f64, f64, f64)> = speeds
+                        .iter()
+                        .filter(|&&s| s > above)
+                        .map(|&s| (s, get("tcr", s).expect("ran").goodput, get("red-local", s).expect("ran").goodput))
+                        .collect();
+                    Measured::new(
+                        share(v.iter().filter(|x| x.1 > x.2).count(), v.len()),
+                        unit,
+                        v.iter().map(|(s, a, b)| format!("{s}: {a:.5} vs {b:.5}")).collect::<Vec<_>>().join("; "),
+                    )
+                }
             }
-        }
+            // Tables 12 vs 10: remote TCR's CoV is below remote RED's at 0.056–1.5 Mbit/s but above it at
+            // 10 and 45 (P1-15); the per-row ordering of the paper is what is checked.
+            "remote-tcr-vs-red-cov-as-paper" => {
+                if !(has("tcr") && has("red")) {
+                    missing("TCR or RED")
+                } else {
+                    let mut rows = Vec::new();
+                    for &sp_ in &speeds {
+                        let (t, r) = (get("tcr", sp_).expect("ran").cov, get("red", sp_).expect("ran").cov);
+                        let p = paper_row(&f, "tcr", &full, sp_)?.zip(paper_row(&f, "red", &full, sp_)?);
+                        rows.push((sp_, t, r, p.map(|(a, b)| a[5] < b[5])));
+                    }
+                    let word = |b: bool| if b { "below" } else { "above" };
+                    let judged: Vec<&(f64, f64, f64, Option<bool>)> = rows.iter().filter(|x| x.3.is_some()).collect();
+                    let agree = judged.iter().filter(|x| x.3 == Some(x.1 < x.2)).count();
+                    Measured::new(
+                        share(agree, judged.len()),
+                        unit,
+                        rows.iter()
+                            .map(|x| {
+                                format!(
+                                    "{}: {:.3} vs {:.3} ({}; paper {})",
+                                    x.0,
+                                    x.1,
+                                    x.2,
+                                    word(x.1 < x.2),
+                                    x.3.map(word).unwrap_or("no row")
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                }
+            }
+            other => return Err(format!("{}: claim \"{other}\": the P1 code has no measurement of this name", f.file)),
+        };
+        out.measure(id, Measured { unit: unit.to_string(), ..m });
     }
     // Row-dependent orderings of the paper, listed row by row (P1-14, P1-15).
     if has("tcr") && has("ecn") && !short {
