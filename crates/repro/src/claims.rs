@@ -388,7 +388,8 @@ pub struct RecordCtx<'a> {
 /// Turn measurements into records, one per spec, in the file's order. `activity` holds how often each
 /// mechanism acted (a claim about a mechanism that did nothing is not assessable); `reading` maps claim
 /// IDs to their reading label (others: `stated`). Errors: a spec the code did not measure, a measurement
-/// of no spec, a unit that differs from the file's, a mechanism the code does not report.
+/// of no spec, a unit that differs from the file's. A mechanism the run did not include leaves its
+/// claims not assessable.
 pub fn evaluate(
     specs: &[ClaimSpec],
     measured: &[(String, Measured)],
@@ -425,15 +426,8 @@ pub fn evaluate(
         // A claim gated by its measurement (e.g. its scheme did not run) needs no activity.
         for mech in s.mechanism.iter().filter(|_| m.gate.is_none()) {
             match activity.get(mech) {
-                None => {
-                    return Err(format!(
-                        "{}: claim \"{}\": key `mechanism`: {} reports no activity of {mech:?} (it reports: {})",
-                        rc.file,
-                        s.id,
-                        rc.exp_id,
-                        activity.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ))
-                }
+                // Not run at all (a `--set` or a reading left it out): nothing to assess.
+                None if gate.is_none() => gate = Some(format!("{mech} was not run")),
                 Some(&a) if a <= 0.0 && gate.is_none() => {
                     gate = Some(format!("the mechanism did nothing: {mech} acted 0 times in the runs"));
                 }
@@ -627,8 +621,8 @@ values = [{ name = "10 packets", set = { "tcp.max_window" = "10pkt" } }]
             ("b".to_string(), Measured::new(1.0, "share", "")),
         ];
         assert!(evaluate(&s, &unit, &act, &none, &rc()).unwrap_err().contains("key `unit`"));
-        let e = evaluate(&s, &extra[..2], &BTreeMap::new(), &none, &rc()).unwrap_err();
-        assert!(e.contains("reports no activity of \"tap\""), "{e}");
+        let r = evaluate(&s, &extra[..2], &BTreeMap::new(), &none, &rc()).unwrap();
+        assert_eq!((r[1].status, r[1].reason.as_str()), (Status::NotAssessable, "tap was not run"));
         // File errors name the key.
         let bad = FILE.replace("check = \"within\"", "check = \"roughly\"");
         assert!(specs(&bad, "x.toml", "X-2").unwrap_err().starts_with("x.toml: key `paper.claims[0].check`"));

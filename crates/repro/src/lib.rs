@@ -4,10 +4,11 @@
 //! paper's values.
 //!
 //! An [`Experiment`] has an ID (e.g. `P2-F10`: paper P2, Fig. 10; the papers are [`PAPERS`]), an embedded
-//! TOML file under `experiments/` (base scenario, sweep values, the `[paper]` values and the
-//! tolerances), and a runner that returns an [`ExpOutput`]: claims (measured vs paper, tolerance,
-//! holds), tables (written as CSV) and plots (SVG). [`write_output`] writes them and a Markdown
-//! report into `OUT/ID/`.
+//! TOML file under `experiments/` (base scenario, sweeps, and under `[paper]` the claims with the paper's
+//! values, checks, tolerances and miss causes, and the readings of unstated parameters: [`claims`]), and a
+//! runner that measures: it returns an [`ExpOutput`] with one [`Measured`] per claim, tables (written as
+//! CSV) and plots (SVG). [`run_experiment`] runs it (and its readings) and judges the claims;
+//! [`write_output`] writes the records, tables, plots and a Markdown report into `OUT/ID/`.
 //!
 //! One module per paper registers its experiments; [`registry`] lists them all.
 //!
@@ -1076,6 +1077,27 @@ seeds = 3
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         let run = RunInfo { id: "P0-F9".into(), set: vec!["tcp.cc=reno".into()], seed: 1, ..Default::default() };
         assert_eq!(run.command(), "ackshape reproduce P0-F9 --set tcp.cc=reno");
+    }
+
+    /// Every miss points at a section of docs/reproduction.md that exists.
+    #[test]
+    fn every_miss_links_to_a_section_of_the_docs() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/reproduction.md")).unwrap();
+        for p in &PAPERS {
+            assert!(
+                doc.contains(&format!("<a id=\"{}\"></a>", p.anchor)),
+                "docs/reproduction.md: no anchor {}",
+                p.anchor
+            );
+        }
+        for e in registry() {
+            for c in claims::specs(e.text, e.file, e.id).unwrap() {
+                if let Some(m) = &c.miss {
+                    let a = format!("<a id=\"{}\"></a>", m.section);
+                    assert!(doc.contains(&a), "{} {}: docs/reproduction.md has no {a}", e.id, c.id);
+                }
+            }
+        }
     }
 
     #[test]
