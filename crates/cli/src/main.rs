@@ -20,6 +20,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 mod compare_cmd;
+mod dask;
 mod live_cmd;
 mod reproduce_cmd;
 mod sweep_cmd;
@@ -94,7 +95,8 @@ struct RunArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Write summary.json, flows.csv, links.csv, timeseries.csv, goodput.svg, queues.csv,
-    /// queue.svg (and trace.csv, cwnd.svg, pcaps) into this directory; with --live, the same
+    /// queue.svg (and trace.csv, cwnd.svg, pcaps) and scenario.toml (the scenario as run: --set
+    /// values applied, policy files inlined, the seed) into this directory; with --live, the same
     /// summary, flow, link and goodput files plus gateway-stats.jsonl (the gateway's stats every
     /// second).
     #[arg(long, value_name = "DIR")]
@@ -221,6 +223,8 @@ struct AfvqArgs {
 
 /// Exit code for bad input (scenario, flags).
 pub(crate) const BAD_INPUT: u8 = 2;
+/// Exit code when what a command needs is not on this machine (root, tools, the Python package).
+pub(crate) const CANNOT_RUN: u8 = 3;
 
 /// Log lines (the live boxes' start, policy reloads and their warnings, a CPU pin or real-time
 /// priority that could not be had) go to stderr with a timestamp. `ACKSHAPE_LOG` sets the level:
@@ -332,7 +336,15 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             eprintln!("{note}");
         }
     }
-    let req = RunRequest { seed: a.seed, out: a.out.clone(), pcap: a.pcap.clone() };
+    // With --out, the scenario as run goes to OUT/scenario.toml.
+    let scenario_doc = match &a.out {
+        Some(_) => match sweep_cmd::run_doc(a.scenario.as_ref(), &a.set) {
+            Ok(d) => Some(d),
+            Err(e) => return bad(e),
+        },
+        None => None,
+    };
+    let req = RunRequest { seed: a.seed, out: a.out.clone(), pcap: a.pcap.clone(), scenario_doc };
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
     let bar = indicatif::ProgressBar::hidden();

@@ -674,8 +674,10 @@ pub fn write_output_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo, dir: 
     let mut out = out.clone();
     out.claims = claim_records(&out, &run.set);
     let out = &out;
-    std::fs::write(dir.join("claims.json"), serde_json::to_string_pretty(out).expect("serialises") + "\n")?;
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(run).expect("serialises") + "\n")?;
+    // Both start with the build that produced them (`ackshape`: version, commit).
+    use ackshape_sim::provenance::pretty_stamped;
+    std::fs::write(dir.join("claims.json"), pretty_stamped(out) + "\n")?;
+    std::fs::write(dir.join("run.json"), pretty_stamped(run) + "\n")?;
     for t in &out.tables {
         let mut s = t.columns.join(",") + "\n";
         for r in &t.rows {

@@ -23,9 +23,12 @@ pub mod middlebox;
 pub mod parallel;
 pub mod pcap;
 pub mod plot;
+pub mod pool;
+pub mod provenance;
 pub mod run;
 pub mod scenario;
 pub mod stats;
+pub mod store;
 pub mod sweep;
 pub mod world;
 

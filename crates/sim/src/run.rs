@@ -17,6 +17,9 @@ pub struct RunRequest {
     pub out: Option<PathBuf>,
     /// Link directions to capture into `OUT/NAME.pcap`.
     pub pcap: Vec<String>,
+    /// The scenario document as run (the file with its `--set`s applied): written, resolved
+    /// ([`crate::store::resolve`]) and with the run's seed, as `OUT/scenario.toml`.
+    pub scenario_doc: Option<toml::Table>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +30,28 @@ pub enum RunError {
     Io { path: String, err: std::io::Error },
     #[error("--pcap needs --out DIR to write into")]
     PcapNeedsOut,
+    #[error("{0}")]
+    Scenario(String),
+}
+
+/// A scenario document as `OUT/scenario.toml`: resolved ([`crate::store::resolve`]: policy files
+/// inlined) and with `seed`, so that `ackshape run OUT/scenario.toml` runs the same simulation.
+/// `set`: the `--set KEY=VALUE`s already applied to `doc` (named in the file's first lines).
+pub fn resolved_scenario_toml(doc: &toml::Table, file: &str, seed: u64, set: &[String]) -> Result<String, String> {
+    let mut doc = crate::store::resolve(doc, file)?;
+    doc.insert("seed".into(), toml::Value::Integer(seed as i64));
+    let body = toml::to_string(&doc).map_err(|e| format!("{file}: cannot write the scenario as TOML: {e}"))?;
+    let mut head = format!("# The scenario as {} ran it: {file}", crate::provenance::Provenance::this());
+    for kv in set {
+        head += &format!(" --set {kv}");
+    }
+    head = head.replace('\n', " ");
+    Ok(format!("{head}\n# (policy files inlined, the seed of the run)\n{body}"))
+}
+
+/// A summary as `summary.json` holds it: pretty JSON and a newline.
+pub fn summary_json(summary: &Summary) -> String {
+    serde_json::to_string_pretty(summary).expect("summary serialises") + "\n"
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
@@ -46,6 +71,16 @@ pub fn run_scenario(
     req: &RunRequest,
     progress: Option<&mut dyn FnMut(f64)>,
 ) -> Result<RunOutput, RunError> {
+    run_scenario_sim(sc, file, req, progress).map(|(_, out)| out)
+}
+
+/// [`run_scenario`], also returning the finished simulation (its time series and traces).
+pub fn run_scenario_sim(
+    sc: &Scenario,
+    file: &str,
+    req: &RunRequest,
+    progress: Option<&mut dyn FnMut(f64)>,
+) -> Result<(Sim, RunOutput), RunError> {
     let mut opts = RunOptions::default();
     let mut files = Vec::new();
     if !req.pcap.is_empty() {
@@ -70,8 +105,14 @@ pub fn run_scenario(
         let mut written = write_outputs(&sim, &summary, out)?;
         written.append(&mut files);
         files = written;
+        if let Some(doc) = &req.scenario_doc {
+            let p = out.join("scenario.toml");
+            let text = resolved_scenario_toml(doc, file, summary.seed, &sc.set).map_err(RunError::Scenario)?;
+            std::fs::write(&p, text).map_err(io_err(&p))?;
+            files.push(p);
+        }
     }
-    Ok(RunOutput { summary, files })
+    Ok((sim, RunOutput { summary, files }))
 }
 
 /// Quote a CSV field if it needs it (RFC 4180).
@@ -165,8 +206,7 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     std::fs::create_dir_all(out).map_err(io_err(out))?;
     let mut files = Vec::new();
     let p = out.join("summary.json");
-    let json = serde_json::to_string_pretty(summary).expect("summary serialises");
-    std::fs::write(&p, json + "\n").map_err(io_err(&p))?;
+    std::fs::write(&p, summary_json(summary)).map_err(io_err(&p))?;
     files.push(p);
     let p = out.join("flows.csv");
     let flows = serde_json::to_value(&summary.flows).expect("flows serialise");
