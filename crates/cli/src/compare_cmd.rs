@@ -80,7 +80,7 @@ fn fraction(s: &str) -> Result<f64, String> {
 /// Mean and sample standard deviation (0 for one value); NaN values are skipped.
 pub fn mean_sd(x: &[f64]) -> (f64, f64) {
     let v: Vec<f64> = x.iter().copied().filter(|x| !x.is_nan()).collect();
-    ackshape_sim::reproduce::mean_sd(&v)
+    ackshape_sim::stats::mean_sd(&v)
 }
 
 /// Pairs of scenarios (i, j) that the two drivers order oppositely: `a[i] < a[j]` beyond the tie

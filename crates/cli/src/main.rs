@@ -393,7 +393,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
 /// the schemes, sweeps and claims that `reproduce` adds; say so and name the command.
 fn experiment_note(path: &std::path::Path) -> Option<String> {
     let path = path.canonicalize().ok()?;
-    let all = ackshape_sim::reproduce::registry();
+    let all = ackshape_repro::registry();
     let ids: Vec<&str> = all
         .iter()
         .filter(|e| {

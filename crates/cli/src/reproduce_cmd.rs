@@ -1,8 +1,9 @@
 //! `ackshape reproduce`: run the papers' experiments and check their claims.
 
-use ackshape_sim::reproduce::{
-    apply_sets, check_set_keys, claim_records, registry, select, set_workers, workers, write_index, write_output_with,
-    Ctx, Experiment, RunInfo, PAPERS,
+use ackshape_repro::claims::{counts, verdict_line};
+use ackshape_repro::{
+    apply_sets, check_set_keys, claim_records, paper_of, registry, run_experiment, select, set_workers, workers,
+    write_index, write_output_with, ClaimRecord, Ctx, Experiment, RunInfo, Status, PAPERS,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -15,13 +16,16 @@ pub struct ReproduceArgs {
     /// List the experiments and exit.
     #[arg(long)]
     pub list: bool,
-    /// Print one JSON array on stdout with one object per claim: `id` (the experiment), `claim_id`,
-    /// `claim`, `paper`, `measured`, `tolerance`, `holds`, `title`, `file`, `quick`.
+    /// Print one JSON array on stdout with one object per claim record: `id` (the experiment),
+    /// `claim_id`, `claim`, `paper`, `paper_value`, `measured_value`, `unit`, `measure`, `measured`,
+    /// `check`, `tolerance`, `criterion`, `status` (holds, fails, not-assessable), `reading`, `primary`,
+    /// `supplementary`, `cause`, `reason`, `link`, `title`, `file`, `quick`.
     #[arg(long)]
     pub json: bool,
-    /// Directory for the results (OUT/ID/report.md, claims.json, CSVs, SVG plots).
-    #[arg(long, default_value = "results/reproduce")]
-    pub out: PathBuf,
+    /// Directory for the results (OUT/ID/report.md, claims.json, CSVs, SVG plots). Default:
+    /// results/reproduce, or results/reproduce-quick with --quick.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Fewer seeds and sweep points (what the test suite runs); the report says so.
     #[arg(long)]
     pub quick: bool,
@@ -118,6 +122,10 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
     if let Some(j) = a.jobs {
         set_workers(j);
     }
+    let out_root = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(if a.quick { "results/reproduce-quick" } else { "results/reproduce" }));
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     let mut records = Vec::new();
     let mut failed_claims = 0usize;
@@ -135,14 +143,15 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         );
         bar.set_message(exp.id.to_string());
         let mut progress = |f: f64| bar.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
-        let mut ctx = Ctx { quick: a.quick, seed: a.seed, progress: Some(&mut progress) };
+        let mut ctx =
+            Ctx { quick: a.quick, seed: a.seed, progress: Some(&mut progress), mechanism_off: false, readings: true };
         let t0 = std::time::Instant::now();
-        let res = (exp.run)(exp, &mut ctx);
+        let res = run_experiment(exp, &mut ctx);
         let wall = t0.elapsed().as_secs_f64();
         bar.finish_and_clear();
         match res {
             Ok(out) => {
-                let dir = a.out.join(exp.id);
+                let dir = out_root.join(exp.id);
                 let run = RunInfo { set: set_texts.clone(), ..RunInfo::new(&out, exp, a.quick, a.seed, wall) };
                 // The experiment's file as run (its --set values applied) beside the results.
                 let scenario = exp
@@ -162,25 +171,38 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
                 match write_output_with(&out, exp, &run, &dir) {
                     Ok(report) => {
                         if !a.json {
-                            let held = out.claims.iter().filter(|c| c.holds).count();
                             println!(
-                                "{} — {}: {}/{} claims hold ({:.0} s, {} workers)",
+                                "{} — {}: {} ({:.0} s, {} workers)",
                                 exp.id,
                                 run.title,
-                                held,
-                                out.claims.len(),
+                                run.verdict(),
                                 wall,
                                 workers()
                             );
                             for c in &out.claims {
+                                let tag = match c.status {
+                                    Status::Holds => "ok",
+                                    Status::Fails => "NO",
+                                    Status::NotAssessable => "--",
+                                };
+                                let mut extra = String::new();
+                                if c.supplementary {
+                                    extra += ", supplementary";
+                                }
+                                if !c.primary {
+                                    extra += &format!(", reading {}", c.reading);
+                                }
                                 println!(
-                                    "  [{}] {}: measured {} (paper {}; {})",
-                                    if c.holds { "ok" } else { "NO" },
-                                    c.claim,
-                                    c.measured,
-                                    c.paper,
-                                    c.tolerance
+                                    "  [{tag}] {}: measured {} (paper {}; {}{extra})",
+                                    c.claim, c.measured, c.paper, c.criterion
                                 );
+                                if c.status != Status::Holds {
+                                    println!(
+                                        "       {}: {}",
+                                        if c.cause == "n/a" { "why" } else { &c.cause },
+                                        c.reason
+                                    );
+                                }
                             }
                             println!("  report: {}", report.display());
                         }
@@ -190,12 +212,8 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
                         errors += 1;
                     }
                 }
-                failed_claims += out.claims.iter().filter(|c| !c.holds).count();
-                records.extend(
-                    claim_records(&out, exp, a.quick)
-                        .into_iter()
-                        .map(|r| ackshape_sim::reproduce::ClaimRecord { set: set_texts.clone(), ..r }),
-                );
+                failed_claims += out.claims.iter().filter(|c| c.counted() && c.status == Status::Fails).count();
+                records.extend(claim_records(&out, &set_texts));
             }
             Err(e) => {
                 eprintln!("error: {}: {e}", exp.id);
@@ -203,11 +221,24 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
             }
         }
     }
-    match write_index(&a.out) {
+    // One totals line per paper (to stderr with --json, whose stdout is one JSON document).
+    for p in &PAPERS {
+        let mine: Vec<&ClaimRecord> =
+            records.iter().filter(|r| paper_of(&r.id).is_some_and(|q| q.id == p.id)).collect();
+        if !mine.is_empty() {
+            let line = format!("{} (paper {}): {}", p.id, p.number, verdict_line(counts(mine)));
+            if a.json {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
+        }
+    }
+    match write_index(&out_root) {
         Ok(p) if !a.json => println!("index: {}", p.display()),
         Ok(_) => {}
         Err(e) => {
-            eprintln!("error: {}: {e}", a.out.join("index.md").display());
+            eprintln!("error: {}: {e}", out_root.join("index.md").display());
             errors += 1;
         }
     }

@@ -156,7 +156,7 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         }
     }
     // 0 or none: the machine's available parallelism, as `reproduce -j`.
-    let workers = a.jobs.filter(|&n| n > 0).unwrap_or_else(ackshape_sim::reproduce::workers);
+    let workers = a.jobs.filter(|&n| n > 0).unwrap_or_else(ackshape_sim::parallel::workers);
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     // Shown (on a terminal) once the sweep has taken a second, as `run`'s bar.
     let bar = indicatif::ProgressBar::hidden();

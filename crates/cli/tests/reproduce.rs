@@ -77,30 +77,56 @@ fn reproduce_p2_quick_json_has_one_record_per_claim() {
         }
         let report = std::fs::read_to_string(d.join("report.md")).unwrap();
         assert!(report.contains(&format!("`ackshape reproduce {id} --quick`")), "{report}");
-        // The report starts with the paper's full citation and where its assumptions are explained.
-        let head: Vec<&str> = report.lines().take(3).collect();
+        // The report starts with the paper's full citation and where its assumptions are explained,
+        // then the verdict with its counts and where the misses are analysed.
+        let head: Vec<&str> = report.lines().take(5).collect();
         assert!(
             head[2].starts_with("Paper P2 (paper 002): J. Park, D. Park, S. Hong, J. Park, \"Preventing TCP")
                 && head[2].contains("Computer Communications")
                 && head[2].contains("docs/experiments.md#p2"),
             "{report}"
         );
+        assert!(head[4].starts_with("**Verdict: ") && head[4].contains(" claims hold, "), "{report}");
+        assert!(head[4].contains("docs/reproduction.md#"), "{report}");
     }
     for c in list {
         let o = c.as_object().expect("one object per claim");
-        for k in ["id", "claim_id", "claim", "paper", "measured", "tolerance"] {
+        for k in [
+            "id",
+            "claim_id",
+            "claim",
+            "paper",
+            "measure",
+            "measured",
+            "unit",
+            "check",
+            "criterion",
+            "status",
+            "reading",
+            "cause",
+            "reason",
+            "link",
+        ] {
             let s = o.get(k).and_then(|x| x.as_str()).unwrap_or_else(|| panic!("`{k}` missing in {c}"));
-            assert!(!s.is_empty() && !s.contains('\n'), "`{k}` in {c}");
+            assert!(!s.contains('\n'), "`{k}` in {c}");
+            assert!(!s.is_empty() || k == "unit", "`{k}` in {c}");
         }
-        assert!(o["holds"].is_boolean(), "{c}");
+        assert!(o["paper_value"].is_number() && o["tolerance"].is_number(), "{c}");
+        assert!(["holds", "fails", "not-assessable"].contains(&o["status"].as_str().unwrap()), "{c}");
+        // A number wherever the claim could be judged; a cause and a link for every failure.
+        assert_eq!(o["measured_value"].is_number(), o["status"] != "not-assessable", "{c}");
+        if o["status"] == "fails" {
+            assert!(o["link"].as_str().unwrap().starts_with("docs/reproduction.md#"), "{c}");
+        }
+        assert!(o["primary"].is_boolean() && o["supplementary"].is_boolean(), "{c}");
         assert_eq!(o["quick"], true);
-        // Computed, not placeholders: every measurement states a number.
-        assert!(o["measured"].as_str().unwrap().chars().any(|ch| ch.is_ascii_digit()), "{c}");
     }
     // Claims that hold robustly even in quick mode: the model's lemma/theorem, AFVQ on the ADSL link.
     let holds = |id: &str, claim: &str| {
-        list.iter().find(|c| c["id"] == id && c["claim_id"] == claim).unwrap_or_else(|| panic!("{id} {claim}"))["holds"]
-            == true
+        list.iter()
+            .find(|c| c["id"] == id && c["claim_id"] == claim && c["primary"] == true)
+            .unwrap_or_else(|| panic!("{id} {claim}"))["status"]
+            == "holds"
     };
     for c in ["lemma1", "theorem1-q", "theorem1-n"] {
         assert!(holds("P2-F11", c), "P2-F11 {c}");
@@ -164,7 +190,7 @@ fn reproduce_with_set_changes_the_file_and_says_so() {
     assert!(plain.iter().all(|r| r.get("set").is_none()));
     assert!(reno.iter().all(|r| r["set"] == serde_json::json!(["tcp.cc=reno"])));
     // SACK vs Reno under 1% loss: the measured goodputs differ.
-    assert!(plain.iter().zip(reno).any(|(a, b)| a["measured"] != b["measured"]), "{plain:?}");
+    assert!(plain.iter().zip(reno).any(|(a, b)| a["measured_value"] != b["measured_value"]), "{plain:?}");
     let run_json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("reno/P0-F9/run.json")).unwrap()).unwrap();
     assert_eq!(run_json["set"], serde_json::json!(["tcp.cc=reno"]));
@@ -234,5 +260,38 @@ fn reproduce_set_that_would_change_nothing_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("warning: P2-F11") && err.contains("key `paper.nosuch` is not in the file"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A quick run writes into its own folder (`results/reproduce-quick` unless `--out`), and a run
+/// never leaves another run's files beside its report: the experiment's folder is cleared first.
+/// Each paper prints a totals line.
+#[test]
+fn quick_runs_have_their_own_folder_and_leave_no_stale_files() {
+    let dir = std::env::temp_dir().join(format!("ackshape-repro-dirs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+        .current_dir(&dir)
+        .args(["reproduce", "P2-F11", "--quick", "-q"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("results/reproduce-quick/P2-F11/report.md").is_file());
+    assert!(!dir.join("results/reproduce").exists(), "a quick run wrote into the full run's folder");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.lines().any(|l| l.starts_with("P2 (paper 002): ") && l.contains(" claims hold, ")), "{out}");
+    // Files of another run (a full run's extra tables) in the same folder are removed.
+    let d = dir.join("results/reproduce-quick/P2-F11");
+    std::fs::write(d.join("variant-from-a-full-run.csv"), "x\n").unwrap();
+    std::fs::write(d.join("old.svg"), "<svg/>").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+        .current_dir(&dir)
+        .args(["reproduce", "P2-F11", "--quick", "-q"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(!d.join("variant-from-a-full-run.csv").exists() && !d.join("old.svg").exists());
+    assert!(d.join("report.md").is_file() && d.join("f_d.svg").is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }

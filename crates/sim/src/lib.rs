@@ -16,16 +16,18 @@
 #![deny(unsafe_code)]
 
 pub mod engine;
+pub mod keypath;
 pub mod link;
 pub mod metrics;
 pub mod middlebox;
+pub mod parallel;
 pub mod pcap;
 pub mod plot;
 pub mod pool;
 pub mod provenance;
-pub mod reproduce;
 pub mod run;
 pub mod scenario;
+pub mod stats;
 pub mod store;
 pub mod sweep;
 pub mod world;

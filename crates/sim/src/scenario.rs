@@ -364,7 +364,7 @@ impl TcpSpec {
 /// number for `loss`), "missing field `kind`". Ask again with a name that is none of them: that
 /// answer lists them.
 fn explain_choice(table: &toml::Table, key: &str, msg: &str, file: &str) -> Option<String> {
-    use crate::reproduce::{get_path, set_path};
+    use crate::keypath::{get_path, set_path};
     const PH: &str = "\u{2}";
     let got = get_path(table, key)?;
     let name = || toml::Value::String(PH.into());

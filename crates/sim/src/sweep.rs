@@ -6,14 +6,16 @@
 //! scenario's own validation names a bad key), expanding the points, running them in parallel with
 //! results in a fixed order, and the statistics and files.
 //!
-//! **What it is not.** Not a paper reproduction (`reproduce` checks claims against stated values);
+//! **What it is not.** Not a paper reproduction (`ackshape reproduce`, crate `ackshape-repro`, checks claims against stated values);
 //! a sweep only measures. It sets keys of the scenario document; it does not know what they mean.
 
+use crate::keypath::{path_steps, set_path};
 use crate::metrics::Summary;
+use crate::parallel::run_parallel;
 use crate::plot::{xy_chart, Curve, XyChart};
-use crate::reproduce::{mean_sd, path_steps, run_parallel, set_path};
 use crate::run::{csv_field, RunError};
 use crate::scenario::{Scenario, ScenarioError};
+use crate::stats::mean_sd;
 use crate::store::Store;
 use crate::world::{RunOptions, Sim};
 use serde::Serialize;

@@ -1,11 +1,14 @@
+//! # ackshape-repro
+//!
 //! `ackshape reproduce`: the papers' experiments as code, each with claims checked against the
 //! paper's values.
 //!
 //! An [`Experiment`] has an ID (e.g. `P2-F10`: paper P2, Fig. 10; the papers are [`PAPERS`]), an embedded
-//! TOML file under `experiments/` (base scenario, sweep values, the `[paper]` values and the
-//! tolerances), and a runner that returns an [`ExpOutput`]: claims (measured vs paper, tolerance,
-//! holds), tables (written as CSV) and plots (SVG). [`write_output`] writes them and a Markdown
-//! report into `OUT/ID/`.
+//! TOML file under `experiments/` (base scenario, sweeps, and under `[paper]` the claims with the paper's
+//! values, checks, tolerances and miss causes, and the readings of unstated parameters: [`claims`]), and a
+//! runner that measures: it returns an [`ExpOutput`] with one [`Measured`] per claim, tables (written as
+//! CSV) and plots (SVG). [`run_experiment`] runs it (and its readings) and judges the claims;
+//! [`write_output`] writes the records, tables, plots and a Markdown report into `OUT/ID/`.
 //!
 //! One module per paper registers its experiments; [`registry`] lists them all.
 //!
@@ -21,14 +24,18 @@
 //! with errors that name the file and the key; [`set_path`] edits the base scenario for a sweep
 //! point.
 
-use crate::metrics::Summary;
-use crate::scenario::Scenario;
-use crate::world::{RunOptions, Sim};
+use ackshape_sim::metrics::Summary;
+use ackshape_sim::scenario::Scenario;
+use ackshape_sim::world::{RunOptions, Sim};
 use serde::Serialize;
 
+pub use ackshape_sim::keypath::{get_path, path_steps, set_path};
+pub use ackshape_sim::parallel::{run_parallel, set_workers, workers};
+pub use ackshape_sim::stats::{mean, mean_sd, sem};
+
 mod p4;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub mod edge;
 pub mod p0;
@@ -36,21 +43,8 @@ pub mod p1;
 pub mod p2;
 pub mod p3;
 
-/// One checked statement of a paper.
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
-pub struct Claim {
-    /// Short ID within the experiment, e.g. `afvq-highest`.
-    pub id: String,
-    /// The claim in words.
-    pub claim: String,
-    /// What the paper reports (value or statement).
-    pub paper: String,
-    /// What we measured.
-    pub measured: String,
-    /// The tolerance or criterion applied.
-    pub tolerance: String,
-    pub holds: bool,
-}
+pub mod claims;
+pub use claims::{ClaimRecord, Measured, Status};
 
 /// A result table (written as CSV and shown in the report).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -65,13 +59,32 @@ pub struct Table {
 pub struct ExpOutput {
     pub id: String,
     pub title: String,
-    pub claims: Vec<Claim>,
+    /// The claim records ([`run_experiment`] makes them from the file's claims and [`Self::measured`]).
+    pub claims: Vec<ClaimRecord>,
     pub tables: Vec<Table>,
     /// (file name, SVG text).
     #[serde(skip)]
     pub plots: Vec<(String, String)>,
     /// Free text for the report (setup, assumptions, explanations of gaps).
     pub notes: Vec<String>,
+    /// What the code measured, per claim ID (the claims themselves are the file's).
+    #[serde(skip)]
+    pub measured: Vec<(String, Measured)>,
+    /// How often each mechanism (or `mechanism/profile`) acted over the runs: a claim about one that
+    /// did nothing is not assessable.
+    #[serde(skip)]
+    pub activity: BTreeMap<String, f64>,
+}
+
+impl ExpOutput {
+    /// Record the measurement of claim `id`.
+    pub fn measure(&mut self, id: &str, m: Measured) {
+        self.measured.push((id.to_string(), m));
+    }
+    /// Add `n` actions of mechanism `mech` (creating the entry: 0 means it was run and did nothing).
+    pub fn act(&mut self, mech: &str, n: f64) {
+        *self.activity.entry(mech.to_string()).or_insert(0.0) += n;
+    }
 }
 
 /// Run settings shared by all experiments.
@@ -82,12 +95,18 @@ pub struct Ctx<'a> {
     pub seed: u64,
     /// Progress callback: (fraction of this experiment done).
     pub progress: Option<&'a mut dyn FnMut(f64)>,
+    /// Build every run with the mechanisms under test switched off (TCR, PostACK, RED/ECN marking, the
+    /// asymmetric-link disciplines, VPS and MulTCP, the tap): the vacuity check. Claims about a
+    /// mechanism must then fail or be not assessable.
+    pub mechanism_off: bool,
+    /// Also run the file's `[[paper.readings]]` ([`run_experiment`]).
+    pub readings: bool,
 }
 
 impl Ctx<'_> {
-    /// A context without a progress callback.
+    /// A context without a progress callback, readings on, mechanisms on.
     pub fn new(quick: bool, seed: u64) -> Ctx<'static> {
-        Ctx { quick, seed, progress: None }
+        Ctx { quick, seed, progress: None, mechanism_off: false, readings: true }
     }
 
     pub fn progress(&mut self, f: f64) {
@@ -148,64 +167,6 @@ impl SimJob {
     }
 }
 
-static WORKERS: AtomicUsize = AtomicUsize::new(0);
-
-/// Number of worker threads for [`Ctx::run_sims`]: set by [`set_workers`] (the CLI's `--jobs`),
-/// else the machine's available parallelism.
-pub fn workers() -> usize {
-    match WORKERS.load(Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        n => n,
-    }
-}
-
-/// Set the number of worker threads (0 = the machine's available parallelism).
-pub fn set_workers(n: usize) {
-    WORKERS.store(n, Ordering::Relaxed);
-}
-
-/// Apply `f` to every job on `workers` threads (scoped; a shared counter hands out the next job).
-/// Returns the results in the order of `jobs`, whatever the number of workers or the order in
-/// which jobs finish, so deterministic jobs give identical output with 1 or N workers.
-/// `on_done(k)` is called on the calling thread after each completion with the number done.
-pub fn run_parallel<J, T, F>(jobs: &[J], workers: usize, f: F, on_done: &mut dyn FnMut(usize)) -> Vec<T>
-where
-    J: Sync,
-    T: Send,
-    F: Fn(&J) -> T + Sync,
-{
-    let workers = workers.clamp(1, jobs.len().max(1));
-    let mut out: Vec<Option<T>> = (0..jobs.len()).map(|_| None).collect();
-    if workers == 1 {
-        for (i, j) in jobs.iter().enumerate() {
-            out[i] = Some(f(j));
-            on_done(i + 1);
-        }
-    } else {
-        let next = AtomicUsize::new(0);
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, T)>();
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                let tx = tx.clone();
-                let (next, f) = (&next, &f);
-                s.spawn(move || loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(j) = jobs.get(i) else { break };
-                    if tx.send((i, f(j))).is_err() {
-                        break;
-                    }
-                });
-            }
-            drop(tx);
-            for (done, (i, r)) in rx.iter().enumerate() {
-                out[i] = Some(r);
-                on_done(done + 1);
-            }
-        });
-    }
-    out.into_iter().map(|r| r.expect("every job ran")).collect()
-}
-
 /// An experiment file: its name (for errors), the whole TOML table, and helpers to read the
 /// `[paper]` and `[reproduce]` tables and to build scenarios from it.
 #[derive(Clone, Debug)]
@@ -257,7 +218,7 @@ impl ExpFile {
         if let Some(src) = get_path(&self.table, "paper.source").and_then(|v| v.as_str()) {
             out.push(format!("Source: {src}."));
         }
-        for (key, label) in [("paper.stated", "Paper"), ("paper.assumed", "Assumed")] {
+        for (key, label) in [("paper.stated", "Paper"), ("paper.assumed", "Assumed"), ("paper.notes", "Note")] {
             if let Some(a) = get_path(&self.table, key).and_then(|v| v.as_array()) {
                 out.extend(a.iter().filter_map(|x| x.as_str()).map(|x| format!("{label}: {x}")));
             }
@@ -273,117 +234,6 @@ impl ExpFile {
         }
         Scenario::from_table(t, &self.file).map_err(|e| e.to_string())
     }
-}
-
-/// The steps of a dotted path: keys (bare TOML names), each optionally indexed (`links[2]`).
-pub fn path_steps(path: &str) -> Result<Vec<(&str, Option<usize>)>, String> {
-    let bare = |k: &str| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    path.split('.')
-        .map(|seg| {
-            let (k, i) = match seg.split_once('[') {
-                Some((k, rest)) => {
-                    let i = rest
-                        .strip_suffix(']')
-                        .and_then(|n| n.parse().ok())
-                        .ok_or_else(|| format!("key `{path}`: bad index in `{seg}`, expected e.g. `flows[0]`"))?;
-                    (k, Some(i))
-                }
-                None => (seg, None),
-            };
-            if !bare(k) {
-                return Err(format!(
-                    "key `{path}`: expected dotted names like `topology.bottleneck.rate`, got `{seg}`"
-                ));
-            }
-            Ok((k, i))
-        })
-        .collect()
-}
-
-fn type_name(v: &toml::Value) -> &'static str {
-    match v {
-        toml::Value::String(_) => "a string",
-        toml::Value::Integer(_) => "an integer",
-        toml::Value::Float(_) => "a float",
-        toml::Value::Boolean(_) => "a boolean",
-        toml::Value::Datetime(_) => "a datetime",
-        toml::Value::Array(_) => "an array",
-        toml::Value::Table(_) => "a table",
-    }
-}
-
-fn no_index(path: &str, k: &str, n: usize, i: usize) -> String {
-    format!("key `{path}`: `{k}` has {n} element{}, no index {i} (indices count from 0)", if n == 1 { "" } else { "s" })
-}
-
-/// The value at a dotted path (`topology.links[1].rate`), if any.
-pub fn get_path<'a>(t: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
-    let steps = path_steps(path).ok()?;
-    let mut cur: Option<&toml::Value> = None;
-    for (k, idx) in steps {
-        let table = match cur {
-            None => t,
-            Some(v) => v.as_table()?,
-        };
-        let mut v = table.get(k)?;
-        if let Some(i) = idx {
-            v = v.as_array()?.get(i)?;
-        }
-        cur = Some(v);
-    }
-    cur
-}
-
-/// Set the value at a dotted path (`topology.links[1].reverse.rate`), creating missing tables
-/// (not array elements). Errors name the path and what was wrong.
-pub fn set_path(t: &mut toml::Table, path: &str, value: toml::Value) -> Result<(), String> {
-    let steps = path_steps(path)?;
-    let (last, init) = steps.split_last().ok_or_else(|| format!("key `{path}`: empty"))?;
-    let mut table = t;
-    for (k, idx) in init {
-        let entry = table.entry(k.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let v = match idx {
-            Some(i) => {
-                let what = type_name(entry);
-                let arr = entry
-                    .as_array_mut()
-                    .ok_or_else(|| format!("key `{path}`: `{k}` is not an array (it is {what})"))?;
-                let n = arr.len();
-                arr.get_mut(*i).ok_or_else(|| no_index(path, k, n, *i))?
-            }
-            None => entry,
-        };
-        let what = type_name(v);
-        table = v.as_table_mut().ok_or_else(|| format!("key `{path}`: `{k}` is not a table (it is {what})"))?;
-    }
-    match last {
-        (k, None) => {
-            table.insert(k.to_string(), value);
-        }
-        (k, Some(i)) => {
-            let arr = table
-                .get_mut(*k)
-                .and_then(|v| v.as_array_mut())
-                .ok_or_else(|| format!("key `{path}`: `{k}` is not an array"))?;
-            let n = arr.len();
-            *arr.get_mut(*i).ok_or_else(|| no_index(path, k, n, *i))? = value;
-        }
-    }
-    Ok(())
-}
-
-/// Mean and sample standard deviation.
-pub fn mean_sd(x: &[f64]) -> (f64, f64) {
-    if x.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let n = x.len() as f64;
-    let m = x.iter().sum::<f64>() / n;
-    if x.len() < 2 {
-        return (m, 0.0);
-    }
-    let v = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1.0);
-    (m, v.sqrt())
 }
 
 /// A registered experiment.
@@ -499,6 +349,129 @@ pub fn select<'a>(all: &'a [Experiment], ids: &[String]) -> Result<Vec<&'a Exper
     Ok(out)
 }
 
+/// Run an experiment and make its claim records: the experiment's code measures, the file's
+/// `[[paper.claims]]` judge ([`claims::evaluate`]). With `ctx.readings`, every other value of the file's
+/// `[[paper.readings]]` (in quick mode those with `quick = true`) re-runs the experiment with the file
+/// changed as that value says, and adds one record per claim the reading lists (`primary = false`),
+/// plus a `readings` table. Progress runs from 0 to 1 over all of it.
+pub fn run_experiment(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
+    let groups =
+        if ctx.readings && !ctx.mechanism_off { claims::readings(exp.text, exp.file, exp.id)? } else { Vec::new() };
+    let others: Vec<(usize, &claims::ReadingValue)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(gi, g)| g.values.iter().filter(|v| v.quick || !ctx.quick).map(move |v| (gi, v)))
+        .collect();
+    let total = 1 + others.len();
+    // A claim under several groups was run under each group's primary value.
+    let mut primary_labels: BTreeMap<String, String> = BTreeMap::new();
+    for g in &groups {
+        for c in &g.claims {
+            let l = g.label(&g.primary);
+            primary_labels.entry(c.clone()).and_modify(|x| *x = format!("{x}; {l}")).or_insert(l);
+        }
+    }
+    let mut out = run_once(exp, ctx, 0, total, &primary_labels, None)?;
+    if others.is_empty() {
+        return Ok(out);
+    }
+    let mut rows = Vec::new();
+    let primary_rows: Vec<Vec<serde_json::Value>> =
+        out.claims.iter().filter(|r| primary_labels.contains_key(&r.claim_id)).map(|r| reading_row(r, true)).collect();
+    rows.extend(primary_rows);
+    for (k, (gi, v)) in others.iter().enumerate() {
+        let g = &groups[*gi];
+        let sets: Vec<(String, toml::Value)> = v.set.iter().map(|(k, x)| (k.clone(), x.clone())).collect();
+        let text = apply_sets(exp.text, exp.file, &sets)
+            .map_err(|e| format!("{e} (reading \"{}\" of `paper.readings`)", g.label(&v.name)))?;
+        // Experiments borrow their file's text for the whole program; one changed copy per reading run.
+        let changed = Experiment { text: Box::leak(text.into_boxed_str()), ..*exp };
+        let label = g.label(&v.name);
+        let labels: BTreeMap<String, String> = g.claims.iter().map(|c| (c.clone(), label.clone())).collect();
+        let o = run_once(&changed, ctx, 1 + k, total, &labels, Some(&g.claims))?;
+        for mut r in o.claims {
+            r.primary = false;
+            rows.push(reading_row(&r, false));
+            out.claims.push(r);
+        }
+    }
+    out.tables.push(Table {
+        name: "readings".into(),
+        columns: ["claim", "reading", "primary", "status", "measured_value", "unit", "measured"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    });
+    for g in &groups {
+        let mut line = format!(
+            "Unstated parameter: {} (primary: {}{}); other readings: {}.",
+            g.parameter,
+            g.primary,
+            if g.why.is_empty() { String::new() } else { format!(", {}", g.why) },
+            g.values
+                .iter()
+                .map(|v| format!("{}{}", v.name, if ctx.quick && !v.quick { " (full run only)" } else { "" }))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        for c in &g.claims {
+            let under: Vec<String> = out
+                .claims
+                .iter()
+                .filter(|r| &r.claim_id == c && r.status == Status::Holds)
+                .map(|r| r.reading.strip_prefix(&format!("{}: ", g.parameter)).unwrap_or(&r.reading).to_string())
+                .collect();
+            if out.claims.iter().any(|r| &r.claim_id == c) {
+                line += &format!(
+                    " `{c}` holds under: {}.",
+                    if under.is_empty() { "none of them".to_string() } else { under.join("; ") }
+                );
+            }
+        }
+        out.notes.push(line);
+    }
+    Ok(out)
+}
+
+fn reading_row(r: &ClaimRecord, primary: bool) -> Vec<serde_json::Value> {
+    vec![
+        r.claim_id.clone().into(),
+        r.reading.clone().into(),
+        primary.into(),
+        r.status.as_str().into(),
+        r.measured_value.map(serde_json::Value::from).unwrap_or(serde_json::Value::Null),
+        r.unit.clone().into(),
+        r.measured.clone().into(),
+    ]
+}
+
+/// One run of `exp` (part `k` of `total` for the progress), evaluated against its file's claims
+/// (`only`: just these claims, for a reading's run, which may leave the others out).
+fn run_once(
+    exp: &Experiment,
+    ctx: &mut Ctx,
+    k: usize,
+    total: usize,
+    labels: &BTreeMap<String, String>,
+    only: Option<&[String]>,
+) -> Result<ExpOutput, String> {
+    let mut specs = claims::specs(exp.text, exp.file, exp.id)?;
+    if let Some(ids) = only {
+        specs.retain(|c| ids.contains(&c.id));
+    }
+    let (quick, seed, off, readings) = (ctx.quick, ctx.seed, ctx.mechanism_off, ctx.readings);
+    let mut p = |f: f64| ctx.progress((k as f64 + f.clamp(0.0, 1.0)) / total as f64);
+    let mut sub = Ctx { quick, seed, progress: Some(&mut p), mechanism_off: off, readings };
+    let mut out = (exp.run)(exp, &mut sub)?;
+    let title = if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() };
+    let rc = claims::RecordCtx { exp_id: exp.id, title: &title, file: exp.file, quick };
+    if only.is_some() {
+        out.measured.retain(|(id, _)| specs.iter().any(|c| &c.id == id));
+    }
+    out.claims = claims::evaluate(&specs, &out.measured, &out.activity, labels, &rc)?;
+    Ok(out)
+}
+
 /// How an experiment was run (for `run.json`, the report and the index).
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct RunInfo {
@@ -511,8 +484,11 @@ pub struct RunInfo {
     pub wall_s: f64,
     /// Worker threads used.
     pub workers: usize,
+    /// Counted claims (primary, not supplementary) and how many hold, fail, are not assessable.
     pub claims: usize,
-    pub claims_hold: usize,
+    pub holds: usize,
+    pub fails: usize,
+    pub not_assessable: usize,
     /// The `--set KEY=VALUE`s the experiment file was run with (none: as written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set: Vec<String>,
@@ -520,6 +496,7 @@ pub struct RunInfo {
 
 impl RunInfo {
     pub fn new(out: &ExpOutput, exp: &Experiment, quick: bool, seed: u64, wall_s: f64) -> RunInfo {
+        let (h, f, n) = claims::counts(&out.claims);
         RunInfo {
             id: exp.id.to_string(),
             title: if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() },
@@ -528,10 +505,17 @@ impl RunInfo {
             seed,
             wall_s,
             workers: workers(),
-            claims: out.claims.len(),
-            claims_hold: out.claims.iter().filter(|c| c.holds).count(),
+            claims: h + f + n,
+            holds: h,
+            fails: f,
+            not_assessable: n,
             set: Vec::new(),
         }
+    }
+
+    /// `partly reproduced: 7 of 12 claims hold, 3 fail, 2 not assessable`.
+    pub fn verdict(&self) -> String {
+        claims::verdict_line((self.holds, self.fails, self.not_assessable))
     }
 
     /// The command that reproduces this run.
@@ -644,11 +628,11 @@ pub fn check_set_keys(text: &str, file: &str, id: &str, keys: &[String], quick: 
 /// point would run as a nonsense scenario. The scenario's own keys are checked by the scenario.
 /// The error names the first offending key (`paper.tolerance.x`, `reproduce.loss[1]`).
 ///
-/// A seed count (`seeds`, `quick_seeds`) must be 1 … [`crate::sweep::MAX_SEEDS`]: a billion seeds
+/// A seed count (`seeds`, `quick_seeds`) must be 1 … [`ackshape_sim::sweep::MAX_SEEDS`]: a billion seeds
 /// would not run out of time but out of memory, building the list of runs.
 fn check_finite(t: &toml::Table) -> Result<(), String> {
     fn walk(v: &toml::Value, path: &str) -> Result<(), String> {
-        let max = crate::sweep::MAX_SEEDS as i64;
+        let max = ackshape_sim::sweep::MAX_SEEDS as i64;
         match v {
             toml::Value::Float(x) if !x.is_finite() => Err(format!("key `{path}`: expected a finite number, got {x}")),
             toml::Value::Integer(n)
@@ -664,45 +648,9 @@ fn check_finite(t: &toml::Table) -> Result<(), String> {
     ["paper", "reproduce"].iter().filter_map(|k| t.get(*k).map(|v| (k, v))).try_for_each(|(k, v)| walk(v, k))
 }
 
-/// One claim as `reproduce --json` prints it: flat, with the experiment's ID.
-#[derive(Clone, Debug, Serialize)]
-pub struct ClaimRecord {
-    /// The experiment ID (e.g. `P2-F10`).
-    pub id: String,
-    /// The claim's ID within the experiment (e.g. `afvq-highest`).
-    pub claim_id: String,
-    pub claim: String,
-    pub paper: String,
-    pub measured: String,
-    pub tolerance: String,
-    pub holds: bool,
-    /// The experiment's title and file, and whether it ran in quick mode.
-    pub title: String,
-    pub file: String,
-    pub quick: bool,
-    /// The `--set KEY=VALUE`s the experiment ran with (absent: as written).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub set: Vec<String>,
-}
-
-/// The claims of one experiment as flat records.
-pub fn claim_records(out: &ExpOutput, exp: &Experiment, quick: bool) -> Vec<ClaimRecord> {
-    out.claims
-        .iter()
-        .map(|c| ClaimRecord {
-            id: exp.id.to_string(),
-            claim_id: c.id.clone(),
-            claim: c.claim.clone(),
-            paper: c.paper.clone(),
-            measured: c.measured.clone(),
-            tolerance: c.tolerance.clone(),
-            holds: c.holds,
-            title: if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() },
-            file: exp.file.to_string(),
-            quick,
-            set: Vec::new(),
-        })
-        .collect()
+/// The claim records of one experiment, each with the `--set`s it ran with.
+pub fn claim_records(out: &ExpOutput, set: &[String]) -> Vec<ClaimRecord> {
+    out.claims.iter().map(|c| ClaimRecord { set: set.to_vec(), ..c.clone() }).collect()
 }
 
 /// Write `claims.json`, one CSV per table, the plots and `report.md` into `dir` (created).
@@ -711,10 +659,23 @@ pub fn write_output(out: &ExpOutput, exp: &Experiment, quick: bool, dir: &Path) 
 }
 
 /// [`write_output`] with the run's details, which also go to `run.json` (read by [`write_index`]).
+///
+/// Files an earlier run left in `dir` (reports, JSON, CSV tables, SVG plots) are removed first, so a
+/// report never sits beside the tables of another run (a quick run's beside a full run's).
 pub fn write_output_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let p = e.path();
+        let ours = p.extension().and_then(|x| x.to_str()).is_some_and(|x| matches!(x, "csv" | "svg" | "json" | "md"));
+        if ours && p.is_file() {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    let mut out = out.clone();
+    out.claims = claim_records(&out, &run.set);
+    let out = &out;
     // Both start with the build that produced them (`ackshape`: version, commit).
-    use crate::provenance::pretty_stamped;
+    use ackshape_sim::provenance::pretty_stamped;
     std::fs::write(dir.join("claims.json"), pretty_stamped(out) + "\n")?;
     std::fs::write(dir.join("run.json"), pretty_stamped(run) + "\n")?;
     for t in &out.tables {
@@ -737,7 +698,7 @@ pub fn write_output_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo, dir: 
 /// Write `index.md` in `root`: every experiment found under it (`ID/run.json`), with its claims
 /// held and a link to its report. Experiments run at different times accumulate.
 pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
-    let mut runs: Vec<(RunInfo, Vec<Claim>)> = Vec::new();
+    let mut runs: Vec<(RunInfo, Vec<ClaimRecord>)> = Vec::new();
     if let Ok(rd) = std::fs::read_dir(root) {
         for e in rd.flatten() {
             let d = e.path();
@@ -747,38 +708,52 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
                 .and_then(|v| v.get("claims").cloned())
-                .and_then(|c| serde_json::from_value::<Vec<Claim>>(c).ok())
+                .and_then(|c| serde_json::from_value::<Vec<ClaimRecord>>(c).ok())
                 .unwrap_or_default();
             runs.push((run, claims));
         }
     }
     runs.sort_by_key(|r| id_order(&r.0.id));
     let mut s = String::from("# Reproduced experiments\n\n");
-    s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots).\n\n";
-    s += "| experiment | title | claims hold | mode | wall time | command |\n|---|---|---|---|---|---|\n";
+    s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots). \
+          Counts are of the primary claims (the file as written; readings of unstated parameters and \
+          supplementary rows are in the reports).\n\n";
+    s += "| paper | verdict |\n|---|---|\n";
+    for p in &PAPERS {
+        let mine: Vec<&ClaimRecord> =
+            runs.iter().filter(|r| paper_of(&r.0.id).is_some_and(|q| q.id == p.id)).flat_map(|r| &r.1).collect();
+        if !mine.is_empty() {
+            s += &format!("| {} (paper {}) | {} |\n", p.id, p.number, claims::verdict_line(claims::counts(mine)));
+        }
+    }
+    s += "\n| experiment | title | hold | fail | not assessable | mode | wall time | command |\n\
+          |---|---|---|---|---|---|---|---|\n";
     for (r, _) in &runs {
         s += &format!(
-            "| [{}]({}/report.md) | {} | {}/{} | {} | {:.0} s | `{}` |\n",
+            "| [{}]({}/report.md) | {} | {} | {} | {} | {} | {:.0} s | `{}` |\n",
             r.id,
             r.id,
             r.title.replace('|', "\\|"),
-            r.claims_hold,
-            r.claims,
+            r.holds,
+            r.fails,
+            r.not_assessable,
             if r.quick { "quick" } else { "full" },
             r.wall_s,
             r.command()
         );
     }
-    s += "\n## Claims\n\n| experiment | claim | paper | measured | holds |\n|---|---|---|---|---|\n";
+    s += "\n## Claims\n\n| experiment | claim | paper | measured | status | cause |\n|---|---|---|---|---|---|\n";
     for (r, claims) in &runs {
-        for c in claims {
+        for c in claims.iter().filter(|c| c.primary) {
             s += &format!(
-                "| {} | {} | {} | {} | {} |\n",
+                "| {} | {}{} | {} | {} | {} | {} |\n",
                 r.id,
                 c.claim.replace('|', "\\|"),
+                if c.supplementary { " (supplementary)" } else { "" },
                 c.paper.replace('|', "\\|"),
                 c.measured.replace('|', "\\|"),
-                if c.holds { "yes" } else { "**no**" }
+                status_cell(c.status),
+                c.cause
             );
         }
     }
@@ -786,6 +761,14 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(root)?;
     std::fs::write(&p, s)?;
     Ok(p)
+}
+
+fn status_cell(s: Status) -> &'static str {
+    match s {
+        Status::Holds => "holds",
+        Status::Fails => "**fails**",
+        Status::NotAssessable => "not assessable",
+    }
 }
 
 /// Sort key for IDs such as `P2-F9` < `P2-F10` < `P2-S2b`: numbers compare as numbers.
@@ -834,17 +817,34 @@ pub fn markdown(out: &ExpOutput, exp: &Experiment, quick: bool) -> String {
     markdown_with(out, exp, &RunInfo::new(out, exp, quick, 1, 0.0))
 }
 
-/// The Markdown report of one experiment, with how it was run.
+/// The Markdown report of one experiment, with how it was run: the paper's citation, the verdict
+/// and where the misses are analysed, then the claims, the readings of unstated parameters, the
+/// tables, plots and notes.
 pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String {
     let id = if out.id.is_empty() { exp.id } else { out.id.as_str() };
     let title = if out.title.is_empty() { exp.title } else { out.title.as_str() };
     let mut s = format!("# {id} — {title}\n\n");
+    let anchor = paper_of(id).map(|p| p.anchor).unwrap_or("");
     if let Some(p) = paper_of(id) {
         s += &format!(
             "Paper {} (paper {}): {}. Set-up, assumptions and traps: `docs/experiments.md#{}`.\n\n",
             p.id, p.number, p.citation, p.anchor
         );
     }
+    let c = claims::counts(&out.claims);
+    let mut sections: Vec<&str> = out.claims.iter().filter(|r| r.link != "n/a").map(|r| r.link.as_str()).collect();
+    sections.sort_unstable();
+    sections.dedup();
+    s += &format!(
+        "**Verdict: {}{}.** Analysis of the misses: {}.\n\n",
+        claims::verdict_line(c),
+        if run.quick { " (quick run)" } else { "" },
+        if sections.is_empty() {
+            format!("`docs/reproduction.md#{anchor}`")
+        } else {
+            sections.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ")
+        }
+    );
     s += &format!("Experiment file: `{}`", exp.file);
     if run.quick {
         s += " (quick mode: fewer seeds/points than the full run)";
@@ -860,23 +860,53 @@ pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String
     if run.wall_s > 0.0 {
         s += &format!(" ({:.0} s on {} worker threads)", run.wall_s, run.workers);
     }
-    s += &format!(
-        "\n\n## Claims ({}/{} hold)\n\n| id | claim | paper | measured | tolerance | holds |\n|---|---|---|---|---|---|\n",
-        out.claims.iter().filter(|c| c.holds).count(),
-        out.claims.len()
-    );
-    for c in &out.claims {
-        s += &format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
-            c.id.replace('|', "\\|"),
+    let row = |c: &ClaimRecord| {
+        format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            c.claim_id.replace('|', "\\|"),
             c.claim.replace('|', "\\|"),
             c.paper.replace('|', "\\|"),
             c.measured.replace('|', "\\|"),
-            c.tolerance.replace('|', "\\|"),
-            if c.holds { "yes" } else { "**no**" }
-        );
+            c.criterion.replace('|', "\\|"),
+            c.reading.replace('|', "\\|"),
+            status_cell(c.status)
+        )
+    };
+    let head = "| id | claim | paper | measured | criterion | reading | status |\n|---|---|---|---|---|---|---|\n";
+    s += &format!("\n\n## Claims ({} of {} hold)\n\n{head}", c.0, c.0 + c.1 + c.2);
+    for r in out.claims.iter().filter(|r| r.counted()) {
+        s += &row(r);
     }
-    for t in &out.tables {
+    let why: Vec<&ClaimRecord> = out.claims.iter().filter(|r| r.primary && r.status != Status::Holds).collect();
+    if !why.is_empty() {
+        s += "\nWhy:\n\n";
+        for r in why {
+            s += &format!("- `{}` ({}", r.claim_id, r.status.as_str());
+            if r.cause != "n/a" {
+                s += &format!(", {}", r.cause);
+            }
+            s += &format!("): {}", r.reason);
+            if r.link != "n/a" {
+                s += &format!(" (`{}`)", r.link);
+            }
+            s += "\n";
+        }
+    }
+    let sup: Vec<&ClaimRecord> = out.claims.iter().filter(|r| r.primary && r.supplementary).collect();
+    if !sup.is_empty() {
+        s += &format!("\n## Supplementary (not counted)\n\n{head}");
+        for r in sup {
+            s += &row(r);
+        }
+    }
+    let alt: Vec<&ClaimRecord> = out.claims.iter().filter(|r| !r.primary).collect();
+    if !alt.is_empty() {
+        s += &format!("\n## Readings of unstated parameters\n\nThe claims that hinge on an unstated parameter, re-run under its other plausible values (the primary rows are above).\n\n{head}");
+        for r in alt {
+            s += &row(r);
+        }
+    }
+    for t in out.tables.iter().filter(|t| t.name != "readings") {
         s += &format!("\n## {}\n\n| {} |\n|{}\n", t.name, t.columns.join(" | "), "---|".repeat(t.columns.len()));
         for r in &t.rows {
             let cells: Vec<String> = r.iter().map(md_cell).collect();
@@ -919,26 +949,6 @@ mod tests {
         assert_eq!(select(&all2, &["p4-s4.1A".into()]).unwrap()[0].id, "P4-S4.1a", "IDs with lower-case letters");
         let e = select(&all, &["P9".into()]).err().unwrap();
         assert!(e.contains("unknown experiment `P9`") && e.contains("P2-F10"), "{e}");
-    }
-
-    #[test]
-    fn run_parallel_keeps_job_order_and_reports_progress() {
-        let jobs: Vec<u64> = (0..37).collect();
-        // Uneven work so that completions come out of order with several workers.
-        let f = |&j: &u64| (0..(37 - j) * 2000).fold(j, |a, k| a.wrapping_mul(6364136223846793005).wrapping_add(k));
-        let mut seen = Vec::new();
-        let one = run_parallel(&jobs, 1, f, &mut |k| seen.push(k));
-        assert_eq!(seen, (1..=37).collect::<Vec<_>>());
-        for w in [2, 3, 8, 100] {
-            let mut count = 0;
-            let many = run_parallel(&jobs, w, f, &mut |k| {
-                count += 1;
-                assert_eq!(k, count);
-            });
-            assert_eq!(many, one, "{w} workers");
-            assert_eq!(count, 37);
-        }
-        assert!(run_parallel(&Vec::<u64>::new(), 4, f, &mut |_| panic!("no jobs")).is_empty());
     }
 
     const SCEN: &str = r#"
@@ -984,7 +994,7 @@ seeds = 3
             assert!(p >= last && p <= 1.0);
             last = p;
         };
-        let one: Vec<_> = Ctx { quick: true, seed: 1, progress: Some(&mut progress) }.run_sims(&jobs);
+        let one: Vec<_> = Ctx { progress: Some(&mut progress), ..Ctx::new(true, 1) }.run_sims(&jobs);
         set_workers(3);
         let many: Vec<_> = Ctx::new(true, 1).run_sims(&jobs);
         set_workers(0);
@@ -1031,21 +1041,6 @@ seeds = 3
     }
 
     #[test]
-    fn set_and_get_paths() {
-        let mut t: toml::Table = SCEN.parse().unwrap();
-        set_path(&mut t, "topology.links[1].reverse.rate", "1Mbit/s".into()).unwrap();
-        set_path(&mut t, "tcp.min_rto", "200ms".into()).unwrap();
-        assert_eq!(get_path(&t, "topology.links[1].reverse.rate").and_then(|v| v.as_str()), Some("1Mbit/s"));
-        assert_eq!(get_path(&t, "tcp.min_rto").and_then(|v| v.as_str()), Some("200ms"));
-        assert_eq!(get_path(&t, "topology.links[0].name").and_then(|v| v.as_str()), Some("l1"));
-        assert!(get_path(&t, "topology.links[7]").is_none());
-        assert!(set_path(&mut t, "name.x", 1.into()).unwrap_err().contains("`name` is not a table"));
-        assert!(set_path(&mut t, "a..b", 1.into()).is_err());
-        let sc = Scenario::from_table(t, "t.toml").unwrap();
-        assert_eq!(sc.tcp.min_rto.map(|d| d.0), Some(ackshape_core::time::Dur::from_millis(200)));
-    }
-
-    #[test]
     fn every_experiment_file_survives_a_set_and_names_bad_ones() {
         for e in registry() {
             // Nothing changed: the same document (comments aside).
@@ -1067,8 +1062,8 @@ seeds = 3
         assert!(e.contains("no index 4"), "{e}");
         // A non-finite paper value, tolerance or sweep point is refused, naming the key.
         let nan = |k: &str| apply_sets(f9.text, f9.file, &[(k.into(), toml::Value::Float(f64::NAN))]);
-        let e = nan("paper.tolerance.pfq_postack").unwrap_err();
-        assert!(e.contains("key `paper.tolerance.pfq_postack`: expected a finite number, got NaN"), "{e}");
+        let e = nan("paper.claims[0].tolerance").unwrap_err();
+        assert!(e.contains("key `paper.claims[0].tolerance`: expected a finite number, got NaN"), "{e}");
         let e = nan("paper.loss[1]").unwrap_err();
         assert!(e.contains("key `paper.loss[1]`: expected a finite number"), "{e}");
         let inf = toml::Value::Float(f64::INFINITY);
@@ -1076,16 +1071,35 @@ seeds = 3
             let e = apply_sets(f9.text, f9.file, &[("paper.seeds".into(), toml::Value::Integer(n))]).unwrap_err();
             assert!(e.contains("key `paper.seeds`: expected a number of seeds from 1 to 10000"), "{e}");
         }
-        let e = apply_sets(f9.text, f9.file, &[("paper.values.no_difference_above".into(), inf)]).unwrap_err();
-        assert!(e.contains("key `paper.values.no_difference_above`: expected a finite number, got inf"), "{e}");
-        assert!(
-            apply_sets(f9.text, f9.file, &[("paper.tolerance.pfq_postack".into(), toml::Value::Float(0.2))]).is_ok()
-        );
+        let e = apply_sets(f9.text, f9.file, &[("paper.claims[1].paper_value".into(), inf)]).unwrap_err();
+        assert!(e.contains("key `paper.claims[1].paper_value`: expected a finite number, got inf"), "{e}");
+        assert!(apply_sets(f9.text, f9.file, &[("paper.claims[0].tolerance".into(), toml::Value::Float(2.0))]).is_ok());
         assert_eq!(shell_word("tcp.cc=reno"), "tcp.cc=reno");
         assert_eq!(shell_word(r#"a={ kind = "red" }"#), r#"'a={ kind = "red" }'"#);
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         let run = RunInfo { id: "P0-F9".into(), set: vec!["tcp.cc=reno".into()], seed: 1, ..Default::default() };
         assert_eq!(run.command(), "ackshape reproduce P0-F9 --set tcp.cc=reno");
+    }
+
+    /// Every miss points at a section of docs/reproduction.md that exists.
+    #[test]
+    fn every_miss_links_to_a_section_of_the_docs() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/reproduction.md")).unwrap();
+        for p in &PAPERS {
+            assert!(
+                doc.contains(&format!("<a id=\"{}\"></a>", p.anchor)),
+                "docs/reproduction.md: no anchor {}",
+                p.anchor
+            );
+        }
+        for e in registry() {
+            for c in claims::specs(e.text, e.file, e.id).unwrap() {
+                if let Some(m) = &c.miss {
+                    let a = format!("<a id=\"{}\"></a>", m.section);
+                    assert!(doc.contains(&a), "{} {}: docs/reproduction.md has no {a}", e.id, c.id);
+                }
+            }
+        }
     }
 
     #[test]

@@ -6,10 +6,11 @@
 //! (`[paper.sweep]`) and a second TCP profile (`[paper.profiles.modern.tcp]`, overriding the
 //! file's ns-2-like `[tcp]`). Each experiment runs both profiles and reports both (trap P4-7).
 
-use super::{Claim, Ctx, ExpOutput, Experiment, Table};
-use crate::plot::{line_chart, Series};
-use crate::scenario::Scenario;
-use crate::world::{RunOptions, Sim};
+use crate::claims::{self, ClaimSpec};
+use crate::{Ctx, ExpOutput, Experiment, Measured, Table};
+use ackshape_sim::plot::{line_chart, Series};
+use ackshape_sim::scenario::Scenario;
+use ackshape_sim::world::{RunOptions, Sim};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -19,42 +20,42 @@ pub fn experiments() -> Vec<Experiment> {
             id: "P4-S4.1a",
             title: "Triple-ACK extremes: f = 1 raises bandwidth, f = 2 cuts it at a goodput cost; a cap set by RTT",
             file: "experiments/p4/s4-1a-triple-ack-extremes.toml",
-            text: include_str!("../../../../experiments/p4/s4-1a-triple-ack-extremes.toml"),
+            text: include_str!("../../../experiments/p4/s4-1a-triple-ack-extremes.toml"),
             run: run_s41a,
         },
         Experiment {
             id: "P4-F6",
             title: "Triple-ACK at f = 6: reduction over bandwidth × RTT",
             file: "experiments/p4/f6-triple-ack-surface.toml",
-            text: include_str!("../../../../experiments/p4/f6-triple-ack-surface.toml"),
+            text: include_str!("../../../experiments/p4/f6-triple-ack-surface.toml"),
             run: run_f6,
         },
         Experiment {
             id: "P4-F7",
             title: "Maximum bandwidth reduction vs triple-ACK frequency f",
             file: "experiments/p4/f7-reduction-vs-f.toml",
-            text: include_str!("../../../../experiments/p4/f7-reduction-vs-f.toml"),
+            text: include_str!("../../../experiments/p4/f7-reduction-vs-f.toml"),
             run: run_f7,
         },
         Experiment {
             id: "P4-F8",
             title: "Zero-window duplicate ACKs: reduction over bandwidth × RTT",
             file: "experiments/p4/f8-zero-window.toml",
-            text: include_str!("../../../../experiments/p4/f8-zero-window.toml"),
+            text: include_str!("../../../experiments/p4/f8-zero-window.toml"),
             run: run_f8,
         },
         Experiment {
             id: "P4-S4.2b",
             title: "Shaper delay: a hard switch at the inter-ACK gap",
             file: "experiments/p4/s4-2b-shaper-delay.toml",
-            text: include_str!("../../../../experiments/p4/s4-2b-shaper-delay.toml"),
+            text: include_str!("../../../experiments/p4/s4-2b-shaper-delay.toml"),
             run: run_s42b,
         },
         Experiment {
             id: "P4-A3",
             title: "Feedback controller: hold a flow at 50% and 25% of its unshaped rate",
             file: "experiments/p4/a3-controller.toml",
-            text: include_str!("../../../../experiments/p4/a3-controller.toml"),
+            text: include_str!("../../../experiments/p4/a3-controller.toml"),
             run: run_a3,
         },
     ]
@@ -169,7 +170,8 @@ fn dur(s: f64) -> toml::Value {
     toml::Value::String(format!("{}us", (s * 1e6).round() as u64))
 }
 
-fn scenario_for(base: &Base, p: &Point, quick: bool) -> Result<Scenario, String> {
+/// The scenario of one point; with `off` (the vacuity check) the tap is left out.
+fn scenario_for(base: &Base, p: &Point, quick: bool, off: bool) -> Result<Scenario, String> {
     let mut t = base.table.clone();
     t.remove("paper");
     let tcp = t.entry("tcp").or_insert(toml::Value::Table(Default::default()));
@@ -188,6 +190,9 @@ fn scenario_for(base: &Base, p: &Point, quick: bool) -> Result<Scenario, String>
         l.insert("delay".into(), dur(p.rtt_ms / 4000.0));
     }
     match &p.tap {
+        _ if off => {
+            t.remove("middlebox");
+        }
         TapCfg::Off => {
             t.remove("middlebox");
         }
@@ -244,8 +249,8 @@ struct Res {
     zero_window_frac: f64,
 }
 
-fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool) -> Result<Res, String> {
-    let sc = scenario_for(base, p, quick)?;
+fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool, off: bool) -> Result<Res, String> {
+    let sc = scenario_for(base, p, quick, off)?;
     let mut sim = Sim::build(&sc, base.file, Some(ctx_seed), RunOptions::default()).map_err(|e| e.to_string())?;
     sim.run(None);
     let s = sim.summary(0.0);
@@ -268,10 +273,10 @@ fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool) -> Result<Res, 
 
 /// Run every point on the runner's worker pool (`--jobs`), reporting progress; results in order.
 fn run_all(base: &Base, points: &[Point], ctx: &mut Ctx) -> Result<Vec<Res>, String> {
-    let (seed, quick) = (ctx.seed, ctx.quick);
+    let (seed, quick, off) = (ctx.seed, ctx.quick, ctx.mechanism_off);
     let n = points.len().max(1) as f64;
     let mut progress = |done: usize| ctx.progress(done as f64 / n);
-    super::run_parallel(points, super::workers(), |p| run_point(base, p, seed, quick), &mut progress)
+    crate::run_parallel(points, crate::workers(), |p| run_point(base, p, seed, quick, off), &mut progress)
         .into_iter()
         .collect()
 }
@@ -311,10 +316,11 @@ fn link_full(base: &Base, pi: usize, bw: f64, unshaped: &Res, headroom: f64) -> 
     unshaped.thr >= (1.0 - headroom) * bw * 1e6 * mss / (mss + 40.0)
 }
 
-/// The "f = 1 increases total bandwidth" check over (bandwidth, unshaped, shaped) points: above
-/// unshaped at every point with headroom on the link, and not below it by more than `full_tol`
-/// where the unshaped flow already fills the link. Returns (holds, measured text).
-fn f1_increase(base: &Base, pi: usize, pts: &[(f64, &Res, &Res)], headroom: f64, full_tol: f64) -> (bool, String) {
+/// "f = 1 increases total bandwidth" over (bandwidth, unshaped, shaped) points: the share of points
+/// that agree — above unshaped where the link has headroom, not reduced by more than `full_tol` where
+/// the unshaped flow already fills it. Not assessable (NaN) when no point has headroom: a full link
+/// cannot carry more, so the claim has nothing to be tested on.
+fn f1_increase(base: &Base, pi: usize, pts: &[(f64, &Res, &Res)], headroom: f64, full_tol: f64) -> Measured {
     let (mut open, mut inc, mut full, mut full_ok) = (0, 0, 0, 0);
     let mut worst_full = f64::NEG_INFINITY;
     for &(bw, b0, x) in pts {
@@ -336,11 +342,52 @@ fn f1_increase(base: &Base, pi: usize, pts: &[(f64, &Res, &Res)], headroom: f64,
         "above unshaped at {inc} of {open} points with headroom; {full} points where the unshaped flow fills the link{}",
         if full > 0 { format!(" (largest reduction there {})", pct(worst_full)) } else { String::new() }
     );
-    (open > 0 && inc == open && full_ok == full, text)
+    if open == 0 {
+        return Measured::gated(
+            "% of points",
+            "no point of the grid leaves the unshaped flow headroom on the link: an increase cannot be measured",
+            text,
+        );
+    }
+    Measured::new(share(inc + full_ok, open + full), "% of points", text)
 }
 
-fn claim(id: &str, claim: &str, paper: &str, measured: String, tolerance: &str, holds: bool) -> Claim {
-    Claim { id: id.into(), claim: claim.into(), paper: paper.into(), measured, tolerance: tolerance.into(), holds }
+/// The file's claims of experiment `exp`, for their measurement parameters.
+fn specs(exp: &Experiment) -> Result<Vec<ClaimSpec>, String> {
+    claims::specs(exp.text, exp.file, exp.id)
+}
+
+/// A measurement parameter of claim `id` (`params.KEY`).
+fn prm(sp: &[ClaimSpec], exp: &Experiment, id: &str, key: &str) -> Result<f64, String> {
+    claims::param(sp, exp.file, id, key)
+}
+
+/// Percent of `k` out of `n`; NaN (nothing to assess) when `n` is 0.
+fn share(k: usize, n: usize) -> f64 {
+    if n == 0 {
+        f64::NAN
+    } else {
+        k as f64 / n as f64 * 100.0
+    }
+}
+
+/// What a tap configuration did over a grid, per profile: for triple-ACK the injections, for
+/// zero-window the zero windows the sender accepted (copies it ignored do nothing).
+fn grid_activity(g: &Grid, base: &Base, out: &mut ExpOutput) {
+    for (pi, (pname, _)) in base.profiles.iter().enumerate() {
+        for (ci, (_, cfg)) in g.cfgs.iter().enumerate() {
+            let TapCfg::Tap { settings, .. } = cfg else { continue };
+            let tech = settings.get("technique").and_then(|v| v.as_str()).unwrap_or("tap");
+            let key = format!("{tech}/{pname}");
+            let mut n = 0.0;
+            for pb in &g.res[pi] {
+                for (_, v) in pb {
+                    n += if tech == "zero-window" { v[ci].zero_windows as f64 } else { v[ci].injections as f64 };
+                }
+            }
+            out.act(&key, n);
+        }
+    }
 }
 
 fn setup_note(base: &Base, quick: bool) -> String {
@@ -495,12 +542,8 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
     out.tables.push(g.table(&base, "grid", false));
-    let (pmin, pmax) = (base.f64("peak_every_min")?, base.f64("peak_every_max")?);
-    let (plateau_tol, decline_min) = (base.f64("peak_plateau")?, base.f64("decline_min")?);
-    let (peak_v, peak_tol) = (base.f64("peak_reduction")?, base.f64("peak_reduction_tol")?);
-    let (headroom, full_tol) = (base.f64("link_full_headroom")?, base.f64("link_full_tol")?);
-    let (hi_g, hi_r, hi_tol) =
-        (base.f64("high_every_goodput")?, base.f64("high_every_reduction")?, base.f64("high_every_reduction_tol")?);
+    let sp = specs(exp)?;
+    grid_activity(&g, &base, &mut out);
     let mut summary = Table {
         name: "max_reduction_vs_f".into(),
         columns: [
@@ -527,39 +570,25 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         plot.push(pct_series(format!("{pname}: mean"), &per_f, |x| x.2));
         gplot.push(pct_series(format!("{pname}: mean goodput fraction"), &per_f, |x| x.3));
         let peak = per_f.iter().max_by(|a, b| a.1 .0.total_cmp(&b.1 .0)).unwrap();
-        let plateau: Vec<f64> = per_f.iter().filter(|x| x.1 .0 >= peak.1 .0 - plateau_tol).map(|x| x.0).collect();
         let last = per_f.last().unwrap();
-        let in_mid = plateau.iter().any(|&f| f >= pmin && f <= pmax);
-        let declines = last.1 .0 <= peak.1 .0 - decline_min;
-        out.claims.push(claim(
+        out.measure(
             &format!("peak-f-{pname}"),
-            &format!("[{pname}] the maximum reduction peaks in the mid single digits of f and declines after"),
-            "peak at f ≈ 6, declining gracefully",
-            format!(
-                "largest at f = {} ({} at {} Mbit/s, {} ms); within {} points of it: f = {:?}; at f = {}: {}",
+            Measured::new(
                 peak.0,
-                pct(peak.1 .0),
-                peak.1 .1,
-                peak.1 .2,
-                plateau_tol * 100.0,
-                plateau,
-                last.0,
-                pct(last.1 .0)
+                "f",
+                format!("largest at f = {} ({} at {} Mbit/s, {} ms)", peak.0, pct(peak.1 .0), peak.1 .1, peak.1 .2),
             ),
-            &format!(
-                "the peak includes an f in [{pmin}, {pmax}]; ≥ {} points lower at the largest f",
-                decline_min * 100.0
+        );
+        out.measure(
+            &format!("decline-{pname}"),
+            Measured::new(
+                (peak.1 .0 - last.1 .0) * 100.0,
+                "points",
+                format!("{} at f = {}, {} at f = {}", pct(peak.1 .0), peak.0, pct(last.1 .0), last.0),
             ),
-            in_mid && declines,
-        ));
-        out.claims.push(claim(
-            &format!("peak-value-{pname}"),
-            &format!("[{pname}] the largest reduction"),
-            &pct(peak_v),
-            pct(peak.1 .0),
-            &format!("± {} points", peak_tol * 100.0),
-            (peak.1 .0 - peak_v).abs() <= peak_tol,
-        ));
+        );
+        out.measure(&format!("peak-value-{pname}"), Measured::new(peak.1 .0 * 100.0, "%", pct(peak.1 .0)));
+        let f1 = format!("f1-increase-{pname}");
         if let Some((ci1, _)) = everies.iter().enumerate().find(|x| *x.1 == 1.0) {
             let pts: Vec<(f64, &Res, &Res)> = g
                 .bws
@@ -570,51 +599,40 @@ fn run_f7(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                     (b, b0, x)
                 })
                 .collect();
-            let (ok, text) = f1_increase(&base, pi, &pts, headroom, full_tol);
-            out.claims.push(claim(
-                &format!("f1-increase-{pname}"),
-                &format!("[{pname}] duplicating every ACK (f = 1) increases total bandwidth"),
-                "bandwidth increases",
-                text,
-                &format!(
-                    "above unshaped wherever the unshaped flow leaves more than {} of the link unused; elsewhere (link full) not reduced by more than {}",
-                    pct(headroom),
-                    pct(full_tol)
-                ),
-                ok,
-            ));
+            let (headroom, full_tol) = (prm(&sp, exp, &f1, "headroom")?, prm(&sp, exp, &f1, "full_tol")?);
+            out.measure(&f1, f1_increase(&base, pi, &pts, headroom, full_tol));
+        } else {
+            out.measure(&f1, Measured::gated("% of points", "f = 1 is not in the sweep", "f = 1 not run"));
         }
         // Goodput > 90% only for f > 10, where the max reduction still reaches ≈ 83%.
+        let gt = format!("goodput-threshold-{pname}");
+        let hi_g = prm(&sp, exp, &gt, "goodput")? / 100.0;
         let lo: Vec<_> = per_f.iter().filter(|x| x.0 <= 10.0).collect();
         let hi: Vec<_> = per_f.iter().filter(|x| x.0 > 10.0).collect();
-        if !hi.is_empty() && !lo.is_empty() {
-            let hi_ok = hi.iter().all(|x| x.1 .3 > hi_g);
-            let lo_below = lo.iter().filter(|x| x.1 .3 <= hi_g).count();
-            out.claims.push(claim(
-                &format!("goodput-threshold-{pname}"),
-                &format!("[{pname}] goodput (at the point of maximum reduction) exceeds 90% of the data sent only for f > 10"),
-                "only for f > 10",
+        let agree = hi.iter().filter(|x| x.1 .3 > hi_g).count() + lo.iter().filter(|x| x.1 .3 <= hi_g).count();
+        out.measure(
+            &gt,
+            Measured::new(
+                if hi.is_empty() || lo.is_empty() { f64::NAN } else { share(agree, per_f.len()) },
+                "% of f values",
                 format!(
-                    "above {} for all f > 10: {}; at or below it for {} of {} f ≤ 10 (values: {})",
-                    pct(hi_g),
-                    hi_ok,
-                    lo_below,
-                    lo.len(),
+                    "goodput fraction at the point of maximum reduction: {}",
                     per_f.iter().map(|x| format!("f={}: {}", x.0, pct(x.1 .3))).collect::<Vec<_>>().join(", ")
                 ),
-                "every f > 10 above, every f ≤ 10 at or below",
-                hi_ok && lo_below == lo.len(),
-            ));
-            let best_hi = hi.iter().map(|x| x.1 .0).fold(f64::NEG_INFINITY, f64::max);
-            out.claims.push(claim(
-                &format!("high-f-reduction-{pname}"),
-                &format!("[{pname}] for f > 10 the maximum reduction still reaches about 83%"),
-                &pct(hi_r),
-                pct(best_hi),
-                &format!("± {} points", hi_tol * 100.0),
-                (best_hi - hi_r).abs() <= hi_tol,
-            ));
-        }
+            ),
+        );
+        let best_hi = hi.iter().map(|x| x.1 .0).fold(f64::NAN, f64::max);
+        out.measure(
+            &format!("high-f-reduction-{pname}"),
+            Measured::new(
+                best_hi * 100.0,
+                "%",
+                format!(
+                    "largest reduction at f > 10: {}",
+                    if hi.is_empty() { "no f > 10 run".into() } else { pct(best_hi) }
+                ),
+            ),
+        );
     }
     // Sensitivity: the ns2 profile with the other way of counting f (which ACKs the tap counts).
     if let Some(c) = base.paper.get("sensitivity_count").and_then(|v| v.as_str()) {
@@ -717,11 +735,10 @@ fn run_s41a(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let everies = base.list("every", ctx.quick)?;
     let cfgs: Vec<(String, TapCfg)> = everies.iter().map(|&f| (format!("f={f}"), tap("triple-ack", f))).collect();
     let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
-    let (collapse, severe, spread) =
-        (base.f64("collapse_goodput")?, base.f64("severe_goodput_fraction")?, base.f64("cap_spread")?);
-    let (headroom, full_tol) = (base.f64("link_full_headroom")?, base.f64("link_full_tol")?);
+    let sp = specs(exp)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
     out.tables.push(g.table(&base, "grid", false));
+    grid_activity(&g, &base, &mut out);
     let ci = |f: f64| everies.iter().position(|&x| x == f);
     for (pi, (pname, _)) in base.profiles.iter().enumerate() {
         let pts: Vec<(f64, f64)> = g.bws.iter().flat_map(|&b| g.rtts.iter().map(move |&r| (b, r))).collect();
@@ -735,58 +752,50 @@ fn run_s41a(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                     (b, b0, x)
                 })
                 .collect();
-            let (ok, text) = f1_increase(&base, pi, &triples, headroom, full_tol);
-            out.claims.push(claim(
-                &format!("f1-more-bandwidth-{pname}"),
-                &format!("[{pname}] f = 1 increases the bandwidth used"),
-                "increase",
-                format!(
-                    "{text} (reduction {} to {})",
-                    pct(reds.iter().cloned().fold(f64::INFINITY, f64::min)),
-                    pct(reds.iter().cloned().fold(f64::NEG_INFINITY, f64::max))
-                ),
-                &format!(
-                    "above unshaped wherever the unshaped flow leaves more than {} of the link unused; elsewhere not reduced by more than {}",
-                    pct(headroom),
-                    pct(full_tol)
-                ),
-                ok,
-            ));
+            let id = format!("f1-more-bandwidth-{pname}");
+            let (headroom, full_tol) = (prm(&sp, exp, &id, "headroom")?, prm(&sp, exp, &id, "full_tol")?);
+            let mut m = f1_increase(&base, pi, &triples, headroom, full_tol);
+            m.detail += &format!(
+                " (reduction {} to {})",
+                pct(reds.iter().cloned().fold(f64::INFINITY, f64::min)),
+                pct(reds.iter().cloned().fold(f64::NEG_INFINITY, f64::max))
+            );
+            out.measure(&id, m);
             let ratios: Vec<f64> = pts
                 .iter()
                 .map(|(b, r)| g.get(pi, *b, *r, c1).map(|(b0, x)| x.good / b0.good.max(1.0)).unwrap())
                 .collect();
             let worst = ratios.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            out.claims.push(claim(
+            out.measure(
                 &format!("f1-goodput-collapse-{pname}"),
-                &format!("[{pname}] f = 1: goodput collapses completely"),
-                "complete collapse",
-                format!(
-                    "goodput {} to {} of unshaped",
-                    pct(ratios.iter().cloned().fold(f64::INFINITY, f64::min)),
-                    pct(worst)
+                Measured::new(
+                    worst * 100.0,
+                    "% of unshaped",
+                    format!(
+                        "goodput {} to {} of unshaped",
+                        pct(ratios.iter().cloned().fold(f64::INFINITY, f64::min)),
+                        pct(worst)
+                    ),
                 ),
-                &format!("below {} of unshaped at every point", pct(collapse)),
-                worst < collapse,
-            ));
+            );
         }
         if let Some(c2) = ci(2.0) {
             let red = pts.iter().filter(|(b, r)| g.get(pi, *b, *r, c2).is_some_and(|(b0, x)| x.thr < b0.thr)).count();
             let gf: Vec<f64> = pts.iter().map(|(b, r)| gfrac(g.get(pi, *b, *r, c2).unwrap().1)).collect();
             let gmax = gf.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            out.claims.push(claim(
+            let gmin = gf.iter().cloned().fold(f64::INFINITY, f64::min);
+            out.measure(
                 &format!("f2-reduces-{pname}"),
-                &format!("[{pname}] f = 2 reduces bandwidth, with a severe goodput loss"),
-                "reduction; severe goodput loss",
-                format!(
-                    "reduced at {red} of {} points; goodput fraction {} to {}",
-                    pts.len(),
-                    pct(gf.iter().cloned().fold(f64::INFINITY, f64::min)),
-                    pct(gmax)
+                Measured::new(
+                    share(red, pts.len()),
+                    "% of points",
+                    format!("reduced at {red} of {} points", pts.len()),
                 ),
-                &format!("reduced at every point, goodput fraction below {} everywhere", pct(severe)),
-                red == pts.len() && gmax < severe,
-            ));
+            );
+            out.measure(
+                &format!("f2-goodput-severe-{pname}"),
+                Measured::new(gmax * 100.0, "% of sent", format!("goodput fraction {} to {}", pct(gmin), pct(gmax))),
+            );
         }
         // The cap: at the largest RTT all bandwidths agree; the RTT where it is reached does not
         // grow with bandwidth.
@@ -796,6 +805,7 @@ fn run_s41a(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 g.bws.iter().map(|&b| g.get(pi, b, last, c).map(|(b0, x)| reduction(x, b0)).unwrap()).collect();
             let lo = at_last.iter().cloned().fold(f64::INFINITY, f64::min);
             let hi = at_last.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let near = prm(&sp, exp, &format!("cap-reach-f{f}-{pname}"), "near")? / 100.0;
             let reach: Vec<f64> = g
                 .bws
                 .iter()
@@ -804,25 +814,28 @@ fn run_s41a(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                     g.rtts
                         .iter()
                         .copied()
-                        .find(|&r| g.get(pi, b, r, c).is_some_and(|(b0, x)| reduction(x, b0) >= at_last[bi] - spread))
+                        .find(|&r| g.get(pi, b, r, c).is_some_and(|(b0, x)| reduction(x, b0) >= at_last[bi] - near))
                         .unwrap_or(last)
                 })
                 .collect();
-            let monotone = reach.windows(2).all(|w| w[1] <= w[0]);
-            out.claims.push(claim(
+            let rising = reach.windows(2).filter(|w| w[1] > w[0]).count();
+            let list = |v: &[f64]| v.iter().map(|x| crate::claims::num(*x)).collect::<Vec<_>>().join(", ");
+            out.measure(
                 &format!("cap-f{f}-{pname}"),
-                &format!("[{pname}] f = {f}: a cap independent of bandwidth, reached at an RTT that does not grow with bandwidth"),
-                "cap independent of bandwidth; RTT decides where",
-                format!(
-                    "at {last} ms: {} to {}; cap reached at RTT {:?} ms for {:?} Mbit/s",
-                    pct(lo),
-                    pct(hi),
-                    reach,
-                    g.bws
+                Measured::new(
+                    (hi - lo) * 100.0,
+                    "points",
+                    format!("at {last} ms: {} to {} over {} Mbit/s", pct(lo), pct(hi), list(&g.bws)),
                 ),
-                &format!("spread ≤ {} points; reach RTT non-increasing in bandwidth", spread * 100.0),
-                hi - lo <= spread && monotone,
-            ));
+            );
+            out.measure(
+                &format!("cap-reach-f{f}-{pname}"),
+                Measured::new(
+                    rising as f64,
+                    "steps",
+                    format!("cap reached at RTT {} ms for {} Mbit/s", list(&reach), list(&g.bws)),
+                ),
+            );
         }
         if let Some(c6) = ci(6.0) {
             out.plots.push((
@@ -854,14 +867,11 @@ fn run_f6(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
     out.tables.push(g.table(&base, "grid", false));
-    let (cap, cap_tol, gcap, gcap_tol) =
-        (base.f64("cap")?, base.f64("cap_tol")?, base.f64("goodput_at_cap")?, base.f64("goodput_at_cap_tol")?);
-    let (p1, p5, ptol) = (base.f64("point_1mbps_50ms")?, base.f64("point_5mbps_30ms")?, base.f64("point_tol")?);
-    let (half, half_tol, crit, slack) =
-        (base.f64("half_ratio")?, base.f64("half_ratio_tol")?, base.f64("critical_min")?, base.f64("trend_slack")?);
+    let sp = specs(exp)?;
+    grid_activity(&g, &base, &mut out);
     for (pi, (pname, _)) in base.profiles.iter().enumerate() {
         let red = |b: f64, r: f64, c: usize| g.get(pi, b, r, c).map(|(b0, x)| (reduction(x, b0), gfrac(x)));
-        // Trend with RTT.
+        // Trend with RTT: the largest fall of the reduction from one RTT to the next larger.
         let mut worst = (0.0, 0.0, 0.0);
         for &b in &g.bws {
             for w in g.rtts.windows(2) {
@@ -871,23 +881,23 @@ fn run_f6(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 }
             }
         }
-        out.claims.push(claim(
+        out.measure(
             &format!("trend-{pname}"),
-            &format!("[{pname}] at f = 6 the reduction grows with RTT"),
-            "grows with RTT",
-            if worst.0 > 0.0 {
-                format!(
-                    "largest drop to a larger RTT: {} points (at {} Mbit/s, {} ms)",
-                    fmt1(worst.0 * 100.0),
-                    worst.1,
-                    worst.2
-                )
-            } else {
-                "never falls with RTT".into()
-            },
-            &format!("no drop larger than {} points", slack * 100.0),
-            worst.0 <= slack,
-        ));
+            Measured::new(
+                worst.0 * 100.0,
+                "points",
+                if worst.0 > 0.0 {
+                    format!(
+                        "largest drop to a larger RTT: {} points (at {} Mbit/s, {} ms)",
+                        fmt1(worst.0 * 100.0),
+                        worst.1,
+                        worst.2
+                    )
+                } else {
+                    "never falls with RTT".into()
+                },
+            ),
+        );
         let mut best = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
         for &b in &g.bws {
             for &r in &g.rtts {
@@ -897,91 +907,79 @@ fn run_f6(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 }
             }
         }
-        out.claims.push(claim(
+        out.measure(
             &format!("cap-{pname}"),
-            &format!("[{pname}] the reduction caps at about 85%"),
-            &pct(cap),
-            format!("{} (at {} Mbit/s, {} ms)", pct(best.0), best.1, best.2),
-            &format!("± {} points", cap_tol * 100.0),
-            (best.0 - cap).abs() <= cap_tol,
-        ));
-        out.claims.push(claim(
+            Measured::new(best.0 * 100.0, "%", format!("{} (at {} Mbit/s, {} ms)", pct(best.0), best.1, best.2)),
+        );
+        out.measure(
             &format!("goodput-at-cap-{pname}"),
-            &format!("[{pname}] goodput at the cap, as a fraction of the data transmitted"),
-            &pct(gcap),
-            pct(best.3),
-            &format!("± {} points", gcap_tol * 100.0),
-            (best.3 - gcap).abs() <= gcap_tol,
-        ));
-        if let (Some((a, _)), Some((b20, _))) = (red(1.0, 50.0, 0), red(1.0, 50.0, 2)) {
-            out.claims.push(claim(
-                &format!("1mbps-50ms-{pname}"),
-                &format!("[{pname}] 1 Mbit/s, 50 ms, f = 6"),
-                &pct(p1),
-                pct(a),
-                &format!("± {} points", ptol * 100.0),
-                (a - p1).abs() <= ptol,
-            ));
-            let ratio = if a > 0.0 { b20 / a } else { 0.0 };
-            out.claims.push(claim(
-                &format!("1mbps-50ms-f20-{pname}"),
-                &format!("[{pname}] 1 Mbit/s, 50 ms: f = 20 gives about half the reduction of f = 6"),
-                &format!("ratio {half}"),
-                format!("ratio {:.2} ({} vs {})", ratio, pct(b20), pct(a)),
-                &format!("{half} ± {half_tol}"),
-                (ratio - half).abs() <= half_tol,
-            ));
+            Measured::new(best.3 * 100.0, "% of sent", format!("{} of the data sent", pct(best.3))),
+        );
+        let (p1, p1_20) = (format!("1mbps-50ms-{pname}"), format!("1mbps-50ms-f20-{pname}"));
+        match (red(1.0, 50.0, 0), red(1.0, 50.0, 2)) {
+            (Some((a, _)), Some((b20, _))) => {
+                out.measure(&p1, Measured::new(a * 100.0, "%", pct(a)));
+                let ratio = if a > 0.0 { b20 / a } else { f64::NAN };
+                out.measure(
+                    &p1_20,
+                    Measured::new(ratio, "ratio", format!("ratio {:.2} ({} vs {})", ratio, pct(b20), pct(a))),
+                );
+            }
+            _ => {
+                let why = "1 Mbit/s, 50 ms is not in the grid";
+                out.measure(&p1, Measured::gated("%", why, "not run"));
+                out.measure(&p1_20, Measured::gated("ratio", why, "not run"));
+            }
         }
-        if let Some((a, _)) = red(5.0, 30.0, 0) {
-            out.claims.push(claim(
-                &format!("5mbps-30ms-{pname}"),
-                &format!("[{pname}] 5 Mbit/s, 30 ms, f = 6: almost 70%"),
-                &pct(p5),
-                pct(a),
-                &format!("± {} points", ptol * 100.0),
-                (a - p5).abs() <= ptol,
-            ));
+        let p5 = format!("5mbps-30ms-{pname}");
+        match red(5.0, 30.0, 0) {
+            Some((a, _)) => out.measure(&p5, Measured::new(a * 100.0, "%", pct(a))),
+            None => out.measure(&p5, Measured::gated("%", "5 Mbit/s, 30 ms is not in the grid", "not run")),
         }
         // Critical range: low single-digit Mbit/s, RTT 20–30 ms.
+        let crit_id = format!("critical-{pname}");
+        let crit = prm(&sp, exp, &crit_id, "threshold")? / 100.0;
         let crit_pts: Vec<(f64, f64)> = g
             .bws
             .iter()
             .filter(|&&b| b <= 5.0)
             .flat_map(|&b| g.rtts.iter().filter(|&&r| (20.0..=30.0).contains(&r)).map(move |&r| (b, r)))
             .collect();
-        if !crit_pts.is_empty() {
-            let vals: Vec<String> =
-                crit_pts.iter().map(|&(b, r)| format!("{b}/{r}: {}", pct(red(b, r, 0).unwrap().0))).collect();
-            let ok = crit_pts.iter().all(|&(b, r)| red(b, r, 0).unwrap().0 > crit);
-            out.claims.push(claim(
-                &format!("critical-{pname}"),
-                &format!("[{pname}] critical range (≤ 5 Mbit/s, RTT 20–30 ms): more than 20% at f = 6"),
-                &format!("> {}", pct(crit)),
-                vals.join(", "),
-                "at every such point",
-                ok,
-            ));
-            // f = 4 reaches 20% at an RTT no larger than f = 6 does.
-            let first = |b: f64, c: usize| g.rtts.iter().copied().find(|&r| red(b, r, c).unwrap().0 > crit);
-            let lows: Vec<f64> = g.bws.iter().copied().filter(|&b| b <= 5.0).collect();
-            let cmp: Vec<String> = lows
-                .iter()
-                .map(|&b| format!("{b} Mbit/s: f=4 {:?} ms, f=6 {:?} ms", first(b, 1), first(b, 0)))
-                .collect();
-            let ok4 = lows.iter().all(|&b| match (first(b, 1), first(b, 0)) {
+        let vals: Vec<String> =
+            crit_pts.iter().map(|&(b, r)| format!("{b}/{r}: {}", pct(red(b, r, 0).unwrap().0))).collect();
+        let lowest = crit_pts.iter().map(|&(b, r)| red(b, r, 0).unwrap().0).fold(f64::NAN, f64::min);
+        out.measure(
+            &crit_id,
+            Measured::new(
+                lowest * 100.0,
+                "%",
+                if vals.is_empty() { "no grid point in the range".into() } else { vals.join(", ") },
+            ),
+        );
+        // f = 4 reaches the threshold at an RTT no larger than f = 6 does.
+        let first = |b: f64, c: usize| g.rtts.iter().copied().find(|&r| red(b, r, c).unwrap().0 > crit);
+        let lows: Vec<f64> = g.bws.iter().copied().filter(|&b| b <= 5.0).collect();
+        let rtt_text = |x: Option<f64>| x.map(|r| format!("{r} ms")).unwrap_or_else(|| "none in the grid".into());
+        let cmp: Vec<String> = lows
+            .iter()
+            .map(|&b| format!("{b} Mbit/s: f=4 {}, f=6 {}", rtt_text(first(b, 1)), rtt_text(first(b, 0))))
+            .collect();
+        let ok4 = lows
+            .iter()
+            .filter(|&&b| match (first(b, 1), first(b, 0)) {
                 (Some(a), Some(c)) => a <= c,
                 (Some(_), None) => true,
                 (None, _) => false,
-            });
-            out.claims.push(claim(
-                &format!("critical-f4-{pname}"),
-                &format!("[{pname}] with f = 4 somewhat lower RTTs are reduced by more than 20% as well"),
-                "lower RTTs with f = 4",
-                format!("first RTT above 20%: {}", cmp.join("; ")),
-                "f = 4's first RTT ≤ f = 6's at each bandwidth ≤ 5 Mbit/s",
-                ok4,
-            ));
-        }
+            })
+            .count();
+        out.measure(
+            &format!("critical-f4-{pname}"),
+            Measured::new(
+                share(ok4, lows.len()),
+                "% of bandwidths",
+                format!("first RTT above {}: {}", pct(crit), cmp.join("; ")),
+            ),
+        );
         out.plots.push((format!("reduction_f6_{pname}.svg"), g.plot_vs_rtt(&base, pi, 0, "P4-F6: reduction at f = 6")));
     }
     out.notes.push(setup_note(&base, ctx.quick));
@@ -1006,50 +1004,60 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let g = run_grid(&base, ctx, base.list("bandwidth_mbps", ctx.quick)?, base.list("rtt_ms", ctx.quick)?, cfgs)?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
     out.tables.push(g.table(&base, "grid", true));
-    let (cap, cap_tol, p5max, ctol) =
-        (base.f64("cap")?, base.f64("cap_tol")?, base.f64("point_5mbps_30ms_max")?, base.f64("coincide_tol")?);
+    let sp = specs(exp)?;
+    grid_activity(&g, &base, &mut out);
     for (pi, (pname, _)) in base.profiles.iter().enumerate() {
         let pts: Vec<(f64, f64)> = g.bws.iter().flat_map(|&b| g.rtts.iter().map(move |&r| (b, r))).collect();
         let reds: Vec<f64> =
             pts.iter().map(|&(b, r)| g.get(pi, b, r, 0).map(|(b0, x)| reduction(x, b0)).unwrap()).collect();
         let hi = reds.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let lo = reds.iter().cloned().fold(f64::INFINITY, f64::min);
-        out.claims.push(claim(
+        out.measure(
             &format!("cap-{pname}"),
-            &format!("[{pname}] zero-window: the reduction caps at about 40%"),
-            &pct(cap),
-            format!("largest {} (smallest {})", pct(hi), pct(lo)),
-            &format!("largest within ± {} points", cap_tol * 100.0),
-            (hi - cap).abs() <= cap_tol,
-        ));
-        let extra: Vec<(f64, f64, u64, u64)> = pts
+            Measured::new(hi * 100.0, "%", format!("largest {} (smallest {})", pct(hi), pct(lo))),
+        );
+        let extra = pts
             .iter()
-            .map(|&(b, r)| {
+            .filter(|&&(b, r)| {
                 let (b0, x) = g.get(pi, b, r, 0).unwrap();
-                (b, r, x.retx, b0.retx)
+                x.retx > b0.retx
             })
-            .filter(|x| x.2 > x.3)
-            .collect();
+            .count();
         let tot: u64 = pts.iter().map(|&(b, r)| g.get(pi, b, r, 0).unwrap().1.retx).sum();
-        out.claims.push(claim(
+        out.measure(
             &format!("no-retransmissions-{pname}"),
-            &format!("[{pname}] zero-window causes no retransmissions"),
-            "none",
-            format!("{tot} retransmissions in all shaped runs; {} points with more than unshaped", extra.len()),
-            "no point with more retransmissions than unshaped",
-            extra.is_empty(),
-        ));
-        if let Some((b0, x)) = g.get(pi, 5.0, 30.0, 0) {
-            let tri = g.get(pi, 5.0, 30.0, 1).map(|(b0, x)| reduction(x, b0)).unwrap_or(f64::NAN);
-            out.claims.push(claim(
-                &format!("weak-small-bdp-{pname}"),
-                &format!("[{pname}] 5 Mbit/s, 30 ms: zero-window below 10% (triple-ACK f = 6: almost 70%)"),
-                &format!("< {} (triple-ACK ≈ 70%)", pct(p5max)),
-                format!("{} (triple-ACK {})", pct(reduction(x, b0)), pct(tri)),
-                &format!("below {}", pct(p5max)),
-                reduction(x, b0) < p5max,
-            ));
+            Measured::new(
+                extra as f64,
+                "points",
+                format!("{tot} retransmissions in all shaped runs; {extra} points with more than unshaped"),
+            ),
+        );
+        // The two shape claims contrast small and large bandwidth-delay products: with no reduction
+        // anywhere there is no contrast to assess.
+        let weak = format!("weak-small-bdp-{pname}");
+        let effect_min = prm(&sp, exp, &weak, "effect_min")? / 100.0;
+        let flat = (hi < effect_min).then(|| {
+            format!("zero-window reduces nothing anywhere in the grid (largest {}): no contrast to assess", pct(hi))
+        });
+        let gate = |m: Measured| match &flat {
+            Some(why) => Measured { gate: Some(why.clone()), value: f64::NAN, ..m },
+            None => m,
+        };
+        match g.get(pi, 5.0, 30.0, 0) {
+            Some((b0, x)) => {
+                let tri = g.get(pi, 5.0, 30.0, 1).map(|(b0, x)| reduction(x, b0)).unwrap_or(f64::NAN);
+                out.measure(
+                    &weak,
+                    gate(Measured::new(
+                        reduction(x, b0) * 100.0,
+                        "%",
+                        format!("{} (triple-ACK {})", pct(reduction(x, b0)), pct(tri)),
+                    )),
+                );
+            }
+            None => out.measure(&weak, Measured::gated("%", "5 Mbit/s, 30 ms is not in the grid", "not run")),
         }
+        let co = format!("coincide-{pname}");
         if g.bws.contains(&13.0) && g.bws.contains(&15.0) {
             let d = g
                 .rtts
@@ -1060,14 +1068,12 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                     (a - b).abs()
                 })
                 .fold(0.0, f64::max);
-            out.claims.push(claim(
-                &format!("coincide-{pname}"),
-                &format!("[{pname}] the 13 and 15 Mbit/s curves coincide"),
-                "coincide",
-                format!("largest difference {} points", fmt1(d * 100.0)),
-                &format!("≤ {} points", ctol * 100.0),
-                d <= ctol,
-            ));
+            out.measure(
+                &co,
+                gate(Measured::new(d * 100.0, "points", format!("largest difference {} points", fmt1(d * 100.0)))),
+            );
+        } else {
+            out.measure(&co, Measured::gated("points", "13 and 15 Mbit/s are not both in the grid", "not run"));
         }
         out.plots
             .push((format!("reduction_zw_{pname}.svg"), g.plot_vs_rtt(&base, pi, 0, "P4-F8: zero-window reduction")));
@@ -1112,9 +1118,8 @@ fn run_s42b(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let base = load(exp)?;
     let gaps = base.list("round_trip_gaps", ctx.quick)?;
     let (bw, rtt) = (base.f64("bandwidth_mbps")?, base.f64("rtt_ms")?);
-    let (wb, wtol, oa, omax) =
-        (base.f64("works_below")?, base.f64("works_tol")?, base.f64("off_above")?, base.f64("off_max")?);
     let techs = [("triple-ack f=6", "triple-ack", 6.0), ("zero-window", "zero-window", 1.0)];
+    let sp = specs(exp)?;
     // The inter-ACK gap of each profile: b × (mss + 40 B) at the bottleneck.
     let mut gap_s = Vec::new();
     for (_, over) in &base.profiles {
@@ -1178,26 +1183,43 @@ fn run_s42b(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 points: gaps.iter().zip(&reds).map(|(g, r)| (*g, r * 100.0)).collect(),
             });
             let r0 = reds[0];
+            let tech = label.split(' ').next().unwrap_or(label);
+            let (below_id, above_id) = (format!("below-gap-{tech}-{pname}"), format!("above-gap-{tech}-{pname}"));
+            let wb = prm(&sp, exp, &below_id, "up_to_gaps")?;
+            let oa = prm(&sp, exp, &above_id, "from_gaps")?;
+            let effect_min = prm(&sp, exp, &above_id, "effect_min")? / 100.0;
+            let acted: f64 = rs
+                .iter()
+                .map(|r| if tech == "zero-window" { r.zero_windows as f64 } else { r.injections as f64 })
+                .sum();
+            out.act(&format!("{tech}/{pname}"), acted);
             let works: Vec<f64> = gaps.iter().zip(&reds).filter(|x| *x.0 <= wb).map(|x| *x.1).collect();
             let off: Vec<f64> = gaps.iter().zip(&reds).filter(|x| *x.0 >= oa).map(|x| *x.1).collect();
-            let works_ok = works.iter().all(|r| (r - r0).abs() <= wtol);
-            let off_ok = off.iter().all(|r| *r < omax);
+            let dev = works.iter().map(|r| (r - r0).abs()).fold(f64::NAN, f64::max);
+            let off_max = off.iter().cloned().fold(f64::NAN, f64::max);
             let switch = gaps.iter().zip(&reds).find(|x| *x.1 < r0 / 2.0).map(|x| *x.0);
-            out.claims.push(claim(
-                &format!("hard-switch-{}-{pname}", label.split(' ').next().unwrap()),
-                &format!("[{pname}] {label}: as if undelayed below the inter-ACK gap, no effect above it"),
-                "hard switch at the inter-ACK gap",
-                format!(
-                    "undelayed {}; up to {wb} g: {}; from {oa} g: {}; first below half at {} g (g = {:.2} ms)",
-                    pct(r0),
-                    works.iter().map(|r| pct(*r)).collect::<Vec<_>>().join(", "),
-                    off.iter().map(|r| pct(*r)).collect::<Vec<_>>().join(", "),
-                    switch.map(|s| s.to_string()).unwrap_or("never".into()),
-                    gap_s[pi] * 1e3
-                ),
-                &format!("within ± {} points of undelayed up to {wb} g; below {} from {oa} g", wtol * 100.0, pct(omax)),
-                works_ok && off_ok && r0 > omax,
-            ));
+            let detail = format!(
+                "undelayed {}; up to {wb} g: {}; from {oa} g: {}; {} (g = {:.2} ms)",
+                pct(r0),
+                works.iter().map(|r| pct(*r)).collect::<Vec<_>>().join(", "),
+                off.iter().map(|r| pct(*r)).collect::<Vec<_>>().join(", "),
+                match switch {
+                    Some(k) => format!("below half of undelayed from {k} g"),
+                    None => "never below half of undelayed".into(),
+                },
+                gap_s[pi] * 1e3
+            );
+            // A switch needs an effect to switch off: with none even undelayed there is nothing to assess.
+            let gate = (r0 <= effect_min)
+                .then(|| format!("{label} reduces nothing even undelayed ({}): no switch to assess", pct(r0)));
+            for (id, v) in [(below_id, dev * 100.0), (above_id, off_max * 100.0)] {
+                let unit = if id.starts_with("below") { "points" } else { "%" };
+                let m = Measured::new(v, unit, detail.clone());
+                out.measure(
+                    &id,
+                    Measured { gate: gate.clone(), value: if gate.is_some() { f64::NAN } else { v }, ..m },
+                );
+            }
         }
     }
     out.tables.push(table);
@@ -1236,8 +1258,7 @@ fn run_a3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             .map(|a| a.iter().filter_map(|x| x.as_float()).collect())
             .ok_or("no fractions".to_string())
     })?;
-    let (tol, bin_s, bw, rtt) =
-        (base.f64("hold_tol")?, base.f64("bin_s")?, base.f64("bandwidth_mbps")?, base.f64("rtt_ms")?);
+    let (bin_s, bw, rtt) = (base.f64("bin_s")?, base.f64("bandwidth_mbps")?, base.f64("rtt_ms")?);
     let ccs: Vec<String> = base.strings("modern_cc");
     let times = if ctx.quick { Some((40.0, 10.0)) } else { None };
     // Cases: (profile, cc override).
@@ -1299,7 +1320,7 @@ fn run_a3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         let cc_name = cc.clone().unwrap_or_else(|| {
             base.table.get("tcp").and_then(|t| t.get("cc")).and_then(|v| v.as_str()).unwrap_or("sack").to_string()
         });
-        let sc = scenario_for(&base, &points[ci * fracs.len()], ctx.quick)?;
+        let sc = scenario_for(&base, &points[ci * fracs.len()], ctx.quick, ctx.mechanism_off)?;
         let (dur_s, warm_s) = (sc.duration.0.as_secs_f64(), sc.warmup.map(|w| w.0.as_secs_f64()).unwrap_or(0.0));
         for (fi, &f) in fracs.iter().enumerate() {
             let r = &res[ci * fracs.len() + fi];
@@ -1343,25 +1364,24 @@ fn run_a3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
                 json!(r.fast_retransmits),
                 json!(r.timeouts),
             ]);
-            out.claims.push(claim(
-                &format!("hold-{pname}-{cc_name}-{}", (f * 100.0).round()),
-                &format!(
-                    "[{pname}, {cc_name}] hold {}% of the unshaped rate ({:.2} Mbit/s) over {:.0} s",
-                    (f * 100.0).round(),
-                    target / 1e6,
-                    dur_s - warm_s
+            let id = format!("hold-{pname}-{cc_name}-{}", (f * 100.0).round());
+            out.act(&format!("controller/{pname}-{cc_name}"), r.injections as f64);
+            let value = if bins.is_empty() { f64::NAN } else { err.abs().max(worst) * 100.0 };
+            out.measure(
+                &id,
+                Measured::new(
+                    value,
+                    "%",
+                    format!(
+                        "{:.2} Mbit/s against a target of {:.2} ({:+.1}%); worst {bin_s} s bin {:.1}%; goodput loss {}",
+                        r.thr / 1e6,
+                        target / 1e6,
+                        err * 100.0,
+                        worst * 100.0,
+                        pct(1.0 - gfrac(r))
+                    ),
                 ),
-                &format!("± {}% (our target; not in the paper)", tol * 100.0),
-                format!(
-                    "{:.2} Mbit/s ({:+.1}%); worst {bin_s} s bin {:.1}%; goodput loss {}",
-                    r.thr / 1e6,
-                    err * 100.0,
-                    worst * 100.0,
-                    pct(1.0 - gfrac(r))
-                ),
-                &format!("mean and every {bin_s} s bin within ± {}%", tol * 100.0),
-                err.abs() <= tol && worst <= tol && !bins.is_empty(),
-            ));
+            );
             series.push(Series {
                 name: format!("{pname} {cc_name} {}%", (f * 100.0).round()),
                 points: hist.iter().map(|&(t, raw, _)| (t, raw / target * 100.0)).collect(),

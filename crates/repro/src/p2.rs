@@ -8,14 +8,16 @@
 //! utilization U_u + U_d and the variance of {U_u, U_d} (population form, sample form beside it:
 //! trap P2-10).
 
-use super::{get_path, mean_sd, Claim, Ctx, ExpFile, ExpOutput, Experiment, SimJob, Table};
-use crate::metrics::Summary;
-use crate::plot::{xy_chart, Curve, XyChart};
-use crate::run::fmt_rate;
+use crate::claims::{self, ClaimSpec};
+use crate::{get_path, mean_sd, Ctx, ExpFile, ExpOutput, Experiment, Measured, SimJob, Table};
 use ackshape_core::model;
 use ackshape_core::model_afvq::{self, AfvqModelInput, LinkParams};
+use ackshape_sim::metrics::Summary;
+use ackshape_sim::plot::{xy_chart, Curve, XyChart};
+use ackshape_sim::run::fmt_rate;
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::BTreeMap;
 
 /// The experiments of paper 002.
 pub fn experiments() -> Vec<Experiment> {
@@ -24,35 +26,35 @@ pub fn experiments() -> Vec<Experiment> {
             id: "P2-F3",
             title: "Two-way TCP on an ADSL link with a FIFO: the upload collapses (Fig. 3)",
             file: "experiments/p2/f3.toml",
-            text: include_str!("../../../../experiments/p2/f3.toml"),
+            text: include_str!("../../../experiments/p2/f3.toml"),
             run: run_f3,
         },
         Experiment {
             id: "P2-S2b",
             title: "Uplink FIFO 100 -> 200 packets: the download suffers instead (§2.1)",
-            file: "experiments/p2/f3.toml",
-            text: include_str!("../../../../experiments/p2/f3.toml"),
+            file: "experiments/p2/s2b.toml",
+            text: include_str!("../../../experiments/p2/s2b.toml"),
             run: run_s2b,
         },
         Experiment {
             id: "P2-F8",
             title: "AFVQ on the ADSL link: both directions near their raw rates (Fig. 8)",
             file: "experiments/p2/f8.toml",
-            text: include_str!("../../../../experiments/p2/f8.toml"),
+            text: include_str!("../../../experiments/p2/f8.toml"),
             run: run_f8,
         },
         Experiment {
             id: "P2-F9",
             title: "Aggregated utilization and variance vs asymmetry ratio, five disciplines (Fig. 9)",
             file: "experiments/p2/f9.toml",
-            text: include_str!("../../../../experiments/p2/f9.toml"),
+            text: include_str!("../../../experiments/p2/f9.toml"),
             run: run_sweep,
         },
         Experiment {
             id: "P2-F10",
             title: "Aggregated utilization and variance vs Internet delay, five disciplines (Fig. 10)",
             file: "experiments/p2/f10.toml",
-            text: include_str!("../../../../experiments/p2/f10.toml"),
+            text: include_str!("../../../experiments/p2/f10.toml"),
             run: run_sweep,
         },
         Experiment {
@@ -60,7 +62,7 @@ pub fn experiments() -> Vec<Experiment> {
             title:
                 "The two-way model: one root in (0, mu), rising as ACK delay and queued ACKs fall (Fig. 11, Theorem 1)",
             file: "experiments/p2/f10.toml",
-            text: include_str!("../../../../experiments/p2/f10.toml"),
+            text: include_str!("../../../experiments/p2/f10.toml"),
             run: run_f11,
         },
     ]
@@ -69,77 +71,50 @@ pub fn experiments() -> Vec<Experiment> {
 // ---------------------------------------------------------------------------------------------
 // Claims as the experiment files state them.
 
-/// One `[[paper.claims]]` entry: the words, plus the numbers its check uses.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ClaimSpec {
-    id: String,
-    claim: String,
-    paper: String,
-    tolerance: String,
-    value: Option<f64>,
-    rel: Option<f64>,
-    change: Option<f64>,
-    pts: Option<f64>,
-    ratio: Option<f64>,
-    min: Option<f64>,
-    margin: Option<f64>,
-    from: Option<f64>,
-    below: Option<f64>,
-    above: Option<f64>,
-    upto: Option<f64>,
-    bound: Option<f64>,
-}
-
+/// The file's claims (`[[paper.claims]]`) of one experiment: the code reads their measurement
+/// parameters (`params`) and, for the sensitivity tables, judges a variant's measurement as the claim
+/// would.
 struct Claims {
     file: String,
     specs: Vec<ClaimSpec>,
 }
 
 impl Claims {
-    fn read(f: &ExpFile) -> Result<Claims, String> {
-        Ok(Claims { file: f.file.clone(), specs: f.section("paper.claims")? })
+    fn read(f: &ExpFile, exp: &Experiment) -> Result<Claims, String> {
+        Ok(Claims { file: f.file.clone(), specs: claims::specs(exp.text, exp.file, exp.id)? })
     }
-    fn spec(&self, id: &str) -> Result<&ClaimSpec, String> {
-        self.specs
-            .iter()
-            .find(|c| c.id == id)
-            .ok_or_else(|| format!("{}: key `paper.claims`: no claim with id = \"{id}\"", self.file))
+    /// A measurement parameter of claim `id` (`params.KEY`).
+    fn p(&self, id: &str, key: &str) -> Result<f64, String> {
+        claims::param(&self.specs, &self.file, id, key)
     }
-    /// A numeric parameter of claim `id` (e.g. its `bound`).
-    fn num(&self, id: &str, key: &str, v: Option<f64>) -> Result<f64, String> {
-        let i = self.specs.iter().position(|c| c.id == id).unwrap_or(0);
-        v.ok_or_else(|| format!("{}: key `paper.claims[{i}].{key}`: missing (claim \"{id}\")", self.file))
+    /// The claim's spec, if this experiment checks it.
+    fn spec(&self, id: &str) -> Option<&ClaimSpec> {
+        self.specs.iter().find(|c| c.id == id)
     }
-    /// The claim's record with what was measured and whether it holds; the tolerance text has
-    /// its `name`-style placeholders filled in.
-    fn make(&self, id: &str, measured: String, holds: bool) -> Result<Claim, String> {
-        let c = self.spec(id)?;
-        let mut tol = c.tolerance.clone();
-        for (k, v) in [
-            ("value", c.value),
-            ("rel", c.rel),
-            ("pts", c.pts),
-            ("ratio", c.ratio),
-            ("min", c.min),
-            ("margin", c.margin),
-            ("from", c.from),
-            ("below", c.below),
-            ("above", c.above),
-            ("upto", c.upto),
-            ("bound", c.bound),
-        ] {
-            if let Some(v) = v {
-                let shown = match k {
-                    "rel" => format!("{:.0}%", v * 100.0),
-                    "pts" => format!("{:.0}", v * 100.0),
-                    _ => format!("{v}"),
-                };
-                tol = tol.replace(&format!("`{k}`"), &shown);
-            }
+    /// `holds`/`fails` for a variant's measurement, as the claim would judge it (tables only).
+    fn judge(&self, id: &str, m: &Measured) -> &'static str {
+        match self.spec(id) {
+            Some(_) if m.gate.is_some() || !m.value.is_finite() => "not assessable",
+            Some(c) if c.check.holds(m.value, c.paper_value, c.tolerance) => "holds",
+            Some(_) => "fails",
+            None => "not checked",
         }
-        Ok(Claim { id: c.id.clone(), claim: c.claim.clone(), paper: c.paper.clone(), measured, tolerance: tol, holds })
     }
+}
+
+/// ACKs an asymmetric-link discipline handled as its own class (served or dropped from its ACK
+/// class) on both directions of `link`, if that discipline is `kind`: what the mechanism did.
+fn acks_handled(s: &Summary, link: &str) -> (String, f64) {
+    let Some(a) = s.asym_link(link) else { return (String::new(), 0.0) };
+    let mut kind = String::new();
+    let mut n = 0.0;
+    for l in [s.link(&a.up), s.link(&a.down)].into_iter().flatten() {
+        if let Some(c) = &l.classes {
+            kind = c.kind.clone();
+            n += (c.ack.dequeued + c.ack.dropped) as f64;
+        }
+    }
+    (kind, n)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,6 +230,9 @@ struct Point {
     /// P2-10's other reading: the larger of the two directions' variances of utilization over
     /// the 1-s bins of the window (population form).
     tvar: f64,
+    /// The link's asymmetric-link discipline and the ACKs it handled as its own class.
+    kind: String,
+    acks_handled: f64,
 }
 
 /// The larger of the upload's and the download's population variance of utilization over the
@@ -290,10 +268,10 @@ fn point_of(s: &Summary, link: &str, up_src: &str, hdr: f64) -> Result<Point, St
         s.flows.iter().filter(|f| f.cc != "udp" && (f.src == up_src) == upload).map(|f| f.throughput_bps).sum()
     };
     let win = (s.scenario.duration_s - s.scenario.measure_from_s).max(1e-9);
-    let ack_bits = |l: &crate::metrics::LinkSummary| {
+    let ack_bits = |l: &ackshape_sim::metrics::LinkSummary| {
         l.classes.as_ref().map(|c| c.ack.dequeued as f64 * hdr * 8.0 / win).unwrap_or(0.0)
     };
-    let cls = |l: &crate::metrics::LinkSummary| l.classes.clone().unwrap_or_default();
+    let cls = |l: &ackshape_sim::metrics::LinkSummary| l.classes.clone().unwrap_or_default();
     let (cu, cd) = (cls(up), cls(down));
     Ok(Point {
         uu: a.up_utilization,
@@ -310,6 +288,8 @@ fn point_of(s: &Summary, link: &str, up_src: &str, hdr: f64) -> Result<Point, St
         busy: [up.utilization, down.utilization],
         ack_share: [ack_bits(up) / up.rate_bps as f64, ack_bits(down) / down.rate_bps as f64],
         tvar: 0.0,
+        kind: acks_handled(s, link).0,
+        acks_handled: acks_handled(s, link).1,
     })
 }
 
@@ -344,19 +324,6 @@ struct AdslCfg {
     quick_down_queues: Vec<usize>,
     quick_duration: String,
     quick_warmup: String,
-    /// Sensitivity runs (full mode only): each uplink FIFO at the assumed downlink queue.
-    #[serde(default)]
-    variants: Vec<AdslVariant>,
-}
-
-/// A sensitivity run of the ADSL cases: dotted-path edits of the file (`link.` is the access
-/// link's entry, `flows[i]` the file's flows before the alone cases pick one).
-#[derive(Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
-struct AdslVariant {
-    name: String,
-    note: String,
-    set: toml::Table,
 }
 
 /// (uplink FIFO, downlink queue, upload alone, download alone, upload both, download both),
@@ -367,8 +334,6 @@ type AdslRow = (usize, usize, f64, f64, f64, f64);
 struct AdslResults {
     rows: Vec<AdslRow>,
     assumed_down_q: usize,
-    /// Sensitivity runs at the assumed downlink queue.
-    variants: Vec<(AdslVariant, Vec<AdslRow>)>,
 }
 
 impl AdslResults {
@@ -464,28 +429,7 @@ fn run_adsl(f: &ExpFile, ctx: &mut Ctx) -> Result<(AdslCfg, AdslResults), String
     }
     let quick = quick_edits(ctx.quick, &cfg.quick_duration, &cfg.quick_warmup);
     let rows = adsl_rows(f, &cfg, li, &downs, &quick, "", ctx)?;
-    let mut variants = Vec::new();
-    if !ctx.quick {
-        for (i, var) in cfg.variants.iter().enumerate() {
-            let vf = adsl_variant_file(f, li, i, var)?;
-            let label = format!("{}: ", var.name);
-            let vrows = adsl_rows(&vf, &cfg, li, &[assumed_down_q], &[], &label, ctx)?;
-            variants.push((var.clone(), vrows));
-        }
-    }
-    Ok((cfg, AdslResults { rows, assumed_down_q, variants }))
-}
-
-/// The experiment file with variant `i`'s edits applied (checked as a scenario).
-fn adsl_variant_file(f: &ExpFile, li: usize, i: usize, var: &AdslVariant) -> Result<ExpFile, String> {
-    let mut table = f.table.clone();
-    for (k, v) in &var.set {
-        super::set_path(&mut table, &expand(k, li), v.clone())
-            .map_err(|e| format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name))?;
-    }
-    crate::scenario::Scenario::from_table(table.clone(), &f.file)
-        .map_err(|e| format!("{}: key `reproduce.variants[{i}].set`: {e} (variant {:?})", f.file, var.name))?;
-    Ok(ExpFile { file: f.file.clone(), table })
+    Ok((cfg, AdslResults { rows, assumed_down_q }))
 }
 
 /// Which direction a configuration hits: the one below `0.9` of alone, the worse of the two.
@@ -496,51 +440,6 @@ fn adsl_hit(ru: f64, rd: f64) -> &'static str {
         "upload"
     } else {
         "download"
-    }
-}
-
-/// The sensitivity runs: one row per (variant, uplink FIFO), the primary first.
-fn adsl_variant_table(r: &AdslResults) -> Table {
-    let mut rows = Vec::new();
-    let mut push = |name: &str, row: &AdslRow| {
-        let &(uq, _, ua, da, ub, db) = row;
-        let (ru, rd) = (ub / ua.max(1.0), db / da.max(1.0));
-        rows.push(vec![
-            json!(name),
-            json!(uq),
-            json!((ua / 1e3).round() as i64),
-            json!((ub / 1e3).round() as i64),
-            json!(format!("{:+.0}%", (ru - 1.0) * 100.0)),
-            json!((da / 1e3).round() as i64),
-            json!((db / 1e3).round() as i64),
-            json!(format!("{:+.0}%", (rd - 1.0) * 100.0)),
-            json!(adsl_hit(ru, rd)),
-        ]);
-    };
-    for row in r.rows.iter().filter(|x| x.1 == r.assumed_down_q) {
-        push("primary (stated assumptions)", row);
-    }
-    for (v, vrows) in &r.variants {
-        for row in vrows {
-            push(&v.name, row);
-        }
-    }
-    Table {
-        name: "variants".into(),
-        columns: [
-            "variant",
-            "uplink FIFO (pkts)",
-            "upload alone (kbit/s)",
-            "upload with download (kbit/s)",
-            "upload change",
-            "download alone (kbit/s)",
-            "download with upload (kbit/s)",
-            "download change",
-            "hit",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
     }
 }
 
@@ -582,15 +481,12 @@ fn adsl_table(r: &AdslResults) -> Table {
     }
 }
 
+/// Computed notes: which direction each configuration hits.
 fn adsl_notes(r: &AdslResults) -> Vec<String> {
-    let mut notes = vec![
-        "Simulated stand-in for a real experiment: the paper measured a uClinux gateway on a commercial ADSL line with Windows XP and Linux 2.4 hosts; here one Reno flow per direction runs over IP-rate links (no ATM overhead, no real stacks), so magnitudes are not expected to match; the direction that suffers is the point.".to_string(),
-        format!(
-            "The downlink queue sits at the ISP (DSLAM/BRAS), outside the gateway, and its size is not stated. Primary assumption: {} packets ('arbitrarily large', the paper's own simulation assumption for routers). The `cases` table sweeps it: it decides which direction loses.",
-            r.assumed_down_q
-        ),
-    ];
-    // Where does each uplink size hurt which direction?
+    let mut notes = vec![format!(
+        "The downlink queue (at the ISP, not in the gateway) is not stated; the primary assumes {} packets and the `cases` table sweeps it: it decides which direction loses.",
+        r.assumed_down_q
+    )];
     for uq in r.rows.iter().map(|x| x.0).collect::<std::collections::BTreeSet<_>>() {
         let hits: Vec<String> = r
             .rows
@@ -606,56 +502,31 @@ fn adsl_notes(r: &AdslResults) -> Vec<String> {
             hits.join("; ")
         ));
     }
-    notes.push("No random loss: the runs are deterministic, so one seed is used.".into());
-    for (v, rows) in &r.variants {
-        let what: Vec<String> = rows
-            .iter()
-            .map(|&(uq, _, ua, da, ub, db)| {
-                format!(
-                    "FIFO {uq}: upload {:+.0}%, download {:+.0}%",
-                    (ub / ua.max(1.0) - 1.0) * 100.0,
-                    (db / da.max(1.0) - 1.0) * 100.0
-                )
-            })
-            .collect();
-        notes.push(format!("Variant '{}' ({}): {}.", v.name, v.note, what.join("; ")));
-    }
     notes
+}
+
+fn kbit(bps: f64) -> f64 {
+    (bps / 1e3 * 10.0).round() / 10.0
 }
 
 fn run_f3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let f = ExpFile::parse(exp)?;
-    let claims = Claims::read(&f)?;
     let (_, r) = run_adsl(&f, ctx)?;
     let &(_, _, ua, da, ub, db) =
         r.at(100).ok_or_else(|| format!("{}: key `reproduce.up_queues`: must include 100 (Fig. 3)", f.file))?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
-    let c = claims.spec("upload-alone")?;
-    let (v, rel) = (claims.num(&c.id, "value", c.value)?, claims.num(&c.id, "rel", c.rel)?);
-    out.claims.push(claims.make(
-        "upload-alone",
-        format!("{} ({} of the paper's)", fmt_rate(ua), pct(ua / v)),
-        (ua / v - 1.0).abs() <= rel,
-    )?);
-    let c = claims.spec("upload-collapses")?;
-    let (ch, pts) = (claims.num(&c.id, "change", c.change)?, claims.num(&c.id, "pts", c.pts)?);
-    let m = ub / ua - 1.0;
-    out.claims.push(claims.make(
-        "upload-collapses",
-        format!("{} -> {} ({:+.0}%)", fmt_rate(ua), fmt_rate(ub), m * 100.0),
-        (m - ch).abs() <= pts,
-    )?);
-    let c = claims.spec("download-unaffected")?;
-    let ratio = claims.num(&c.id, "ratio", c.ratio)?;
-    out.claims.push(claims.make(
+    out.measure("upload-alone", Measured::new(kbit(ua), "kbit/s", format!("{} alone", fmt_rate(ua))));
+    let m = (ub / ua - 1.0) * 100.0;
+    out.measure("upload-collapses", Measured::new(m, "%", format!("{} -> {} ({m:+.0}%)", fmt_rate(ua), fmt_rate(ub))));
+    out.measure(
         "download-unaffected",
-        format!("{} alone, {} with the upload ({})", fmt_rate(da), fmt_rate(db), pct(db / da)),
-        db / da >= ratio,
-    )?);
+        Measured::new(
+            db / da * 100.0,
+            "% of alone",
+            format!("{} alone, {} with the upload ({})", fmt_rate(da), fmt_rate(db), pct(db / da)),
+        ),
+    );
     out.tables.push(adsl_table(&r));
-    if !r.variants.is_empty() {
-        out.tables.push(adsl_variant_table(&r));
-    }
     out.notes = f.paper_notes();
     out.notes.extend(adsl_notes(&r));
     Ok(out)
@@ -663,28 +534,25 @@ fn run_f3(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
 
 fn run_s2b(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let f = ExpFile::parse(exp)?;
-    let claims = Claims::read(&f)?;
+    let claims = Claims::read(&f, exp)?;
     let (_, r) = run_adsl(&f, ctx)?;
     let &(_, _, ua, da, ub, db) =
         r.at(200).ok_or_else(|| format!("{}: key `reproduce.up_queues`: must include 200 (S2b)", f.file))?;
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
-    let c = claims.spec("s2b-download-drops")?;
-    let (ch, pts) = (claims.num(&c.id, "change", c.change)?, claims.num(&c.id, "pts", c.pts)?);
-    let m = db / da - 1.0;
-    out.claims.push(claims.make(
+    let m = (db / da - 1.0) * 100.0;
+    out.measure(
         "s2b-download-drops",
-        format!("{} -> {} ({:+.0}%)", fmt_rate(da), fmt_rate(db), m * 100.0),
-        (m - ch).abs() <= pts,
-    )?);
-    let c = claims.spec("s2b-upload-same")?;
-    let ratio = claims.num(&c.id, "ratio", c.ratio)?;
-    out.claims.push(claims.make(
+        Measured::new(m, "%", format!("{} -> {} ({m:+.0}%)", fmt_rate(da), fmt_rate(db))),
+    );
+    out.measure(
         "s2b-upload-same",
-        format!("{} alone, {} with the download ({})", fmt_rate(ua), fmt_rate(ub), pct(ub / ua)),
-        ub / ua >= ratio,
-    )?);
-    let c = claims.spec("s2b-either-direction")?;
-    let ratio = claims.num(&c.id, "ratio", c.ratio)?;
+        Measured::new(
+            ub / ua * 100.0,
+            "% of alone",
+            format!("{} alone, {} with the download ({})", fmt_rate(ua), fmt_rate(ub), pct(ub / ua)),
+        ),
+    );
+    let ratio = claims.p("s2b-either-direction", "ratio")?;
     let hit = |upload: bool| -> Vec<String> {
         r.rows
             .iter()
@@ -700,22 +568,22 @@ fn run_s2b(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             .collect()
     };
     let (hu, hd) = (hit(true), hit(false));
-    out.claims.push(claims.make(
+    out.measure(
         "s2b-either-direction",
-        format!(
-            "upload hit at {} of {} configurations (uplink/downlink queue: {}), download at {} ({})",
-            hu.len(),
-            r.rows.len(),
-            if hu.is_empty() { "none".into() } else { hu.join(", ") },
-            hd.len(),
-            if hd.is_empty() { "none".into() } else { hd.join(", ") }
+        Measured::new(
+            f64::from(u8::from(!hu.is_empty()) + u8::from(!hd.is_empty())),
+            "directions",
+            format!(
+                "upload hit at {} of {} configurations (uplink/downlink queue: {}), download at {} ({})",
+                hu.len(),
+                r.rows.len(),
+                if hu.is_empty() { "none".into() } else { hu.join(", ") },
+                hd.len(),
+                if hd.is_empty() { "none".into() } else { hd.join(", ") }
+            ),
         ),
-        !hu.is_empty() && !hd.is_empty(),
-    )?);
+    );
     out.tables.push(adsl_table(&r));
-    if !r.variants.is_empty() {
-        out.tables.push(adsl_variant_table(&r));
-    }
     out.notes = f.paper_notes();
     out.notes.extend(adsl_notes(&r));
     Ok(out)
@@ -743,7 +611,6 @@ struct UpDown {
 
 fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let f = ExpFile::parse(exp)?;
-    let claims = Claims::read(&f)?;
     let cfg: F8Cfg = f.section("reproduce")?;
     let li = link_index(&f, &cfg.link)?;
     let quick = quick_edits(ctx.quick, &cfg.quick_duration, &cfg.quick_warmup);
@@ -754,6 +621,8 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     if let Some(t) = continuous.as_table_mut() {
         t.insert("modifier".into(), s("continuous"));
     }
+    let (afvq_base, continuous) =
+        if ctx.mechanism_off { (cfg.fifo.up.clone(), cfg.fifo.up.clone()) } else { (afvq_base, continuous) };
     let cases: Vec<(&str, toml::Value, toml::Value)> = vec![
         ("FIFO", cfg.fifo.up.clone(), cfg.fifo.down.clone()),
         ("AFVQ, modifier at 1 Hz", afvq_base.clone(), afvq_base.clone()),
@@ -780,47 +649,58 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         pts.push((p?, s, series));
     }
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
+    // What AFVQ did: ACKs it handled as its own class in the AFVQ runs.
+    out.act("afvq", 0.0);
+    for (_, s, _) in &pts[1..] {
+        let (kind, n) = acks_handled(s, &cfg.link);
+        if kind == "afvq" {
+            out.act("afvq", n);
+        }
+    }
     let (fifo, afvq) = (&pts[0].0, &pts[1].0);
-    let c = claims.spec("afvq-download")?;
-    let min = claims.num(&c.id, "min", c.min)?;
-    out.claims.push(claims.make(
+    out.measure(
         "afvq-download",
-        format!("{} (every-enqueue modifier: {})", pct(afvq.ud), pct(pts[2].0.ud)),
-        afvq.ud >= min,
-    )?);
-    out.claims.push(claims.make(
-        "afvq-upload",
-        format!("{} (every-enqueue modifier: {})", pct(afvq.uu), pct(pts[2].0.uu)),
-        afvq.uu >= claims.num("afvq-upload", "min", claims.spec("afvq-upload")?.min)?,
-    )?);
-    let c = claims.spec("fifo-upload-degraded")?;
-    let (ch, tol) = (claims.num(&c.id, "change", c.change)?, claims.num(&c.id, "pts", c.pts)?);
-    let up_rate = pts[0].1.asym_link(&cfg.link).map(|a| a.up_rate_bps as f64).unwrap_or(1.0);
-    let m = fifo.uu / afvq.uu - 1.0;
-    out.claims.push(claims.make(
-        "fifo-upload-degraded",
-        format!(
-            "FIFO {} vs AFVQ {} ({:+.0}%); FIFO download {}",
-            fmt_rate(fifo.uu * up_rate),
-            fmt_rate(afvq.uu * up_rate),
-            m * 100.0,
-            pct(fifo.ud)
+        Measured::new(
+            afvq.ud * 100.0,
+            "% of link",
+            format!("{} (every-enqueue modifier: {})", pct(afvq.ud), pct(pts[2].0.ud)),
         ),
-        (m - ch).abs() <= tol,
-    )?);
-    // Shortfall: 1 - U = idle + ACK share + header share of the data packets.
-    let c = claims.spec("shortfall-is-acks")?;
-    let tol = claims.num(&c.id, "pts", c.pts)?;
+    );
+    out.measure(
+        "afvq-upload",
+        Measured::new(
+            afvq.uu * 100.0,
+            "% of link",
+            format!("{} (every-enqueue modifier: {})", pct(afvq.uu), pct(pts[2].0.uu)),
+        ),
+    );
+    let up_rate = pts[0].1.asym_link(&cfg.link).map(|a| a.up_rate_bps as f64).unwrap_or(1.0);
+    let m = (fifo.uu / afvq.uu - 1.0) * 100.0;
+    out.measure(
+        "fifo-upload-degraded",
+        Measured::new(
+            m,
+            "%",
+            format!(
+                "FIFO {} vs AFVQ {} ({m:+.0}%); FIFO download {}",
+                fmt_rate(fifo.uu * up_rate),
+                fmt_rate(afvq.uu * up_rate),
+                pct(fifo.ud)
+            ),
+        ),
+    );
+    // Shortfall: 1 - U = idle + ACK share + header share of the data packets; what is left over is
+    // neither (retransmissions, idle time the ACKs do not explain).
     let mss = mss_of(&f);
     let hdr = header_bytes(&f) / (mss + header_bytes(&f));
     let mut parts = Vec::new();
-    let mut ok = true;
+    let mut rest_max = f64::NEG_INFINITY;
     for (k, (name, u)) in [("up", afvq.uu), ("down", afvq.ud)].into_iter().enumerate() {
         let data_share = (afvq.busy[k] - afvq.ack_share[k]).max(0.0);
         let header = data_share * hdr;
         let idle = 1.0 - afvq.busy[k];
         let rest = (1.0 - u) - afvq.ack_share[k] - header;
-        ok &= rest <= tol;
+        rest_max = rest_max.max(rest);
         parts.push(format!(
             "{name}: shortfall {} = ACKs {} + headers {} + idle {}",
             pct(1.0 - u),
@@ -829,7 +709,7 @@ fn run_f8(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             pct(idle)
         ));
     }
-    out.claims.push(claims.make("shortfall-is-acks", parts.join("; "), ok)?);
+    out.measure("shortfall-is-acks", Measured::new(rest_max * 100.0, "points", parts.join("; ")));
     out.tables.push(Table {
         name: "cases".into(),
         columns: [
@@ -982,6 +862,8 @@ struct Grid {
     pts: Vec<Vec<Vec<Point>>>,
     /// Measured AFVQ (s_max, n_thr) per value and direction, for the re-measured variant.
     measured: Vec<Option<[(usize, usize); 2]>>,
+    /// Per discipline of the grid: ACKs it handled as its own class, over every run.
+    acks: BTreeMap<String, f64>,
 }
 
 /// Aggregates of one (value, discipline) over seeds.
@@ -1009,7 +891,7 @@ fn agg_of(pts: &[Point], thr: bool) -> Agg {
     };
     let aggs: Vec<f64> = pts.iter().map(|p| if thr { p.uu_thr + p.ud_thr } else { p.uu + p.ud }).collect();
     let (agg, agg_sd) = mean_sd(&aggs);
-    let (var_pop, var_sample) = crate::metrics::utilization_variances(uu, ud);
+    let (var_pop, var_sample) = ackshape_sim::metrics::utilization_variances(uu, ud);
     Agg {
         uu,
         ud,
@@ -1152,7 +1034,9 @@ fn run_grid(
         for d in &cfg.disciplines {
             for k in 0..seeds {
                 let mut e = quick.clone();
-                e.extend(sweep_edits(cfg, f, li, v, d, variant, measured[vi])?);
+                // The vacuity check: every discipline replaced by the FIFO.
+                let disc = if ctx.mechanism_off { "fifo" } else { d.as_str() };
+                e.extend(sweep_edits(cfg, f, li, v, disc, variant, measured[vi])?);
                 jobs.push(job(f, format!("{} {d} x={v} seed={}", variant.name, base_seed + k), &e, base_seed + k)?);
             }
         }
@@ -1177,10 +1061,16 @@ fn run_grid(
         }
         pts.push(per_d);
     }
-    Ok(Grid { values: values.to_vec(), discs: cfg.disciplines.clone(), pts, measured })
+    let mut acks = BTreeMap::new();
+    for (di, d) in cfg.disciplines.iter().enumerate() {
+        let n: f64 =
+            pts.iter().flat_map(|pv: &Vec<Vec<Point>>| &pv[di]).filter(|p| &p.kind == d).map(|p| p.acks_handled).sum();
+        acks.insert(d.clone(), n);
+    }
+    Ok(Grid { values: values.to_vec(), discs: cfg.disciplines.clone(), pts, measured, acks })
 }
 
-/// The claims' checks on one grid, as (claim id, measured text, holds).
+/// The claims' measurements on one grid.
 ///
 /// `thr`: utilization from throughput instead of goodput; `time_bins`: the variance claims use
 /// P2-10's other reading (variance of each direction's utilization over 1-s bins, the larger).
@@ -1190,50 +1080,55 @@ fn check_grid(
     kind: SweepKind,
     thr: bool,
     time_bins: bool,
-) -> Result<Vec<(String, String, bool)>, String> {
+) -> Result<Vec<(String, Measured)>, String> {
     let var = |a: &Agg| if time_bins { a.tvar } else { a.var_pop };
     let mut out = Vec::new();
     let x_unit = if kind == SweepKind::InternetDelay { " ms" } else { "" };
     let four: Vec<usize> = FOUR.iter().filter_map(|d| g.disc(d)).collect();
     let afvq = g.disc("afvq").ok_or("the sweep needs the afvq discipline")?;
-    // AFVQ highest.
+    let share = |k: usize, n: usize| if n == 0 { f64::NAN } else { k as f64 / n as f64 * 100.0 };
+    // AFVQ highest: points where it is significantly below none of the others.
     let mut strict = 0;
+    let mut ok_points = 0;
     let mut fails = Vec::new();
     for v in 0..g.values.len() {
         let a = g.agg(v, afvq, thr).agg;
         if four.iter().all(|&d| d == afvq || g.agg(v, d, thr).agg <= a) {
             strict += 1;
         }
+        let mut ok = true;
         for &d in &four {
             if d == afvq {
                 continue;
             }
-            let (ok, m) = g.not_below(v, afvq, d, thr);
-            if !ok {
+            let (nb, m) = g.not_below(v, afvq, d, thr);
+            if !nb {
+                ok = false;
                 fails.push(format!("{}{x_unit}: {} by {:.3}", g.values[v], disc_label(&g.discs[d]), -m));
             }
         }
+        ok_points += usize::from(ok);
     }
     out.push((
         "afvq-highest".to_string(),
-        format!(
-            "AFVQ highest (mean) at {strict}/{} points; significantly below another at {}{}",
-            g.values.len(),
-            fails.len(),
-            if fails.is_empty() { String::new() } else { format!(" ({})", fails.join("; ")) }
+        Measured::new(
+            share(ok_points, g.values.len()),
+            "% of points",
+            format!(
+                "AFVQ not significantly below another at {ok_points}/{n} points, highest (mean) at {strict}/{n}; significantly below at {}{}",
+                fails.len(),
+                if fails.is_empty() { String::new() } else { format!(" ({})", fails.join("; ")) },
+                n = g.values.len()
+            ),
         ),
-        fails.is_empty(),
     ));
     // Close to AFVQ only in a region.
     let close_id = if kind == SweepKind::InternetDelay { "close-only-at-top" } else { "close-only-at-extremes" };
-    let c = claims.spec(close_id)?;
-    let margin = claims.num(close_id, "margin", c.margin)?;
+    let margin = claims.p(close_id, "margin")?;
     let expect_close = |x: f64| -> Result<bool, String> {
         Ok(match kind {
-            SweepKind::InternetDelay => x >= claims.num(close_id, "from", c.from)?,
-            SweepKind::AsymmetryRatio => {
-                x < claims.num(close_id, "below", c.below)? || x > claims.num(close_id, "above", c.above)?
-            }
+            SweepKind::InternetDelay => x >= claims.p(close_id, "from")?,
+            SweepKind::AsymmetryRatio => x < claims.p(close_id, "below")? || x > claims.p(close_id, "above")?,
         })
     };
     let mut agree = 0;
@@ -1257,46 +1152,59 @@ fn check_grid(
     }
     out.push((
         close_id.to_string(),
-        format!("agrees at {agree}/{total} (discipline, point) pairs; close: {}", closes.join(", ")),
-        agree == total,
+        Measured::new(
+            share(agree, total),
+            "% of pairs",
+            format!("as the paper at {agree}/{total} (discipline, point) pairs; close: {}", closes.join(", ")),
+        ),
     ));
     if kind == SweepKind::AsymmetryRatio {
-        // AF lowest of the four.
+        // AF lowest of the four: ratios where it is significantly above none of them.
         if let Some(af) = g.disc("ack-filter-classic") {
             let mut strict = 0;
+            let mut ok_points = 0;
             let mut fails = Vec::new();
             for v in 0..g.values.len() {
                 let a = g.agg(v, af, thr).agg;
                 if four.iter().all(|&d| d == af || g.agg(v, d, thr).agg >= a) {
                     strict += 1;
                 }
+                let mut ok = true;
                 for &d in &four {
                     if d != af && !g.not_below(v, d, af, thr).0 {
+                        ok = false;
                         fails.push(format!("{}: above {}", g.values[v], disc_label(&g.discs[d])));
                     }
                 }
+                ok_points += usize::from(ok);
             }
             out.push((
                 "af-lowest".into(),
-                format!(
-                    "AF lowest (mean) at {strict}/{} ratios; significantly above another at {}{}",
-                    g.values.len(),
-                    fails.len(),
-                    if fails.is_empty() { String::new() } else { format!(" ({})", fails.join("; ")) }
+                Measured::new(
+                    share(ok_points, g.values.len()),
+                    "% of points",
+                    format!(
+                        "AF not significantly above another at {ok_points}/{n} ratios, lowest (mean) at {strict}/{n}; significantly above at {}{}",
+                        fails.len(),
+                        if fails.is_empty() { String::new() } else { format!(" ({})", fails.join("; ")) },
+                        n = g.values.len()
+                    ),
                 ),
-                fails.is_empty(),
             ));
         }
-        // Variance ordering (mean over the ratios).
+        // Variance ordering (mean over the ratios): AFVQ's rank among the four, lowest = 1.
         let mean_var =
             |d: usize| (0..g.values.len()).map(|v| g.agg(v, d, thr).var_pop).sum::<f64>() / g.values.len() as f64;
         let mut order: Vec<(f64, usize)> = four.iter().map(|&d| (mean_var(d), d)).collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0));
         let names: Vec<String> = order.iter().map(|(m, d)| format!("{} {:.4}", disc_label(&g.discs[*d]), m)).collect();
-        let ok = order.len() >= 2 && g.discs[order[0].1] == "acq" && g.discs[order[1].1] == "afvq";
-        out.push(("afvq-variance-second".into(), format!("mean population variance: {}", names.join(" < ")), ok));
-        let c = claims.spec("afvq-variance-lowest-1-25")?;
-        let upto = claims.num(&c.id, "upto", c.upto)?;
+        let rank = order.iter().position(|x| x.1 == afvq).map(|i| i as f64 + 1.0).unwrap_or(f64::NAN);
+        out.push((
+            "afvq-variance-second".into(),
+            Measured::new(rank, "rank", format!("mean population variance: {}", names.join(" < "))),
+        ));
+        let upto = claims.p("afvq-variance-lowest-1-25", "upto")?;
+        let tie = claims.p("afvq-variance-lowest-1-25", "tie")?;
         let mut n = 0;
         let mut ok_n = 0;
         let mut bad = Vec::new();
@@ -1308,7 +1216,7 @@ fn check_grid(
             let a = g.agg(v, afvq, thr).var_pop;
             let best =
                 four.iter().filter(|&&d| d != afvq).map(|&d| g.agg(v, d, thr).var_pop).fold(f64::INFINITY, f64::min);
-            if a <= best + 0.005 {
+            if a <= best + tie {
                 ok_n += 1;
             } else {
                 bad.push(format!("{}: {:.4} vs {:.4}", g.values[v], a, best));
@@ -1316,19 +1224,19 @@ fn check_grid(
         }
         out.push((
             "afvq-variance-lowest-1-25".into(),
-            format!(
-                "AFVQ lowest at {ok_n}/{n} ratios <= {upto}{}",
-                if bad.is_empty() { String::new() } else { format!(" (not at {})", bad.join("; ")) }
+            Measured::new(
+                share(ok_n, n),
+                "% of points",
+                format!(
+                    "AFVQ lowest at {ok_n}/{n} ratios <= {upto}{}",
+                    if bad.is_empty() { String::new() } else { format!(" (not at {})", bad.join("; ")) }
+                ),
             ),
-            ok_n == n,
         ));
     }
-    // Variance bound.
+    // Variance bound: the largest AFVQ variance over the points.
     let vid = if kind == SweepKind::InternetDelay { "afvq-variance" } else { "afvq-variance-bound" };
-    let c = claims.spec(vid)?;
-    let bound = claims.num(vid, "bound", c.bound)?;
-    let (mut maxp, mut maxs, mut at) = (0.0f64, 0.0f64, 0.0);
-    let mut over = 0;
+    let (mut maxp, mut maxs, mut at) = (f64::NEG_INFINITY, 0.0f64, 0.0);
     for v in 0..g.values.len() {
         let a = g.agg(v, afvq, thr);
         if var(&a) > maxp {
@@ -1336,22 +1244,18 @@ fn check_grid(
             at = g.values[v];
         }
         maxs = maxs.max(if time_bins { a.tvar } else { a.var_sample });
-        let bad = if kind == SweepKind::InternetDelay { var(&a) >= bound } else { var(&a) > bound };
-        if bad {
-            over += 1;
-        }
     }
     out.push((
         vid.to_string(),
-        if time_bins {
-            format!("max {maxp:.4} (over 1-s bins, at {at}{x_unit}); over the bound at {over}/{} points", g.values.len())
-        } else {
-            format!(
-                "max {maxp:.4} (population, at {at}{x_unit}; sample form max {maxs:.4}); over the bound at {over}/{} points",
-                g.values.len()
-            )
-        },
-        over == 0,
+        Measured::new(
+            maxp,
+            "",
+            if time_bins {
+                format!("max {maxp:.4} (over 1-s bins, at {at}{x_unit})")
+            } else {
+                format!("max {maxp:.4} (population, at {at}{x_unit}; sample form max {maxs:.4})")
+            },
+        ),
     ));
     Ok(out)
 }
@@ -1436,7 +1340,7 @@ fn padhye_ceiling(f: &ExpFile, cfg: &SweepCfg, li: usize, x: f64) -> Option<f64>
 
 fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let f = ExpFile::parse(exp)?;
-    let claims = Claims::read(&f)?;
+    let claims = Claims::read(&f, exp)?;
     let cfg: SweepCfg = f.section("reproduce")?;
     let li = link_index(&f, &cfg.link)?;
     for (i, d) in cfg.disciplines.iter().enumerate() {
@@ -1462,8 +1366,11 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
         vgrids.push((v.clone(), vg));
     }
     let mut out = ExpOutput { id: exp.id.into(), title: exp.title.into(), ..Default::default() };
-    for (id, measured, holds) in check_grid(&g, &claims, cfg.sweep, false, false)? {
-        out.claims.push(claims.make(&id, measured, holds)?);
+    for (id, m) in check_grid(&g, &claims, cfg.sweep, false, false)? {
+        out.measure(&id, m);
+    }
+    for (d, n) in &g.acks {
+        out.act(d, *n);
     }
     // Tables.
     let x_col = if cfg.sweep == SweepKind::InternetDelay { "internet delay (ms)" } else { "asymmetry ratio" };
@@ -1529,8 +1436,8 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
     let mut add_row = |name: &str, gr: &Grid, thr: bool, tb: bool, note: &str| -> Result<(), String> {
         let checks = check_grid(gr, &claims, cfg.sweep, thr, tb)?;
         let mut row = vec![json!(name)];
-        for (_, m, h) in &checks {
-            row.push(json!(format!("{}: {m}", if *h { "holds" } else { "fails" })));
+        for (id, m) in &checks {
+            row.push(json!(format!("{}: {}", claims.judge(id, m), m.detail)));
         }
         row.push(json!(note));
         srows.push(row);
@@ -1706,7 +1613,8 @@ fn run_sweep(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             &curves(&|a| a.agg, true),
         ),
     ));
-    let vb = claims.specs.iter().find_map(|c| c.bound).unwrap_or(0.0);
+    let vid = if cfg.sweep == SweepKind::InternetDelay { "afvq-variance" } else { "afvq-variance-bound" };
+    let vb = claims.spec(vid).map(|c| c.paper_value).unwrap_or(0.0);
     out.plots.push((
         "variance.svg".into(),
         xy_chart(
@@ -1920,25 +1828,26 @@ fn run_f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             }
         }
     }
-    out.claims.push(Claim {
-        id: "lemma1".into(),
-        claim: "Eq. 14 has exactly one root in (0, mu_D): f(0) > 0 > f(mu_D) (Lemma 1)".into(),
-        paper: "one root in (0, mu_D) in both cases".into(),
-        measured: format!("{lemma_ok}/{lemma_n} input sets (Fig. 10 link, delays 11-110 ms, ACK delay 0-1 s, 0-50 queued ACKs, 1% and no loss)"),
-        tolerance: "f(0) > 0, f(mu) < 0 and one sign change on a 400-point grid, for every input set".into(),
-        holds: lemma_ok == lemma_n,
-    });
-    out.claims.push(Claim {
-        id: "theorem1-q".into(),
-        claim: "The download throughput rises as the queueing delay of its ACKs falls (Theorem 1, Fig. 11)".into(),
-        paper: "root increases as q_d^ack decreases".into(),
-        measured: format!(
-            "strictly decreasing in q at {mono_ok}/{mono_n} steps{}",
-            if worst.is_empty() { String::new() } else { format!(" (last exception: {worst})") }
+    let share = |k: usize, n: usize| if n == 0 { f64::NAN } else { k as f64 / n as f64 * 100.0 };
+    out.measure(
+        "lemma1",
+        Measured::new(
+            share(lemma_ok, lemma_n),
+            "% of input sets",
+            format!("{lemma_ok}/{lemma_n} input sets (Fig. 10 link, delays 11-110 ms, ACK delay 0-1 s, 0-50 queued ACKs, 1% and no loss)"),
         ),
-        tolerance: "every step of q up lowers the root (the first point of each row counts as a step)".into(),
-        holds: mono_ok == mono_n,
-    });
+    );
+    out.measure(
+        "theorem1-q",
+        Measured::new(
+            share(mono_ok, mono_n),
+            "% of steps",
+            format!(
+                "strictly decreasing in q at {mono_ok}/{mono_n} steps{}",
+                if worst.is_empty() { String::new() } else { format!(" (last exception: {worst})") }
+            ),
+        ),
+    );
     let mut n_ok = 0;
     let mut n_n = 0;
     for tau in [0.011, 0.06, 0.11] {
@@ -1954,14 +1863,10 @@ fn run_f11(exp: &Experiment, ctx: &mut Ctx) -> Result<ExpOutput, String> {
             }
         }
     }
-    out.claims.push(Claim {
-        id: "theorem1-n".into(),
-        claim: "The download throughput rises as fewer of the upload's ACKs queue ahead of its data (Theorem 1)".into(),
-        paper: "root increases as n_{q,u}^ack decreases".into(),
-        measured: format!("strictly decreasing in n at {n_ok}/{n_n} steps"),
-        tolerance: "every step of n up lowers the root".into(),
-        holds: n_ok == n_n && n_n > 0,
-    });
+    out.measure(
+        "theorem1-n",
+        Measured::new(share(n_ok, n_n), "% of steps", format!("strictly decreasing in n at {n_ok}/{n_n} steps")),
+    );
     // Fig. 11: f_d for two ACK delays q1 > q2 (Internet delay 20 ms: tau = 30.1 ms).
     let tau = 0.0301;
     let mut curves = Vec::new();
@@ -2023,18 +1928,16 @@ mod tests {
     }
 
     fn err_of(e: &Experiment) -> String {
-        (e.run)(e, &mut Ctx::new(true, 1)).expect_err("the experiment file is broken")
+        crate::run_experiment(e, &mut Ctx::new(true, 1)).expect_err("the experiment file is broken")
     }
 
     #[test]
     fn every_experiment_file_is_a_valid_scenario_with_its_claims() {
         for e in experiments() {
-            let f = ExpFile::parse(&e).unwrap_or_else(|err| panic!("{}: {err}", e.id));
-            let c = Claims::read(&f).unwrap();
-            assert!(!c.specs.is_empty(), "{}", e.id);
-            for s in &c.specs {
-                assert!(!s.claim.is_empty() && !s.paper.is_empty() && !s.tolerance.is_empty(), "{}: {s:?}", e.id);
-            }
+            ExpFile::parse(&e).unwrap_or_else(|err| panic!("{}: {err}", e.id));
+            let c = claims::specs(e.text, e.file, e.id).unwrap();
+            assert!(!c.is_empty(), "{}", e.id);
+            claims::readings(e.text, e.file, e.id).unwrap();
         }
     }
 
@@ -2048,47 +1951,28 @@ mod tests {
         assert!(m.contains("experiments/p2/f10.toml: key `reproduce.disciplines[5]`") && m.contains("wfq"), "{m}");
         let e = with_text("P2-F10", |t| t.replace("id = \"afvq-variance\"", "id = \"something-else\""));
         let m = err_of(&e);
-        assert!(m.contains("experiments/p2/f10.toml: key `paper.claims`: no claim with id = \"afvq-variance\""), "{m}");
+        assert!(m.contains("experiments/p2/f10.toml: the code of P2-F10 measures claim \"afvq-variance\""), "{m}");
         let e = with_text("P2-F9", |t| t.replace("link = \"access\"", "link = \"adsl\""));
         let m = err_of(&e);
         assert!(m.contains("experiments/p2/f9.toml: key `reproduce.link`: no link named \"adsl\""), "{m}");
         let e = with_text("P2-S2b", |t| t.replace("up_queues = [100, 200]", "up_queues = [100, 300]"));
         let m = err_of(&e);
-        assert!(m.contains("experiments/p2/f3.toml: key `reproduce.up_queues`: must include 200"), "{m}");
-        let e = with_text("P2-F8", |t| t.replacen("min = 0.9\n", "", 1));
+        assert!(m.contains("experiments/p2/s2b.toml: key `reproduce.up_queues`: must include 200"), "{m}");
+        let e = with_text("P2-F9", |t| t.replace("upto = 25.0, tie = 0.005", "upto = 25.0"));
         let m = err_of(&e);
-        assert!(m.contains("experiments/p2/f8.toml: key `paper.claims[0].min`: missing"), "{m}");
-    }
-
-    #[test]
-    fn adsl_variants_make_valid_runs_and_bad_ones_name_the_key() {
-        let e = experiments().into_iter().find(|e| e.id == "P2-F3").unwrap();
-        let f = ExpFile::parse(&e).unwrap();
-        let cfg: AdslCfg = f.section("reproduce").unwrap();
-        let li = link_index(&f, &cfg.link).unwrap();
-        assert!(cfg.variants.len() >= 3);
-        for (i, v) in cfg.variants.iter().enumerate() {
-            let vf = adsl_variant_file(&f, li, i, v).unwrap_or_else(|e| panic!("{}: {e}", v.name));
-            // Per-flow TCP settings survive the alone cases' flow filtering.
-            if let Some(t) = get_path(&vf.table, "flows[0].tcp") {
-                assert_eq!(get_path(&f.table, "flows[0].tcp"), None, "{}: the file's flows carry no tcp", v.name);
-                assert!(t.get("max_window").is_some() || t.get("rcv_buf").is_some(), "{}", v.name);
-            }
-        }
-        let bad = AdslVariant { name: "x".into(), note: String::new(), set: r#""flows[5].tcp" = 1"#.parse().unwrap() };
-        let m = adsl_variant_file(&f, li, 7, &bad).err().unwrap();
-        assert!(m.starts_with("experiments/p2/f3.toml: key `reproduce.variants[7].set`"), "{m}");
-        let bad =
-            AdslVariant { name: "y".into(), note: String::new(), set: r#""tcp.rcv_buf" = "lots""#.parse().unwrap() };
-        let m = adsl_variant_file(&f, li, 1, &bad).err().unwrap();
-        assert!(m.contains("reproduce.variants[1].set") && m.contains("rcv_buf"), "{m}");
+        assert!(m.contains("experiments/p2/f9.toml: key `params.tie` of claim \"afvq-variance-lowest-1-25\""), "{m}");
+        let e = with_text("P2-F3", |t| {
+            t.replace("\"flows[1].tcp.rcv_buf\" = \"64240B\"", "\"flows[1].tcp.rcv_buf\" = \"lots\"")
+        });
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f3.toml: key `flows[1].tcp.rcv_buf`") && m.contains("reading"), "{m}");
     }
 
     #[test]
     fn discipline_specs_build_and_validate() {
         for d in ["fifo", "acks-first", "ack-filter-classic", "ack-filter-cake", "acq", "afvq"] {
             let v = disc_spec(d, 1e6, 2e7, 500, &toml::Table::new()).unwrap();
-            let spec: crate::scenario::QdiscSpec = v.clone().try_into().unwrap_or_else(|e| panic!("{d}: {e}"));
+            let spec: ackshape_sim::scenario::QdiscSpec = v.clone().try_into().unwrap_or_else(|e| panic!("{d}: {e}"));
             spec.validate().unwrap_or_else(|e| panic!("{d}: {e}"));
         }
         let mut extra = toml::Table::new();

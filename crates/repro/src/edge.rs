@@ -9,9 +9,9 @@
 //! or a mechanism still being written) reports what it waits for; the experiments skip it and say
 //! so in their notes.
 
-use super::{Claim, Ctx, Experiment, Table};
-use crate::metrics::Summary;
-use crate::scenario::Scenario;
+use crate::{Ctx, ExpOutput, Experiment, Table};
+use ackshape_sim::metrics::Summary;
+use ackshape_sim::scenario::Scenario;
 use serde_json::Value as J;
 
 pub type Tbl = toml::Table;
@@ -22,6 +22,8 @@ pub struct ExpFile {
     pub base: Tbl,
     pub paper: Tbl,
     pub quick: bool,
+    /// The vacuity check ([`crate::Ctx::mechanism_off`]): schemes build without their mechanism.
+    pub off: bool,
 }
 
 fn type_name(v: &toml::Value) -> &'static str {
@@ -29,6 +31,13 @@ fn type_name(v: &toml::Value) -> &'static str {
 }
 
 impl ExpFile {
+    /// Parse and validate `exp`'s file for a run with `ctx`'s settings.
+    pub fn load_for(exp: &Experiment, ctx: &Ctx) -> Result<ExpFile, String> {
+        let mut f = Self::load(exp, ctx.quick)?;
+        f.off = ctx.mechanism_off;
+        Ok(f)
+    }
+
     /// Parse and validate `exp`'s file (the base must be a valid scenario).
     pub fn load(exp: &Experiment, quick: bool) -> Result<ExpFile, String> {
         Scenario::parse(exp.text, exp.file).map_err(|e| e.to_string())?;
@@ -39,7 +48,7 @@ impl ExpFile {
                 return Err(format!("{}: key `paper`: expected a [paper] table with the experiment's values", exp.file))
             }
         };
-        Ok(ExpFile { file: exp.file, base, paper, quick })
+        Ok(ExpFile { file: exp.file, base, paper, quick, off: false })
     }
 
     /// `paper.KEY` (dotted), or in quick mode `paper.quick.KEY` when present.
@@ -177,7 +186,7 @@ impl ExpFile {
     }
     /// `paper.KEY` as numbers, ignoring quick-mode overrides (e.g. the paper's full speed list).
     pub fn full_f64s(&self, key: &str) -> Result<Vec<f64>, String> {
-        let q = ExpFile { file: self.file, base: Tbl::new(), paper: self.paper.clone(), quick: false };
+        let q = ExpFile { file: self.file, base: Tbl::new(), paper: self.paper.clone(), quick: false, off: false };
         q.f64s(key)
     }
     /// The measurement window's start (the variant's `warmup`, quick mode included), seconds.
@@ -340,6 +349,22 @@ impl Scheme {
     /// `tcp = { … }`: keys of the scenario's `[tcp]` that this scheme's runs override (e.g. a
     /// sensitivity variant with another sender, `"pfq/tahoe" = { tcp = { cc = "tahoe" } }`).
     pub fn apply(&self, v: &mut Variant, s: &Shape) -> Result<(), String> {
+        if s.file.off {
+            // The vacuity check: TCR and PostACK become the class alone (CBQ), RED and ECN a
+            // drop-tail FIFO of the same size; the other schemes have no mechanism to switch off.
+            match self.id.split('/').next().unwrap_or("") {
+                "tcr" | "postack" => return apply_class_fifo(v, s, "class-fifo"),
+                "red" | "ecn" => {
+                    let limit = s.file.table(&self.id).ok().and_then(|t| t.get("limit_pkts")).cloned();
+                    let mut q = tbl(&[("kind", "fifo".into())]);
+                    q.insert("limit_pkts".into(), limit.unwrap_or((s.fifo_pkts as i64).into()));
+                    v.set(&format!("{}.qdisc", s.link), toml::Value::Table(q));
+                    plain_reverse(v, s);
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
         (self.apply)(v, s, &self.id)?;
         if let Some(toml::Value::Table(t)) = s.file.get(&self.id) {
             match t.get("tcp") {
@@ -363,7 +388,7 @@ fn always() -> Option<String> {
 }
 
 fn has_gateway() -> bool {
-    crate::middlebox::KINDS.contains(&"gateway")
+    ackshape_sim::middlebox::KINDS.contains(&"gateway")
 }
 
 fn needs_gateway() -> Option<String> {
@@ -519,6 +544,11 @@ fn apply_gateway(
     if let Some(m) = mechanism {
         class.insert("mechanism".into(), toml::Value::Table(m));
     }
+    // The class's token-bucket depth, for every scheme (`paper.class_burst`; a scheme's own
+    // `class = { burst = … }` wins).
+    if let Some(b) = s.file.get("class_burst") {
+        class.insert("burst".into(), b.clone());
+    }
     for (k, x) in extra.into_iter().flatten() {
         class.insert(k, x);
     }
@@ -574,7 +604,7 @@ pub fn run_jobs(ctx: &mut Ctx, file: &str, jobs: &[Job]) -> Result<Vec<Outcome>,
     let mut sims = Vec::with_capacity(jobs.len());
     for j in jobs {
         let sc = Scenario::from_table(j.variant.t.clone(), file).map_err(|e| format!("{} ({}): {e}", file, j.label))?;
-        sims.push(super::SimJob { label: j.label.clone(), scenario: sc, file: file.to_string(), seed: j.seed });
+        sims.push(crate::SimJob { label: j.label.clone(), scenario: sc, file: file.to_string(), seed: j.seed });
     }
     let keep: Vec<bool> = jobs.iter().map(|j| j.series).collect();
     let labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
@@ -621,35 +651,7 @@ pub fn cost_note(jobs: &[Job], outs: &[Outcome]) -> String {
 
 // ------------------------------------------------------------------------------------- helpers
 
-pub fn mean(x: &[f64]) -> f64 {
-    if x.is_empty() {
-        0.0
-    } else {
-        x.iter().sum::<f64>() / x.len() as f64
-    }
-}
-
-/// Sample standard deviation.
-pub fn std(x: &[f64]) -> f64 {
-    if x.len() < 2 {
-        return 0.0;
-    }
-    let m = mean(x);
-    (x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
-}
-
-/// Standard error of the mean.
-pub fn sem(x: &[f64]) -> f64 {
-    if x.len() < 2 {
-        0.0
-    } else {
-        std(x) / (x.len() as f64).sqrt()
-    }
-}
-
-pub fn claim(id: &str, claim: &str, paper: String, measured: String, tolerance: String, holds: bool) -> Claim {
-    Claim { id: id.into(), claim: claim.into(), paper, measured, tolerance, holds }
-}
+pub use crate::{mean, sem};
 
 pub fn table(name: &str, columns: &[&str], rows: Vec<Vec<J>>) -> Table {
     Table { name: name.into(), columns: columns.iter().map(|c| c.to_string()).collect(), rows }
@@ -698,6 +700,39 @@ pub fn gateway_buffer(s: &Summary) -> Option<(f64, f64, f64, f64)> {
     Some((g("data_avg_pkts"), g("data_max_pkts"), g("acks_avg"), g("acks_max")))
 }
 
+/// What scheme `id`'s mechanism did in a run: TCR's ACKs paced plus windows rewritten, PostACK's ACKs
+/// held, RED's early drops, ECN's marks (the base scheme before a `/variant`). `None` for schemes
+/// without such a mechanism (no class, CBQ, PFQ, FIFO).
+pub fn mechanism_activity(id: &str, s: &Summary) -> Option<f64> {
+    let base = id.split('/').next().unwrap_or(id);
+    let gw = |mech: &str, keys: &[&str]| -> f64 {
+        s.middleboxes
+            .iter()
+            .flat_map(gateway_classes)
+            .filter(|c| c["mechanism"] == mech)
+            .flat_map(|c| c["mechanism_stats"].as_object().into_iter().flat_map(|o| o.values()))
+            .map(|d| keys.iter().map(|k| d.pointer(k).and_then(|v| v.as_f64()).unwrap_or(0.0)).sum::<f64>())
+            .sum()
+    };
+    let link = |key: &str| -> f64 { s.links.iter().map(|l| *l.qdisc_counters.get(key).unwrap_or(&0) as f64).sum() };
+    match base {
+        "tcr" => Some(gw("tcr", &["/acks_paced", "/window_rewrites"])),
+        "postack" => Some(gw("postack", &["/counters/acks_queued"])),
+        "red" => Some(link("red_early_drops")),
+        "ecn" => Some(link("red_ecn_marks")),
+        _ => None,
+    }
+}
+
+/// Add every run's mechanism activity to `out`, by scheme ID (see [`mechanism_activity`]).
+pub fn record_activity<'a>(out: &mut ExpOutput, runs: impl IntoIterator<Item = (&'a str, &'a Summary)>) {
+    for (id, s) in runs {
+        if let Some(n) = mechanism_activity(id, s) {
+            out.act(id, n);
+        }
+    }
+}
+
 /// Per-bin goodput of one flow from a series, restricted to bins ending after `from_s`.
 pub fn flow_bins(series: &[(f64, u32, f64)], flow: u32, from_s: f64) -> Vec<(f64, f64)> {
     series.iter().filter(|(t, f, _)| *f == flow && *t > from_s + 1e-9).map(|(t, _, g)| (*t, *g)).collect()
@@ -734,17 +769,10 @@ mod tests {
     }
 
     #[test]
-    fn statistics() {
-        assert_eq!(mean(&[1.0, 3.0]), 2.0);
-        assert!((std(&[1.0, 3.0]) - 2f64.sqrt()).abs() < 1e-12);
-        assert!((sem(&[1.0, 3.0]) - 1.0).abs() < 1e-12);
-    }
-
-    #[test]
     fn scheme_settings_may_override_tcp_keys() {
         let paper: Tbl =
             "\"pfq/tahoe\" = { tcp = { cc = \"tahoe\", min_rto = \"1s\" } }\nbad = { tcp = 3 }\n".parse().unwrap();
-        let file = ExpFile { file: "x.toml", base: Tbl::new(), paper, quick: false };
+        let file = ExpFile { file: "x.toml", base: Tbl::new(), paper, quick: false, off: false };
         let shape = |f| Shape {
             link: "topology.bottleneck",
             node: "left",
