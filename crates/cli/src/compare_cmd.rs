@@ -455,22 +455,21 @@ fn aggregate_series(p: &std::path::Path) -> Result<Vec<(f64, f64)>, String> {
     Ok(by_t.into_iter().map(|(t, g)| (t as f64 * 1e-9, g)).collect())
 }
 
-/// `DIR/goodput-sim-vs-live.svg`: the aggregate goodput per bin of `DIR/sim` and `DIR/live`.
+/// `DIR/goodput-sim-vs-live.svg` and `.png`: the aggregate goodput per bin of `DIR/sim` and `DIR/live`.
 fn goodput_overlay(dir: &std::path::Path, name: &str) -> Result<(), String> {
     use ackshape_sim::plot::{line_chart, Series};
     let series = vec![
         Series { name: "simulator".into(), points: aggregate_series(&dir.join("sim/timeseries.csv"))? },
         Series { name: "live".into(), points: aggregate_series(&dir.join("live/timeseries.csv"))? },
     ];
-    let svg = line_chart(
+    let plot = line_chart(
         &format!("{name}: aggregate goodput, simulator vs live"),
         "time (s)",
-        "goodput (Mbit/s)",
+        "aggregate goodput (Mbit/s)",
         1e6,
         &series,
     );
-    let p = dir.join("goodput-sim-vs-live.svg");
-    std::fs::write(&p, svg).map_err(|e| format!("{}: {e}", p.display()))
+    plot.write(dir, "goodput-sim-vs-live").map(|_| ()).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
 #[cfg(test)]

@@ -1559,10 +1559,8 @@ fn write_live_outputs(
     } else {
         format!("{name} (live): goodput per flow")
     };
-    let svg = ackshape_sim::plot::line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
-    let p = out.join("goodput.svg");
-    std::fs::write(&p, svg).map_err(io(&p))?;
-    files.push(p);
+    let plot = ackshape_sim::plot::line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
+    files.extend(plot.write(out, "goodput").map_err(io(out))?);
     Ok(files)
 }
 

@@ -196,10 +196,9 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     } else {
         format!("{}: goodput per flow", summary.scenario.name)
     };
-    let svg = line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
-    let p = out.join("goodput.svg");
-    std::fs::write(&p, svg).map_err(io_err(&p))?;
-    files.push(p);
+    files.extend(
+        line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series).write(out, "goodput").map_err(io_err(out))?,
+    );
     // Queue length per bin of the link directions that queued anything.
     let queues = sim.queue_series();
     if !queues.is_empty() {
@@ -238,10 +237,8 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
         } else {
             format!("{}: queue length, time average per bin", summary.scenario.name)
         };
-        let svg = line_chart(&title, "time (s)", "queued packets", 1.0, &series);
-        let p = out.join("queue.svg");
-        std::fs::write(&p, svg).map_err(io_err(&p))?;
-        files.push(p);
+        let plot = line_chart(&title, "time (s)", "queue length (packets)", 1.0, &series);
+        files.extend(plot.write(out, "queue").map_err(io_err(out))?);
     }
     if !sim.trace.is_empty() {
         let mut series: Vec<Series> =
@@ -249,11 +246,14 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
         for r in &sim.trace {
             series[r.flow as usize].points.push((r.t_s, r.tr.cwnd_bytes as f64));
         }
-        let svg =
-            line_chart(&format!("{}: congestion window", summary.scenario.name), "time (s)", "cwnd (KB)", 1e3, &series);
-        let p = out.join("cwnd.svg");
-        std::fs::write(&p, svg).map_err(io_err(&p))?;
-        files.push(p);
+        let plot = line_chart(
+            &format!("{}: congestion window", summary.scenario.name),
+            "time (s)",
+            "congestion window (KB)",
+            1e3,
+            &series,
+        );
+        files.extend(plot.write(out, "cwnd").map_err(io_err(out))?);
     }
     if !sim.trace.is_empty() {
         let p = out.join("trace.csv");

@@ -10,7 +10,7 @@
 //! a sweep only measures. It sets keys of the scenario document; it does not know what they mean.
 
 use crate::metrics::Summary;
-use crate::plot::{xy_chart, Curve, XyChart};
+use crate::plot::{xy_chart, Curve, Plot, XyChart};
 use crate::reproduce::{mean_sd, path_steps, run_parallel, set_path};
 use crate::run::{csv_field, RunError};
 use crate::scenario::{Scenario, ScenarioError};
@@ -596,10 +596,10 @@ impl SweepResult {
     }
 
     /// A plot of one metric's mean (± one standard error) against a setting: the first with
-    /// numeric values (numbers, rates, durations), else the first. One curve per combination of the
-    /// other settings' values.
-    pub fn plot(&self, metric: usize, settings: &[Setting]) -> String {
-        let (name, what) = (&self.names[metric].0, &self.names[metric].1);
+    /// numeric values (numbers, rates, durations, sizes), ticked at the swept values, else the
+    /// first, one tick per value. One curve per combination of the other settings' values.
+    pub fn plot(&self, metric: usize, settings: &[Setting]) -> Plot {
+        let name = &self.names[metric].0;
         let axes: Vec<(Vec<f64>, String, bool)> = settings.iter().map(x_axis).collect();
         let xi = axes.iter().position(|a| a.2).unwrap_or(0);
         let x_label = axes.get(xi).map_or_else(|| "(no --set)".to_string(), |a| a.1.clone());
@@ -621,7 +621,7 @@ impl SweepResult {
                         .collect();
                     curve_of.push(rest);
                     curves.push(Curve {
-                        name: if label.is_empty() { name.to_string() } else { label.join(", ") },
+                        name: if label.is_empty() { axis_label(name, &self.names[metric].1) } else { label.join(", ") },
                         markers: true,
                         ..Default::default()
                     });
@@ -638,26 +638,42 @@ impl SweepResult {
             let (m, se) = (p.mean[metric], p.se[metric]);
             if m.is_finite() {
                 curves[c].points.push((x, m));
-                if p.runs > 1 {
+                if p.runs > 1 && se > 0.0 {
                     curves[c].err.push((x, m - se, m + se));
                 }
             }
         }
-        let seeds = match self.seeds.len() {
-            1 => "1 seed".to_string(),
-            n => format!("mean ± s.e. over {n} seeds"),
-        };
-        let what = what.replace("the reported link direction", &self.link);
+        let what = self.names[metric].1.replace("the reported link direction", &self.link);
         let file = Path::new(&self.file).file_name().map_or(self.file.clone(), |f| f.to_string_lossy().into_owned());
-        xy_chart(
-            &XyChart {
-                title: format!("{file}: {what}, {seeds}"),
-                x_label,
-                y_label: name.to_string(),
-                ..Default::default()
-            },
-            &curves,
-        )
+        let title = format!("{file}: {}, {}", what.split(", ").next().unwrap_or(&what), self.seeds_note(metric));
+        let plot =
+            xy_chart(&XyChart { title, x_label, y_label: axis_label(name, &what), ..Default::default() }, &curves);
+        match axes.get(xi) {
+            Some((xs, _, true)) => plot.x_ticks(xs),
+            Some((xs, _, false)) => {
+                plot.x_tick_labels(xs.iter().zip(&settings[xi].texts).map(|(&x, t)| (x, compact(t))).collect())
+            }
+            None => plot.x_tick_labels(vec![(1.0, String::new())]),
+        }
+    }
+
+    /// How the seeds show in a plot's title: "1 seed", "mean ± s.e. over 5 seeds", or, when every
+    /// point's seeds gave the same value, "5 seeds, all the same".
+    fn seeds_note(&self, metric: usize) -> String {
+        match self.seeds.len() {
+            1 => "1 seed".to_string(),
+            n if self.points.iter().all(|p| p.min[metric] == p.max[metric] || !p.mean[metric].is_finite()) => {
+                format!("{n} seeds, each point the same in all")
+            }
+            n => format!("mean ± s.e. over {n} seeds"),
+        }
+    }
+
+    /// Whether every point's runs gave the same value of the metric (a scenario without
+    /// randomness, or one whose randomness does not reach it).
+    pub fn same_over_seeds(&self, metric: usize) -> bool {
+        self.seeds.len() > 1
+            && self.points.iter().all(|p| p.min[metric] == p.max[metric] || !p.mean[metric].is_finite())
     }
 
     /// Write `sweep.json`, `sweep.csv`, `sweep-points.csv`, plots of goodput and of the link's
@@ -674,36 +690,51 @@ impl SweepResult {
             ("sweep.json".to_string(), json),
             ("sweep.csv".to_string(), self.runs_csv()),
             ("sweep-points.csv".to_string(), self.points_csv()),
-            ("sweep-goodput.svg".to_string(), self.plot(goodput, settings)),
-            ("sweep-queue.svg".to_string(), self.plot(queue, settings)),
         ];
-        let mut done = vec![goodput, queue];
+        let mut plots = vec![("sweep-goodput".to_string(), goodput), ("sweep-queue".to_string(), queue)];
         // With a gateway box, where its buffer goes: data queued and ACKs held.
         for (name, m) in [("gateway-queue", "gateway_data_avg_pkts"), ("gateway-acks", "gateway_acks_avg")] {
             let m = metric_index(m).expect("listed");
             if self.columns.contains(&m) {
-                files.push((format!("sweep-{name}.svg"), self.plot(m, settings)));
-                done.push(m);
+                plots.push((format!("sweep-{name}"), m));
             }
         }
         for &m in more_plots {
-            if !done.contains(&m) && self.columns.contains(&m) {
-                done.push(m);
+            if !plots.iter().any(|p| p.1 == m) && self.columns.contains(&m) {
                 let file: String = self.names[m]
                     .0
                     .chars()
                     .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
                     .collect();
-                files.push((format!("sweep-{file}.svg"), self.plot(m, settings)));
+                plots.push((format!("sweep-{file}"), m));
             }
         }
         let mut out = Vec::new();
-        for (name, text) in files {
+        for (name, text) in files.drain(..) {
             let p = dir.join(name);
             std::fs::write(&p, text).map_err(|err| RunError::Io { path: p.display().to_string(), err })?;
             out.push(p);
         }
+        for (name, m) in plots {
+            let written = self
+                .plot(m, settings)
+                .write(dir, &name)
+                .map_err(|err| RunError::Io { path: dir.join(&name).display().to_string(), err })?;
+            out.extend(written);
+        }
         Ok(out)
+    }
+}
+
+/// A metric as an axis label with its unit: "aggregate goodput (Mbit/s)" for `goodput_mbps`
+/// (from its description, "what, unit"); a metric of the user's by its path.
+fn axis_label(name: &str, what: &str) -> String {
+    match name {
+        "retransmit_ratio" => "retransmitted / sent data segments".into(),
+        _ => match what.rsplit_once(", ") {
+            Some((w, unit)) if !unit.contains(' ') || unit == "packets" => format!("{w} ({unit})"),
+            _ => what.to_string(),
+        },
     }
 }
 

@@ -464,7 +464,7 @@ impl Grid {
         Some((b0, &v[ci]))
     }
     /// Reduction vs RTT, one series per bandwidth, for config `ci` of profile `pi`.
-    fn plot_vs_rtt(&self, base: &Base, pi: usize, ci: usize, title: &str) -> String {
+    fn plot_vs_rtt(&self, base: &Base, pi: usize, ci: usize, title: &str) -> crate::plot::Plot {
         let series: Vec<Series> = self
             .bws
             .iter()
