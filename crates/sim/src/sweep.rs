@@ -1063,7 +1063,7 @@ start = "uniform(0s, 500ms)"
         // The CSVs and the plot carry every point.
         assert_eq!(one.runs_csv().lines().count(), 9);
         assert_eq!(one.points_csv().lines().count(), 5);
-        let svg = one.plot(0, &settings);
+        let svg = one.plot(0, &settings).svg();
         assert!(svg.contains("topology.bottleneck.rate (Mbit/s)") && svg.contains("cc=cubic"));
     }
 
@@ -1182,7 +1182,7 @@ policy = { default_class = "c", class = [ { name = "c", rate = "2Mbit/s", queue 
             .ends_with("fr_mean,fr_se,aggregate.cov_mean,aggregate.cov_se"));
         let table = res.to_string();
         assert!(table.lines().next().unwrap().contains("aggregate.cov"), "{table}");
-        assert!(res.plot(n, &settings).contains("flows[1].fast_retransmits (summary.json)"));
+        assert!(res.plot(n, &settings).svg().contains("flows[1].fast_retransmits (summary.json)"));
         // A path the first run does not have fails before the others run.
         let typo = vec![parse_metric("flows[1].fast_retransmit").unwrap()];
         let sweep = Sweep { base, settings, seeds: vec![1, 2], link: None, extra: typo };
