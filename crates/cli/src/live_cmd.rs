@@ -568,7 +568,8 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
     }
     let _ = writeln!(s, "  receiver  netns {:<16} {} {}", tb.ns_receiver, tb.if_receiver, tb.receiver_addr);
     let _ = writeln!(s);
-    let bin = "ackshape";
+    // The running binary's path: `ackshape` need not be on PATH (nor on root's).
+    let bin = crate::self_path();
     if let (Some(ns), Some(a), Some(b)) = (&tb.ns_wanem, &tb.if_wan_a, &tb.if_wan_b) {
         if let SimTopo::Dumbbell(d) = &sc.topology {
             let (bf, br) = d.bottleneck.directions();
@@ -1425,6 +1426,8 @@ pub fn cmd_run_live(
     if !warnings.is_empty() {
         summary["warnings"] = serde_json::json!(warnings);
     }
+    // Printed and written as the simulator's: floats to 12 significant digits.
+    ackshape_sim::run::round_json(&mut summary);
     let mut written = Vec::new();
     if let Some(o) = &out {
         match write_live_outputs(o, &summary, &reports, bin) {
@@ -1843,6 +1846,10 @@ mod tests {
             hand_guide(&testbed(), &sc, &HandPolicy::None)
         };
         let by_sender = text("sender");
+        // The printed commands run this very binary, by its path.
+        let me = std::env::current_exe().unwrap().display().to_string();
+        assert!(by_sender.contains(&format!("ip netns exec acks-t-gw {me} gateway --lan ")), "{by_sender}");
+        assert!(by_sender.contains(&format!("{me} testbed down --prefix acks-t")), "{by_sender}");
         assert!(by_sender.contains("ip netns exec acks-t-rcv iperf3 -s -D"), "{by_sender}");
         assert!(by_sender.contains("ip netns exec acks-t-snd iperf3 -c 10.77.0.2 -t 4 -P 3 -C cubic"), "{by_sender}");
         assert!(!by_sender.contains("-R"), "{by_sender}");

@@ -15,9 +15,18 @@ pub struct RunRequest {
     pub seed: Option<u64>,
     /// Directory for `summary.json`, `timeseries.csv`, `trace.csv` and pcaps (created).
     pub out: Option<PathBuf>,
-    /// Link directions to capture into `OUT/NAME.pcap`.
+    /// Links to capture into `OUT/NAME.pcap`: both directions of the link NAME belongs to (or
+    /// only NAME with `pcap_one_way`).
     pub pcap: Vec<String>,
+    /// Capture only the named link direction.
+    pub pcap_one_way: bool,
+    /// Bytes kept of each captured frame (0: whole frames).
+    pub snaplen: u32,
 }
+
+/// The default `--snaplen`: the Ethernet, IP and TCP headers with options (14 + 60 + 60 bytes
+/// at most) fit; payloads (the simulator's are zeros) are left out.
+pub const DEFAULT_SNAPLEN: u32 = 134;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -51,10 +60,21 @@ pub fn run_scenario(
     if !req.pcap.is_empty() {
         let out = req.out.as_ref().ok_or(RunError::PcapNeedsOut)?;
         std::fs::create_dir_all(out).map_err(io_err(out))?;
+        let snaplen = if req.snaplen == 0 { ackshape_wire::pcap::DEFAULT_SNAPLEN } else { req.snaplen };
         for name in &req.pcap {
             let path = out.join(format!("{}.pcap", name.replace([':', '/'], "_")));
-            let cap = crate::pcap::PcapCapture::create(&path).map_err(io_err(&path))?;
-            opts.captures.push((name.clone(), Box::new(cap) as Box<dyn Capture>));
+            let cap = crate::pcap::PcapCapture::with_snaplen(&path, snaplen).map_err(io_err(&path))?;
+            if req.pcap_one_way {
+                opts.captures.push((name.clone(), Box::new(cap) as Box<dyn Capture>));
+            } else {
+                // Both directions of the link into one file: `X` and `X:rev`.
+                let fwd = name.strip_suffix(":rev").unwrap_or(name).to_string();
+                let shared = std::rc::Rc::new(std::cell::RefCell::new(cap));
+                for dir in [fwd.clone(), format!("{fwd}:rev")] {
+                    let c = crate::pcap::SharedCapture(shared.clone());
+                    opts.captures.push((dir, Box::new(c) as Box<dyn Capture>));
+                }
+            }
             files.push(path);
         }
     }
@@ -72,6 +92,40 @@ pub fn run_scenario(
         files = written;
     }
     Ok(RunOutput { summary, files })
+}
+
+/// Significant digits of the numbers in `summary.json` and the CSV tables made from it.
+pub const SIGNIFICANT_DIGITS: usize = 12;
+
+/// `x` rounded to [`SIGNIFICANT_DIGITS`] significant digits: what the outputs print, so that a
+/// float sum's last-bit noise (`60.00000000000001`) does not show. The run's own arithmetic keeps
+/// full precision; only the printed value is rounded (deterministically).
+pub fn round_sig(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    format!("{:.*e}", SIGNIFICANT_DIGITS - 1, x).parse().unwrap_or(x)
+}
+
+/// Round every float in a JSON document with [`round_sig`] (integers stay as they are).
+pub fn round_json(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            if let Some(r) = n.as_f64().map(round_sig).and_then(serde_json::Number::from_f64) {
+                *n = r;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(round_json),
+        serde_json::Value::Object(o) => o.values_mut().for_each(round_json),
+        _ => {}
+    }
+}
+
+/// A summary as `summary.json` has it: its floats rounded ([`round_json`]).
+pub fn summary_json(s: &Summary) -> serde_json::Value {
+    let mut v = serde_json::to_value(s).expect("summary serialises");
+    round_json(&mut v);
+    v
 }
 
 /// Quote a CSV field if it needs it (RFC 4180).
@@ -165,16 +219,15 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     std::fs::create_dir_all(out).map_err(io_err(out))?;
     let mut files = Vec::new();
     let p = out.join("summary.json");
-    let json = serde_json::to_string_pretty(summary).expect("summary serialises");
+    let doc = summary_json(summary);
+    let json = serde_json::to_string_pretty(&doc).expect("summary serialises");
     std::fs::write(&p, json + "\n").map_err(io_err(&p))?;
     files.push(p);
     let p = out.join("flows.csv");
-    let flows = serde_json::to_value(&summary.flows).expect("flows serialise");
-    write_json_csv(&p, flows.as_array().into_iter().flatten(), &FLOW_COLUMNS.map(|k| (k, k)))?;
+    write_json_csv(&p, doc["flows"].as_array().into_iter().flatten(), &FLOW_COLUMNS.map(|k| (k, k)))?;
     files.push(p);
     let p = out.join("links.csv");
-    let links = serde_json::to_value(&summary.links).expect("links serialise");
-    write_json_csv(&p, links.as_array().into_iter().flatten(), &LINK_COLUMNS.map(|k| (k, k)))?;
+    write_json_csv(&p, doc["links"].as_array().into_iter().flatten(), &LINK_COLUMNS.map(|k| (k, k)))?;
     files.push(p);
     let p = out.join("timeseries.csv");
     write_csv(
@@ -323,15 +376,15 @@ pub fn format_table(s: &Summary) -> String {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>8} {:>6} {:>5} {:>9}",
-        "flow", "name", "kind", "cc", "goodput", "throughput", "retx", "RTO", "FR", "rtt(ms)"
+        "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>9} {:>6} {:>5} {:>11}",
+        "flow", "name", "kind", "cc", "goodput", "throughput", "retx pkts", "RTOs", "FRs", "rtt avg ms"
     );
     // Many flows (a 100,000-flow gateway run): the first rows, then the spread of all of them.
     let shown = if s.flows.len() > FLOW_ROWS_MAX { FLOW_ROWS_FOLDED } else { s.flows.len() };
     for f in &s.flows[..shown] {
         let _ = writeln!(
             o,
-            "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>8} {:>6} {:>5} {:>9.2}",
+            "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>9} {:>6} {:>5} {:>11}",
             f.id,
             trunc(&f.name, 12),
             f.kind,
@@ -341,7 +394,7 @@ pub fn format_table(s: &Summary) -> String {
             f.retransmitted_packets,
             f.timeouts,
             f.fast_retransmits,
-            f.rtt_mean_ms
+            if f.rtt_samples == 0 { "n/a".to_string() } else { format!("{:.2}", f.rtt_mean_ms) }
         );
     }
     if shown < s.flows.len() {
@@ -361,8 +414,8 @@ pub fn format_table(s: &Summary) -> String {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "{:<18} {:>12} {:>10} {:>8} {:>7} {:>6} {:>8} {:>7}",
-        "link", "rate", "tx pkts", "drops", "lost", "util", "q avg", "q max"
+        "{:<18} {:>12} {:>10} {:>8} {:>7} {:>6} {:>10} {:>10}",
+        "link", "rate", "tx pkts", "drops", "lost", "util", "q avg pkts", "q max pkts"
     );
     // Many dumbbell access links: show them as one line unless they drop packets.
     let access: Vec<_> = s.links.iter().filter(|l| l.name.starts_with("access-")).collect();
@@ -387,7 +440,7 @@ pub fn format_table(s: &Summary) -> String {
         }
         let _ = writeln!(
             o,
-            "{:<18} {:>12} {:>10} {:>8} {:>7} {:>5.1}% {:>8.2} {:>7}",
+            "{:<18} {:>12} {:>10} {:>8} {:>7} {:>5.1}% {:>10.2} {:>10}",
             trunc(&l.name, 18),
             fmt_rate(l.rate_bps as f64),
             l.tx_packets,
@@ -486,6 +539,8 @@ fn trunc(s: &str, n: usize) -> String {
 
 /// `12.3 Mbit/s` style.
 pub fn fmt_rate(bps: f64) -> String {
+    // No "-0 bit/s".
+    let bps = if bps == 0.0 { 0.0 } else { bps };
     if bps >= 1e9 {
         format!("{:.3} Gbit/s", bps / 1e9)
     } else if bps >= 1e6 {
@@ -517,6 +572,18 @@ mod tests {
         let spread = goodput_spread(&[flow([2.0, 6.0]), short]);
         assert_eq!(spread[0].points, [(1.0, 4.0), (2.0, 6.0)]);
         assert_eq!(spread[3].points, [(1.0, 2.0), (2.0, 0.0)]);
+    }
+
+    #[test]
+    fn printed_floats_lose_their_last_bit_noise_and_nothing_else() {
+        assert_eq!(round_sig(60.00000000000001), 60.0);
+        assert_eq!(round_sig(47.324999999999996), 47.325);
+        assert_eq!(round_sig(984218.7636363637), 984218.763636);
+        assert_eq!(round_sig(0.00510204081632653), 0.00510204081633);
+        assert_eq!(round_sig(0.0), 0.0);
+        let mut v = serde_json::json!({ "a": [60.00000000000001, 3], "b": { "c": 0.1 + 0.2 } });
+        round_json(&mut v);
+        assert_eq!(v.to_string(), r#"{"a":[60.0,3],"b":{"c":0.3}}"#);
     }
 
     #[test]

@@ -39,13 +39,94 @@ pub fn parse_setting(spec: &str) -> Result<Setting, String> {
         ));
     };
     let key = key.trim();
-    path_steps(key).map_err(|m| format!("--set {spec:?}: {m}"))?;
+    // Elements of an array may be named (`topology.links[access]`): checked as an index here,
+    // resolved against the scenario by [`resolve_names`].
+    path_steps(&names_as_indices(key)).map_err(|m| format!("--set {spec:?}: {m}"))?;
     let texts: Vec<String> = split_top_level(vals).into_iter().map(|s| s.trim().to_string()).collect();
     if texts.iter().any(|t| t.is_empty()) {
         return Err(format!("--set {spec:?}: expected a value after `=` and between commas"));
     }
     let values = texts.iter().map(|t| parse_value(t)).collect();
     Ok(Setting { key: key.to_string(), values, texts })
+}
+
+/// `key` with every `[name]` written as `[0]`, to check its syntax.
+fn names_as_indices(key: &str) -> String {
+    let mut out = String::new();
+    let mut rest = key;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else { break };
+        out.push_str(&rest[..open]);
+        let inner = &rest[open + 1..close];
+        if !inner.is_empty() && !inner.chars().all(|c| c.is_ascii_digit()) && !inner.contains(['[', '.']) {
+            out.push_str("[0]");
+        } else {
+            out.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `key` with each named element (`topology.links[access]`) replaced by its index in `doc`
+/// (`topology.links[1]`): the element of that array whose `name` is the given one. An unknown
+/// name, or an array addressed like a table (`topology.links.access`), gets an error that lists
+/// the elements by name and index.
+pub fn resolve_names(doc: &toml::Table, key: &str) -> Result<String, String> {
+    let segs: Vec<&str> = key.split('.').collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut cur: Option<&toml::Value> = None;
+    let listing = |arr: &Vec<toml::Value>| -> String {
+        let named: Vec<String> = arr
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.get("name").and_then(|n| n.as_str()).map(|n| format!("[{i}] or [{n}]")))
+            .collect();
+        if named.is_empty() {
+            format!("its elements have no `name`; use an index from 0 to {}", arr.len().saturating_sub(1))
+        } else {
+            format!("its elements: {}", named.join(", "))
+        }
+    };
+    for (si, seg) in segs.iter().enumerate() {
+        let (k, idx) = match seg.split_once('[') {
+            Some((k, r)) => (k, r.strip_suffix(']')),
+            None => (*seg, None),
+        };
+        let table = match cur {
+            None => Some(doc),
+            Some(v) => v.as_table(),
+        };
+        let here = out.iter().cloned().chain([k.to_string()]).collect::<Vec<_>>().join(".");
+        let v = table.and_then(|t| t.get(k));
+        match (idx, v) {
+            (Some(name), Some(toml::Value::Array(arr))) if !name.chars().all(|c| c.is_ascii_digit()) => {
+                let i = arr
+                    .iter()
+                    .position(|e| e.get("name").and_then(|n| n.as_str()) == Some(name))
+                    .ok_or_else(|| format!("key `{key}`: `{here}` has no element named `{name}` ({})", listing(arr)))?;
+                out.push(format!("{k}[{i}]"));
+                cur = arr.get(i);
+            }
+            (Some(i), Some(toml::Value::Array(arr))) => {
+                out.push(seg.to_string());
+                cur = i.parse::<usize>().ok().and_then(|i| arr.get(i));
+            }
+            (None, Some(toml::Value::Array(arr))) if si + 1 < segs.len() => {
+                return Err(format!(
+                    "key `{key}`: `{here}` is an array; address one of its elements as `{here}[INDEX]` or \
+                     `{here}[NAME]` ({})",
+                    listing(arr)
+                ));
+            }
+            _ => {
+                out.push(seg.to_string());
+                cur = v;
+            }
+        }
+    }
+    Ok(out.join("."))
 }
 
 /// A TOML literal if `s` is one, else the string `s`.
@@ -107,8 +188,13 @@ impl Base {
     pub fn with(&self, settings: &[Setting], pick: &[usize]) -> Result<Scenario, ScenarioError> {
         let mut doc = self.doc.clone();
         for (s, &k) in settings.iter().zip(pick) {
+            let key = resolve_names(&doc, &s.key).map_err(|msg| ScenarioError {
+                file: self.file.clone(),
+                key: None,
+                msg: format!("{msg} (with --set {}={})", s.key, s.texts[k]),
+            })?;
             // The message names the key (`key `flows[3].count`: …`).
-            set_path(&mut doc, &s.key, s.values[k].clone()).map_err(|msg| ScenarioError {
+            set_path(&mut doc, &key, s.values[k].clone()).map_err(|msg| ScenarioError {
                 file: self.file.clone(),
                 key: None,
                 msg: format!("{msg} (with --set {}={})", s.key, s.texts[k]),
@@ -839,7 +925,7 @@ impl fmt::Display for SweepResult {
         for (k, w) in self.keys.iter().zip(&widths) {
             head += &format!("{k:<w$}  ");
         }
-        let link_q = format!("{} queue", self.link);
+        let link_q = format!("{} queue pkts", self.link);
         let gw = self.columns.contains(&idx("gateway_data_avg_pkts"));
         let (gq, ga, gd) = (idx("gateway_data_avg_pkts"), idx("gateway_acks_avg"), idx("gateway_drops"));
         write!(
@@ -848,7 +934,7 @@ impl fmt::Display for SweepResult {
             "runs",
             "goodput Mbit/s",
             "Jain",
-            "retx",
+            "retx %",
             link_q,
             "drops",
             w = link_q.len().max(8)
@@ -866,8 +952,13 @@ impl fmt::Display for SweepResult {
             for (v, w) in p.values.iter().zip(&widths) {
                 line += &format!("{v:<w$}  ");
             }
-            let gp =
-                if p.runs > 1 { format!("{:.3} ± {:.3}", p.mean[g], p.se[g]) } else { format!("{:.3}", p.mean[g]) };
+            // ± s.e. over the seeds; none when they all gave the same value (the table's header
+            // says so when every point did).
+            let gp = if p.runs > 1 && p.min[g] != p.max[g] {
+                format!("{:.3} ± {:.3}", p.mean[g], p.se[g])
+            } else {
+                format!("{:.3}", p.mean[g])
+            };
             write!(
                 f,
                 "{line}{:>4}  {gp:>20}  {:>6.4}  {:>5.2}%  {:>w$.2}  {:>8.1}",
@@ -943,6 +1034,25 @@ start = "uniform(0s, 500ms)"
         assert!(e.contains("`duration` is not a table (it is a string)"), "{e}");
         let e = set(&mut doc, "name[0]=1").unwrap_err();
         assert!(e.contains("not an array"), "{e}");
+    }
+
+    #[test]
+    fn array_elements_are_addressed_by_name_and_a_wrong_one_lists_them() {
+        let doc = r#"
+[topology]
+kind = "graph"
+links = [ { name = "home", a = "x", b = "y" }, { name = "access", a = "y", b = "z" } ]
+"#
+        .parse::<toml::Table>()
+        .unwrap();
+        assert_eq!(resolve_names(&doc, "topology.links[access].qdisc").unwrap(), "topology.links[1].qdisc");
+        assert_eq!(resolve_names(&doc, "topology.links[0].rate").unwrap(), "topology.links[0].rate");
+        let e = resolve_names(&doc, "topology.links[acces].qdisc").unwrap_err();
+        assert!(e.contains("no element named `acces`") && e.contains("[1] or [access]"), "{e}");
+        let e = resolve_names(&doc, "topology.links.access.qdisc").unwrap_err();
+        assert!(e.contains("`topology.links` is an array") && e.contains("[0] or [home]"), "{e}");
+        assert!(parse_setting("topology.links[access].qdisc=red").is_ok());
+        assert_eq!(names_as_indices("a[x].b[2].c[y]"), "a[0].b[2].c[0]");
     }
 
     #[test]
