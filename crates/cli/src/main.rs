@@ -2,7 +2,7 @@
 //!
 //! **What it is.** Argument parsing, progress bars, tables and exit codes around the library
 //! crates: `run` (simulator, or `--live`), `sweep`, `validate`, `model`, `gateway`, `wanem`, `tap`,
-//! `testbed`, `reproduce`, `compare`.
+//! `testbed`, `reproduce`, `compare`, `example`.
 //! Exit codes: 0 success, 1 runtime failure, 2 bad input (file, key and expectation named),
 //! 3 the live path cannot run on this machine (not root, tools missing).
 //!

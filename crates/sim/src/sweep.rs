@@ -58,7 +58,8 @@ fn names_as_indices(key: &str) -> String {
         let Some(close) = rest[open..].find(']').map(|c| open + c) else { break };
         out.push_str(&rest[..open]);
         let inner = &rest[open + 1..close];
-        if !inner.is_empty() && !inner.chars().all(|c| c.is_ascii_digit()) && !inner.contains(['[', '.']) {
+        let name_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if !inner.is_empty() && !inner.chars().all(|c| c.is_ascii_digit()) && inner.chars().all(name_char) {
             out.push_str("[0]");
         } else {
             out.push_str(&rest[open..=close]);
@@ -1012,7 +1013,8 @@ start = "uniform(0s, 500ms)"
         assert_eq!(s.values[4], toml::Value::String("x,y".into()));
         assert!(s.values[5].as_array().is_some_and(|a| a.len() == 2));
         assert_eq!(s.key, "a.b");
-        for bad in ["novalue", "a.b=", "a.b=1,,2", "=3", "a..b=1", "flows[x].count=1", "flows[0=1", "a b=1"] {
+        // (`flows[x]` is a flow named x, resolved against the scenario.)
+        for bad in ["novalue", "a.b=", "a.b=1,,2", "=3", "a..b=1", "flows[x y].count=1", "flows[0=1", "a b=1"] {
             assert!(parse_setting(bad).is_err(), "{bad:?} should be refused");
         }
         let p = path_steps("flows[1].tcp.cc").unwrap();

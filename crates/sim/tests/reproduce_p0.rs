@@ -52,7 +52,10 @@ fn p0_experiments_run_quick_and_key_claims_hold() {
     for c in f9.claims.iter().map(|c| c.id.clone()).filter(|c| c != "no-difference-above-4pct").collect::<Vec<_>>() {
         assert!(holds(&f9, &c), "P0-F9 {c}");
     }
-    assert!(f9.plots.iter().any(|(n, svg)| n.contains("fig9d") && svg.contains("model")), "the model is plotted");
+    assert!(
+        f9.plots.iter().any(|(n, p)| n.contains("fig9d") && p.series_names().iter().any(|s| s.contains("model"))),
+        "the model is plotted"
+    );
 
     // Fig. 10: CoV ordered no class > CBQ > TCR ≈ PostACK.
     let f10 = run("P0-F10");

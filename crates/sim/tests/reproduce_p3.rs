@@ -37,8 +37,10 @@ fn p3_experiments_run_quick_with_well_formed_claims() {
             assert!(t.rows.iter().all(|r| r.len() == t.columns.len()), "{id}: table {} ragged", t.name);
         }
         assert!(!out.plots.is_empty(), "{id}: no plot");
-        for (name, svg) in &out.plots {
-            assert!(name.ends_with(".svg") && svg.starts_with("<svg"), "{id}: plot {name}");
+        for (name, plot) in &out.plots {
+            let r = plot.render();
+            assert!(name.ends_with(".svg") && r.svg.starts_with("<svg"), "{id}: plot {name}");
+            assert!(r.problems.is_empty(), "{id}: plot {name}: {:?}", r.problems);
         }
     }
 }
