@@ -10,6 +10,11 @@ drop-tail sizes, no trace files) and, if available, ns-3 3.44 (`pip install ns3`
 the median of each is reported: bottleneck packets per wall-second, events per wall-second
 (ackshape, ns-3), goodput, utilization, Jain, memory per flow, and the ratios to each peer.
 
+Two clocks per run. *Loop*: the event loop alone (ackshape: `Sim::run`, `sim.wall_time_s`; ns-2:
+`$ns run`, timed inside the Tcl script; ns-3: `Simulator::Run()`). *Process*: the whole process
+from spawn to exit (interpreter start-up, topology and route set-up, summary). The headline ratio
+is the loop one; the process ratio is printed beside it, with the load average before and after.
+
     python3 scripts/bench_sim.py [--ns3-python /tmp/ns3venv/bin/python] [--repeat 3] [--json out.json]
 """
 import argparse
@@ -44,20 +49,23 @@ def scenario(flows, bw):
 def run_ackshape(binary, flows, bw):
     path = scenario(flows, bw)
     # A wrapper process per run, so RUSAGE_CHILDREN sees only this ackshape (not ns-3).
-    wrapper = ("import json, resource, subprocess, sys; "
+    wrapper = ("import json, resource, subprocess, sys, time; t0 = time.perf_counter(); "
                "o = subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True).stdout; "
-               "print(json.dumps({'out': o, 'rss_kb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))")
+               "t = time.perf_counter() - t0; "
+               "print(json.dumps({'out': o, 'wall': t, 'rss_kb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))")
     w = json.loads(subprocess.run([sys.executable, "-c", wrapper, binary, "run", path, "--json", "--quiet"],
                                   check=True, capture_output=True, text=True).stdout)
-    out, rss_kb = w["out"], w["rss_kb"]
+    out, rss_kb, process_s = w["out"], w["rss_kb"], w["wall"]
     os.unlink(path)
     s = json.loads(out)
     b = next(l for l in s["links"] if l["name"] == "bottleneck")
     wall = s["sim"]["wall_time_s"]
     return dict(
         wall_s=wall,
+        process_s=process_s,
         bottleneck_pkts=b["tx_packets"],
         bottleneck_pkts_per_wall_s=b["tx_packets"] / wall,
+        bottleneck_pkts_per_process_s=b["tx_packets"] / process_s,
         events_per_wall_s=s["sim"]["events"] / wall,
         goodput_mbps=s["aggregate"]["goodput_bps"] / 1e6,
         utilization=b["utilization"],
@@ -75,8 +83,10 @@ def run_ns3(py, flows, bw):
     r = json.loads(out.strip().splitlines()[-1])
     return dict(
         wall_s=r["run_wall_s"],
+        process_s=r["wall_time_s"],
         bottleneck_pkts=r["bottleneck_tx_pkts_total"],
         bottleneck_pkts_per_wall_s=r["bottleneck_pkts_per_wall_s"],
+        bottleneck_pkts_per_process_s=r["bottleneck_tx_pkts_total"] / r["wall_time_s"],
         events_per_wall_s=r["events_per_wall_s"],
         goodput_mbps=r["aggregate_goodput_mbps"],
         utilization=r["link_utilization"],
@@ -95,15 +105,19 @@ def run_ns2(flows, bw):
             "acc_bw=100Mb", "acc_delay=1ms", "acc_q=1000", "size=1460", "window=2872", "minrto=1.0",
             "duration=60", "warmup=5", f"starts={starts}"]
     with tempfile.TemporaryDirectory() as d:
-        t0 = time.time()
-        out = subprocess.run(args, cwd=d, check=True, capture_output=True, text=True).stdout
-        wall = time.time() - t0
-    j = json.loads(out.strip().splitlines()[-1])
+        t0 = time.perf_counter()
+        p = subprocess.run(args, cwd=d, check=True, capture_output=True, text=True)
+        process_s = time.perf_counter() - t0
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    # `$ns run` alone: the script prints its wall time on stderr (the last JSON line there).
+    wall = next(json.loads(l)["run_wall_s"] for l in reversed(p.stderr.splitlines()) if "run_wall_s" in l)
     g = [f["goodput_bps"] for f in j["flows"]]
     return dict(
         wall_s=wall,
+        process_s=process_s,
         bottleneck_pkts=j["bottleneck_tx_pkts"],
         bottleneck_pkts_per_wall_s=j["bottleneck_tx_pkts"] / wall,
+        bottleneck_pkts_per_process_s=j["bottleneck_tx_pkts"] / process_s,
         events_per_wall_s=float("nan"),
         goodput_mbps=j["aggregate_goodput_bps"] / 1e6,
         utilization=j["bottleneck_tx_bytes_after_warmup"] * 8 / (bw * 1e6 * 55),
@@ -130,17 +144,25 @@ def main():
     ap.add_argument("--ns3-python", default="/tmp/ns3venv/bin/python")
     ap.add_argument("--repeat", type=int, default=3, help="runs per case; the median is reported")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--ackshape", help="this ackshape binary instead of building target/release/ackshape")
+    ap.add_argument("--cases", default="1,2,3", help="which cases to run, by number (default 1,2,3)")
     a = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "ackshape-cli"], cwd=ROOT, check=True)
-    binary = os.path.join(ROOT, "target", "release", "ackshape")
+    if a.ackshape:
+        binary = os.path.abspath(a.ackshape)
+    else:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "ackshape-cli"], cwd=ROOT, check=True)
+        binary = os.path.join(ROOT, "target", "release", "ackshape")
+    cases = [CASES[int(i) - 1] for i in a.cases.split(",")]
     have_ns3 = os.path.exists(a.ns3_python) and os.path.exists(PEER)
     if not have_ns3:
         print(f"ns-3 peer not available ({a.ns3_python}); reporting ackshape alone", file=sys.stderr)
     have_ns2 = shutil.which("ns") is not None
     if not have_ns2:
         print("ns-2.35 (`ns`) not found (apt-get install ns2); no ns-2 column", file=sys.stderr)
+    load_before = os.getloadavg()
+    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}", flush=True)
     results = []
-    for name, flows, bw in CASES:
+    for name, flows, bw in cases:
         fns = {"ackshape": lambda: run_ackshape(binary, flows, bw)}
         if have_ns2:
             fns["ns2"] = lambda: run_ns2(flows, bw)
@@ -160,29 +182,39 @@ def main():
                              check=True, capture_output=True, text=True).stdout
         os.unlink(path + ".toml")
         return int(out.strip())
+    load_after = os.getloadavg()
     mem_per_flow_kb = (rss(2000) - rss(10)) / 1990
-    print(f"{'case':<22} {'':>8} {'bneck pkts/wall-s':>18} {'events/wall-s':>14} {'wall s':>8} {'goodput Mb/s':>13} {'util':>7} {'Jain':>7}")
+    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
+          f"after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {os.cpu_count()} CPUs; "
+          f"median of {a.repeat} alternating runs")
+    print(f"{'case':<22} {'':>8} {'pkts/loop-s':>12} {'pkts/proc-s':>12} {'events/loop-s':>14} {'loop s':>8} "
+          f"{'proc s':>7} {'goodput Mb/s':>13} {'util':>7} {'Jain':>7}")
     for r in results:
         for who in ("ackshape", "ns2", "ns3"):
             x = r[who]
             if x is None:
                 continue
-            print(f"{r['case']:<22} {who:>8} {x['bottleneck_pkts_per_wall_s']:>18,.0f} {x['events_per_wall_s']:>14,.0f} "
-                  f"{x['wall_s']:>8.3f} {x['goodput_mbps']:>13.3f} {x['utilization']:>7.4f} {x['jain']:>7.4f}")
+            print(f"{r['case']:<22} {who:>8} {x['bottleneck_pkts_per_wall_s']:>12,.0f} "
+                  f"{x['bottleneck_pkts_per_process_s']:>12,.0f} {x['events_per_wall_s']:>14,.0f} "
+                  f"{x['wall_s']:>8.3f} {x['process_s']:>7.3f} {x['goodput_mbps']:>13.3f} {x['utilization']:>7.4f} "
+                  f"{x['jain']:>7.4f}")
         for peer in ("ns2", "ns3"):
             if not r[peer]:
                 continue
             o, p = r["ackshape"], r[peer]
             rr = dict(speedup=o["bottleneck_pkts_per_wall_s"] / p["bottleneck_pkts_per_wall_s"],
+                      speedup_process=o["bottleneck_pkts_per_process_s"] / p["bottleneck_pkts_per_process_s"],
                       goodput_ratio=o["goodput_mbps"] / p["goodput_mbps"],
                       utilization_ratio=o["utilization"] / p["utilization"], jain_ratio=o["jain"] / p["jain"])
             r[f"vs_{peer}"] = rr
-            print(f"{'':<22} {'/' + peer:>8} speed ×{rr['speedup']:.2f}  goodput {rr['goodput_ratio']:.4f}  "
+            print(f"{'':<22} {'/' + peer:>8} speed (loop) ×{rr['speedup']:.2f}  (process) ×{rr['speedup_process']:.2f}  "
+                  f"goodput {rr['goodput_ratio']:.4f}  "
                   f"utilization {rr['utilization_ratio']:.4f}  Jain {rr['jain_ratio']:.4f}")
     print(f"memory per flow (peak RSS growth 10→2000 flows / 1990): {mem_per_flow_kb:.1f} KiB")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dict(results=results, mem_per_flow_kb=mem_per_flow_kb), f, indent=2)
+            json.dump(dict(results=results, mem_per_flow_kb=mem_per_flow_kb, load_before=load_before,
+                           load_after=load_after), f, indent=2)
 
 
 if __name__ == "__main__":

@@ -24,3 +24,28 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   fi
 fi
+
+# The Python package (crates/py) in a virtual environment of its own (ACKSHAPE_VENV, default
+# target/venv): numpy and pandas (the package's), maturin (its build), pytest and
+# dask[distributed] (its tests and the dask extra); then the package built from this tree.
+venv="${ACKSHAPE_VENV:-target/venv}"
+if [ ! -x "$venv/bin/python" ]; then
+  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "setup: installing python3-venv" >&2
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv python3-pip >/dev/null
+      rm -rf "$venv"
+      python3 -m venv "$venv"
+    else
+      echo "setup: cannot make a Python virtual environment (python3 -m venv failed; need root and apt-get to install python3-venv)" >&2
+      exit 1
+    fi
+  fi
+fi
+if ! "$venv/bin/python" -c "import numpy, pandas, pytest, distributed, maturin" >/dev/null 2>&1; then
+  echo "setup: installing maturin, numpy, pandas, pytest, dask[distributed] into $venv" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pandas pytest 'dask[distributed]'
+fi
+echo "setup: building the Python package ackshape into $venv" >&2
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./crates/py

@@ -1050,7 +1050,9 @@ pub(crate) fn live_tcp_gaps(sc: &Scenario, file: &str) -> Vec<String> {
             ("new_data_on_fast_retransmit", t.new_data_on_fast_retransmit, true),
             ("ns2_slowdown", t.ns2_slowdown, false),
             ("rto_restart_on_fast_retransmit", t.rto_restart_on_fast_retransmit, true),
+            ("rto_rearm_on_head_retransmit", t.rto_rearm_on_head_retransmit, true),
             ("sack_clear_on_rto", t.sack_clear_on_rto, false),
+            ("ns2_recovery", t.ns2_recovery, false),
         ] {
             if let Some(b) = val.filter(|&b| b != linux) {
                 v.push(format!("{key} = {b} (Linux: {})", if linux { "on" } else { "off" }));
@@ -1410,6 +1412,7 @@ pub fn cmd_run_live(
         }));
     }
     let summary = serde_json::json!({
+        "ackshape": ackshape_sim::provenance::Provenance::json(),
         "scenario": scenario_info(&sc, &file, dur_s, warm),
         "seed": sc.seed,
         "mode": "live",

@@ -20,6 +20,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 mod compare_cmd;
+mod dask;
 mod live_cmd;
 mod reproduce_cmd;
 mod sweep_cmd;
@@ -117,7 +118,8 @@ struct RunArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Write summary.json, flows.csv, links.csv, timeseries.csv, goodput.svg, queues.csv,
-    /// queue.svg (and trace.csv, cwnd.svg, pcaps) into this directory; with --live, the same
+    /// queue.svg (and trace.csv, cwnd.svg, pcaps) and scenario.toml (the scenario as run: --set
+    /// values applied, policy files inlined, the seed) into this directory; with --live, the same
     /// summary, flow, link and goodput files plus gateway-stats.jsonl (the gateway's stats every
     /// second).
     #[arg(long, value_name = "DIR")]
@@ -269,6 +271,8 @@ pub(crate) fn parse_seed(s: &str) -> Result<u64, String> {
 
 /// Exit code for bad input (scenario, flags).
 pub(crate) const BAD_INPUT: u8 = 2;
+/// Exit code when what a command needs is not on this machine (root, tools, the Python package).
+pub(crate) const CANNOT_RUN: u8 = 3;
 
 /// Log lines (the live boxes' start, policy reloads and their warnings, a CPU pin or real-time
 /// priority that could not be had) go to stderr with a timestamp. `ACKSHAPE_LOG` sets the level:
@@ -393,12 +397,21 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             eprintln!("{note}");
         }
     }
+    // With --out, the scenario as run goes to OUT/scenario.toml.
+    let scenario_doc = match &a.out {
+        Some(_) => match sweep_cmd::run_doc(a.scenario.as_ref(), &a.set) {
+            Ok(d) => Some(d),
+            Err(e) => return bad(e),
+        },
+        None => None,
+    };
     let req = RunRequest {
         seed: a.seed,
         out: a.out.clone(),
         pcap: a.pcap.clone(),
         pcap_one_way: a.pcap_one_way,
         snaplen: a.snaplen,
+        scenario_doc,
     };
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
@@ -424,7 +437,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     match res {
         Ok(ackshape_sim::run::RunOutput { summary, files }) => {
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&ackshape_sim::run::summary_json(&summary)).unwrap());
+                print!("{}", ackshape_sim::run::summary_json(&summary));
             } else {
                 print!("{}", format_table(&summary));
                 if let Some(out) = &a.out {

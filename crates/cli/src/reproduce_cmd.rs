@@ -144,6 +144,21 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
             Ok(out) => {
                 let dir = a.out.join(exp.id);
                 let run = RunInfo { set: set_texts.clone(), ..RunInfo::new(&out, exp, a.quick, a.seed, wall) };
+                // The experiment's file as run (its --set values applied) beside the results.
+                let scenario = exp
+                    .text
+                    .parse::<toml::Table>()
+                    .map_err(|e| format!("{}: {e}", exp.file))
+                    .and_then(|doc| ackshape_sim::run::resolved_scenario_toml(&doc, exp.file, a.seed, &set_texts))
+                    .and_then(|text| {
+                        std::fs::create_dir_all(&dir)
+                            .and_then(|_| std::fs::write(dir.join("scenario.toml"), text))
+                            .map_err(|e| format!("{}: {e}", dir.join("scenario.toml").display()))
+                    });
+                if let Err(e) = scenario {
+                    eprintln!("error: {e}");
+                    errors += 1;
+                }
                 match write_output_with(&out, exp, &run, &dir) {
                     Ok(report) => {
                         if !a.json {

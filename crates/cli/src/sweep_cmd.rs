@@ -47,6 +47,16 @@ pub struct SweepArgs {
     /// Never show a progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// A result store (a directory, created if new): runs it has from this build are not run
+    /// again, and every run is kept in it as soon as it finishes, so that a sweep that was stopped
+    /// resumes where it was. Results of other builds (version, commit) are never used.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Run the simulations on a Dask cluster: the address of its scheduler (e.g.
+    /// tcp://10.0.0.5:8786). Needs the Python package (`pip install './crates/py[dask]'`, the same
+    /// build on the workers) in the Python named by ACKSHAPE_PYTHON (default python3).
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "jobs")]
+    pub dask: Option<String>,
 }
 
 /// The scenario to start from: the file, or the embedded example.
@@ -80,6 +90,15 @@ pub(crate) fn with_sets(path: Option<&PathBuf>, specs: &[String]) -> Result<(ack
     let base = load_base(path)?;
     let sc = base.with(&settings, &vec![0; settings.len()]).map_err(|e| e.to_string())?;
     Ok((sc, base.file))
+}
+
+/// The scenario document `run` runs (the file, or the embedded example, with its `--set`s
+/// applied), for `OUT/scenario.toml`.
+pub(crate) fn run_doc(path: Option<&PathBuf>, specs: &[String]) -> Result<toml::Table, String> {
+    let settings = parse_settings(specs)?;
+    let base = load_base(path)?;
+    let (doc, _) = base.doc_with(&settings, &vec![0; settings.len()]).map_err(|e| e.to_string())?;
+    Ok(doc)
 }
 
 pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
@@ -148,7 +167,24 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
             .unwrap()
             .progress_chars("=> "),
     );
-    let res = sweep.run(workers, &mut |k, total| {
+    let store = match &a.store {
+        Some(dir) => match ackshape_sim::store::Store::open(dir) {
+            Ok(s) => Some(s),
+            Err(e) => return bad(format!("--store: {e}")),
+        },
+        None => None,
+    };
+    let mut runner: Box<dyn ackshape_sim::sweep::Runner> = match &a.dask {
+        Some(addr) => match crate::dask::DaskRunner::connect(addr) {
+            Ok(r) => Box::new(r),
+            Err(e) => {
+                eprintln!("error: --dask {addr}: {e}");
+                return ExitCode::from(crate::CANNOT_RUN);
+            }
+        },
+        None => Box::new(ackshape_sim::sweep::Threads(workers)),
+    };
+    let res = sweep.run_with(runner.as_mut(), store.as_ref(), &mut |k, total| {
         if show_bar && !shown && started.elapsed() > std::time::Duration::from_secs(1) {
             bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
             shown = true;
@@ -161,6 +197,19 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return bad(e),
     };
+    if let Some(st) = &store {
+        eprintln!(
+            "store {}: {} runs found, {} computed and kept (build {}){}",
+            st.root().display(),
+            res.stored,
+            res.computed,
+            st.build(),
+            match res.other_builds {
+                0 => String::new(),
+                n => format!("; {n} of them were in the store from other builds only, which are never used"),
+            }
+        );
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&res.to_json(&sweep.settings)).unwrap());
     } else {
@@ -176,7 +225,18 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         print!("{res}");
     }
     if let Some(out) = &a.out {
-        match res.write(out, &sweep.settings, &plots) {
+        let written = res.write(out, &sweep.settings, &plots).and_then(|mut files| {
+            // The base scenario, resolved; sweep.json has the values of every point.
+            let p = out.join("scenario.toml");
+            let seed = sweep.seeds[0];
+            let text = ackshape_sim::run::resolved_scenario_toml(&sweep.base.doc, &sweep.base.file, seed, &[])
+                .map_err(ackshape_sim::run::RunError::Scenario)?;
+            std::fs::write(&p, text)
+                .map_err(|err| ackshape_sim::run::RunError::Io { path: p.display().to_string(), err })?;
+            files.push(p);
+            Ok(files)
+        });
+        match written {
             Ok(files) => {
                 if !a.json {
                     println!("\n{}", crate::wrote_line(out, &files));

@@ -452,6 +452,23 @@ fn gateway_runs_its_policy_and_sighup_swaps_it() {
     let pid = gw.0.id().to_string();
     let signal = |sig: &str| assert!(Command::new("kill").args([sig, &pid]).status().unwrap().success());
     wait_stats(&stats, "the gateway to start", |_| true);
+    // Least privilege: once running, every thread of the `ackshape gateway` process has
+    // CAP_NET_RAW (bit 13) and, for its default nice of -20, CAP_SYS_NICE (bit 23) as its
+    // effective capabilities, nothing else, though it was started as root; its stats file is 0600.
+    let want: u64 = (1 << 13) | (1 << 23);
+    let tasks: Vec<(String, u64)> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| {
+            let st = std::fs::read_to_string(t.ok()?.path().join("status")).ok()?;
+            let name = st.lines().find_map(|l| l.strip_prefix("Name:"))?.trim().to_string();
+            let eff = st.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim().to_string();
+            Some((name, u64::from_str_radix(&eff, 16).ok()?))
+        })
+        .collect();
+    eprintln!("`ackshape gateway` threads and their effective capabilities: {tasks:x?}");
+    assert!(!tasks.is_empty() && tasks.iter().all(|(_, e)| *e == want), "{tasks:x?}, expected {want:#x}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&stats).unwrap().permissions().mode() & 0o777, 0o600);
     // One TCP flow for 7 s; the policy is swapped from 10 to 4 Mbit/s 3 s in.
     let dst = std::net::SocketAddr::from((tb.receiver_addr, 5001));
     let (tx, rx) = std::sync::mpsc::channel();

@@ -76,6 +76,52 @@ fn same_seed_gives_byte_identical_summary() {
     for k in ["goodput_bps", "jain", "cov"] {
         assert!(v["aggregate"][k].is_number(), "aggregate.{k}");
     }
+    // The build that wrote it comes first.
+    assert!(a.starts_with("{\n  \"ackshape\": {\n    \"version\": "), "{a}");
+    assert_eq!(v["ackshape"]["version"], env!("CARGO_PKG_VERSION"));
+    assert!(v["ackshape"]["commit"].as_str().is_some_and(|c| !c.is_empty()));
+    assert!(v["ackshape"]["source"].as_str().is_some_and(|c| c.len() == 16));
+    // OUT/scenario.toml runs the same simulation again (only the file's name differs).
+    let again = d.join("again");
+    run(&d.join("a/scenario.toml"), &again, &[]);
+    let c = std::fs::read_to_string(again.join("summary.json")).unwrap();
+    let file_line = |s: &str| s.lines().find(|l| l.trim_start().starts_with("\"file\"")).unwrap().to_string();
+    assert_eq!(without_wall_time(&c).replace(&file_line(&c), &file_line(&a)), without_wall_time(&a));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn scenario_toml_has_the_sets_the_seed_and_the_policy_file_inlined() {
+    let d = tmpdir("resolved");
+    std::fs::write(d.join("gw.toml"), "default_class = \"c\"\n[[class]]\nname = \"c\"\nrate = \"2Mbit/s\"\n").unwrap();
+    let scn = d.join("s.toml");
+    let text = SCENARIO.replace(
+        "[[flows]]\ncount = 3",
+        "[[middlebox]]\nnode = \"left\"\nwan = \"bottleneck\"\nkind = \"gateway\"\npolicy_file = \"gw.toml\"\n[[flows]]\ncount = 3",
+    );
+    assert_ne!(text, SCENARIO);
+    std::fs::write(&scn, text).unwrap();
+    run(&scn, &d.join("a"), &["--seed", "9", "--set", "topology.bottleneck.rate=6Mbit/s"]);
+    let resolved = std::fs::read_to_string(d.join("a/scenario.toml")).unwrap();
+    let doc: toml::Table = resolved.parse().unwrap();
+    assert_eq!(doc["seed"].as_integer(), Some(9));
+    assert_eq!(doc["topology"]["bottleneck"]["rate"].as_str(), Some("6Mbit/s"));
+    let mb = &doc["middlebox"][0];
+    assert!(mb.get("policy_file").is_none(), "{resolved}");
+    assert_eq!(mb["policy"]["class"][0]["rate"].as_str(), Some("2Mbit/s"), "{resolved}");
+    // Elsewhere (no policy file beside it), it runs the same simulation.
+    let moved = d.join("moved");
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::copy(d.join("a/scenario.toml"), moved.join("s.toml")).unwrap();
+    run(&moved.join("s.toml"), &d.join("b"), &[]);
+    let summary = |p: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join(p).join("summary.json")).unwrap()).unwrap()
+    };
+    let (a, b) = (summary("a"), summary("b"));
+    assert_eq!(a["seed"], 9);
+    for k in ["flows", "links", "aggregate", "middleboxes", "seed"] {
+        assert_eq!(a[k], b[k], "{k}");
+    }
     std::fs::remove_dir_all(&d).ok();
 }
 

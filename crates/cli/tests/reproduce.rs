@@ -168,6 +168,21 @@ fn reproduce_with_set_changes_the_file_and_says_so() {
     let run_json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("reno/P0-F9/run.json")).unwrap()).unwrap();
     assert_eq!(run_json["set"], serde_json::json!(["tcp.cc=reno"]));
+    // Both JSON files name the build that wrote them, first; the file as run is beside them.
+    let claims_text = std::fs::read_to_string(dir.join("reno/P0-F9/claims.json")).unwrap();
+    let claims: serde_json::Value = serde_json::from_str(&claims_text).unwrap();
+    for v in [&run_json, &claims] {
+        assert_eq!(v["ackshape"]["version"], env!("CARGO_PKG_VERSION"));
+        assert!(v["ackshape"]["commit"].as_str().is_some_and(|c| !c.is_empty()), "{v}");
+    }
+    assert!(claims_text.starts_with("{\n  \"ackshape\": {"), "{claims_text}");
+    let scenario = std::fs::read_to_string(dir.join("reno/P0-F9/scenario.toml")).unwrap();
+    let doc: toml::Table = scenario.parse().unwrap();
+    assert_eq!(doc["tcp"]["cc"].as_str(), Some("reno"), "{scenario}");
+    assert!(
+        scenario.starts_with("# The scenario as ackshape ") && scenario.contains("--set tcp.cc=reno"),
+        "{scenario}"
+    );
     let report = std::fs::read_to_string(dir.join("reno/P0-F9/report.md")).unwrap();
     assert!(report.contains("**Changed from the file** (`--set`): `tcp.cc=reno`"), "{report}");
     assert!(report.contains("`ackshape reproduce P0-F9 --quick --set tcp.cc=reno`"), "{report}");

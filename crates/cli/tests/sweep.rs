@@ -64,6 +64,7 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
     assert_eq!(
         names,
         [
+            "scenario.toml",
             "sweep-goodput.png",
             "sweep-goodput.svg",
             "sweep-jain.png",
@@ -256,4 +257,82 @@ fn a_closed_stdout_ends_the_printing_commands_quietly() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(o.status.success() || o.status.signal() == Some(13), "{args:?}: ended by {:?}: {err}", o.status);
     }
+}
+
+#[test]
+fn a_store_makes_a_rerun_compute_nothing_and_gives_the_same_files() {
+    let d = tmpdir("store");
+    let scn = d.join("s.toml");
+    std::fs::write(&scn, SCENARIO).unwrap();
+    let store = d.join("store");
+    let sweep = |out: &str, rates: &str| {
+        let o = ackshape(&[
+            "sweep",
+            scn.to_str().unwrap(),
+            "--set",
+            &format!("topology.bottleneck.rate={rates}"),
+            "--seeds",
+            "2",
+            "--store",
+            store.to_str().unwrap(),
+            "--out",
+            d.join(out).to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let first = sweep("a", "2Mbit/s,4Mbit/s");
+    assert!(first.contains("0 runs found, 4 computed and kept"), "{first}");
+    let again = sweep("b", "2Mbit/s,4Mbit/s");
+    assert!(again.contains("4 runs found, 0 computed and kept"), "{again}");
+    for f in ["sweep.json", "sweep.csv", "sweep-points.csv"] {
+        assert_eq!(std::fs::read(d.join("a").join(f)).unwrap(), std::fs::read(d.join("b").join(f)).unwrap(), "{f}");
+    }
+    // One more value: only its runs are computed.
+    let more = sweep("c", "2Mbit/s,4Mbit/s,8Mbit/s");
+    assert!(more.contains("4 runs found, 2 computed and kept"), "{more}");
+    // Each stored run is the summary.json that `run` writes for its scenario and seed.
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("c/sweep.json")).unwrap()).unwrap();
+    assert_eq!(v["ackshape"]["version"], env!("CARGO_PKG_VERSION"));
+    let o =
+        ackshape(&["run", scn.to_str().unwrap(), "--set", "topology.bottleneck.rate=8Mbit/s", "--seed", "5", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let by_run: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let stored: Vec<serde_json::Value> = walk(&store.join("results"))
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "5.json"))
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect();
+    assert_eq!(stored.len(), 3);
+    let same = stored.iter().find(|s| s["scenario"]["set"] == by_run["scenario"]["set"]).expect("the 8 Mbit/s run");
+    assert_eq!(same["flows"], by_run["flows"]);
+    assert_eq!(same["links"], by_run["links"]);
+    assert_eq!(same["ackshape"], by_run["ackshape"]);
+    // A directory that is not a store is refused before anything runs.
+    std::fs::write(d.join("a").join("x"), "").unwrap();
+    let o = ackshape(&["sweep", scn.to_str().unwrap(), "--store", d.join("a").to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not an ackshape result store"), "{}", stderr(&o));
+    // --dask without the Python package says what to install.
+    let o = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+        .args(["sweep", scn.to_str().unwrap(), "--dask", "tcp://127.0.0.1:1", "-q"])
+        .env("ACKSHAPE_PYTHON", d.join("no-such-python"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("install the Python package"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        if e.path().is_dir() {
+            v.extend(walk(&e.path()));
+        } else {
+            v.push(e.path());
+        }
+    }
+    v
 }

@@ -23,6 +23,7 @@
 //! the `ackshape-sim` and `ackshape-live` crates are its two drivers.
 #![deny(unsafe_code)]
 
+pub mod hash;
 pub mod impair;
 pub mod middlebox;
 pub mod model;

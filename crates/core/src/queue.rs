@@ -40,6 +40,9 @@ pub trait QueueDisc {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// Key the discipline's flow tables (`crate::hash`): called by the driver before the first
+    /// packet. Default: nothing to key.
+    fn set_hash_key(&mut self, _key: crate::hash::HashKey) {}
 }
 
 /// Limit of a drop-tail FIFO.

@@ -743,3 +743,96 @@ fn spoofs_with_a_real_flows_tuple_neither_open_flows_nor_end_them() {
     g.on_packet(t, Dir::BToA, seg(1, true, 5001, 0, TcpFlags::RST, 0, 0), &mut out);
     assert_eq!(g.flows_tracked(), 0);
 }
+
+/// A TCP packet of a new 5-tuple `n` from the LAN (a SYN, or data with ACK set: a flow picked up
+/// mid-stream), to WAN port `dport`.
+fn new_tuple(n: u32, syn: bool, dport: u16) -> Packet {
+    let src = IpAddr::V4(Ipv4Addr::new(10, 100 + (n >> 16) as u8, (n >> 8) as u8, n as u8));
+    let (flags, len) = if syn { (TcpFlags::SYN, 0) } else { (TcpFlags::ACK, 100) };
+    Packet {
+        ip: IpHdr { src, dst: addr(WAN, 1), ttl: 64, dscp: 0, ecn: Ecn::NotEct, id: 0 },
+        l4: L4::Tcp(TcpHdr {
+            sport: 1024 + (n % 50_000) as u16,
+            dport,
+            seq: SeqNum(n),
+            ack: SeqNum(1),
+            flags,
+            window: 1000,
+            ..Default::default()
+        }),
+        payload_len: len,
+        payload: None,
+    }
+}
+
+/// A flood of new flows into one class takes at most that class's share of the flow table
+/// (`max_flows_per_class`, half of `max_flows` by default with two leaf classes) and at most its
+/// embryonic bound with SYNs, so the other class can still start flows; refusals are counted by
+/// reason. A source at `max_flows_per_source` gets no more. Evicting the flood's idle flows ends
+/// at most `SWEEP_CHUNK` flows per call into the box.
+#[test]
+fn a_new_flow_flood_in_one_class_leaves_the_other_class_room() {
+    use ackshape_core::shape::gateway::SWEEP_CHUNK;
+    let policy = "default_class = \"other\"\n[flows]\nmax_flows = 4000\nembryonic_timeout_s = 1\n\
+                  [[class]]\nname = \"bulk\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
+                  [[class]]\nname = \"other\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
+                  [[rule]]\nclass = \"bulk\"\ndport = 5001\n";
+    let mut g = Gateway::new(Policy::parse(policy, "p.toml").unwrap(), 0, 1);
+    let mut out = Emit::new();
+    let mut now = Time::ZERO;
+    for n in 0..20_000u32 {
+        now += Dur(10_000);
+        g.on_packet(now, Dir::AToB, new_tuple(n, n % 2 == 0, 6000), &mut out);
+        out.clear();
+    }
+    let st = g.stats_json();
+    let f = &st["flows"];
+    eprintln!("after the flood: {f}");
+    assert_eq!(f["max_flows_per_class"], 2000);
+    assert_eq!(f["max_embryonic_per_class"], 500);
+    assert_eq!(g.flows_tracked(), 2000, "the class's half of the table");
+    assert!(f["untracked_class_full"].as_u64().unwrap() > 0 && f["untracked_embryonic_full"].as_u64().unwrap() > 0);
+    // The other class still gets its flows tracked (and its mechanism sees them).
+    for n in 0..100u32 {
+        g.on_packet(now, Dir::AToB, new_tuple(1_000_000 + n, true, 5001), &mut out);
+    }
+    assert_eq!(g.flows_tracked(), 2100);
+    let bulk = &g.stats_json()["classes"]["bulk"]["mechanism_stats"]["outbound"];
+    assert_eq!(bulk["flows"], 100, "{bulk}");
+    // Eviction: the flood's embryonic flows go after their timeout, a bounded number per call.
+    let before = g.flows_tracked();
+    let mut calls = 0;
+    let mut t = now + Dur::from_secs(2);
+    while g.flows_tracked() > before - 500 {
+        let n = g.flows_tracked();
+        g.on_timeout(t, &mut out);
+        assert!(n - g.flows_tracked() <= SWEEP_CHUNK, "one call ended {} flows", n - g.flows_tracked());
+        calls += 1;
+        assert!(calls < 100, "the embryonic flows were never evicted");
+        t += Dur::from_millis(1);
+    }
+    // Per source: a bound of 3 flows for one address.
+    let policy =
+        "default_class = \"c\"\n[flows]\nmax_flows_per_source = 3\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n";
+    let mut g = Gateway::new(Policy::parse(policy, "p.toml").unwrap(), 0, 1);
+    for port in 0..10u16 {
+        let mut p = new_tuple(7, false, 6000 + port);
+        p.tcp_mut().unwrap().dport = 6000 + port;
+        g.on_packet(now, Dir::AToB, p, &mut out);
+    }
+    g.on_packet(now, Dir::AToB, new_tuple(8, false, 6000), &mut out);
+    assert_eq!(g.flows_tracked(), 4, "3 from one source, 1 from another");
+    assert_eq!(g.stats_json()["flows"]["untracked_source_full"], 7);
+}
+
+/// A bound above `max_flows`, or zero, is an error naming the key.
+#[test]
+fn flow_bounds_are_checked() {
+    let e = Policy::parse(
+        "[flows]\nmax_flows = 10\nmax_flows_per_class = 11\n[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\n",
+        "p.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("flows.max_flows_per_class") && e.contains("expected 1 to max_flows (10)"), "{e}");
+}

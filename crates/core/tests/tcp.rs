@@ -191,7 +191,11 @@ fn single_drop_fast_retransmit() {
 /// The tiny-window effect (paper 000): with a window of ≤ 3 segments, a single drop cannot
 /// produce 3 dupACKs (no limited transmit), so the sender waits for the RTO; with 4 it can.
 fn tiny_window(win_segs: u64, rto: RtoConfig, limited_transmit: bool) -> (TcpStats, Dur) {
-    let c = TcpConfig { max_cwnd_bytes: win_segs * MSS, rto, limited_transmit, ..base_cfg() };
+    tiny_window_with(win_segs, rto, RtoModel::default(), limited_transmit)
+}
+
+fn tiny_window_with(win_segs: u64, rto: RtoConfig, rto_model: RtoModel, limited_transmit: bool) -> (TcpStats, Dur) {
+    let c = TcpConfig { max_cwnd_bytes: win_segs * MSS, rto, rto_model, limited_transmit, ..base_cfg() };
     let mut s = Sim::new(c.clone(), c, ms(10));
     s.ab.drop_data = vec![20];
     s.bulk(60 * MSS, secs(60));
@@ -232,7 +236,9 @@ fn tiny_initial_window_first_flight_drop_times_out() {
 fn coarse_timer_granularity_stall() {
     let coarse =
         RtoConfig { min: Dur::from_secs(1), max: Dur::from_secs(64), initial: Dur::from_secs(3), granularity: ms(500) };
-    let (st, stall) = tiny_window(3, coarse, false);
+    // The BSD slow timer: RFC 6298's RTO on 500 ms ticks (Linux's would add the 1 s minimum to
+    // SRTT instead of flooring it: 1.5 s).
+    let (st, stall) = tiny_window_with(3, coarse, RtoModel::Rfc6298, false);
     assert_eq!(st.timeouts, 1);
     assert!(stall >= ms(900) && stall <= ms(1600), "coarse stall {stall:?}");
     let (st, stall_fine) = tiny_window(3, rto_linux(), false);
@@ -930,8 +936,8 @@ fn coarse_timer_first_flight_drop() {
     // BSD-like 500 ms tick: the connection stalls for about one second.
     let coarse =
         RtoConfig { min: Dur::from_secs(1), max: Dur::from_secs(64), initial: Dur::from_secs(3), granularity: ms(500) };
-    for (rto, lo, hi) in [(coarse, 900, 1600), (rto_linux(), 200, 300)] {
-        let c = TcpConfig { initial_window: 3, rto, ..base_cfg() };
+    for (rto, rto_model, lo, hi) in [(coarse, RtoModel::Rfc6298, 900, 1600), (rto_linux(), RtoModel::Linux, 200, 300)] {
+        let c = TcpConfig { initial_window: 3, rto, rto_model, ..base_cfg() };
         let mut s = Sim::new(c.clone(), c, ms(10));
         s.ab.drop_data = vec![1];
         s.bulk(3 * MSS, secs(10));

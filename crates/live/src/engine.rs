@@ -455,8 +455,9 @@ enum Loaded {
     /// The file's bytes are those of the running policy.
     Unchanged,
     /// The policy twice: one for the pipeline to keep, one for the engine (copied on the loader
-    /// thread, not on the data path).
-    Valid(Box<Policy>, Box<Policy>, Option<crate::pipeline::Prepared>, [u8; 32]),
+    /// thread, not on the data path), with its warnings and headline already worded (checking a
+    /// 40 000-rule policy for warnings takes milliseconds: not on the data path either).
+    Valid(Box<Policy>, Box<Policy>, Option<crate::pipeline::Prepared>, [u8; 32], Box<(Vec<String>, String)>),
     Invalid(String),
 }
 
@@ -531,7 +532,8 @@ impl Loader {
                         match Policy::from_toml(&text, &path.display().to_string()) {
                             Ok(p) => {
                                 let prepared = prepare.map(|f| f(&p));
-                                Loaded::Valid(Box::new(p.clone()), Box::new(p), prepared, d)
+                                let words = (p.warnings().iter().map(|w| w.to_string()).collect(), p.headline());
+                                Loaded::Valid(Box::new(p.clone()), Box::new(p), prepared, d, Box::new(words))
                             }
                             Err(e) => Loaded::Invalid(e.to_string()),
                         }
@@ -662,18 +664,23 @@ pub fn run_engine(
                     st.reload_errors += 1;
                     tracing::error!("policy reload rejected, keeping the running policy: {e}");
                 }
-                Some(Loaded::Valid(pp, p, prepared, digest)) => match pipeline.reload_prepared(now, *pp, prepared) {
+                Some(Loaded::Valid(pp, p, prepared, digest, words)) => match pipeline
+                    .reload_prepared(now, *pp, prepared)
+                {
                     Ok(()) => {
                         loader.applied(digest);
                         st.flows.set_policy(p.flows.clone());
-                        p.log_warnings(path);
+                        let (warnings, headline) = *words;
+                        for w in warnings {
+                            tracing::warn!("policy {}: {w}", path.display());
+                        }
                         let old = std::mem::replace(&mut cfg.policy, *p);
                         // Freeing a large policy takes milliseconds: not on the data path.
                         if std::thread::Builder::new().name("acks-policy".into()).spawn(move || drop(old)).is_err() {
                             tracing::warn!("cannot start a thread to free the old policy");
                         }
                         st.reloads += 1;
-                        tracing::info!("policy reloaded from {}: {}", path.display(), cfg.policy.headline());
+                        tracing::info!("policy reloaded from {}: {headline}", path.display());
                     }
                     Err(e) => {
                         st.reload_errors += 1;

@@ -10,6 +10,7 @@ use crate::port::{offending_offloads, offload_fix, AfPacketPort, PcapPort, Port}
 use crate::privs::PrivDrop;
 use crate::stats::{serve_prometheus, Snapshot};
 use crate::sys;
+use ackshape_core::hash::HashKey;
 use ackshape_core::middlebox::Middlebox;
 use ackshape_core::shape::gateway::Gateway;
 use ackshape_core::time::{Dur, Time};
@@ -197,7 +198,8 @@ pub fn install_signal_handlers(ctl: &Control) -> std::io::Result<()> {
 /// Bytes charged per packet on top of its IP length by the policy's gateway box: the Ethernet
 /// header (rates in the policy are rates of Ethernet frames without preamble, FCS or gap).
 pub const GATEWAY_OVERHEAD_BYTES: usize = 14;
-/// Seed of the gateway box's random streams (RED and other randomised leaf disciplines).
+/// Seed of the gateway box's random streams (RED and other randomised leaf disciplines). Its
+/// flow tables are keyed at random ([`HashKey::random`]), not from this seed.
 pub const GATEWAY_SEED: u64 = 1;
 /// How long a replaced gateway box keeps releasing what it holds after a reload.
 pub const RELOAD_GRACE: Dur = Dur(2_000_000_000);
@@ -236,7 +238,7 @@ impl PolicyPipeline {
     pub fn new(policy: &Policy) -> PolicyPipeline {
         let inner = policy.shaping.as_ref().map(|sp| {
             MiddleboxPipeline::with_config(
-                Box::new(Gateway::new(sp.clone(), GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED)),
+                Box::new(Gateway::with_key(sp.clone(), GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED, HashKey::random())),
                 "gateway",
                 pipeline_config(policy),
             )
@@ -312,7 +314,7 @@ impl Pipeline for PolicyPipeline {
 /// pass-through box the old one drains behind.
 fn reload_box(shaping: Option<ackshape_core::shape::policy::Policy>) -> Box<dyn Middlebox + Send> {
     match shaping {
-        Some(sp) => Box::new(Gateway::new(sp, GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED)),
+        Some(sp) => Box::new(Gateway::with_key(sp, GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED, HashKey::random())),
         None => Box::new(ackshape_core::middlebox::PassThrough),
     }
 }

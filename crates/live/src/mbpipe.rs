@@ -245,6 +245,16 @@ fn diff(o: &Origin, e: &Packet) -> Option<Patch> {
     Some(patch)
 }
 
+/// Drop boxes on a thread of their own: a box with a large policy and many flows takes
+/// milliseconds to free, which the forwarding loop must not spend. (If no thread can be started,
+/// they are dropped here.)
+fn drop_off_thread(boxes: Vec<Box<dyn Middlebox + Send>>) {
+    if boxes.is_empty() {
+        return;
+    }
+    let _ = std::thread::Builder::new().name("acks-drop".into()).spawn(move || drop(boxes));
+}
+
 /// Runs a [`Middlebox`] on frames. See the module documentation.
 pub struct MiddleboxPipeline {
     mb: Box<dyn Middlebox + Send>,
@@ -368,6 +378,8 @@ impl MiddleboxPipeline {
         let old = std::mem::replace(&mut self.mb, mb);
         if old.poll_timeout().is_some() {
             self.retiring.push((old, now + grace));
+        } else {
+            drop_off_thread(vec![old]);
         }
         self.kind = kind.to_string();
         self.reloads += 1;
@@ -678,15 +690,18 @@ impl Pipeline for MiddleboxPipeline {
                     self.process_emit(Some(due));
                 }
             }
-            retiring.retain(|(b, end)| match b.poll_timeout() {
-                None => false,
-                Some(_) if *end <= now => {
-                    self.retired_holding += 1;
-                    false
+            let mut done = Vec::new();
+            for (b, end) in retiring.drain(..) {
+                match b.poll_timeout() {
+                    None => done.push(b),
+                    Some(_) if end <= now => {
+                        self.retired_holding += 1;
+                        done.push(b);
+                    }
+                    Some(_) => self.retiring.push((b, end)),
                 }
-                Some(_) => true,
-            });
-            self.retiring = retiring;
+            }
+            drop_off_thread(done);
         }
         self.sweep(now, false);
     }

@@ -561,7 +561,8 @@ mod tests {
 
     #[test]
     fn flow_table_cap_and_eviction() {
-        let cfg = FlowTablePolicy { max_flows: 100, idle_timeout_s: 10.0, embryonic_timeout_s: 1.0 };
+        let cfg =
+            FlowTablePolicy { max_flows: 100, idle_timeout_s: 10.0, embryonic_timeout_s: 1.0, ..Default::default() };
         let mut t = FlowTable::new(cfg);
         let est = classify(&crate::testing::tcp_frame([1, 1, 1, 1], [2, 2, 2, 2], 5, 6, 7, 0x10, &[], b"x"));
         let est = est.packet().unwrap().clone();

@@ -387,7 +387,8 @@ pub fn run_ports(
         }
     }
     let clock = Clock::new();
-    let mut tap = Tap::new(spec);
+    // Flow tables keyed at random (crafted tuples cannot collide in them).
+    let mut tap = Tap::with_hash_key(spec, ackshape_core::hash::HashKey::random());
     let mut c = TapCounters::default();
     let mut json = match &cfg.stats_json {
         Some(p) => Some(std::io::BufWriter::new(
@@ -437,7 +438,7 @@ pub fn run_ports(
         if tc.ctl.reload.swap(false, Ordering::SeqCst) {
             match load_policy(&cfg.policy) {
                 Ok(s) => {
-                    tap = Tap::new(s);
+                    tap = Tap::with_hash_key(s, ackshape_core::hash::HashKey::random());
                     c.policy_reloads += 1;
                     tracing::info!("tap policy reloaded from {}", cfg.policy.display());
                 }

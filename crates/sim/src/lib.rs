@@ -21,9 +21,12 @@ pub mod metrics;
 pub mod middlebox;
 pub mod pcap;
 pub mod plot;
+pub mod pool;
+pub mod provenance;
 pub mod reproduce;
 pub mod run;
 pub mod scenario;
+pub mod store;
 pub mod sweep;
 pub mod world;
 

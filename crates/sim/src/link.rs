@@ -1,8 +1,11 @@
 //! One direction of a simulated link: a queue discipline, a transmitter of fixed rate, and a
 //! wan-emu style impairment stage (loss on entry, then a delay line with optional jitter).
 
-use ackshape_core::impair::{Delay, Loss};
-use ackshape_core::queue::{Enqueue, QueueDisc};
+use crate::engine::{Ev, EventQueue};
+use crate::pool::{PacketPool, Pkt};
+use ackshape_core::impair::{Delay, JitterSpec, Loss};
+use ackshape_core::queue::{Enqueue, Limit, QueueDisc};
+use ackshape_core::shape::asym::AsymStats;
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::Packet;
 use std::collections::VecDeque;
@@ -34,19 +37,42 @@ pub struct LinkCounters {
     pub class_q_integral: [u128; 3],
 }
 
-/// What the driver must schedule after offering a packet or freeing the transmitter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Offer {
-    Nothing,
-    /// A packet started transmission: schedule `Wire` at `wire_at` and `TxDone` at `txdone_at`.
-    Sent {
-        wire_at: Option<Time>,
-        txdone_at: Option<Time>,
-    },
-    /// The transmitter is busy and a queue formed: schedule `TxDone` at this time.
-    TxDoneAt(Time),
-    /// Packets are held by the discipline until this time: schedule `QueueReady`.
-    ReadyAt(Time),
+/// The queue of a link direction.
+pub enum LinkQueue {
+    /// A drop-tail FIFO of packet handles, limited in packets or bytes: the queue of a link
+    /// without a `qdisc`. Same rules as [`ackshape_core::queue::DropTail`] (drop an arrival that
+    /// finds `limit` packets, or whose bytes would exceed `limit`), without moving packets.
+    Fifo { q: VecDeque<Pkt>, limit: Limit, bytes: usize },
+    /// Any queue discipline (it owns the packets it holds).
+    Disc(Box<dyn QueueDisc>),
+}
+
+impl LinkQueue {
+    /// A drop-tail FIFO.
+    pub fn fifo(limit: Limit) -> LinkQueue {
+        LinkQueue::Fifo { q: VecDeque::new(), limit, bytes: 0 }
+    }
+    #[inline]
+    pub fn len_pkts(&self) -> usize {
+        match self {
+            LinkQueue::Fifo { q, .. } => q.len(),
+            LinkQueue::Disc(d) => d.len_pkts(),
+        }
+    }
+    /// Per-class counters of the asymmetric-link disciplines; `None` for others.
+    pub fn asym_stats(&self) -> Option<&AsymStats> {
+        match self {
+            LinkQueue::Fifo { .. } => None,
+            LinkQueue::Disc(d) => d.asym_stats(),
+        }
+    }
+    /// Named counters of the discipline, for reports.
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        match self {
+            LinkQueue::Fifo { .. } => Vec::new(),
+            LinkQueue::Disc(d) => d.counters(),
+        }
+    }
 }
 
 pub struct LinkDir {
@@ -54,16 +80,22 @@ pub struct LinkDir {
     pub from: u32,
     pub to: u32,
     pub rate_bps: u64,
-    pub queue: Box<dyn QueueDisc>,
+    pub queue: LinkQueue,
     pub loss: Loss,
     pub delay: Delay,
+    /// The delay has no jitter: a packet leaves `delay` after its transmission ends (the
+    /// [`Delay`] model is not consulted; without jitter it gives exactly that).
+    fixed_delay: Option<Dur>,
     pub reorder: bool,
     /// The transmitter is busy until this time.
     pub busy_until: Time,
     /// A `TxDone` event is scheduled.
     pub txdone_pending: bool,
     /// Packets on the wire with their arrival times (sorted by arrival).
-    pub wire: VecDeque<(Time, Packet)>,
+    pub wire: VecDeque<(Time, Pkt)>,
+    /// The last packet length serialised and its transmission time (most packets of a link
+    /// have the same length: this saves a 64-bit division per packet).
+    tx_memo: (usize, Dur),
     /// Time of the pending `Wire` event, if one is scheduled.
     pub wire_event: Option<Time>,
     /// Time of the pending `QueueReady` event, if one is scheduled.
@@ -150,18 +182,25 @@ impl QueueBins {
 }
 
 impl LinkDir {
+    /// `jitter` is the jitter `delay` was built with (`JitterSpec::None`: a fixed delay).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: String,
         from: u32,
         to: u32,
         rate_bps: u64,
-        queue: Box<dyn QueueDisc>,
+        queue: LinkQueue,
         loss: Loss,
         delay: Delay,
+        jitter: &JitterSpec,
         reorder: bool,
     ) -> LinkDir {
         let has_classes = queue.asym_stats().is_some();
+        let fixed_delay = match jitter {
+            JitterSpec::None => Some(delay.base()),
+            JitterSpec::Uniform { max_ns: 0 } | JitterSpec::Normal { sigma_ns: 0 } => Some(delay.base()),
+            _ => None,
+        };
         LinkDir {
             name,
             from,
@@ -170,10 +209,12 @@ impl LinkDir {
             queue,
             loss,
             delay,
+            fixed_delay,
             reorder,
             busy_until: Time::ZERO,
             txdone_pending: false,
             wire: VecDeque::new(),
+            tx_memo: (usize::MAX, Dur::ZERO),
             wire_event: None,
             ready_event: None,
             c: LinkCounters::default(),
@@ -217,70 +258,100 @@ impl LinkDir {
         self.has_classes
     }
 
-    /// Offer a packet to the link at `now`; says what the driver must schedule.
+    /// Offer packet `h` to the link at `now`. The link schedules its own events (this is link
+    /// number `me`): `Wire` for the head of its delay line, `TxDone` when a queue formed behind
+    /// the packet being sent, `QueueReady` when its discipline holds packets until a time.
     #[inline]
-    pub fn offer(&mut self, now: Time, pkt: Packet) -> Offer {
+    pub fn offer(&mut self, now: Time, h: Pkt, pool: &mut PacketPool, q: &mut EventQueue, me: u32) {
         if self.loss.drop_next() {
             self.c.lost += 1;
-            return Offer::Nothing;
+            pool.free(h);
+            return;
         }
         let idle = now >= self.busy_until;
-        if idle && self.queue.idle_bypass() {
+        let bypass = match &self.queue {
+            LinkQueue::Fifo { q, .. } => q.is_empty(),
+            LinkQueue::Disc(d) => d.idle_bypass(),
+        };
+        if idle && bypass {
             // Fast path: an idle work-conserving link transmits at once, no queue round-trip.
-            return self.transmit(now, pkt);
+            return self.transmit(now, h, pool, q, me);
         }
         self.account_queue(now);
-        match self.queue.enqueue(now, pkt) {
-            Enqueue::Queued => {
-                let l = self.queue.len_pkts();
-                self.q_max = self.q_max.max(l);
-                self.q_max_window = self.q_max_window.max(l);
-                self.bins.max = self.bins.max.max(l);
-                if self.has_classes {
-                    let lens = self.class_lens();
-                    for (m, l) in self.class_q_max_window.iter_mut().zip(lens) {
-                        *m = (*m).max(l);
-                    }
+        let queued = match &mut self.queue {
+            LinkQueue::Fifo { q, limit, bytes } => {
+                let len = pool.len(h);
+                let full = match *limit {
+                    Limit::Packets(n) => q.len() >= n,
+                    Limit::Bytes(b) => *bytes + len > b,
+                };
+                if full {
+                    pool.free(h);
+                    false
+                } else {
+                    *bytes += len;
+                    q.push_back(h);
+                    true
                 }
             }
-            Enqueue::Dropped(_) => {
-                self.c.drops += 1;
-                return Offer::Nothing;
+            LinkQueue::Disc(d) => matches!(d.enqueue(now, pool.take(h)), Enqueue::Queued),
+        };
+        if !queued {
+            self.c.drops += 1;
+            return;
+        }
+        let l = self.queue.len_pkts();
+        self.q_max = self.q_max.max(l);
+        self.q_max_window = self.q_max_window.max(l);
+        self.bins.max = self.bins.max.max(l);
+        if self.has_classes {
+            let lens = self.class_lens();
+            for (m, l) in self.class_q_max_window.iter_mut().zip(lens) {
+                *m = (*m).max(l);
             }
         }
         if idle {
-            self.start_tx(now)
+            self.start_tx(now, pool, q, me)
         } else if !self.txdone_pending {
             self.txdone_pending = true;
-            Offer::TxDoneAt(self.busy_until)
-        } else {
-            Offer::Nothing
+            q.push(self.busy_until, Ev::TxDone(me));
         }
     }
 
     /// The transmitter is free at `now` (a `TxDone` or `QueueReady` event): start the next
     /// eligible packet, if any.
     #[inline]
-    pub fn start_tx(&mut self, now: Time) -> Offer {
+    pub fn start_tx(&mut self, now: Time, pool: &mut PacketPool, q: &mut EventQueue, me: u32) {
         if now < self.busy_until {
             // Busy (e.g. an arrival at the same instant as a pending `TxDone` already started the
             // next packet): make sure the queue is served when this transmission ends.
             if self.queue.len_pkts() > 0 && !self.txdone_pending {
                 self.txdone_pending = true;
-                return Offer::TxDoneAt(self.busy_until);
+                q.push(self.busy_until, Ev::TxDone(me));
             }
-            return Offer::Nothing;
+            return;
         }
         self.account_queue(now);
-        match self.queue.dequeue(now) {
-            Some(p) => self.transmit(now, p),
+        let next = match &mut self.queue {
+            LinkQueue::Fifo { q, bytes, .. } => q.pop_front().inspect(|&h| *bytes -= pool.len(h)),
+            LinkQueue::Disc(d) => d.dequeue(now).map(|p| pool.put(p)),
+        };
+        match next {
+            Some(h) => self.transmit(now, h, pool, q, me),
             None => {
-                if self.queue.len_pkts() > 0 {
-                    if let Some(t) = self.queue.next_ready(now) {
-                        return Offer::ReadyAt(t);
+                if let LinkQueue::Disc(d) = &self.queue {
+                    if d.len_pkts() > 0 {
+                        if let Some(t) = d.next_ready(now) {
+                            // Strictly later than now: a discipline that says "ready now" but
+                            // held its packet must not spin the event loop at one instant.
+                            let t = t.max(now + Dur(1));
+                            if self.ready_event.is_none_or(|r| t < r) {
+                                self.ready_event = Some(t);
+                                q.push(t, Ev::QueueReady(me));
+                            }
+                        }
                     }
                 }
-                Offer::Nothing
             }
         }
     }
@@ -288,38 +359,41 @@ impl LinkDir {
     /// Serialise `pkt` from `now`; it enters the delay line at the end of its transmission
     /// (its exit time is known now, so no event is needed for that).
     #[inline]
-    fn transmit(&mut self, now: Time, pkt: Packet) -> Offer {
-        let len = pkt.ip_len();
-        let d = Dur::tx_time(len, self.rate_bps);
+    fn transmit(&mut self, now: Time, h: Pkt, pool: &PacketPool, q: &mut EventQueue, me: u32) {
+        let len = pool.len(h);
+        let d = if self.tx_memo.0 == len {
+            self.tx_memo.1
+        } else {
+            let d = Dur::tx_time(len, self.rate_bps);
+            self.tx_memo = (len, d);
+            d
+        };
         let end = now + d;
         self.busy_until = end;
         self.c.tx_packets += 1;
         self.c.tx_bytes += len as u64;
         self.c.busy_ns += d.0;
         if let Some(cap) = self.capture.as_mut() {
-            cap.capture(now, &pkt);
+            cap.capture(now, pool.get(h));
         }
-        let exit = self.delay.exit_time(end);
+        let exit = match self.fixed_delay {
+            Some(base) => end + base,
+            None => self.delay.exit_time(end),
+        };
         if self.reorder {
             let pos = self.wire.partition_point(|(t, _)| *t <= exit);
-            self.wire.insert(pos, (exit, pkt));
+            self.wire.insert(pos, (exit, h));
         } else {
-            self.wire.push_back((exit, pkt));
+            self.wire.push_back((exit, h));
         }
-        let wire_at = match self.wire_event {
-            Some(t) if t <= exit => None,
-            _ => {
-                self.wire_event = Some(exit);
-                Some(exit)
-            }
-        };
-        let txdone_at = if self.queue.len_pkts() > 0 && !self.txdone_pending {
+        if self.wire_event.is_none_or(|t| t > exit) {
+            self.wire_event = Some(exit);
+            q.push(exit, Ev::Wire(me));
+        }
+        if !self.txdone_pending && self.queue.len_pkts() > 0 {
             self.txdone_pending = true;
-            Some(end)
-        } else {
-            None
-        };
-        Offer::Sent { wire_at, txdone_at }
+            q.push(end, Ev::TxDone(me));
+        }
     }
 
     /// When the measurement window starts, restart the window maxima.

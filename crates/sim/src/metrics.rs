@@ -220,6 +220,9 @@ pub struct VerifySummary {
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Summary {
+    /// The build that produced it: version, commit, whether the sources had uncommitted changes,
+    /// and a hash of the simulator's sources.
+    pub ackshape: crate::provenance::Provenance,
     pub scenario: ScenarioInfo,
     pub seed: u64,
     pub sim: SimInfo,

@@ -37,7 +37,9 @@ pub fn build_middlebox(
                 return Err(("mode".into(), "a tap only sees copies: expected mode = \"mirror\"".into()));
             }
             let t = ackshape_core::shape::tap::TapSpec::from_table(spec.settings.clone())?;
-            Ok(Box::new(ackshape_core::shape::tap::Tap::new(t)))
+            // Its flow tables keyed from the scenario seed (deterministic).
+            let key = ackshape_core::hash::HashKey::from_seed(seed).derive("tap", index as u64);
+            Ok(Box::new(ackshape_core::shape::tap::Tap::with_hash_key(t, key)))
         }
         other => Err(("kind".into(), format!("expected one of {}, got {other:?}", KINDS.join(", ")))),
     }

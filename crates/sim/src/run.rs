@@ -5,6 +5,8 @@ use crate::metrics::Summary;
 use crate::plot::{line_chart, Series};
 use crate::scenario::Scenario;
 use crate::world::{BuildError, QueueSeries, RunOptions, Sim};
+use serde::Serialize;
+use serde_json::ser::{Formatter, PrettyFormatter};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -22,6 +24,9 @@ pub struct RunRequest {
     pub pcap_one_way: bool,
     /// Bytes kept of each captured frame (0: whole frames).
     pub snaplen: u32,
+    /// The scenario document as run (the file with its `--set`s applied): written, resolved
+    /// ([`crate::store::resolve`]) and with the run's seed, as `OUT/scenario.toml`.
+    pub scenario_doc: Option<toml::Table>,
 }
 
 /// The default `--snaplen`: the Ethernet, IP and TCP headers with options (14 + 60 + 60 bytes
@@ -36,6 +41,76 @@ pub enum RunError {
     Io { path: String, err: std::io::Error },
     #[error("--pcap needs --out DIR to write into")]
     PcapNeedsOut,
+    #[error("{0}")]
+    Scenario(String),
+}
+
+/// A scenario document as `OUT/scenario.toml`: resolved ([`crate::store::resolve`]: policy files
+/// inlined) and with `seed`, so that `ackshape run OUT/scenario.toml` runs the same simulation.
+/// `set`: the `--set KEY=VALUE`s already applied to `doc` (named in the file's first lines).
+pub fn resolved_scenario_toml(doc: &toml::Table, file: &str, seed: u64, set: &[String]) -> Result<String, String> {
+    let mut doc = crate::store::resolve(doc, file)?;
+    doc.insert("seed".into(), toml::Value::Integer(seed as i64));
+    let body = toml::to_string(&doc).map_err(|e| format!("{file}: cannot write the scenario as TOML: {e}"))?;
+    let mut head = format!("# The scenario as {} ran it: {file}", crate::provenance::Provenance::this());
+    for kv in set {
+        head += &format!(" --set {kv}");
+    }
+    head = head.replace('\n', " ");
+    Ok(format!("{head}\n# (policy files inlined, the seed of the run)\n{body}"))
+}
+
+/// A summary as `summary.json` holds it: pretty JSON, its floats to [`SIGNIFICANT_DIGITS`]
+/// significant digits ([`round_sig`]), keys in the summary's order, and a newline.
+pub fn summary_json(summary: &Summary) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, RoundingFormatter(PrettyFormatter::new()));
+    summary.serialize(&mut ser).expect("summary serialises");
+    String::from_utf8(out).expect("JSON is UTF-8") + "\n"
+}
+
+/// serde_json's pretty printer, writing each float rounded with [`round_sig`] (as serde_json
+/// writes the rounded number: `60.0`, `0.00510204081633`). Non-finite floats never reach it
+/// (serde_json writes them as `null`).
+struct RoundingFormatter<'a>(PrettyFormatter<'a>);
+
+impl Formatter for RoundingFormatter<'_> {
+    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, x: f64) -> std::io::Result<()> {
+        match serde_json::Number::from_f64(round_sig(x)) {
+            Some(n) => w.write_all(n.to_string().as_bytes()),
+            None => w.write_all(b"null"),
+        }
+    }
+    fn write_f32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, x: f32) -> std::io::Result<()> {
+        self.write_f64(w, x as f64)
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
@@ -55,6 +130,16 @@ pub fn run_scenario(
     req: &RunRequest,
     progress: Option<&mut dyn FnMut(f64)>,
 ) -> Result<RunOutput, RunError> {
+    run_scenario_sim(sc, file, req, progress).map(|(_, out)| out)
+}
+
+/// [`run_scenario`], also returning the finished simulation (its time series and traces).
+pub fn run_scenario_sim(
+    sc: &Scenario,
+    file: &str,
+    req: &RunRequest,
+    progress: Option<&mut dyn FnMut(f64)>,
+) -> Result<(Sim, RunOutput), RunError> {
     let mut opts = RunOptions::default();
     let mut files = Vec::new();
     if !req.pcap.is_empty() {
@@ -90,8 +175,14 @@ pub fn run_scenario(
         let mut written = write_outputs(&sim, &summary, out)?;
         written.append(&mut files);
         files = written;
+        if let Some(doc) = &req.scenario_doc {
+            let p = out.join("scenario.toml");
+            let text = resolved_scenario_toml(doc, file, summary.seed, &sc.set).map_err(RunError::Scenario)?;
+            std::fs::write(&p, text).map_err(io_err(&p))?;
+            files.push(p);
+        }
     }
-    Ok(RunOutput { summary, files })
+    Ok((sim, RunOutput { summary, files }))
 }
 
 /// Significant digits of the numbers in `summary.json` and the CSV tables made from it.
@@ -121,8 +212,9 @@ pub fn round_json(v: &mut serde_json::Value) {
     }
 }
 
-/// A summary as `summary.json` has it: its floats rounded ([`round_json`]).
-pub fn summary_json(s: &Summary) -> serde_json::Value {
+/// A summary as a JSON value with its floats rounded ([`round_json`]), as `summary.json` has
+/// them (for the CSV tables made from it).
+pub fn summary_value(s: &Summary) -> serde_json::Value {
     let mut v = serde_json::to_value(s).expect("summary serialises");
     round_json(&mut v);
     v
@@ -219,9 +311,8 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     std::fs::create_dir_all(out).map_err(io_err(out))?;
     let mut files = Vec::new();
     let p = out.join("summary.json");
-    let doc = summary_json(summary);
-    let json = serde_json::to_string_pretty(&doc).expect("summary serialises");
-    std::fs::write(&p, json + "\n").map_err(io_err(&p))?;
+    std::fs::write(&p, summary_json(summary)).map_err(io_err(&p))?;
+    let doc = summary_value(summary);
     files.push(p);
     let p = out.join("flows.csv");
     write_json_csv(&p, doc["flows"].as_array().into_iter().flatten(), &FLOW_COLUMNS.map(|k| (k, k)))?;

@@ -120,9 +120,15 @@ pub struct TcpSpec {
     /// Re-arm the retransmission timer at the fast retransmit (ns-2 `dupack_action` →
     /// `reset_rtx_timer`; default false, true in the ns2 profile).
     pub rto_restart_on_fast_retransmit: Option<bool>,
+    /// Re-arm the retransmission timer whenever the first unacknowledged segment is
+    /// retransmitted (Linux `tcp_xmit_retransmit_queue`; default true, false in the ns2 profile).
+    pub rto_rearm_on_head_retransmit: Option<bool>,
     /// Forget the SACK scoreboard at a timeout (ns-2 `Sack1TcpAgent::timeout`; default false,
     /// true in the ns2 profile).
     pub sack_clear_on_rto: Option<bool>,
+    /// ns-2.35's one-way agents' duplicate-ACK and recovery rules (`RenoTcpAgent`,
+    /// `NewRenoTcpAgent`, `Sack1TcpAgent`; default false, true in the ns2 profile).
+    pub ns2_recovery: Option<bool>,
 }
 
 impl TcpSpec {
@@ -161,7 +167,9 @@ impl TcpSpec {
             new_data_on_fast_retransmit,
             ns2_slowdown,
             rto_restart_on_fast_retransmit,
-            sack_clear_on_rto
+            rto_rearm_on_head_retransmit,
+            sack_clear_on_rto,
+            ns2_recovery
         )
     }
 
@@ -258,8 +266,14 @@ impl TcpSpec {
         if let Some(v) = self.rto_restart_on_fast_retransmit {
             c.rto_restart_on_fast_retransmit = v;
         }
+        if let Some(v) = self.rto_rearm_on_head_retransmit {
+            c.rto_rearm_on_head_retransmit = v;
+        }
         if let Some(v) = self.sack_clear_on_rto {
             c.sack_clear_on_rto = v;
+        }
+        if let Some(v) = self.ns2_recovery {
+            c.ns2_recovery = v;
         }
         c
     }

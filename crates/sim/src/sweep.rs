@@ -14,6 +14,7 @@ use crate::plot::{xy_chart, Curve, Plot, XyChart};
 use crate::reproduce::{mean_sd, path_steps, run_parallel, set_path};
 use crate::run::{csv_field, RunError};
 use crate::scenario::{Scenario, ScenarioError};
+use crate::store::Store;
 use crate::world::{RunOptions, Sim};
 use serde::Serialize;
 use std::fmt;
@@ -130,6 +131,47 @@ pub fn resolve_names(doc: &toml::Table, key: &str) -> Result<String, String> {
     Ok(out.join("."))
 }
 
+impl Setting {
+    /// A setting of `key` to one typed value (from a program, not a command line): a string
+    /// stays a string; its label is the string, or the value as TOML (`{ kind = "red" }`).
+    pub fn one(key: &str, value: toml::Value) -> Result<Setting, String> {
+        let key = key.trim();
+        path_steps(&names_as_indices(key)).map_err(|m| format!("set {key:?}: {m}"))?;
+        let text = match &value {
+            toml::Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        Ok(Setting { key: key.to_string(), values: vec![value], texts: vec![text] })
+    }
+}
+
+/// Numbers for a setting's values in base units, for a numeric column beside the labels: rates
+/// in bit/s (`"bps"`), durations in seconds (`"s"`), queue sizes in packets (`"pkts"`) or bytes
+/// (`"bytes"`). `None` if the values are numbers already (they are their own column) or are not
+/// all of one of these kinds.
+pub fn numeric_values(values: &[toml::Value]) -> Option<(&'static str, Vec<f64>)> {
+    use ackshape_core::units::{parse_duration, parse_rate, parse_size, Size};
+    let strs: Vec<&str> = values.iter().map(|v| v.as_str()).collect::<Option<_>>()?;
+    if strs.is_empty() {
+        return None;
+    }
+    if let Ok(r) = strs.iter().map(|t| parse_rate(t)).collect::<Result<Vec<_>, _>>() {
+        return Some(("bps", r.iter().map(|r| r.0 as f64).collect()));
+    }
+    if let Ok(d) = strs.iter().map(|t| parse_duration(t)).collect::<Result<Vec<_>, _>>() {
+        return Some(("s", d.iter().map(|d| d.as_secs_f64()).collect()));
+    }
+    let sizes = strs.iter().map(|t| parse_size(t)).collect::<Result<Vec<_>, _>>().ok()?;
+    if let Some(p) = sizes.iter().map(|x| if let Size::Packets(n) = x { Some(*n as f64) } else { None }).collect() {
+        return Some(("pkts", p));
+    }
+    sizes
+        .iter()
+        .map(|x| if let Size::Bytes(n) = x { Some(*n as f64) } else { None })
+        .collect::<Option<Vec<f64>>>()
+        .map(|b| ("bytes", b))
+}
+
 /// A TOML literal if `s` is one, else the string `s`.
 pub fn parse_value(s: &str) -> toml::Value {
     match format!("v = {s}").parse::<toml::Table>() {
@@ -187,6 +229,20 @@ impl Base {
     /// The scenario with each setting given its value `pick[i]`; errors name the file, the key and
     /// the `--set` that led there.
     pub fn with(&self, settings: &[Setting], pick: &[usize]) -> Result<Scenario, ScenarioError> {
+        let (doc, set) = self.doc_with(settings, pick)?;
+        let mut sc = Scenario::from_table(doc, &self.file).map_err(|mut e| {
+            if !set.is_empty() {
+                e.msg = format!("{} (with --set {})", e.msg, set.join(" --set "));
+            }
+            e
+        })?;
+        sc.set = set;
+        Ok(sc)
+    }
+
+    /// The document with each setting given its value `pick[i]` (not yet checked as a scenario),
+    /// and the settings as `KEY=VALUE` texts (the summary's `scenario.set`).
+    pub fn doc_with(&self, settings: &[Setting], pick: &[usize]) -> Result<(toml::Table, Vec<String>), ScenarioError> {
         let mut doc = self.doc.clone();
         for (s, &k) in settings.iter().zip(pick) {
             let key = resolve_names(&doc, &s.key).map_err(|msg| ScenarioError {
@@ -202,14 +258,7 @@ impl Base {
             })?;
         }
         let set: Vec<String> = settings.iter().zip(pick).map(|(s, &k)| format!("{}={}", s.key, s.texts[k])).collect();
-        let mut sc = Scenario::from_table(doc, &self.file).map_err(|mut e| {
-            if !set.is_empty() {
-                e.msg = format!("{} (with --set {})", e.msg, set.join(" --set "));
-            }
-            e
-        })?;
-        sc.set = set;
-        Ok(sc)
+        Ok((doc, set))
     }
 }
 
@@ -237,9 +286,9 @@ const GATEWAY_METRICS: &str = "gateway_";
 
 /// The gateway boxes' buffer: summed averages, the largest maximum, summed class drops; the
 /// `…_after_warmup` values where the box has them (a run with a warm-up), else the whole run's.
-/// `None` without a gateway box.
-fn gateway_metrics(s: &Summary) -> Option<[f64; 5]> {
-    let gws: Vec<&serde_json::Value> = s.middleboxes.iter().filter(|m| m["kind"] == "gateway").collect();
+/// `None` without a gateway box. `middleboxes`: the summary's `middleboxes`.
+fn gateway_metrics(middleboxes: &[serde_json::Value]) -> Option<[f64; 5]> {
+    let gws: Vec<&serde_json::Value> = middleboxes.iter().filter(|m| m["kind"] == "gateway").collect();
     if gws.is_empty() {
         return None;
     }
@@ -264,21 +313,34 @@ fn gateway_metrics(s: &Summary) -> Option<[f64; 5]> {
 /// The metrics of one run, in [`METRICS`] order; the link ones are NaN if `link` is not in it, the
 /// gateway ones if the run has no gateway box.
 pub fn metrics_of(s: &Summary, link: &str) -> Vec<f64> {
-    let sent: u64 = s.flows.iter().map(|f| f.data_packets_sent).sum();
-    let retx: u64 = s.flows.iter().map(|f| f.retransmitted_packets).sum();
-    let l = s.link(link);
-    let gw = gateway_metrics(s).unwrap_or([f64::NAN; 5]);
+    metrics_of_json(&serde_json::to_value(s).expect("a summary is JSON"), link)
+}
+
+fn array(v: &serde_json::Value) -> &[serde_json::Value] {
+    v.as_array().map_or(&[], |a| a.as_slice())
+}
+
+/// [`metrics_of`] a summary.json document (what the result store keeps); the same numbers bit
+/// for bit.
+pub fn metrics_of_json(s: &serde_json::Value, link: &str) -> Vec<f64> {
+    let flows = array(&s["flows"]);
+    let total = |k: &str| flows.iter().map(|f| f[k].as_u64().unwrap_or(0)).sum::<u64>();
+    let (sent, retx) = (total("data_packets_sent"), total("retransmitted_packets"));
+    let l = array(&s["links"]).iter().find(|l| l["name"] == link);
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let link_num = |k: &str| l.map_or(f64::NAN, |l| num(&l[k]));
+    let gw = gateway_metrics(array(&s["middleboxes"])).unwrap_or([f64::NAN; 5]);
     vec![
-        s.aggregate.goodput_bps / 1e6,
-        s.aggregate.throughput_bps / 1e6,
-        s.aggregate.jain,
-        s.aggregate.cov,
+        num(&s["aggregate"]["goodput_bps"]) / 1e6,
+        num(&s["aggregate"]["throughput_bps"]) / 1e6,
+        num(&s["aggregate"]["jain"]),
+        num(&s["aggregate"]["cov"]),
         if sent == 0 { 0.0 } else { retx as f64 / sent as f64 },
-        s.flows.iter().map(|f| f.timeouts).sum::<u64>() as f64,
-        l.map_or(f64::NAN, |l| l.utilization),
-        l.map_or(f64::NAN, |l| l.queue_avg_pkts),
-        l.map_or(f64::NAN, |l| l.queue_max_pkts as f64),
-        l.map_or(f64::NAN, |l| l.drops as f64),
+        total("timeouts") as f64,
+        link_num("utilization"),
+        link_num("queue_avg_pkts"),
+        link_num("queue_max_pkts"),
+        link_num("drops"),
         gw[0],
         gw[1],
         gw[2],
@@ -378,6 +440,12 @@ pub struct SweepResult {
     pub columns: Vec<usize>,
     pub runs: Vec<RunRow>,
     pub points: Vec<PointStats>,
+    /// Runs computed by this sweep, …
+    pub computed: usize,
+    /// … found in the result store, …
+    pub stored: usize,
+    /// … and of those computed, how many the store had from other builds (not used).
+    pub other_builds: usize,
 }
 
 impl Sweep {
@@ -434,39 +502,101 @@ impl Sweep {
     /// Run every point over every seed on `workers` threads. Results are in a fixed order whatever
     /// the number of workers; `on_done(k, total)` follows progress.
     pub fn run(&self, workers: usize, on_done: &mut dyn FnMut(usize, usize)) -> Result<SweepResult, String> {
+        self.run_with(&mut Threads(workers), None, on_done)
+    }
+
+    /// The runs of this sweep, in result order (points in expansion order, each over the seeds):
+    /// every point's resolved scenario ([`crate::store::resolve`]) and its store hash.
+    pub fn jobs(&self) -> Result<Vec<RunJob>, String> {
+        let file = &self.base.file;
+        let mut jobs = Vec::new();
+        for (p, pick) in self.picks().iter().enumerate() {
+            let (doc, set) = self.base.doc_with(&self.settings, pick).map_err(|e| e.to_string())?;
+            let resolved = crate::store::resolve(&doc, file)?;
+            let hash = crate::store::scenario_hash(&resolved);
+            let text = toml::to_string(&resolved).map_err(|e| format!("{file}: {e}"))?;
+            for &seed in &self.seeds {
+                let scenario = text.clone();
+                jobs.push(RunJob {
+                    point: p,
+                    seed,
+                    hash: hash.clone(),
+                    scenario,
+                    file: file.clone(),
+                    set: set.clone(),
+                });
+            }
+        }
+        Ok(jobs)
+    }
+
+    /// Run every point over every seed with `runner`, taking from `store` the runs it has (of this
+    /// build) and keeping each run in it as soon as it finishes, so that an interrupted sweep
+    /// resumes. Results are in a fixed order whatever the runner; `on_done(k, total)` follows
+    /// progress (runs found in the store count as done at once).
+    pub fn run_with(
+        &self,
+        runner: &mut dyn Runner,
+        store: Option<&Store>,
+        on_done: &mut dyn FnMut(usize, usize),
+    ) -> Result<SweepResult, String> {
         if self.seeds.is_empty() {
             return Err("a sweep needs at least one seed".into());
         }
+        // Every point is built and checked before anything runs.
         let points = self.scenarios()?;
-        let jobs: Vec<(usize, u64)> = (0..points.len()).flat_map(|p| self.seeds.iter().map(move |&s| (p, s))).collect();
+        let jobs = self.jobs()?;
         let total = jobs.len();
         let file = &self.base.file;
-        let one = |&(p, seed): &(usize, u64)| -> Result<Summary, String> {
-            let mut sim =
-                Sim::build(&points[p].1, file, Some(seed), RunOptions::default()).map_err(|e| e.to_string())?;
-            let t0 = std::time::Instant::now();
-            sim.run(None);
-            Ok(sim.summary(t0.elapsed().as_secs_f64()))
+        let mut texts: Vec<Option<String>> = vec![None; total];
+        let (mut stored, mut elsewhere) = (0, 0);
+        if let Some(st) = store {
+            for (j, t) in jobs.iter().zip(texts.iter_mut()) {
+                *t = st.get(&j.hash, j.seed).map_err(|e| e.to_string())?;
+                if t.is_some() {
+                    stored += 1;
+                } else if !st.other_builds(&j.hash, j.seed).is_empty() {
+                    elsewhere += 1;
+                }
+            }
+        }
+        let keep = |j: &RunJob, summary: &str| -> Result<(), String> {
+            store.map_or(Ok(()), |st| st.put(&j.hash, j.seed, &j.scenario, summary).map_err(|e| e.to_string()))
         };
-        // With --metric, the first run alone first: a path its summary does not have (a typo, most
+        let (mut done, mut computed) = (stored, 0);
+        if stored > 0 {
+            on_done(done, total);
+        }
+        // With --metric, the first run first: a path its summary does not have (a typo, most
         // likely) fails the sweep before the other runs are spent.
-        let mut summaries: Vec<Result<Summary, String>> = Vec::new();
-        let mut done = 0;
         if !self.extra.is_empty() {
-            let first = one(&jobs[0])?;
-            let doc = serde_json::to_value(&first).expect("a summary is JSON");
+            if texts[0].is_none() {
+                let r = runner.run(&jobs[..1], &keep, &mut |_| {}).pop().expect("one result")?;
+                texts[0] = Some(r);
+                computed = 1;
+            }
+            let doc = parse_summary(texts[0].as_deref().expect("the first run"))?;
             if let Some(e) = self.extra.iter().find(|e| json_number(&doc, &e.path).is_none()) {
                 return Err(format!(
                     "--metric {}: the first run's summary.json has no number at `{}` (`ackshape run {} --json` shows its keys)",
                     e.name, e.path, file
                 ));
             }
-            summaries.push(Ok(first));
-            done = 1;
-            on_done(1, total);
+            if computed == 1 {
+                done += 1;
+                on_done(done, total);
+            }
         }
-        summaries.extend(run_parallel(&jobs[done..], workers, one, &mut |k| on_done(done + k, total)));
-        let summaries = summaries.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let missing: Vec<usize> = (0..total).filter(|&i| texts[i].is_none()).collect();
+        let todo: Vec<RunJob> = missing.iter().map(|&i| jobs[i].clone()).collect();
+        computed += todo.len();
+        let base_done = done;
+        let results = runner.run(&todo, &keep, &mut |k| on_done(base_done + k, total));
+        for (i, r) in missing.into_iter().zip(results) {
+            texts[i] = Some(r?);
+        }
+        let summaries: Vec<serde_json::Value> =
+            texts.iter().map(|t| parse_summary(t.as_deref().expect("every run ran"))).collect::<Result<_, _>>()?;
         let link = match &self.link {
             Some(l) => l.clone(),
             None => default_link(&summaries[0]),
@@ -474,13 +604,10 @@ impl Sweep {
         let runs: Vec<RunRow> = jobs
             .iter()
             .zip(&summaries)
-            .map(|(&(point, seed), s)| {
-                let mut metrics = metrics_of(s, &link);
-                if !self.extra.is_empty() {
-                    let doc = serde_json::to_value(s).expect("a summary is JSON");
-                    metrics.extend(self.extra.iter().map(|e| json_number(&doc, &e.path).unwrap_or(f64::NAN)));
-                }
-                RunRow { point, seed, metrics }
+            .map(|(j, s)| {
+                let mut metrics = metrics_of_json(s, &link);
+                metrics.extend(self.extra.iter().map(|e| json_number(s, &e.path).unwrap_or(f64::NAN)));
+                RunRow { point: j.point, seed: j.seed, metrics }
             })
             .collect();
         let stats = points
@@ -491,7 +618,7 @@ impl Sweep {
                 point_stats(values.clone(), &rows)
             })
             .collect();
-        let gateway = summaries.iter().any(|s| gateway_metrics(s).is_some());
+        let gateway = summaries.iter().any(|s| gateway_metrics(array(&s["middleboxes"])).is_some());
         Ok(SweepResult {
             file: file.clone(),
             keys: self.settings.iter().map(|s| s.key.clone()).collect(),
@@ -508,16 +635,98 @@ impl Sweep {
                 .collect(),
             runs,
             points: stats,
+            computed,
+            stored,
+            other_builds: elsewhere,
         })
     }
 }
 
+fn parse_summary(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("a run's summary.json does not parse: {e}"))
+}
+
+/// One run of a sweep as it goes to a [`Runner`]: the resolved scenario as TOML text (what
+/// [`run_resolved`] runs, on this machine or another), the file that names it and the `--set`s
+/// that made it (for the summary), the seed, and its store hash.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunJob {
+    /// Index of the point (the settings' values), in expansion order.
+    pub point: usize,
+    pub seed: u64,
+    pub hash: String,
+    pub scenario: String,
+    pub file: String,
+    pub set: Vec<String>,
+}
+
+impl RunJob {
+    /// Run it here: the summary.json text.
+    pub fn run(&self) -> Result<String, String> {
+        run_resolved(&self.scenario, &self.file, &self.set, self.seed)
+    }
+}
+
+/// Run a resolved scenario (TOML text, see [`crate::store::resolve`]) with `seed`; `file` and
+/// `set` name it in errors and in the summary. Returns the summary.json text, byte for byte what
+/// `ackshape run --out` writes for the same scenario and seed (apart from `sim.wall_time_s`).
+pub fn run_resolved(scenario: &str, file: &str, set: &[String], seed: u64) -> Result<String, String> {
+    let doc: toml::Table = scenario.parse().map_err(|e: toml::de::Error| format!("{file}: {}", e.message()))?;
+    let mut sc = Scenario::from_table(doc, file).map_err(|e| e.to_string())?;
+    sc.set = set.to_vec();
+    let mut sim = Sim::build(&sc, file, Some(seed), RunOptions::default()).map_err(|e| e.to_string())?;
+    let t0 = std::time::Instant::now();
+    sim.run(None);
+    let summary = sim.summary(t0.elapsed().as_secs_f64());
+    Ok(crate::run::summary_json(&summary))
+}
+
+/// Where a sweep's runs run: threads of this process ([`Threads`]), or elsewhere (the command
+/// line's `--dask`, which hands the jobs to a Dask cluster).
+pub trait Runner {
+    /// Run `jobs`; `keep(job, summary)` is called once each has finished, as soon as it has (from
+    /// any thread), and an error from it is that job's; `progress(k)` on the calling thread after
+    /// the k-th has finished. Results (summary.json texts) in the order of `jobs`.
+    fn run(
+        &mut self,
+        jobs: &[RunJob],
+        keep: &(dyn Fn(&RunJob, &str) -> Result<(), String> + Sync),
+        progress: &mut dyn FnMut(usize),
+    ) -> Vec<Result<String, String>>;
+}
+
+/// Run on this many threads of this process (see [`run_parallel`]).
+pub struct Threads(pub usize);
+
+impl Runner for Threads {
+    fn run(
+        &mut self,
+        jobs: &[RunJob],
+        keep: &(dyn Fn(&RunJob, &str) -> Result<(), String> + Sync),
+        progress: &mut dyn FnMut(usize),
+    ) -> Vec<Result<String, String>> {
+        let one = |j: &RunJob| -> Result<String, String> {
+            let s = j.run()?;
+            keep(j, &s)?;
+            Ok(s)
+        };
+        run_parallel(jobs, self.0, one, progress)
+    }
+}
+
 /// `bottleneck` if the run has it, else its busiest link direction.
-fn default_link(s: &Summary) -> String {
-    if s.link("bottleneck").is_some() {
+pub fn default_link(s: &serde_json::Value) -> String {
+    let links = array(&s["links"]);
+    if links.iter().any(|l| l["name"] == "bottleneck") {
         return "bottleneck".into();
     }
-    s.links.iter().max_by(|a, b| a.utilization.total_cmp(&b.utilization)).map(|l| l.name.clone()).unwrap_or_default()
+    let util = |l: &serde_json::Value| l["utilization"].as_f64().unwrap_or(f64::NAN);
+    links
+        .iter()
+        .max_by(|a, b| util(a).total_cmp(&util(b)))
+        .and_then(|l| l["name"].as_str())
+        .map(String::from)
+        .unwrap_or_default()
 }
 
 fn point_stats(values: Vec<String>, rows: &[&RunRow]) -> PointStats {
@@ -634,6 +843,7 @@ impl SweepResult {
             })
             .collect();
         serde_json::json!({
+            "ackshape": crate::provenance::Provenance::json(),
             "scenario": self.file,
             "settings": settings.iter().map(|s| serde_json::json!({"key": s.key, "values": s.texts})).collect::<Vec<_>>(),
             "seeds": self.seeds,

@@ -1,13 +1,13 @@
 //! The simulated network: nodes, links, routes, TCP/UDP flows, and the event loop.
 
 use crate::engine::{DelayLine, Ev, EventQueue};
-use crate::link::{Capture, LinkDir, Offer};
+use crate::link::{Capture, LinkDir, LinkQueue};
 use crate::metrics::*;
 use crate::middlebox::{build_middlebox, MbSlot};
+use crate::pool::{PacketPool, Pkt};
 use crate::scenario::*;
 use ackshape_core::impair::{Delay, JitterSpec, Loss};
 use ackshape_core::middlebox::Dir as MbDir;
-use ackshape_core::queue::DropTail;
 use ackshape_core::rng::{stream, Rng};
 use ackshape_core::tcp::vps::{VpsConfig, VpsGroup};
 use ackshape_core::tcp::{CcAlgo, Connection, TcpConfig, TcpEvent, TcpStats, TcpTrace};
@@ -46,6 +46,8 @@ struct ConnSlot {
     node: u32,
     flow: u32,
     sender: bool,
+    /// The WRR application (group) that writes to this connection's flow, or NONE.
+    wrr: u32,
     timer: Option<Time>,
     key: (u32, u16, u16, u32),
 }
@@ -185,6 +187,8 @@ fn name_list(names: &[&str]) -> String {
 pub struct Sim {
     now: Time,
     q: EventQueue,
+    /// Packets in flight (in links, queues and delay lines), by handle.
+    pool: PacketPool,
     nodes: Vec<Node>,
     links: Vec<LinkDir>,
     routes: Vec<Vec<u32>>,
@@ -239,8 +243,8 @@ pub enum BuildError {
     Topology { file: String, key: String, msg: String },
 }
 
-fn queue_for(size: Size) -> Box<dyn ackshape_core::queue::QueueDisc> {
-    Box::new(DropTail::new(size.into()))
+fn queue_for(size: Size) -> LinkQueue {
+    LinkQueue::fifo(size.into())
 }
 
 impl Sim {
@@ -268,12 +272,12 @@ impl Sim {
                 let idx = links.len() as u64;
                 let loss = Loss::new(p.loss.clone(), stream(seed, "loss", idx));
                 let jitter = if p.jitter.0 > 0 { JitterSpec::Uniform { max_ns: p.jitter.0 } } else { JitterSpec::None };
-                let delay = Delay::new(p.delay, jitter, p.reorder, stream(seed, "jitter", idx));
-                let queue: Box<dyn ackshape_core::queue::QueueDisc> = match &p.qdisc {
-                    Some(q) => q.build(p.rate.0, stream(seed, "qdisc", idx)),
+                let delay = Delay::new(p.delay, jitter.clone(), p.reorder, stream(seed, "jitter", idx));
+                let queue = match &p.qdisc {
+                    Some(q) => LinkQueue::Disc(q.build(p.rate.0, stream(seed, "qdisc", idx))),
                     None => queue_for(p.queue),
                 };
-                let mut ld = LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, p.reorder);
+                let mut ld = LinkDir::new(dir, from, to, p.rate.0, queue, loss, delay, &jitter, p.reorder);
                 if let Some(crate::scenario::QdiscSpec::Asym(a)) = &p.qdisc {
                     ld.qdisc_kind = Some(a.kind());
                 }
@@ -594,7 +598,8 @@ impl Sim {
         }
         let mut sim = Sim {
             now: Time::ZERO,
-            q: EventQueue::new(),
+            q: EventQueue::with_bucket_shift(EventQueue::bucket_shift_for(links.iter().map(|l| l.rate_bps))),
+            pool: PacketPool::default(),
             nodes,
             links,
             routes,
@@ -686,11 +691,7 @@ impl Sim {
 
     /// Run to the end. `progress` is called now and then with the fraction of simulated time done.
     pub fn run(&mut self, mut progress: Option<&mut dyn FnMut(f64)>) {
-        while let Some(t) = self.q.peek_time() {
-            if t > self.duration {
-                break;
-            }
-            let (t, ev) = self.q.pop().unwrap();
+        while let Some((t, ev)) = self.q.pop_until(self.duration) {
             self.now = t;
             self.dispatch(ev);
             if self.q.processed() & 0xFFFF == 0 {
@@ -712,16 +713,16 @@ impl Sim {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::TxDone(l) => {
-                self.links[l as usize].txdone_pending = false;
-                let o = self.links[l as usize].start_tx(self.now);
-                self.schedule(l, o);
+                let link = &mut self.links[l as usize];
+                link.txdone_pending = false;
+                link.start_tx(self.now, &mut self.pool, &mut self.q, l);
             }
             Ev::Wire(l) => self.wire(l),
             Ev::QueueReady(l) => {
                 let link = &mut self.links[l as usize];
                 if link.ready_event == Some(self.now) {
                     link.ready_event = None;
-                    self.kick(l);
+                    link.start_tx(self.now, &mut self.pool, &mut self.q, l);
                 }
             }
             Ev::ConnTimer(c) => self.conn_timer(c),
@@ -761,38 +762,6 @@ impl Sim {
         }
     }
 
-    #[inline]
-    fn kick(&mut self, l: u32) {
-        let o = self.links[l as usize].start_tx(self.now);
-        self.schedule(l, o);
-    }
-
-    #[inline]
-    fn schedule(&mut self, l: u32, o: Offer) {
-        match o {
-            Offer::Nothing => {}
-            Offer::Sent { wire_at, txdone_at } => {
-                if let Some(t) = wire_at {
-                    self.q.push(t, Ev::Wire(l));
-                }
-                if let Some(t) = txdone_at {
-                    self.q.push(t, Ev::TxDone(l));
-                }
-            }
-            Offer::TxDoneAt(t) => self.q.push(t, Ev::TxDone(l)),
-            Offer::ReadyAt(t) => {
-                // Strictly later than now: a discipline that says "ready now" but held its packet
-                // must not spin the event loop at one instant.
-                let t = t.max(self.now + Dur(1));
-                let link = &mut self.links[l as usize];
-                if link.ready_event.is_none_or(|r| t < r) {
-                    link.ready_event = Some(t);
-                    self.q.push(t, Ev::QueueReady(l));
-                }
-            }
-        }
-    }
-
     fn wire(&mut self, l: u32) {
         if self.links[l as usize].wire_event != Some(self.now) {
             return;
@@ -803,8 +772,8 @@ impl Sim {
             let link = &mut self.links[l as usize];
             match link.wire.front() {
                 Some((t, _)) if *t <= self.now => {
-                    let (_, p) = link.wire.pop_front().unwrap();
-                    self.arrive(to, p);
+                    let (_, h) = link.wire.pop_front().unwrap();
+                    self.arrive(to, h);
                 }
                 _ => break,
             }
@@ -836,7 +805,7 @@ impl Sim {
     #[inline]
     fn host_send(&mut self, n: u32, pkt: Packet) {
         let Some(Some(line)) = self.host_out.get_mut(n as usize) else {
-            return self.forward(n, pkt);
+            return self.forward_pkt(n, pkt);
         };
         let t = line.delay.exit_time(self.now);
         if let Some(t) = line.queue.push(t, pkt) {
@@ -848,7 +817,7 @@ impl Sim {
     fn host_out_due(&mut self, n: u32) {
         let now = self.now;
         while let Some(p) = self.host_out[n as usize].as_mut().and_then(|l| l.queue.pop_due(now)) {
-            self.forward(n, p);
+            self.forward_pkt(n, p);
         }
         if let Some(t) = self.host_out[n as usize].as_ref().and_then(|l| l.queue.next_at()) {
             self.q.push(t, Ev::HostOut(n));
@@ -857,64 +826,83 @@ impl Sim {
 
     /// Send a packet from node `n` towards its destination.
     #[inline]
-    fn forward(&mut self, n: u32, pkt: Packet) {
-        let l = self.route(n, &pkt.ip.dst);
+    fn forward_pkt(&mut self, n: u32, pkt: Packet) {
+        let h = self.pool.put(pkt);
+        self.forward(n, h);
+    }
+
+    /// Send packet `h` from node `n` towards its destination.
+    #[inline]
+    fn forward(&mut self, n: u32, h: Pkt) {
+        let l = self.route(n, &self.pool.get(h).ip.dst);
         if l == NONE {
+            self.pool.free(h);
             return; // no route: dropped (cannot happen for scenario flows, checked at build)
         }
-        let o = self.links[l as usize].offer(self.now, pkt);
-        self.schedule(l, o);
+        self.links[l as usize].offer(self.now, h, &mut self.pool, &mut self.q, l);
     }
 
     #[inline]
-    fn arrive(&mut self, n: u32, pkt: Packet) {
+    fn arrive(&mut self, n: u32, h: Pkt) {
         let node = &self.nodes[n as usize];
+        let pkt = self.pool.get(h);
         if node.host == NONE || host_of(&pkt.ip.dst) != node.host {
             let m = self.node_mb.get(n as usize).copied().unwrap_or(NONE);
             if m != NONE {
+                let pkt = self.pool.take(h);
                 self.mb_packet(m, pkt);
             } else {
-                self.forward(n, pkt);
+                self.forward(n, h);
             }
             return;
         }
+        let host = node.host;
         let src = host_of(&pkt.ip.src);
         match &pkt.l4 {
             L4::Tcp(t) => {
                 let key = (n, t.dport, t.sport, src);
                 if let Some(&c) = self.demux.get(&key) {
                     if let Some(slot) = self.conns[c as usize].as_mut() {
-                        slot.conn.handle_packet(self.now, &pkt);
+                        slot.conn.handle_packet(self.now, pkt);
                     }
+                    self.pool.free(h);
                     self.drive(c);
                 } else if let Some(&(g, i)) = self.gdemux.get(&key) {
                     if let GroupKind::Vps(v) = &mut self.groups[g as usize].kind {
-                        v.handle_packet(self.now, i as usize, &pkt);
+                        v.handle_packet(self.now, i as usize, pkt);
                     }
+                    self.pool.free(h);
                     self.drive_group(g);
                 } else if t.dport == LISTEN_PORT {
-                    if let Some(&f) = self.syn_flow.get(&(src, t.sport, node.host)) {
-                        let iss = self.iss_rng.next_u32();
-                        let cfg = self.flows[f as usize].cfg.clone();
-                        if let Some(mut conn) = Connection::accept(cfg, &pkt, iss, self.now) {
-                            // Opened by the receiver: the listener is the sender and answers with
-                            // the data.
-                            let by_receiver = self.flows[f as usize].open == FlowOpen::Receiver;
-                            if by_receiver && !self.verify {
-                                write_transfer(&mut conn, self.flows[f as usize].bytes);
-                            }
-                            if by_receiver {
-                                self.retire_sender(f);
-                            }
-                            let c = self.add_conn(conn, n, f, by_receiver, key);
-                            if by_receiver {
-                                self.flows[f as usize].sender = c;
-                            } else {
-                                self.flows[f as usize].receiver = c;
-                            }
-                            self.drive(c);
+                    let accepted = match self.syn_flow.get(&(src, t.sport, host)) {
+                        Some(&f) => {
+                            let iss = self.iss_rng.next_u32();
+                            let cfg = self.flows[f as usize].cfg.clone();
+                            Connection::accept(cfg, pkt, iss, self.now).map(|c| (f, c))
                         }
+                        None => None,
+                    };
+                    self.pool.free(h);
+                    if let Some((f, mut conn)) = accepted {
+                        // Opened by the receiver: the listener is the sender and answers with
+                        // the data.
+                        let by_receiver = self.flows[f as usize].open == FlowOpen::Receiver;
+                        if by_receiver && !self.verify {
+                            write_transfer(&mut conn, self.flows[f as usize].bytes);
+                        }
+                        if by_receiver {
+                            self.retire_sender(f);
+                        }
+                        let c = self.add_conn(conn, n, f, by_receiver, key);
+                        if by_receiver {
+                            self.flows[f as usize].sender = c;
+                        } else {
+                            self.flows[f as usize].receiver = c;
+                        }
+                        self.drive(c);
                     }
+                } else {
+                    self.pool.free(h);
                 }
             }
             L4::Udp(u) => {
@@ -926,13 +914,16 @@ impl Sim {
                         *x += pkt.payload_len as u64;
                     }
                 }
+                self.pool.free(h);
             }
-            L4::Other { .. } => {}
+            L4::Other { .. } => self.pool.free(h),
         }
     }
 
     fn add_conn(&mut self, conn: Connection, node: u32, flow: u32, sender: bool, key: (u32, u16, u16, u32)) -> u32 {
-        let slot = ConnSlot { conn, node, flow, sender, timer: None, key };
+        let g = self.flows[flow as usize].group;
+        let wrr = if g != NONE && matches!(self.groups[g as usize].kind, GroupKind::Wrr(_)) { g } else { NONE };
+        let slot = ConnSlot { conn, node, flow, sender, wrr, timer: None, key };
         let c = match self.free_conns.pop() {
             Some(c) => {
                 self.conns[c as usize] = Some(slot);
@@ -1036,11 +1027,9 @@ impl Sim {
                 self.q.push(t, Ev::ConnTimer(c));
             }
         }
-        if slot.sender {
-            let g = self.flows[slot.flow as usize].group;
-            if g != NONE && matches!(self.groups[g as usize].kind, GroupKind::Wrr(_)) {
-                self.app_step(g);
-            }
+        if slot.sender && slot.wrr != NONE {
+            let g = slot.wrr;
+            self.app_step(g);
         }
     }
 
@@ -1413,7 +1402,7 @@ impl Sim {
                 // The original goes on first: the box only sees a copy of a packet that has
                 // already passed, so even with no delay what it injects follows the original.
                 let copy = pkt.clone();
-                self.forward(n, pkt);
+                self.forward_pkt(n, pkt);
                 let slot = &mut self.mbs[m as usize];
                 if slot.delay == Dur::ZERO {
                     let mut out = std::mem::take(&mut slot.out);
@@ -1442,7 +1431,7 @@ impl Sim {
                     self.q.push(t, Ev::MbInject(m));
                 }
             } else {
-                self.forward(n, p);
+                self.forward_pkt(n, p);
             }
         }
     }
@@ -1490,7 +1479,7 @@ impl Sim {
     fn mb_inject(&mut self, m: u32) {
         let n = self.mbs[m as usize].node;
         while let Some(p) = self.mbs[m as usize].injects.pop_due(self.now) {
-            self.forward(n, p);
+            self.forward_pkt(n, p);
         }
         if let Some(t) = self.mbs[m as usize].injects.next_at() {
             self.q.push(t, Ev::MbInject(m));
@@ -1700,6 +1689,7 @@ impl Sim {
             None
         };
         Summary {
+            ackshape: crate::provenance::Provenance::this(),
             scenario: ScenarioInfo {
                 name: self.name.clone(),
                 file: self.file.clone(),

@@ -539,3 +539,40 @@ fn pcap_opens_in_tshark() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A TCP checksum whose canonical value is 0x0000 may be written as 0xffff (one's complement's
+/// other zero; Linux's `skb_checksum_help` writes `CSUM_MANGLED_0`): RFC 1071's check accepts
+/// it, so must ours, and an RFC 1624 patch of such a frame comes out valid.
+#[test]
+fn tcp_checksum_written_as_ffff_is_valid_and_patches_to_a_valid_frame() {
+    let mk = |w: u16| Packet {
+        ip: IpHdr {
+            src: "10.77.0.2".parse().unwrap(),
+            dst: "10.77.0.1".parse().unwrap(),
+            ttl: 64,
+            dscp: 0,
+            ecn: Ecn::NotEct,
+            id: 0xdff0,
+        },
+        l4: L4::Tcp(TcpHdr { flags: TcpFlags::ACK, window: w, ack: SeqNum(152205409), ..Default::default() }),
+        payload_len: 0,
+        payload: None,
+    };
+    let at = 14 + 20 + 16;
+    let (mut f, w) = (0..=u16::MAX)
+        .map(|w| (mk(w).to_frame(MA, MB).to_vec(), w))
+        .find(|(f, _)| f[at] == 0 && f[at + 1] == 0)
+        .expect("some window gives a zero checksum");
+    verify_checksums(&f).unwrap();
+    f[at..at + 2].copy_from_slice(&[0xff, 0xff]);
+    verify_checksums(&f).expect("0xffff is the other zero");
+    let mut g = f.clone();
+    g[at..at + 2].copy_from_slice(&[0xff, 0xfe]);
+    assert!(verify_checksums(&g).is_err(), "a checksum one off stays bad");
+    // Patch the window of the 0xffff frame: the result verifies and equals a fresh frame's.
+    let parsed = Packet::parse_frame(&f).unwrap();
+    let w2 = w.wrapping_sub(1);
+    TcpFrameMut::new(&mut f, &parsed).unwrap().set_window(w2);
+    verify_checksums(&f).unwrap();
+    assert_eq!(f, mk(w2).to_frame(MA, MB).to_vec());
+}

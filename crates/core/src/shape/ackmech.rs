@@ -44,6 +44,9 @@ pub trait AckMechanism {
     /// Ethernet on the live path, 0 in most simulator scenarios). Called once, right after the
     /// mechanism is built, so that the mechanism counts packets as the class does. Default: ignored.
     fn set_overhead(&mut self, _bytes: u32) {}
+    /// Key the mechanism's flow table (`crate::hash`): called by the gateway right after the
+    /// mechanism is built, before any packet. Default: nothing to key.
+    fn set_hash_key(&mut self, _key: crate::hash::HashKey) {}
     /// The handshake of a connection its *receiver* opened (a download from the WAN asked for on
     /// the LAN side), told when the gateway starts tracking `flow` — at the sender's SYN-ACK if
     /// that takes this class's data path, else at the sender's first data — and before `on_data`

@@ -10,7 +10,7 @@
 use crate::queue::{Enqueue, QueueDisc};
 use crate::time::Time;
 use ackshape_wire::{Packet, L4};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::IpAddr;
 
 /// DRR parameters.
@@ -83,7 +83,7 @@ pub struct DrrStats {
 /// Per-flow DRR.
 pub struct Drr {
     cfg: DrrConfig,
-    index: HashMap<FlowId, usize>,
+    index: crate::hash::KeyedMap<FlowId, usize>,
     slots: Vec<FlowQ>,
     free: Vec<usize>,
     active: VecDeque<usize>,
@@ -96,7 +96,7 @@ impl Drr {
     pub fn new(cfg: DrrConfig) -> Drr {
         Drr {
             cfg,
-            index: HashMap::new(),
+            index: crate::hash::map(crate::hash::HashKey::default()),
             slots: Vec::new(),
             free: Vec::new(),
             active: VecDeque::new(),
@@ -147,6 +147,9 @@ impl Drr {
 }
 
 impl QueueDisc for Drr {
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        crate::hash::rekey(&mut self.index, key);
+    }
     fn enqueue(&mut self, _now: Time, pkt: Packet) -> Enqueue {
         let s = self.slot_for(FlowId::of(&pkt));
         if self.slots[s].q.len() >= self.cfg.flow_limit_pkts {

@@ -47,6 +47,7 @@
 //! **What it is not.** No admission control (paper 000 §1's minimum per-flow rate); no per-flow
 //! weights within a class; the class choice is O(classes × depth) per packet sent.
 
+use crate::hash::{HashKey, KeyedIndexMap, KeyedMap};
 use crate::middlebox::{Dir, Emit, Middlebox};
 use crate::queue::{DropTail, Enqueue, Limit, QueueDisc};
 use crate::rng::stream;
@@ -58,7 +59,6 @@ use crate::shape::qdisc_spec::QdiscSpec;
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, TcpFlags};
-use rustc_hash::FxHashMap;
 
 const NONE: u32 = u32::MAX;
 
@@ -293,6 +293,14 @@ impl LeafQ {
             _ => self.q().next_ready(now),
         }
     }
+    fn set_hash_key(&mut self, key: HashKey) {
+        match self {
+            LeafQ::Plain(q) => q.set_hash_key(key),
+            LeafQ::Drr(d) => d.set_hash_key(key),
+            LeafQ::Pfq(p) => p.set_hash_key(key),
+            LeafQ::PfqDrr { drr, .. } => drr.set_hash_key(key),
+        }
+    }
     /// The per-flow queue length of `id` (None: the discipline has no per-flow queues).
     fn flow_qlen(&self, id: &FlowId) -> Option<usize> {
         match self {
@@ -371,10 +379,32 @@ struct Side {
     mechs: Vec<usize>,
 }
 
+/// Flows tracked in one class and direction (the per-class bounds of `[flows]`).
+#[derive(Clone, Copy, Debug, Default)]
+struct ClassFlows {
+    /// Tracked.
+    flows: u32,
+    /// ... of which seen only opening (no data yet).
+    embryonic: u32,
+    /// ... not ended (RST, FIN both ways).
+    live: u32,
+}
+
+/// Flows one step of the sweep looks at, at most (so one call stays short however many flows
+/// are tracked); a pass over more flows continues [`SWEEP_STEP`] later.
+pub const SWEEP_CHUNK: usize = 1024;
+/// The time between two steps of a sweep pass over more than [`SWEEP_CHUNK`] flows.
+pub const SWEEP_STEP: Dur = Dur::from_millis(1);
+
 /// Gateway-wide counters.
 #[derive(Clone, Copy, Debug, Default)]
 struct GStats {
     unclassified_pkts: u64,
+    /// New flows not tracked because their class, their source or their class's embryonic
+    /// flows were at their bound (packets).
+    untracked_class_full: u64,
+    untracked_source_full: u64,
+    untracked_embryonic_full: u64,
     flows_created: u64,
     flows_evicted: u64,
     flows_ended: u64,
@@ -394,19 +424,34 @@ pub struct Gateway {
     policy: Policy,
     overhead: usize,
     sides: [Side; 2],
-    flows: FxHashMap<FlowKey, FlowEntry>,
+    /// Tracked flows, in insertion order (with removals moving the last one into the gap):
+    /// the sweep walks them a chunk at a time, in an order that does not depend on the hash key.
+    flows: KeyedIndexMap<FlowKey, FlowEntry>,
+    /// Per direction and class: tracked, embryonic and live flows.
+    class_flows: [Vec<ClassFlows>; 2],
+    /// Tracked flows per data source address (only with `[flows] max_flows_per_source`).
+    sources: KeyedMap<std::net::IpAddr, u32>,
+    /// The per-class and per-source bounds in force.
+    max_per_class: usize,
+    max_per_source: usize,
+    max_embryonic: usize,
+    /// Where the sweep pass in progress continues (None: no pass in progress).
+    sweep_at: Option<usize>,
+    key: HashKey,
     /// The handshake of a tracked flow that opened with a SYN, when the other direction has a
     /// mechanism class: the SYN's options, and the SYN-ACK's once it passed. When the answering
     /// half starts to be tracked (its SYN-ACK on the data path, or its first data), its
     /// mechanism is shown the handshake ([`AckMechanism::on_receiver_open`]): a connection its
     /// receiver opened (a download asked for on the LAN). Bounded by the flow table: removed
     /// with the opener's flow.
-    syn_opts: FxHashMap<FlowKey, (ackmech::SynOptions, Option<ackmech::SynOptions>)>,
+    syn_opts: KeyedMap<FlowKey, (ackmech::SynOptions, Option<ackmech::SynOptions>)>,
     scratch: Vec<Packet>,
     /// Packets released by a mechanism that carry data: they take the data path next (the flag:
     /// the mechanism accepted the packet, so it may start tracking a flow).
     reinject: Vec<(Dir, Packet, bool)>,
     next_sweep: Time,
+    /// When the next sweep pass starts (`next_sweep` is the next step of the pass in progress).
+    next_sweep_pass: Time,
     sweep_every: Dur,
     next_borrow: Option<Time>,
     last_now: Time,
@@ -515,8 +560,15 @@ impl Gateway {
 
     /// A gateway running `policy`. Each packet costs `ip_len + overhead_bytes` of link and class
     /// credit (the live driver uses 14, the Ethernet header). `seed` seeds the leaf disciplines'
-    /// random streams.
+    /// random streams and the key of every flow table ([`HashKey::from_seed`]: the simulator's
+    /// choice, deterministic).
     pub fn new(policy: Policy, overhead_bytes: usize, seed: u64) -> Gateway {
+        Gateway::with_key(policy, overhead_bytes, seed, HashKey::from_seed(seed))
+    }
+
+    /// [`Gateway::new`] with the flow tables (the gateway's, its leaf disciplines' and its
+    /// mechanisms') keyed by `key` (the live gateway: [`HashKey::random`]).
+    pub fn with_key(policy: Policy, overhead_bytes: usize, seed: u64, key: HashKey) -> Gateway {
         let mk_side = |d: Dir| {
             let cls = policy
                 .classes
@@ -526,7 +578,9 @@ impl Gateway {
                     let used = c.dirs[d.index()];
                     let leaf = match (&c.leaf, used) {
                         (Some(l), true) => {
-                            Some(LeafQ::new(l, c.rate_bps, stream(seed, "gw-leaf", (i * 2 + d.index()) as u64)))
+                            let mut q = LeafQ::new(l, c.rate_bps, stream(seed, "gw-leaf", (i * 2 + d.index()) as u64));
+                            q.set_hash_key(key.derive("gw-leaf", (i * 2 + d.index()) as u64));
+                            Some(q)
                         }
                         _ => None,
                     };
@@ -536,6 +590,7 @@ impl Gateway {
                                 .expect("validated by Policy")
                                 .expect("kind \"none\" is not stored");
                             m.set_overhead(overhead_bytes as u32);
+                            m.set_hash_key(key.derive("gw-mech", (i * 2 + d.index()) as u64));
                             m.set_rate(Time::ZERO, c.rate_bps);
                             Some(m)
                         }
@@ -579,16 +634,26 @@ impl Gateway {
         let borrows = policy.classes.iter().any(|c| c.mechanism.is_some() && c.ceil_bps > c.rate_bps);
         let sweep_every =
             Dur::from_secs_f64(policy.flows.embryonic_timeout_s.min(policy.flows.idle_timeout_s) / 2.0).max(Dur(1));
+        let n = policy.classes.len();
+        let (max_per_class, max_per_source, max_embryonic) = policy.flows.bounds(policy.leaves().count());
         let mut gw = Gateway {
             next_borrow: borrows.then_some(Time::ZERO + policy.borrow_interval),
             policy,
             overhead: overhead_bytes,
             sides,
-            flows: FxHashMap::default(),
-            syn_opts: FxHashMap::default(),
+            flows: crate::hash::index_map(key.derive("gw-flows", 0)),
+            class_flows: [vec![ClassFlows::default(); n], vec![ClassFlows::default(); n]],
+            sources: crate::hash::map(key.derive("gw-sources", 0)),
+            max_per_class,
+            max_per_source,
+            max_embryonic,
+            sweep_at: None,
+            key,
+            syn_opts: crate::hash::map(key.derive("gw-syn-opts", 0)),
             scratch: Vec::new(),
             reinject: Vec::new(),
             next_sweep: Time::ZERO + sweep_every,
+            next_sweep_pass: Time::ZERO + sweep_every,
             sweep_every,
             last_now: Time::ZERO,
             g: GStats::default(),
@@ -620,6 +685,7 @@ impl Gateway {
         let c = &mut self.sides[dir.index()].cls[class];
         assert!(c.leaf.is_some(), "class {class} carries no traffic in {dir:?}");
         m.set_overhead(self.overhead as u32);
+        m.set_hash_key(self.key.derive("gw-mech", (class * 2 + dir.index()) as u64));
         m.set_rate(self.last_now, rate);
         c.mech = Some(m);
         c.mech_rate = rate;
@@ -699,8 +765,11 @@ impl Gateway {
         if let Some(e) = self.flows.get_mut(&key) {
             if e.dir == dir {
                 e.last_seen = now;
-                if pkt.payload_len > 0 {
+                if pkt.payload_len > 0 && e.state & DATA_SEEN == 0 {
                     e.state |= DATA_SEEN;
+                    if e.class != NONE {
+                        self.class_flows[dir.index()][e.class as usize].embryonic -= 1;
+                    }
                 }
                 return (e.class != NONE).then_some(e.class as usize);
             }
@@ -730,13 +799,14 @@ impl Gateway {
             && may_open
             && !answered;
         if opens {
-            if self.flows.len() < self.policy.flows.max_flows {
+            if self.admit(dir, class, key.0, pkt.payload_len == 0) {
                 let mut state = if pkt.payload_len > 0 { DATA_SEEN } else { 0 };
                 if syn && !t.flags.contains(TcpFlags::ACK) {
                     state |= SYN_OPENED;
                 }
                 let class = class.map_or(NONE, |c| c as u32);
                 self.flows.insert(key, FlowEntry { class, dir, state, last_seen: now });
+                self.count_flow(dir, class, key.0, state, 1);
                 self.g.flows_created += 1;
                 if !self.syn_opts.is_empty() {
                     self.receiver_opened(now, dir, key, class);
@@ -746,6 +816,64 @@ impl Gateway {
             }
         }
         class
+    }
+
+    /// May a new flow from `src` (embryonic: no data yet) be tracked in `class` travelling
+    /// `dir`? Within `[flows] max_flows` overall, the class's share (`max_flows_per_class`), its
+    /// embryonic flows' (`max_embryonic_per_class`) and the source's (`max_flows_per_source`): a
+    /// flood of new flows in one class, or from one source, cannot take every other class's
+    /// room in the table (nor their mechanisms' state). Refusals are counted by reason.
+    fn admit(&mut self, dir: Dir, class: Option<usize>, src: std::net::IpAddr, embryonic: bool) -> bool {
+        if self.flows.len() >= self.policy.flows.max_flows {
+            return false;
+        }
+        if let Some(c) = class {
+            let cf = &self.class_flows[dir.index()][c];
+            if cf.flows as usize >= self.max_per_class {
+                self.g.untracked_class_full += 1;
+                return false;
+            }
+            if embryonic && cf.embryonic as usize >= self.max_embryonic {
+                self.g.untracked_embryonic_full += 1;
+                return false;
+            }
+        }
+        if self.max_per_source < self.policy.flows.max_flows
+            && self.sources.get(&src).is_some_and(|&n| n as usize >= self.max_per_source)
+        {
+            self.g.untracked_source_full += 1;
+            return false;
+        }
+        true
+    }
+
+    /// Count a flow in (`by` = 1) or out (-1) of its class's and its source's totals.
+    fn count_flow(&mut self, dir: Dir, class: u32, src: std::net::IpAddr, state: u8, by: i32) {
+        if class != NONE {
+            let cf = &mut self.class_flows[dir.index()][class as usize];
+            cf.flows = cf.flows.wrapping_add_signed(by);
+            if state & DATA_SEEN == 0 {
+                cf.embryonic = cf.embryonic.wrapping_add_signed(by);
+            }
+            if state & ENDED == 0 {
+                cf.live = cf.live.wrapping_add_signed(by);
+            }
+        }
+        if self.max_per_source < self.policy.flows.max_flows {
+            let n = self.sources.entry(src).or_insert(0);
+            *n = n.wrapping_add_signed(by);
+            if *n == 0 {
+                self.sources.remove(&src);
+            }
+        }
+    }
+
+    /// Forget a tracked flow (and its kept SYN options).
+    fn remove_flow(&mut self, key: &FlowKey) {
+        if let Some(e) = self.flows.swap_remove(key) {
+            self.count_flow(e.dir, e.class, key.0, e.state, -1);
+        }
+        self.syn_opts.remove(key);
     }
 
     /// `key` (travelling `dir`, in `class`) has just been tracked: if it answers a kept SYN, its
@@ -790,6 +918,7 @@ impl Gateway {
         if class == NONE {
             return;
         }
+        self.class_flows[dir.index()][class as usize].live -= 1;
         let d = dir.index();
         if let Some(m) = self.sides[d].cls[class as usize].mech.as_mut() {
             let mut scratch = std::mem::take(&mut self.scratch);
@@ -800,28 +929,45 @@ impl Gateway {
         }
     }
 
+    /// Evict idle flows: a pass over every tracked flow each `sweep_every`, in steps of at most
+    /// [`SWEEP_CHUNK`] flows [`SWEEP_STEP`] apart, so no call of the box ends (and lets go of)
+    /// tens of thousands of flows at once. The walk is in the flow table's insertion order, so
+    /// the order in which flows end does not depend on the hash key.
     fn sweep(&mut self, now: Time, out: &mut Emit) {
         if now < self.next_sweep {
             return;
         }
-        self.next_sweep = now + self.sweep_every;
+        let start = match self.sweep_at {
+            Some(i) => i,
+            None => {
+                // A new pass; the next one starts `sweep_every` after this one's start.
+                self.next_sweep_pass = now + self.sweep_every;
+                0
+            }
+        };
         let idle = Dur::from_secs_f64(self.policy.flows.idle_timeout_s);
         let emb = Dur::from_secs_f64(self.policy.flows.embryonic_timeout_s);
-        // FxHashMap iteration order is deterministic for the same history.
-        let dead: Vec<FlowKey> = self
-            .flows
-            .iter()
-            .filter(|(_, e)| {
-                let lim = if e.state & DATA_SEEN == 0 || e.state & ENDED != 0 { emb } else { idle };
-                now.since(e.last_seen) >= lim
-            })
-            .map(|(k, _)| *k)
-            .collect();
-        for k in dead {
+        let mut i = start;
+        let mut budget = SWEEP_CHUNK;
+        while budget > 0 && i < self.flows.len() {
+            budget -= 1;
+            let Some((&k, e)) = self.flows.get_index(i) else { break };
+            let lim = if e.state & DATA_SEEN == 0 || e.state & ENDED != 0 { emb } else { idle };
+            if now.since(e.last_seen) < lim {
+                i += 1;
+                continue;
+            }
             self.end_flow(now, k, out);
-            self.flows.remove(&k);
-            self.syn_opts.remove(&k);
+            // The last flow moves into slot i: it is looked at next.
+            self.remove_flow(&k);
             self.g.flows_evicted += 1;
+        }
+        if i < self.flows.len() {
+            self.sweep_at = Some(i);
+            self.next_sweep = now + SWEEP_STEP;
+        } else {
+            self.sweep_at = None;
+            self.next_sweep = self.next_sweep_pass.max(now + Dur(1));
         }
     }
 
@@ -1157,13 +1303,7 @@ impl Gateway {
             // Demand of each leaf over the last interval: a mechanism class with flows or a
             // class that had a backlog wants its ceiling; others what they sent.
             let mut demand = vec![0u64; n];
-            let mut live = vec![false; n];
-            for (k, e) in &self.flows {
-                let _ = k;
-                if e.dir.index() == d && e.class != NONE && e.state & ENDED == 0 {
-                    live[e.class as usize] = true;
-                }
-            }
+            let live: Vec<bool> = self.class_flows[d].iter().map(|c| c.live > 0).collect();
             for c in 0..n {
                 let pc = &self.policy.classes[c];
                 let s = &mut self.sides[d].cls[c];
@@ -1281,8 +1421,7 @@ impl Middlebox for Gateway {
                         continue;
                     }
                     self.end_flow(now, k, out);
-                    self.flows.remove(&k);
-                    self.syn_opts.remove(&k);
+                    self.remove_flow(&k);
                 }
                 self.data_path(now, dir, pkt, out, true);
                 self.drain_reinject(now, out);
@@ -1569,7 +1708,12 @@ impl Middlebox for Gateway {
             },
             "flows": {
                 "tracked": self.flows.len(),
-                "shaped": self.flows.values().filter(|e| e.class != NONE).count(),
+                "shaped": self.class_flows.iter().flatten().map(|c| c.flows as u64).sum::<u64>(),
+                "untracked_class_full": g.untracked_class_full,
+                "untracked_source_full": g.untracked_source_full,
+                "untracked_embryonic_full": g.untracked_embryonic_full,
+                "max_flows_per_class": self.max_per_class,
+                "max_embryonic_per_class": self.max_embryonic,
                 "created": g.flows_created,
                 "ended": g.flows_ended,
                 "evicted": g.flows_evicted,

@@ -13,7 +13,7 @@ use super::drr::FlowId;
 use crate::queue::{Enqueue, QueueDisc};
 use crate::time::{Dur, Time};
 use ackshape_wire::Packet;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -67,7 +67,7 @@ struct Flow {
 /// Per-flow token-bucket shaping within a class.
 pub struct Pfq {
     cfg: PfqConfig,
-    flows: HashMap<FlowId, usize>,
+    flows: crate::hash::KeyedMap<FlowId, usize>,
     slots: Vec<(FlowId, Flow)>,
     /// Round-robin order of flows with packets.
     backlog: VecDeque<usize>,
@@ -78,7 +78,15 @@ pub struct Pfq {
 
 impl Pfq {
     pub fn new(cfg: PfqConfig) -> Pfq {
-        Pfq { cfg, flows: HashMap::new(), slots: Vec::new(), backlog: VecDeque::new(), pkts: 0, bytes: 0, drops: 0 }
+        Pfq {
+            cfg,
+            flows: crate::hash::map(crate::hash::HashKey::default()),
+            slots: Vec::new(),
+            backlog: VecDeque::new(),
+            pkts: 0,
+            bytes: 0,
+            drops: 0,
+        }
     }
 
     /// Flows counted in n at `now`.
@@ -135,6 +143,9 @@ impl Pfq {
 }
 
 impl QueueDisc for Pfq {
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        crate::hash::rekey(&mut self.flows, key);
+    }
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueue {
         self.expire(now);
         let id = FlowId::of(&pkt);
@@ -218,6 +229,7 @@ impl QueueDisc for Pfq {
 mod tests {
     use super::*;
     use ackshape_wire::{Ecn, IpHdr, TcpHdr, L4};
+    use std::collections::HashMap;
     use std::net::{IpAddr, Ipv4Addr};
 
     fn pkt(flow: u8) -> Packet {

@@ -61,19 +61,59 @@ pub struct FlowTablePolicy {
     /// A flow that has only been seen opening (SYN, no data) or closing is evicted after this
     /// (seconds).
     pub embryonic_timeout_s: f64,
+    /// Tracked flows of one class (per direction) at most; default: half of `max_flows` when the
+    /// policy has two or more leaf classes, else `max_flows`. A flood of new flows into one class
+    /// then leaves the other half of the table to the others.
+    pub max_flows_per_class: Option<usize>,
+    /// Tracked flows with the same data source address at most; default: no bound beyond
+    /// `max_flows` (a NAT in front of the gateway is one source with every flow).
+    pub max_flows_per_source: Option<usize>,
+    /// Tracked flows of one class (per direction) seen only opening (SYN, no data yet) at most;
+    /// default: a quarter of the class's bound. A SYN flood then cannot take the room of flows
+    /// that carry data; a connection whose SYN was not tracked is tracked from its first data.
+    pub max_embryonic_per_class: Option<usize>,
 }
 
 impl Default for FlowTablePolicy {
     fn default() -> Self {
-        FlowTablePolicy { max_flows: 65_536, idle_timeout_s: 120.0, embryonic_timeout_s: 10.0 }
+        FlowTablePolicy {
+            max_flows: 65_536,
+            idle_timeout_s: 120.0,
+            embryonic_timeout_s: 10.0,
+            max_flows_per_class: None,
+            max_flows_per_source: None,
+            max_embryonic_per_class: None,
+        }
     }
 }
 
 impl FlowTablePolicy {
+    /// The bounds in force for a policy with `leaves` leaf classes: (per class, per source,
+    /// embryonic per class), each at most `max_flows`.
+    pub fn bounds(&self, leaves: usize) -> (usize, usize, usize) {
+        let m = self.max_flows;
+        let per_class = self.max_flows_per_class.unwrap_or(if leaves >= 2 { m.div_ceil(2) } else { m }).min(m);
+        let per_source = self.max_flows_per_source.unwrap_or(m).min(m);
+        let embryonic = self.max_embryonic_per_class.unwrap_or(per_class.div_ceil(4)).min(per_class);
+        (per_class, per_source, embryonic)
+    }
+
     /// Errors are `(key within [flows], message)`.
     pub fn validate(&self) -> Result<(), (String, String)> {
         if self.max_flows == 0 || self.max_flows > 50_000_000 {
             return Err(("max_flows".into(), format!("expected 1..=50000000 flows, got {}", self.max_flows)));
+        }
+        for (k, v) in [
+            ("max_flows_per_class", self.max_flows_per_class),
+            ("max_flows_per_source", self.max_flows_per_source),
+            ("max_embryonic_per_class", self.max_embryonic_per_class),
+        ] {
+            match v {
+                Some(n) if n == 0 || n > self.max_flows => {
+                    return Err((k.into(), format!("expected 1 to max_flows ({}) flows, got {n}", self.max_flows)));
+                }
+                _ => {}
+            }
         }
         for (k, v) in [("idle_timeout_s", self.idle_timeout_s), ("embryonic_timeout_s", self.embryonic_timeout_s)] {
             if !(v.is_finite() && v > 0.0) {
@@ -498,6 +538,11 @@ fn limit_of(s: Size) -> Limit {
 }
 
 impl Policy {
+    /// The leaf classes (the ones packets are queued in).
+    pub fn leaves(&self) -> impl Iterator<Item = &Class> + '_ {
+        self.classes.iter().filter(|c| c.is_leaf())
+    }
+
     /// Parse and validate policy TOML; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Policy, PolicyError> {
         let err = |key: Option<String>, msg: String| PolicyError { file: file.to_string(), key, msg };

@@ -93,8 +93,8 @@ use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// Flow index: FxHash (`rustc-hash`), deterministic (bounded table; flooding costs CPU only).
-type FlowIndex = rustc_hash::FxHashMap<FlowKey, usize>;
+/// Flow index: keyed SipHash (`crate::hash`), keyed by the gateway.
+type FlowIndex = crate::hash::KeyedMap<FlowKey, usize>;
 
 /// Which PostACK (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -385,7 +385,7 @@ impl PostAck {
             cfg,
             rate_bps: 0,
             flows: Vec::new(),
-            index: FlowIndex::default(),
+            index: crate::hash::map(crate::hash::HashKey::default()),
             free: Vec::new(),
             spare_queues: Vec::new(),
             next_gen: 0,
@@ -754,6 +754,9 @@ fn is_control(pkt: &Packet) -> bool {
 }
 
 impl AckMechanism for PostAck {
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        crate::hash::rekey(&mut self.index, key);
+    }
     fn set_overhead(&mut self, bytes: u32) {
         self.overhead = bytes;
     }

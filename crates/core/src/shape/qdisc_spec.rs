@@ -152,13 +152,18 @@ impl QdiscSpec {
     /// The discipline for an output of `rate_bps` (RED's idle-time estimate uses it).
     pub fn build(&self, rate_bps: u64, rng: crate::rng::Rng) -> Box<dyn crate::queue::QueueDisc + Send> {
         use crate::shape;
-        match self {
+        // Flow tables keyed from the same stream, without drawing from it (so RED's draws stay
+        // the same); a driver that wants another key calls `set_hash_key` afterwards.
+        let key = crate::hash::HashKey::from_rng(&rng);
+        let mut q: Box<dyn crate::queue::QueueDisc + Send> = match self {
             QdiscSpec::Asym(q) => q.build(rng),
             QdiscSpec::Red(r) => Box::new(shape::red::Red::new(r.clone(), Dur::tx_time(1500, rate_bps), rng)),
             QdiscSpec::Drr(d) => Box::new(shape::drr::Drr::new(d.clone())),
             QdiscSpec::Tbf(t) => Box::new(shape::tbf::Tbf::new(t.clone())),
             QdiscSpec::Pfq(q) => Box::new(shape::pfq::Pfq::new(q.clone())),
-        }
+        };
+        q.set_hash_key(key);
+        q
     }
 
     /// The discipline in a word for reports and warnings: its `kind`, and `"red+ecn"` for RED

@@ -53,8 +53,6 @@ use crate::time::{Dur, Time};
 use crate::units;
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
 use serde::{Deserialize, Deserializer};
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::net::IpAddr;
 
 /// An IP prefix such as `10.0.0.0/24` or `2001:db8::/32` (a bare address is a /32 or /128).
@@ -507,16 +505,14 @@ pub struct CtlSample {
     pub every: f64,
 }
 
-type Hasher = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
-
 /// The tap. See the module documentation.
 pub struct Tap {
     spec: TapSpec,
     flows: Vec<Option<FlowState>>,
     free: Vec<usize>,
-    index: HashMap<FlowKey, usize, Hasher>,
+    index: crate::hash::KeyedMap<FlowKey, usize>,
     /// Handshake facts (receiver's window scale, sender scales, when) of flows not tracked yet.
-    handshakes: HashMap<FlowKey, (Option<u8>, bool, Time), Hasher>,
+    handshakes: crate::hash::KeyedMap<FlowKey, (Option<u8>, bool, Time)>,
     rules: Vec<RuleState>,
     next_id: u64,
     next_tick: Option<Time>,
@@ -535,7 +531,14 @@ pub struct Tap {
 const HISTORY_MAX: usize = 1 << 20;
 
 impl Tap {
+    /// A tap whose flow tables are keyed with a fixed key: the driver gives it its own with
+    /// [`Tap::with_hash_key`] (the simulator from the scenario seed, the live tap a random one).
     pub fn new(spec: TapSpec) -> Tap {
+        Tap::with_hash_key(spec, crate::hash::HashKey::default())
+    }
+
+    /// A tap whose flow tables are keyed with `key` (`crate::hash`).
+    pub fn with_hash_key(spec: TapSpec, key: crate::hash::HashKey) -> Tap {
         let rules = spec
             .rule
             .iter()
@@ -551,8 +554,8 @@ impl Tap {
             spec,
             flows: Vec::new(),
             free: Vec::new(),
-            index: HashMap::default(),
-            handshakes: HashMap::default(),
+            index: crate::hash::map(key.derive("tap-flows", 0)),
+            handshakes: crate::hash::map(key.derive("tap-handshakes", 0)),
             rules,
             next_id: 0,
             next_tick: None,

@@ -71,7 +71,8 @@ pub fn multcp_catch_up_segments(n: f64) -> f64 {
 /// Retransmission timer settings (RFC 6298).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RtoConfig {
-    /// Lower bound on RTO (RFC 6298: 1 s; Linux: 200 ms).
+    /// Minimum RTO (RFC 6298: 1 s; Linux: 200 ms): a floor, or with [`RtoModel::Linux`] the
+    /// least deviation term added to SRTT.
     pub min: Dur,
     /// Upper bound on RTO (≥ 60 s per RFC 6298).
     pub max: Dur,
@@ -97,11 +98,19 @@ impl Default for RtoConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RtoModel {
+    /// Linux's (`tcp_rtt_estimator`, `tcp_set_rto`, net/ipv4/tcp_input.c): SRTT and the mean
+    /// deviation as Jacobson's (a sample below SRTT moves the deviation with gain 1/32), but the
+    /// RTO is SRTT + the largest deviation term of the last window of data, which starts every
+    /// window at `min` and decays towards it by a quarter per window — the minimum RTO is added
+    /// to SRTT, not a floor under the sum, so a sample on every ACK (timestamps) cannot wear
+    /// the RTO down to just above SRTT. Rounded up to the tick G, capped at `max`; fires on a
+    /// tick. The default.
+    #[default]
+    Linux,
     /// RFC 6298 with the clock granularity G of [`RtoConfig`]: RTO = SRTT + max(G, 4·RTTVAR),
     /// rounded up to a tick and floored at `min`; the timer fires on the first tick boundary
     /// (a multiple of G since time 0) at or after its deadline, as BSD's slow timer does, so
     /// every connection that times out within one tick retransmits at the same instant.
-    #[default]
     Rfc6298,
     /// ns-2's `TcpAgent` with `rfc2988_` off (tcp.cc; the default before 2002): an RTT sample is the number
     /// of ticks G it spans (at least 1); SRTT and RTTVAR are kept in ticks with 3 and 2
@@ -235,21 +244,57 @@ pub struct TcpConfig {
     /// ns-2's `TcpAgent::slowdown` for the window reductions of fast retransmit and timeout:
     /// ssthresh = ⌊⌊min(cwnd, rwnd) in segments⌋ / 2⌋ segments (at least 2) — computed from the
     /// congestion window, not the flight size, and at *every* timeout (so a second timeout in a
-    /// row sets it to 2 segments) — and after a timeout cwnd = `wnd_restart_` = 1 segment.
+    /// row sets it to 2 segments) — after a timeout cwnd = `wnd_restart_` = 1 segment, and at a
+    /// fast retransmit (Reno, NewReno, SACK) cwnd = min(cwnd, rwnd) / 2 *unrounded* and not
+    /// raised to ssthresh (`CLOSE_CWND_HALF` with `precisionReduce_ true`: `cwnd_ = windowd()/2`),
+    /// so a window of 3 segments continues with 1.5, i.e. one segment in flight.
     /// Off by default (RFC 5681: FlightSize / 2, ssthresh kept on a repeated timeout).
     #[serde(default)]
     pub ns2_slowdown: bool,
     /// Restart the retransmission timer (with the current RTO) at the fast retransmit: ns-2's
     /// `dupack_action` calls `reset_rtx_timer(1, 0)` → `set_rtx_timer()` (tcp-reno.cc,
     /// tcp-newreno.cc, tcp-sack1.cc), so the retransmission gets a full RTO. Off by default:
-    /// the timer keeps running from the last new ACK (RFC 6298 §5.3).
+    /// the timer keeps running from the last new ACK (RFC 6298 §5.3), unless
+    /// `rto_rearm_on_head_retransmit` re-arms it.
     #[serde(default)]
     pub rto_restart_on_fast_retransmit: bool,
+    /// Restart the retransmission timer whenever the first unacknowledged segment is
+    /// retransmitted — the fast retransmit, and in recovery the hole a partial ACK uncovers:
+    /// Linux's `tcp_xmit_retransmit_queue` (`skb == rtx_head` → `rearm_timer` →
+    /// `tcp_reset_xmit_timer`). Without it the timer runs from the last (partial) ACK, and a
+    /// retransmission sent up to an RTT later through a full queue can time out spuriously.
+    /// On by default (off in the ns2 profile: ns-2 re-arms only in `dupack_action` and at
+    /// partial ACKs).
+    #[serde(default = "yes")]
+    pub rto_rearm_on_head_retransmit: bool,
     /// Forget the SACK scoreboard at a retransmission timeout, so the go-back-N resends SACKed
     /// segments too: ns-2 `Sack1TcpAgent::timeout` calls `scb_->ClearScoreBoard()`. Off by
     /// default (Linux keeps SACK information across an RTO unless the receiver reneges).
     #[serde(default)]
     pub sack_clear_on_rto: bool,
+    /// ns-2.35's one-way agents' ACK processing (`RenoTcpAgent`, `NewRenoTcpAgent`,
+    /// `Sack1TcpAgent` `recv` and `dupack_action`, tcp-reno.cc, tcp-newreno.cc, tcp-sack1.cc)
+    /// instead of RFC 5681/6582/6675:
+    /// - a fast retransmit only when `highest_ack_ > recover_` (`bug_fix_`), i.e. SND.UNA beyond
+    ///   the HighData of the last fast retransmit or timeout by a segment, or before any data was
+    ///   acknowledged — Reno included, so its second loss in a window waits for the timer;
+    /// - Reno leaves recovery on any new ACK and NewReno on one reaching `recover_` with the
+    ///   halved `cwnd_` as it stands (inflation `dupwnd_` removed, NewReno's partial deflation
+    ///   kept), then grows it by that ACK (`opencwnd`); NewReno sends at most two segments per
+    ///   ACK besides the retransmission during recovery (`send_much(0, 0, 2)`);
+    /// - SACK (`Sack1TcpAgent`): a duplicate ACK counts only if its SACK blocks change the
+    ///   scoreboard, which a new ACK outside recovery clears; after a timeout duplicate ACKs are
+    ///   ignored until a new ACK (`timeout_`); recovery is paced by ns-2's `pipe_` counter
+    ///   (outstanding − 3 at entry, −1 per ACK, −1 more per partial ACK, +1 per segment sent
+    ///   after the fast retransmission; send while `pipe_ < ⌊cwnd_⌋`), every hole below the
+    ///   highest SACKed segment is resent before new data (`GetNextRetran`), and leaving
+    ///   recovery forgets `recover_` and does not grow the window;
+    /// - RTT timing (Karn) is cancelled only by the fast retransmit and the timeout
+    ///   (`reset_rtx_timer`), and partial ACKs give no sample.
+    ///
+    /// Off by default.
+    #[serde(default)]
+    pub ns2_recovery: bool,
 }
 
 fn one() -> f64 {
@@ -276,7 +321,7 @@ impl Default for TcpConfig {
             max_cwnd_bytes: 0,
             delack: DelAckConfig::default(),
             rto: RtoConfig::default(),
-            rto_model: RtoModel::Rfc6298,
+            rto_model: RtoModel::Linux,
             dupthresh: 3,
             carry_payload: false,
             limited_transmit: false,
@@ -292,7 +337,11 @@ impl Default for TcpConfig {
             new_data_on_fast_retransmit: true,
             ns2_slowdown: false,
             rto_restart_on_fast_retransmit: false,
+            // Linux `tcp_xmit_retransmit_queue`: retransmitting the first unacknowledged segment
+            // re-arms the retransmission timer (`rearm_timer`, `tcp_reset_xmit_timer`).
+            rto_rearm_on_head_retransmit: true,
             sack_clear_on_rto: false,
+            ns2_recovery: false,
         }
     }
 }
@@ -345,8 +394,14 @@ impl TcpConfig {
             ns2_slowdown: true,
             // `dupack_action` → `reset_rtx_timer(1, 0)`: a full RTO for the fast retransmit.
             rto_restart_on_fast_retransmit: true,
+            // ...and no re-arming at other retransmissions (`output()` arms the timer only
+            // when none is pending).
+            rto_rearm_on_head_retransmit: false,
             // `Sack1TcpAgent::timeout`: `scb_->ClearScoreBoard()`.
             sack_clear_on_rto: true,
+            // `recv` / `dupack_action` of Agent/TCP/Reno, Newreno and Sack1 (`bugFix_ true`,
+            // `exitFastRetrans_ true`, `partial_window_deflation_ 1`, `newreno_changes1_ 1`).
+            ns2_recovery: true,
             // One-way agents: a timeout resets `t_seqno_` (go-back-N) and the sender sends
             // new data on the duplicate ACK that triggers the fast retransmit as the window
             // allows (`dupack_action` then `send_much`), as the default.

@@ -3,7 +3,7 @@
 use super::cc::Cubic;
 use super::config::{multcp_catch_up_segments, CcAlgo, MultcpSlowStart, TcpConfig, WindowUpdate};
 use super::recv::Reassembly;
-use super::rtt::RttEstimator;
+use super::rtt::{RttEstimator, SampleAt};
 use super::scoreboard::Scoreboard;
 use super::sendbuf::SendBuf;
 use crate::time::{Dur, Time};
@@ -209,6 +209,14 @@ pub struct Connection {
     burst: u32,
     cubic: Cubic,
     ca_acc: u64,
+    /// `ns2_recovery`, Reno/NewReno: the part of `cwnd` that is ns-2's `dupwnd_` (the window
+    /// inflation of fast recovery), bytes.
+    ns2_dupwnd: u64,
+    /// `ns2_recovery`, SACK recovery: `Sack1TcpAgent::pipe_` (segments; may go negative).
+    ns2_pipe: i64,
+    /// `ns2_recovery`, SACK: `Sack1TcpAgent::timeout_` — set at a timeout, cleared by the next
+    /// new ACK; duplicate ACKs are ignored meanwhile.
+    ns2_after_timeout: bool,
     drive: Drive,
     /// `External`: what the next `poll_transmit` may send besides free retransmissions.
     permit: u8,
@@ -295,6 +303,9 @@ impl Connection {
             burst: 0,
             cubic: Cubic::default(),
             ca_acc: 0,
+            ns2_dupwnd: 0,
+            ns2_pipe: 0,
+            ns2_after_timeout: false,
             drive: Drive::Own,
             permit: 0,
             rcv_nxt: 0,
@@ -427,6 +438,11 @@ impl Connection {
     fn sack_recovery(&self) -> bool {
         self.sack_ok && matches!(self.cfg.cc, CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving | CcAlgo::MulTcp)
     }
+    /// `ns2_recovery` with SACK-based recovery: ns-2's `Sack1TcpAgent` rules.
+    #[inline]
+    fn ns2_sack(&self) -> bool {
+        self.cfg.ns2_recovery && self.sack_recovery()
+    }
     #[inline]
     fn can_send_data_state(&self) -> bool {
         matches!(
@@ -464,7 +480,9 @@ impl Connection {
             b = self.rto_lost_to;
         }
         if self.rec == Recovery::Sack {
-            let thresh = (self.cfg.dupthresh.max(1) as u64 - 1) * self.mss;
+            // ns-2 `ScoreBoardRQ::GetNextRetran`: every hole below the highest SACKed segment
+            // is due for retransmission (no DupThresh rule).
+            let thresh = if self.cfg.ns2_recovery { 0 } else { (self.cfg.dupthresh.max(1) as u64 - 1) * self.mss };
             if let Some(l) = self.sboard.lost_boundary(thresh) {
                 b = b.max(l);
             }
@@ -475,6 +493,10 @@ impl Connection {
     /// Bytes in flight: `nxt − una` normally; RFC 6675 `pipe` during SACK recovery and after
     /// an RTO (SACKed and presumed-lost bytes excluded, retransmitted bytes included).
     fn flight(&self) -> u64 {
+        if self.rec == Recovery::Sack && self.cfg.ns2_recovery {
+            // `Sack1TcpAgent::send_much` sends while `pipe_ < int(cwnd_)`.
+            return self.ns2_pipe.max(0) as u64 * self.mss;
+        }
         if self.rto_lost_to <= self.una && self.rec != Recovery::Sack {
             return self.nxt - self.una;
         }
@@ -514,8 +536,10 @@ impl Connection {
         }
     }
 
-    fn rtt_sample(&mut self, now: Time, r: Dur) {
-        self.rtt.sample(now, r, self.cwnd / self.mss.max(1));
+    /// Feed an RTT sample; `una` is SND.UNA with the sampled ACK applied.
+    fn rtt_sample(&mut self, now: Time, r: Dur, una: u64) {
+        let at = SampleAt { cwnd_segments: self.cwnd / self.mss.max(1), una, nxt: self.nxt };
+        self.rtt.sample(now, r, at);
         let s = &mut self.stats;
         s.rtt_samples += 1;
         s.rtt_sum_ns += r.0;
@@ -565,10 +589,10 @@ impl Connection {
                     if let Some((tsval, tsecr)) = t.opts.timestamps.filter(|_| self.ts_ok) {
                         self.ts_recent = tsval;
                         if tsecr != 0 && self.syn_retx == 0 {
-                            self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
+                            self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000), 0);
                         }
                     } else if let (Some(t0), 0) = (self.syn_sent_at, self.syn_retx) {
-                        self.rtt_sample(now, now.since(t0));
+                        self.rtt_sample(now, now.since(t0), 0);
                     }
                     self.rwnd = t.window as u64;
                     self.rwnd_max = self.rwnd;
@@ -595,9 +619,9 @@ impl Connection {
                 }
                 if self.syn_retx == 0 {
                     if let Some((_, tsecr)) = t.opts.timestamps.filter(|x| self.ts_ok && x.1 != 0) {
-                        self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000));
+                        self.rtt_sample(now, Dur(ts_now(now).wrapping_sub(tsecr) as u64 * 1000), 0);
                     } else if let Some(t0) = self.syn_sent_at {
-                        self.rtt_sample(now, now.since(t0));
+                        self.rtt_sample(now, now.since(t0), 0);
                     }
                 }
                 self.rtx_deadline = None;
@@ -725,6 +749,22 @@ impl Connection {
         // `max_burst` counts segments sent in answer to one ACK, duplicate ACKs included.
         self.burst = 0;
         self.entry_hold = false;
+        if self.ns2_sack() {
+            if self.rec == Recovery::Sack {
+                // `Sack1TcpAgent::recv` in fast recovery: `--pipe_` for every ACK.
+                self.ns2_pipe -= 1;
+            } else if ack > self.una {
+                // Outside recovery a new ACK clears the scoreboard without reading its SACK
+                // blocks (`scb_->ClearScoreBoard()`) and ends `timeout_`.
+                self.sboard.clear();
+                self.ns2_after_timeout = false;
+                self.on_new_ack(now, tsecr, ack, flight_before);
+                return;
+            } else if self.ns2_after_timeout {
+                // `timeout_`: duplicate ACKs are ignored until a new ACK arrives.
+                return;
+            }
+        }
         let mut newly_sacked = 0;
         for &(l, r) in sacks {
             newly_sacked += self.sboard.add(l, r);
@@ -768,14 +808,26 @@ impl Connection {
                 if tsecr != 0 {
                     let us = ts_now(now).wrapping_sub(tsecr);
                     if (us as i32) >= 0 {
-                        self.rtt_sample(now, Dur(us as u64 * 1000));
+                        self.rtt_sample(now, Dur(us as u64 * 1000), ack);
                     }
                 }
             }
         } else if let Some((end, t0)) = self.rtt_timing {
             if ack >= end {
-                self.rtt_sample(now, now.since(t0));
-                self.rtt_timing = None;
+                let partial = self.cfg.ns2_recovery
+                    && self.rec != Recovery::None
+                    && !(self.rec == Recovery::Fast && self.cfg.cc == CcAlgo::Reno)
+                    && self.recover.is_some_and(|r| ack < r);
+                if !partial {
+                    self.rtt_sample(now, now.since(t0), ack);
+                    self.rtt_timing = None;
+                } else if self.rec == Recovery::Fast {
+                    // ns-2 `NewRenoTcpAgent::partialnewack`: the timed segment is acknowledged,
+                    // timing stops (`rtt_active_ = 0`, `t_backoff_ = 1`) but no sample is taken.
+                    // (`Sack1TcpAgent` keeps timing through recovery: only `newack` samples.)
+                    self.rtt_timing = None;
+                    self.rtt.reset_backoff();
+                }
             }
         }
         self.una = ack;
@@ -795,7 +847,16 @@ impl Connection {
         match self.rec {
             Recovery::Fast => {
                 let full = self.recover.is_none_or(|r| ack >= r);
-                if self.cfg.cc == CcAlgo::Reno || full {
+                if (self.cfg.cc == CcAlgo::Reno || full) && self.cfg.ns2_recovery && self.cfg.cc != CcAlgo::Misbehaving
+                {
+                    // ns-2 `RenoTcpAgent::recv` / `NewRenoTcpAgent::recv` (`exit_recovery_fix_ 0`):
+                    // `dupwnd_ = 0`, `cwnd_` kept as it stands, then `recv_newack_helper` →
+                    // `opencwnd()` grows it for this ACK.
+                    self.rec = Recovery::None;
+                    self.cwnd = self.cwnd.saturating_sub(self.ns2_dupwnd).max(1);
+                    self.ns2_dupwnd = 0;
+                    self.grow_cwnd(now, data_acked.max(newly.min(1)), flight_before);
+                } else if self.cfg.cc == CcAlgo::Reno || full {
                     // Reno exits on any new ACK; NewReno on a full ACK (RFC 6582 option 1).
                     self.rec = Recovery::None;
                     self.cwnd = if self.cfg.cc == CcAlgo::Misbehaving {
@@ -810,7 +871,20 @@ impl Connection {
                     // NewReno partial ACK: retransmit the next hole, deflate, stay in recovery.
                     self.stats.partial_acks += 1;
                     self.pending_rtx = Some(ack);
-                    if self.cfg.cc != CcAlgo::Misbehaving {
+                    if self.cfg.ns2_recovery && self.cfg.cc != CcAlgo::Misbehaving {
+                        // ns-2 `NewRenoTcpAgent::partialnewack` (`partial_window_deflation_ 1`),
+                        // with deflate = the newly acknowledged data: if `dupwnd_ > deflate`,
+                        // `dupwnd_ -= deflate − 1`; else `cwnd_ -= deflate − dupwnd_`,
+                        // `dupwnd_ = 1`; `cwnd_ ≥ 1`.
+                        let mut base = self.cwnd.saturating_sub(self.ns2_dupwnd);
+                        if self.ns2_dupwnd > newly {
+                            self.ns2_dupwnd = self.ns2_dupwnd + mss - newly;
+                        } else {
+                            base = base.saturating_sub(newly - self.ns2_dupwnd).max(mss);
+                            self.ns2_dupwnd = mss;
+                        }
+                        self.cwnd = base + self.ns2_dupwnd;
+                    } else if self.cfg.cc != CcAlgo::Misbehaving {
                         self.cwnd = self.cwnd.saturating_sub(newly);
                         if newly >= mss {
                             self.cwnd += mss;
@@ -825,8 +899,21 @@ impl Connection {
                 if self.recover.is_none_or(|r| ack >= r) {
                     self.rec = Recovery::None;
                     self.rtx_ptr = ack;
+                    if self.cfg.ns2_recovery {
+                        // `Sack1TcpAgent::recv`, ACK ending fast recovery: `recover_ = 0`,
+                        // `newack()` only (no window growth), scoreboard cleared.
+                        self.recover = None;
+                        self.sboard.clear();
+                        self.ns2_after_timeout = false;
+                    }
                 } else {
                     self.stats.partial_acks += 1;
+                    if self.cfg.ns2_recovery {
+                        // Partial ACK (`partial_ack_ false`): `--pipe_` once more, `newtimer`,
+                        // `t_backoff_ = 1`.
+                        self.ns2_pipe -= 1;
+                        self.rtt.reset_backoff();
+                    }
                 }
             }
             Recovery::None => self.grow_cwnd(now, data_acked.max(newly.min(1)), flight_before),
@@ -909,14 +996,22 @@ impl Connection {
         self.cwnd = self.cwnd.min(cap);
     }
 
-    fn on_dupack(&mut self, now: Time, _newly_sacked: u64) {
+    fn on_dupack(&mut self, now: Time, newly_sacked: u64) {
         self.stats.dupacks_rcvd += 1;
+        if self.ns2_sack() && self.rec == Recovery::None && newly_sacked == 0 {
+            // `Sack1TcpAgent::recv`: a duplicate ACK counts only if `scb_->CheckUpdate()`,
+            // i.e. its SACK blocks changed the scoreboard.
+            return;
+        }
         self.dupacks += 1;
         match self.rec {
             Recovery::Fast => {
                 // Window inflation (Reno / NewReno); Misbehaving never deflated, so no inflation.
                 if self.cfg.cc != CcAlgo::Misbehaving {
                     self.cwnd = self.cwnd.saturating_add(self.mss);
+                    if self.cfg.ns2_recovery {
+                        self.ns2_dupwnd += self.mss; // `++dupwnd_`
+                    }
                 }
             }
             Recovery::Sack => {}
@@ -924,9 +1019,19 @@ impl Connection {
                 // Never during a go-back-N (after an RTO or Tahoe's fast retransmit): the
                 // duplicate ACKs then come from resent segments the receiver already holds.
                 if self.dupacks == self.cfg.dupthresh.max(1) && self.rto_lost_to <= self.una {
-                    // Reno and Tahoe have no `recover` guard (RFC 5681); NewReno/SACK do (RFC 6582 §3.2 step 2).
-                    let unguarded = matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno);
-                    if unguarded || self.recover.is_none_or(|r| self.una >= r) {
+                    let allowed = if self.cfg.ns2_recovery {
+                        // ns-2 `dupack_action` (Reno, NewReno, Sack1) with `bug_fix_`: only if
+                        // `highest_ack_ > recover_` (recover_ = maxseq_ at the last fast
+                        // retransmit or timeout), or `bugfix_ss_` and `highest_ack_ == 0`. In
+                        // stream offsets: SND.UNA beyond that HighData, or no data acked yet.
+                        self.una == 0 || self.recover.is_none_or(|r| self.una > r)
+                    } else {
+                        // Reno and Tahoe have no `recover` guard (RFC 5681); NewReno/SACK do
+                        // (RFC 6582 §3.2 step 2).
+                        matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno)
+                            || self.recover.is_none_or(|r| self.una >= r)
+                    };
+                    if allowed {
                         self.enter_recovery(now);
                         return;
                     }
@@ -940,7 +1045,8 @@ impl Connection {
 
     /// RFC 6675: enter recovery when the first un-ACKed byte is deemed lost by SACK info.
     fn maybe_sack_recovery(&mut self, now: Time) {
-        if self.rec != Recovery::None || !self.sack_recovery() || self.rto_lost_to > self.una {
+        // ns-2's Sack1 enters recovery only on the third counted duplicate ACK (`on_dupack`).
+        if self.rec != Recovery::None || !self.sack_recovery() || self.rto_lost_to > self.una || self.cfg.ns2_recovery {
             return;
         }
         if self.recover.is_some_and(|r| self.una < r) {
@@ -961,6 +1067,12 @@ impl Connection {
             // ns-2 `dupack_action`: `reset_rtx_timer(1, 0)` re-arms the timer (no backoff).
             self.arm_rto(now);
         }
+        if self.cfg.ns2_recovery {
+            self.rtt_timing = None; // `reset_rtx_timer`: `rtt_active_ = 0`
+        }
+        // ns-2 `slowdown(CLOSE_CWND_HALF)` with `precisionReduce_`: cwnd_ = windowd() / 2,
+        // not rounded and not raised to ssthresh_.
+        let half = self.cfg.ns2_slowdown.then(|| self.cwnd.min(self.rwnd.max(self.mss)) / 2);
         let misbehaving = self.cfg.cc == CcAlgo::Misbehaving;
         if !misbehaving {
             self.stats.cwnd_reductions += 1;
@@ -976,16 +1088,27 @@ impl Connection {
             _ if self.sack_recovery() => {
                 if !misbehaving {
                     self.ssthresh = self.cc_ssthresh(flight);
-                    self.cwnd = self.ssthresh;
+                    self.cwnd = half.unwrap_or(self.ssthresh);
                 }
                 self.rtx_ptr = self.una;
                 self.pending_rtx = Some(self.una);
                 self.rec = Recovery::Sack;
+                if self.cfg.ns2_recovery {
+                    // `Sack1TcpAgent::dupack_action`: `pipe_ = maxseq_ − highest_ack_ −
+                    // numdupacks_`; the retransmission goes out with `output()` and nothing else
+                    // is sent in answer to this ACK (`send_much` only when `dupacks_ == 0`).
+                    self.ns2_pipe = flight.div_ceil(self.mss.max(1)) as i64 - self.cfg.dupthresh as i64;
+                    self.entry_hold = true;
+                }
             }
             _ => {
                 if !misbehaving {
                     self.ssthresh = self.cc_ssthresh(flight);
-                    self.cwnd = self.ssthresh + self.cfg.dupthresh as u64 * self.mss;
+                    let inflation = self.cfg.dupthresh as u64 * self.mss;
+                    self.cwnd = half.unwrap_or(self.ssthresh) + inflation;
+                    if self.cfg.ns2_recovery {
+                        self.ns2_dupwnd = inflation; // `dupwnd_ = numdupacks_`
+                    }
                 }
                 self.pending_rtx = Some(self.una);
                 self.entry_hold = !self.cfg.new_data_on_fast_retransmit;
@@ -1152,8 +1275,14 @@ impl Connection {
                 let seq = self.snd_seq(self.una) - 1;
                 return Some(self.build(now, seq, TcpFlags::ACK, 0, None, false));
             }
-            // Persist timer: data waiting, nothing in flight, window too small to send.
-            if self.rtx_deadline.is_none() && self.una == self.nxt && self.nxt < self.seq_end() {
+            // Persist timer: data waiting, nothing in flight, and the peer's window too small
+            // to send (RFC 1122 §4.2.2.17) — not a VPS actual flow waiting for a permit, whose
+            // timer would otherwise run before its next segment is sent and fire spuriously.
+            if self.rtx_deadline.is_none()
+                && self.una == self.nxt
+                && self.nxt < self.seq_end()
+                && (self.drive != Drive::External || !self.can_send_new())
+            {
                 self.arm_rto(now);
             }
         }
@@ -1179,14 +1308,28 @@ impl Connection {
                     if (self.rec == Recovery::Sack || self.rto_lost_to > self.una) && e > self.rtx_ptr {
                         self.rtx_ptr = e;
                     }
-                    return Some(self.emit(now, s, e));
+                    let (burst, pipe) = (self.burst, self.ns2_pipe);
+                    let p = self.emit(now, s, e);
+                    if self.cfg.ns2_recovery {
+                        // ns-2 sends it with `output()`, outside `send_much`: it counts neither
+                        // towards `maxburst` nor (Sack1) towards `pipe_`.
+                        self.burst = burst;
+                        self.ns2_pipe = pipe;
+                    }
+                    return Some(p);
                 }
             }
         }
         if self.entry_hold {
             return None;
         }
-        if self.cfg.max_burst > 0 && self.burst >= self.cfg.max_burst {
+        // ns-2 `NewRenoTcpAgent::recv`: during fast recovery `send_much(0, 0, 2)`.
+        let max_burst = if self.cfg.ns2_recovery && self.rec == Recovery::Fast && self.cfg.cc == CcAlgo::NewReno {
+            2
+        } else {
+            self.cfg.max_burst
+        };
+        if max_burst > 0 && self.burst >= max_burst {
             return None;
         }
         let flight = self.flight();
@@ -1306,12 +1449,21 @@ impl Connection {
             self.stats.data_segs_sent += 1;
             self.stats.data_bytes_sent += len;
         }
+        if self.rec == Recovery::Sack && self.cfg.ns2_recovery && len > 0 {
+            self.ns2_pipe += 1; // `Sack1TcpAgent::send_much`: `pipe_++`
+        }
         if rtx {
             if len > 0 {
                 self.stats.retrans_segs += 1;
                 self.stats.retrans_bytes += len;
+                if s == self.una && self.cfg.rto_rearm_on_head_retransmit {
+                    // Linux `tcp_xmit_retransmit_queue`: the head's retransmission re-arms the timer.
+                    self.arm_rto(now);
+                }
             }
-            self.rtt_timing = None; // Karn
+            if !self.cfg.ns2_recovery {
+                self.rtt_timing = None; // Karn
+            }
         } else {
             if !self.ts_ok && self.rtt_timing.is_none() {
                 self.rtt_timing = Some((e, now));
@@ -1494,6 +1646,14 @@ impl Connection {
         self.stats.timeouts += 1;
         self.push_event(TcpEvent::Timeout { rto });
         let flight = self.nxt - self.una;
+        if self.cfg.ns2_recovery {
+            // `RenoTcpAgent::timeout`: `dupwnd_ = 0` before `slowdown()`; `Sack1TcpAgent::timeout`:
+            // `fastrecov_ = FALSE`, `timeout_ = TRUE`.
+            self.cwnd = self.cwnd.saturating_sub(self.ns2_dupwnd).max(1);
+            self.ns2_dupwnd = 0;
+            self.ns2_pipe = 0;
+            self.ns2_after_timeout = true;
+        }
         if self.cfg.cc != CcAlgo::Misbehaving {
             // ns-2 `TcpAgent::timeout` calls `slowdown(CLOSE_SSTHRESH_HALF|CLOSE_CWND_RESTART)`
             // at every timeout, so a repeated one halves the one-segment window again.

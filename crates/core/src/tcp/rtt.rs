@@ -1,9 +1,19 @@
-//! Round-trip estimation and retransmission-timeout computation: RFC 6298 with a clock
-//! granularity `G` that also quantises when timers fire, ns-2's `TcpAgent` timer, or Linux
-//! 2.2's ([`RtoModel`]).
+//! Round-trip estimation and retransmission-timeout computation: Linux's (per-window deviation
+//! with the minimum RTO added), RFC 6298 with a clock granularity `G` that also quantises when
+//! timers fire, ns-2's `TcpAgent` timer, or Linux 2.2's ([`RtoModel`]).
 
 use super::config::{RtoConfig, RtoModel};
 use crate::time::{Dur, Time};
+
+/// The sender's state an RTT sample is taken in (see [`RttEstimator::sample`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SampleAt {
+    /// Congestion window in segments.
+    pub cwnd_segments: u64,
+    /// SND.UNA and SND.NXT as stream offsets, with the ACK applied.
+    pub una: u64,
+    pub nxt: u64,
+}
 
 #[derive(Clone, Debug)]
 pub(crate) struct RttEstimator {
@@ -14,8 +24,15 @@ pub(crate) struct RttEstimator {
     rttvar: u64,
     /// ns-2: SRTT in ticks × 8 and RTTVAR in ticks × 4 (`t_srtt_`, `t_rttvar_`); 0 = no sample.
     /// Linux 2.2: the same fixed point for `srtt` and `mdev` (jiffies × 8, mean deviation × 4).
+    /// Linux: `srtt_us` and `mdev_us` in ns (SRTT × 8, mean deviation × 4).
     ns2_srtt8: i64,
     ns2_rttvar4: i64,
+    /// Linux: `mdev_max_us` (largest `mdev` of the current window, at least the minimum RTO),
+    /// `rttvar_us` (the deviation term of the RTO), both ns; `rtt_seq` (the window ends when
+    /// SND.UNA passes it), a stream offset.
+    lx_mdev_max: i64,
+    lx_rttvar: i64,
+    lx_rtt_seq: u64,
     /// RTO without backoff (ns).
     base: u64,
     /// Number of doublings applied (exponential backoff).
@@ -35,20 +52,38 @@ impl RttEstimator {
     pub fn new(cfg: RtoConfig, model: RtoModel) -> Self {
         let g = cfg.granularity.0.max(1);
         let base = match model {
-            RtoModel::Rfc6298 => round_up(cfg.initial.0, g).min(cfg.max.0.max(1)),
+            RtoModel::Rfc6298 | RtoModel::Linux => round_up(cfg.initial.0, g).min(cfg.max.0.max(1)),
             // ns-2: t_rtxcur_ = rtxcur_init_, used as is until the first sample; Linux 2.2:
             // TCP_TIMEOUT_INIT until the first sample.
             RtoModel::Ns2 | RtoModel::Ns2Rfc2988 | RtoModel::Linux22 => cfg.initial.0.max(1),
         };
-        RttEstimator { cfg, model, srtt: None, rttvar: 0, ns2_srtt8: 0, ns2_rttvar4: 0, base, backoff: 0 }
+        RttEstimator {
+            cfg,
+            model,
+            srtt: None,
+            rttvar: 0,
+            ns2_srtt8: 0,
+            ns2_rttvar4: 0,
+            lx_mdev_max: 0,
+            lx_rttvar: 0,
+            lx_rtt_seq: 0,
+            base,
+            backoff: 0,
+        }
     }
 
-    /// Feed one RTT sample `r` taken at `now` with a congestion window of `cwnd_segments`
-    /// (only Linux 2.2's RTO uses it); resets the backoff (Karn: only unambiguous samples are
-    /// fed).
-    pub fn sample(&mut self, now: Time, r: Dur, cwnd_segments: u64) {
+    /// Feed one RTT sample `r` taken at `now`; `at` is the sender's state with the ACK applied
+    /// (the congestion window only Linux 2.2's RTO uses, SND.UNA and SND.NXT only Linux's).
+    /// Resets the backoff (Karn: only unambiguous samples are fed).
+    pub fn sample(&mut self, now: Time, r: Dur, at: SampleAt) {
         let r = r.0.max(1);
+        let cwnd_segments = at.cwnd_segments;
         match self.model {
+            RtoModel::Linux => {
+                self.sample_linux(r, at.una, at.nxt);
+                self.backoff = 0;
+                return;
+            }
             RtoModel::Ns2 | RtoModel::Ns2Rfc2988 => {
                 self.sample_ns2(now, r);
                 self.backoff = 0;
@@ -78,6 +113,57 @@ impl RttEstimator {
         let rto = round_up(rto, g).max(self.cfg.min.0);
         self.base = rto.min(self.cfg.max.0.max(1));
         self.backoff = 0;
+    }
+
+    /// Linux `tcp_rtt_estimator` and `tcp_set_rto` (net/ipv4/tcp_input.c, 3.x to 6.x): SRTT
+    /// (× 8) and the mean deviation (× 4) as Jacobson's, except that a sample *below* SRTT moves
+    /// the deviation with gain 1/32 instead of 1/4; the RTO's deviation term `rttvar` is the
+    /// largest deviation seen in the current window of data (`mdev_max`, which starts each window
+    /// at the minimum RTO) and, when a window ends (SND.UNA passes the SND.NXT recorded at its
+    /// start), decays by a quarter towards it; RTO = SRTT + `rttvar`, rounded up to the clock
+    /// tick, capped at `max` (`tcp_bound_rto`). So the minimum RTO is *added* to SRTT rather
+    /// than being a floor: per-ACK samples cannot shrink the RTO to just above SRTT. The first
+    /// sample gives SRTT = m and `rttvar` = max(2m, minimum RTO).
+    fn sample_linux(&mut self, r: u64, una: u64, nxt: u64) {
+        let rto_min = self.cfg.min.0 as i64;
+        let mut m = r.min(i64::MAX as u64 >> 4) as i64;
+        if self.ns2_srtt8 != 0 {
+            m -= self.ns2_srtt8 >> 3; // error in the estimate
+            self.ns2_srtt8 += m; // SRTT = 7/8 SRTT + 1/8 m
+            if m < 0 {
+                m = -m - (self.ns2_rttvar4 >> 2);
+                if m > 0 {
+                    m >>= 3; // a lower sample raises mdev with gain 1/32 only
+                }
+            } else {
+                m -= self.ns2_rttvar4 >> 2;
+            }
+            self.ns2_rttvar4 += m; // mdev = 3/4 mdev + 1/4 |error|
+            if self.ns2_rttvar4 > self.lx_mdev_max {
+                self.lx_mdev_max = self.ns2_rttvar4;
+                self.lx_rttvar = self.lx_rttvar.max(self.lx_mdev_max);
+            }
+            if una > self.lx_rtt_seq {
+                if self.lx_mdev_max < self.lx_rttvar {
+                    self.lx_rttvar -= (self.lx_rttvar - self.lx_mdev_max) >> 2;
+                }
+                self.lx_rtt_seq = nxt;
+                self.lx_mdev_max = rto_min;
+            }
+        } else {
+            self.ns2_srtt8 = m << 3;
+            self.ns2_rttvar4 = m << 1;
+            self.lx_rttvar = self.ns2_rttvar4.max(rto_min);
+            self.lx_mdev_max = self.lx_rttvar;
+            self.lx_rtt_seq = nxt;
+        }
+        self.ns2_srtt8 = self.ns2_srtt8.max(1);
+        let srtt = (self.ns2_srtt8 >> 3) as u64;
+        self.srtt = Some(srtt);
+        self.rttvar = (self.ns2_rttvar4.max(0) as u64) / 4;
+        let g = self.cfg.granularity.0.max(1);
+        let rto = round_up(srtt.saturating_add(self.lx_rttvar.max(0) as u64), g);
+        self.base = rto.min(self.cfg.max.0.max(1));
     }
 
     /// ns-2 `TcpAgent::rtt_update` (no timestamps): the sample is the number of clock ticks
@@ -133,6 +219,11 @@ impl RttEstimator {
         self.base = rto_ticks.saturating_mul(g).min(max).max(self.cfg.min.0);
     }
 
+    /// End the exponential backoff without a sample (ns-2: `t_backoff_ = 1` on a partial ACK).
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
     pub fn srtt(&self) -> Option<Dur> {
         self.srtt.map(Dur)
     }
@@ -142,8 +233,9 @@ impl RttEstimator {
         let max = self.cfg.max.0.max(1);
         let v = if self.backoff >= 63 { u64::MAX } else { self.base.saturating_mul(1u64 << self.backoff) };
         match self.model {
-            // Linux 2.2 `tcp_retransmit_timer`: rto = min(rto << 1, 120·HZ) per timeout.
-            RtoModel::Rfc6298 | RtoModel::Linux22 => Dur(v.min(max)),
+            // Linux `tcp_retransmit_timer`: rto = min(rto << 1, TCP_RTO_MAX) per timeout (2.2
+            // too, with 120·HZ).
+            RtoModel::Rfc6298 | RtoModel::Linux | RtoModel::Linux22 => Dur(v.min(max)),
             // ns-2 `rtt_timeout()` (rfc2988_ off): t_rtxcur_ · t_backoff_, raised to minrto_,
             // capped at maxrto_, and never below two ticks.
             RtoModel::Ns2 => {
@@ -164,7 +256,7 @@ impl RttEstimator {
 
     pub fn back_off(&mut self) {
         match self.model {
-            RtoModel::Rfc6298 | RtoModel::Linux22 => {
+            RtoModel::Rfc6298 | RtoModel::Linux | RtoModel::Linux22 => {
                 if self.rto().0 < self.cfg.max.0 {
                     self.backoff += 1;
                 }
@@ -197,7 +289,7 @@ impl RttEstimator {
     #[inline]
     pub fn deadline(&self, now: Time, d: Dur) -> Time {
         match self.model {
-            RtoModel::Rfc6298 | RtoModel::Linux22 => {
+            RtoModel::Rfc6298 | RtoModel::Linux | RtoModel::Linux22 => {
                 Time(round_up(now.0.saturating_add(d.0), self.cfg.granularity.0.max(1)))
             }
             RtoModel::Ns2 | RtoModel::Ns2Rfc2988 => Time(now.0.saturating_add(d.0)),
@@ -208,6 +300,10 @@ impl RttEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cw(n: u64) -> SampleAt {
+        SampleAt { cwnd_segments: n, ..Default::default() }
+    }
 
     fn cfg(g_ms: u64, min_ms: u64) -> RtoConfig {
         RtoConfig {
@@ -227,14 +323,14 @@ mod tests {
         assert_eq!(e.rto(), Dur::from_secs(3), "rtxcur_init_ before the first sample");
         let mut now = Time(Dur::from_millis(1234).0);
         for _ in 0..50 {
-            e.sample(now, Dur::from_millis(30), 1);
+            e.sample(now, Dur::from_millis(30), cw(1));
             assert_eq!(e.rto(), Dur::from_millis(300));
             now += Dur::from_millis(37);
         }
         // The RFC 6298 model with the same tick gives 30 ms + 100 ms → 200 ms.
         let mut f = RttEstimator::new(cfg(100, 0), RtoModel::Rfc6298);
         for _ in 0..50 {
-            f.sample(now, Dur::from_millis(30), 1);
+            f.sample(now, Dur::from_millis(30), cw(1));
         }
         assert_eq!(f.rto(), Dur::from_millis(200));
     }
@@ -244,14 +340,14 @@ mod tests {
         let mut e = RttEstimator::new(cfg(100, 0), RtoModel::Ns2);
         // Sent at 0.95 s, acked at 1.27 s: the 0.32 s cross the tick boundaries 1.0, 1.1 and
         // 1.2 (⌊12.7⌋ − ⌊9.5⌋ = 3 ticks); srtt 3, rttvar 1.5 → ⌊3 + 6⌋ = 9 ticks.
-        e.sample(Time(Dur::from_millis(1270).0), Dur::from_millis(320), 1);
+        e.sample(Time(Dur::from_millis(1270).0), Dur::from_millis(320), cw(1));
         assert_eq!(e.rto(), Dur::from_millis(900));
     }
 
     #[test]
     fn ns2_backoff_min_and_floor() {
         let mut e = RttEstimator::new(cfg(100, 0), RtoModel::Ns2);
-        e.sample(Time(Dur::from_millis(500).0), Dur::from_millis(5), 1);
+        e.sample(Time(Dur::from_millis(500).0), Dur::from_millis(5), cw(1));
         assert_eq!(e.rto(), Dur::from_millis(300));
         e.back_off();
         assert_eq!(e.rto(), Dur::from_millis(600));
@@ -261,10 +357,10 @@ mod tests {
         assert_eq!(e.rto(), Dur::from_millis(300 * 64), "t_backoff_ stops at 64");
         // minrto_ raises the timeout, two ticks is the floor even with minrto_ 0.
         let mut m = RttEstimator::new(cfg(100, 1000), RtoModel::Ns2);
-        m.sample(Time(Dur::from_millis(500).0), Dur::from_millis(5), 1);
+        m.sample(Time(Dur::from_millis(500).0), Dur::from_millis(5), cw(1));
         assert_eq!(m.rto(), Dur::from_secs(1));
         let mut t = RttEstimator::new(cfg(10, 0), RtoModel::Ns2);
-        t.sample(Time(Dur::from_millis(500).0), Dur::from_micros(30), 1);
+        t.sample(Time(Dur::from_millis(500).0), Dur::from_micros(30), cw(1));
         assert_eq!(t.rto(), Dur::from_millis(30), "1 tick + 4·0.5 tick = 3 ticks of 10 ms");
     }
 
@@ -276,8 +372,8 @@ mod tests {
         let mut e = RttEstimator::new(cfg(10, 200), RtoModel::Ns2Rfc2988);
         let mut o = RttEstimator::new(cfg(10, 200), RtoModel::Ns2);
         let at = Time(Dur::from_millis(1000).0);
-        e.sample(at, Dur::from_millis(50), 1);
-        o.sample(at, Dur::from_millis(50), 1);
+        e.sample(at, Dur::from_millis(50), cw(1));
+        o.sample(at, Dur::from_millis(50), cw(1));
         let mut got = vec![e.rto()];
         let mut old = vec![o.rto()];
         for _ in 0..2 {
@@ -295,7 +391,7 @@ mod tests {
         assert_eq!(e.rto(), Dur::from_secs(60));
         // t_backoff_ > 8 clobbered t_srtt_: the next sample (300 ms) re-initialises, giving
         // 30 + 4·15 = 90 ticks, not a smoothed value near 5 ticks.
-        e.sample(Time(Dur::from_millis(100_000).0), Dur::from_millis(300), 1);
+        e.sample(Time(Dur::from_millis(100_000).0), Dur::from_millis(300), cw(1));
         assert_eq!(e.rto(), Dur::from_millis(900));
         assert_eq!(e.srtt(), Some(Dur::from_millis(300)));
     }
@@ -317,7 +413,7 @@ mod tests {
         let at = Time(Dur::from_millis(1000).0);
         for (cwnd, want) in [(1, 560), (2, 430), (3, 370), (31, 310), (32, 310), (1000, 310)] {
             let mut e = RttEstimator::new(cfg(10, 200), RtoModel::Linux22);
-            e.sample(at, Dur::from_millis(50), cwnd);
+            e.sample(at, Dur::from_millis(50), cw(cwnd));
             assert_eq!(e.rto(), Dur::from_millis(want), "cwnd {cwnd}");
         }
         // Steady 50 ms samples: mdev decays by a quarter per sample towards 0 (its fixed point
@@ -326,7 +422,7 @@ mod tests {
         let mut e = RttEstimator::new(cfg(10, 200), RtoModel::Linux22);
         let mut now = at;
         for _ in 0..40 {
-            e.sample(now, Dur::from_millis(50), 1);
+            e.sample(now, Dur::from_millis(50), cw(1));
             now += Dur::from_millis(50);
         }
         assert_eq!(e.rto(), Dur::from_millis(200));
@@ -337,7 +433,7 @@ mod tests {
     fn linux22_backs_off_by_doubling_and_keeps_jiffy_timers() {
         let mut e = RttEstimator::new(cfg(10, 200), RtoModel::Linux22);
         assert_eq!(e.rto(), Dur::from_secs(3), "TCP_TIMEOUT_INIT before the first sample");
-        e.sample(Time(Dur::from_millis(1000).0), Dur::from_millis(50), 1);
+        e.sample(Time(Dur::from_millis(1000).0), Dur::from_millis(50), cw(1));
         e.back_off();
         assert_eq!(e.rto(), Dur::from_millis(1120));
         for _ in 0..20 {
@@ -345,12 +441,70 @@ mod tests {
         }
         assert_eq!(e.rto(), Dur::from_secs(60), "capped at max");
         // A new sample removes the backoff.
-        e.sample(Time(Dur::from_millis(2000).0), Dur::from_millis(50), 1);
+        e.sample(Time(Dur::from_millis(2000).0), Dur::from_millis(50), cw(1));
         assert!(e.rto() < Dur::from_secs(1));
         // Timers fire on a jiffy.
         assert_eq!(
             e.deadline(Time(Dur::from_micros(1_234_500).0), Dur::from_millis(200)),
             Time(Dur::from_millis(1440).0)
         );
+    }
+
+    fn at(una: u64, nxt: u64) -> SampleAt {
+        SampleAt { cwnd_segments: 10, una, nxt }
+    }
+
+    #[test]
+    fn linux_adds_the_minimum_rto_to_srtt() {
+        // First sample m: SRTT = m, rttvar = max(2m, rto_min): RTO = 3m, or m + rto_min.
+        for (m, want) in [(50, 250), (300, 900)] {
+            let mut e = RttEstimator::new(cfg(1, 200), RtoModel::Linux);
+            e.sample(Time(Dur::from_millis(1000).0), Dur::from_millis(m), at(0, 0));
+            assert_eq!(e.rto(), Dur::from_millis(want), "first sample {m} ms");
+        }
+        // A steady 50 ms path sampled on every ACK, windows of 10 segments: the RTO settles at
+        // SRTT + rto_min = 250 ms, where RFC 6298's floor gives max(200, 50 + 4·RTTVAR) = 200.
+        let mut e = RttEstimator::new(cfg(1, 200), RtoModel::Linux);
+        let mut f = RttEstimator::new(cfg(1, 200), RtoModel::Rfc6298);
+        let mut now = Time(Dur::from_millis(1000).0);
+        for k in 0..400u64 {
+            e.sample(now, Dur::from_millis(50), at(k * 1000, k * 1000 + 10_000));
+            f.sample(now, Dur::from_millis(50), at(0, 0));
+            now += Dur::from_millis(5);
+        }
+        assert_eq!(e.rto(), Dur::from_millis(250));
+        assert_eq!(f.rto(), Dur::from_millis(200));
+    }
+
+    #[test]
+    fn linux_deviation_decays_per_window_not_per_sample() {
+        let mut e = RttEstimator::new(cfg(1, 200), RtoModel::Linux);
+        let t = Time(Dur::from_millis(1000).0);
+        // First sample 300 ms at SND.NXT = 10 000: rttvar = 600 ms, RTO 900 ms.
+        e.sample(t, Dur::from_millis(300), at(0, 10_000));
+        // Twenty more 300 ms samples inside that window (SND.UNA ≤ 10 000): rttvar holds.
+        for k in 1..=20 {
+            e.sample(t, Dur::from_millis(300), at(k * 400, 10_000));
+        }
+        assert_eq!(e.rto(), Dur::from_millis(900));
+        // SND.UNA passes 10 000: the window's largest deviation (600) is not below rttvar, so
+        // no decay; the next window starts its maximum at rto_min (200) and the one after that
+        // ends with rttvar − (rttvar − 200)/4 = 500 ms.
+        e.sample(t, Dur::from_millis(300), at(10_001, 20_000));
+        assert_eq!(e.rto(), Dur::from_millis(900));
+        e.sample(t, Dur::from_millis(300), at(20_001, 30_000));
+        assert_eq!(e.rto(), Dur::from_millis(800));
+        // A sample far above SRTT raises the deviation at once (gain 1/4): 300 → 1300 ms gives
+        // |error| 1000, mdev×4 = 3/4·(decayed) + 1000 > rttvar.
+        e.sample(t, Dur::from_millis(1300), at(20_002, 30_000));
+        assert!(e.rto() > Dur::from_millis(1400), "{:?}", e.rto());
+        // A sample below SRTT moves the deviation with gain 1/32 only: after 300 ms (mean
+        // deviation 150 ms), a 10 ms sample (|error| 290 ms) adds (290 − 150)/32 = 4.375 ms,
+        // where Jacobson's 1/4 would add 35 ms.
+        let mut g = RttEstimator::new(cfg(1, 200), RtoModel::Linux);
+        g.sample(t, Dur::from_millis(300), at(0, 10_000));
+        let before = g.rttvar;
+        g.sample(t, Dur::from_millis(10), at(100, 10_000));
+        assert_eq!(g.rttvar - before, Dur::from_micros(4375).0);
     }
 }

@@ -713,8 +713,10 @@ pub fn write_output(out: &ExpOutput, exp: &Experiment, quick: bool, dir: &Path) 
 /// [`write_output`] with the run's details, which also go to `run.json` (read by [`write_index`]).
 pub fn write_output_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("claims.json"), serde_json::to_string_pretty(out).expect("serialises") + "\n")?;
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(run).expect("serialises") + "\n")?;
+    // Both start with the build that produced them (`ackshape`: version, commit).
+    use crate::provenance::pretty_stamped;
+    std::fs::write(dir.join("claims.json"), pretty_stamped(out) + "\n")?;
+    std::fs::write(dir.join("run.json"), pretty_stamped(run) + "\n")?;
     for t in &out.tables {
         let mut s = t.columns.join(",") + "\n";
         for r in &t.rows {

@@ -110,7 +110,7 @@ impl Acq {
             acked_bytes: 0,
             ack_waited: false,
             data_waited: false,
-            last_ack: FlowMap::default(),
+            last_ack: crate::hash::map(crate::hash::HashKey::default()),
             stats: AsymStats { ack_q_limit: cfg.ack_limit, ack_weight: w, ..AsymStats::default() },
             cfg,
         };
@@ -182,6 +182,9 @@ impl Acq {
 }
 
 impl QueueDisc for Acq {
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        crate::hash::rekey(&mut self.last_ack, key);
+    }
     fn asym_stats(&self) -> Option<&AsymStats> {
         Some(AsymQueue::stats(self))
     }

@@ -70,7 +70,7 @@ impl AckFilterCake {
             q: Slots::with_capacity(limit.min(4096)),
             limit,
             mode,
-            flows: FlowMap::default(),
+            flows: crate::hash::map(crate::hash::HashKey::default()),
             stats: AsymStats { ack_q_limit: limit, ..AsymStats::default() },
         }
     }
@@ -165,6 +165,9 @@ pub(crate) fn may_drop(c: &TcpHdr, t: &TcpHdr) -> bool {
 }
 
 impl QueueDisc for AckFilterCake {
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        crate::hash::rekey(&mut self.flows, key);
+    }
     fn asym_stats(&self) -> Option<&AsymStats> {
         Some(AsymQueue::stats(self))
     }

@@ -53,7 +53,7 @@ impl AckFilterClassic {
             q: Slots::with_capacity(limit.min(4096)),
             limit,
             keep_position,
-            acks: FlowMap::default(),
+            acks: crate::hash::map(crate::hash::HashKey::default()),
             scratch: Vec::new(),
             stats: AsymStats { ack_q_limit: limit, ..AsymStats::default() },
         }
@@ -66,6 +66,9 @@ impl AckFilterClassic {
 }
 
 impl QueueDisc for AckFilterClassic {
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        crate::hash::rekey(&mut self.acks, key);
+    }
     fn asym_stats(&self) -> Option<&AsymStats> {
         Some(AsymQueue::stats(self))
     }

@@ -91,9 +91,9 @@ impl FlowKey {
     }
 }
 
-/// Flow tables: FxHash (`rustc-hash`), fast and deterministic; keys come from the wire but the
-/// tables are bounded, so hash flooding costs CPU only.
-pub(crate) type FlowMap<V> = rustc_hash::FxHashMap<FlowKey, V>;
+/// Flow tables: keys come from the wire, so they are hashed with a key the driver sets
+/// (`crate::hash`; [`crate::queue::QueueDisc::set_hash_key`]).
+pub(crate) type FlowMap<V> = crate::hash::KeyedMap<FlowKey, V>;
 
 /// Flow tables are purged of idle entries when they grow past this many flows.
 pub(crate) const FLOW_TABLE_SOFT_MAX: usize = 4096;

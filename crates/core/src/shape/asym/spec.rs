@@ -320,4 +320,7 @@ impl QueueDisc for AsQueueDisc {
     fn asym_stats(&self) -> Option<&super::AsymStats> {
         Some(self.0.stats())
     }
+    fn set_hash_key(&mut self, key: crate::hash::HashKey) {
+        self.0.set_hash_key(key)
+    }
 }

@@ -1,0 +1,9 @@
+"""What a sweep's executor runs: one resolved scenario with one seed, in whichever process or
+machine the executor chose. Module-level, so that process pools and Dask pickle it by name."""
+
+from . import _native
+
+
+def run_point(scenario: str, file: str, set: list, seed: int) -> str:
+    """Run a resolved scenario (TOML text) with ``seed``; the summary.json text."""
+    return _native.run_resolved(scenario, file, list(set), int(seed))
