@@ -492,27 +492,59 @@ fn aggregate_series(p: &std::path::Path) -> Result<Vec<(f64, f64)>, String> {
     Ok(by_t.into_iter().map(|(t, g)| (t as f64 * 1e-9, g)).collect())
 }
 
-/// `DIR/goodput-sim-vs-live.svg`: the aggregate goodput per bin of `DIR/sim` and `DIR/live`.
+/// `DIR/goodput-sim-vs-live.svg` and `.png`: the aggregate goodput per bin of `DIR/sim` and `DIR/live`.
 fn goodput_overlay(dir: &std::path::Path, name: &str) -> Result<(), String> {
+    overlay_plot(dir, name)?
+        .write(dir, "goodput-sim-vs-live")
+        .map(|_| ())
+        .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// The plot of [`goodput_overlay`].
+fn overlay_plot(dir: &std::path::Path, name: &str) -> Result<ackshape_sim::plot::Plot, String> {
     use ackshape_sim::plot::{line_chart, Series};
     let series = vec![
         Series { name: "simulator".into(), points: aggregate_series(&dir.join("sim/timeseries.csv"))? },
         Series { name: "live".into(), points: aggregate_series(&dir.join("live/timeseries.csv"))? },
     ];
-    let svg = line_chart(
+    Ok(line_chart(
         &format!("{name}: aggregate goodput, simulator vs live"),
         "time (s)",
-        "goodput (Mbit/s)",
+        "aggregate goodput (Mbit/s)",
         1e6,
         &series,
-    );
-    let p = dir.join("goodput-sim-vs-live.svg");
-    std::fs::write(&p, svg).map_err(|e| format!("{}: {e}", p.display()))
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sim-vs-live plot of a compare run, from a simulated run and a live run's recorded
+    /// `timeseries.csv` (as `run --live --out` writes it: the live flows end at their last byte),
+    /// renders with no text cut or overlapping and no data outside its axes.
+    #[test]
+    fn the_sim_vs_live_plot_lays_out_cleanly() {
+        let d = std::env::temp_dir().join(format!("ackshape-overlay-{}", std::process::id()));
+        for (sub, scale, bins) in [("sim", 1.0, 30), ("live", 0.93, 27)] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+            let mut s = String::from("t_end_s,flow,goodput_bps\n");
+            for f in 0..3 {
+                for t in 1..=bins {
+                    let g = scale * 3.2e6 * (1.0 + 0.1 * ((t * (f + 2)) % 5) as f64);
+                    s += &format!("{t},{f},{g}\n");
+                }
+            }
+            std::fs::write(d.join(sub).join("timeseries.csv"), s).unwrap();
+        }
+        let plot = overlay_plot(&d, "rate-tcr").unwrap();
+        let r = plot.render();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(plot.series_names(), ["simulator", "live"]);
+        goodput_overlay(&d, "rate-tcr").unwrap();
+        assert!(d.join("goodput-sim-vs-live.svg").is_file() && d.join("goodput-sim-vs-live.png").is_file());
+        std::fs::remove_dir_all(&d).ok();
+    }
 
     #[test]
     fn scenarios_whose_live_run_warned_are_named_under_the_table() {

@@ -568,7 +568,8 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
     }
     let _ = writeln!(s, "  receiver  netns {:<16} {} {}", tb.ns_receiver, tb.if_receiver, tb.receiver_addr);
     let _ = writeln!(s);
-    let bin = "ackshape";
+    // The running binary's path: `ackshape` need not be on PATH (nor on root's).
+    let bin = crate::self_path();
     if let (Some(ns), Some(a), Some(b)) = (&tb.ns_wanem, &tb.if_wan_a, &tb.if_wan_b) {
         if let SimTopo::Dumbbell(d) = &sc.topology {
             let (bf, br) = d.bottleneck.directions();
@@ -877,7 +878,7 @@ fn rcv_buf_bytes(b: &units::SizeV, mss: Option<u32>) -> u64 {
 /// The flows a gateway policy would put into another class live than in the simulator: its rules
 /// see the drivers' addresses and ports, which differ (simulator: `10.0.0.x`, the opener connecting
 /// to port 5001; live: `[live.testbed]`'s two addresses, port `live_port(i)`: 6000 + i under
-/// `run --live`, iperf3's 5201 by hand). One line per such flow (at
+/// `run --live`, iperf3's 5201 by hand). One line naming such flows (at
 /// most 5, then a count), empty when every flow lands in the same class (of the file: a per-host
 /// class counts as its template). The flows' ephemeral ports are taken equal in both.
 fn class_drift(
@@ -921,8 +922,14 @@ fn class_drift(
         .flat_map(|f| std::iter::repeat_n(f.open == FlowOpen::Receiver, f.count.unwrap_or(1) as usize))
         .collect();
     let (ls, lr) = (IpAddr::V4(topo.sender_addr), IpAddr::V4(topo.receiver_addr));
-    let mut lines = Vec::new();
+    let ep = |p: &Packet| {
+        let t = p.tcp().expect("TCP");
+        format!("{}:{} → {}:{}", p.ip.src, t.sport, p.ip.dst, t.dport)
+    };
+    // The flows that move, at most 5 of them described, in one line.
+    let mut shown = Vec::new();
     let mut n = 0;
+    let mut example = None;
     for (k, ((ss, sr, sport), by_receiver)) in sim.flow_endpoints().into_iter().zip(opens).enumerate() {
         let lport = live_port(k);
         let (sim_pkt, live_pkt) = if by_receiver {
@@ -933,26 +940,19 @@ fn class_drift(
         let (a, b) = (class_of(&sim_pkt), class_of(&live_pkt));
         if a != b {
             n += 1;
-            if lines.len() < 5 {
-                let ep = |p: &Packet| {
-                    let t = p.tcp().expect("TCP");
-                    format!("{}:{} → {}:{}", p.ip.src, t.sport, p.ip.dst, t.dport)
-                };
-                lines.push(format!(
-                    "{file}: key `middlebox[{i}].policy`: flow {k}'s data is in {a} in the simulator ({}) but in {b} live ({}): the rules see each driver's addresses and ports; `[live.testbed]` sender_addr/receiver_addr set the live ones (docs/scenario.md)",
-                    ep(&sim_pkt),
-                    ep(&live_pkt)
-                ));
+            if shown.len() < 5 {
+                shown.push(format!("flow {k}'s data is in {a} in the simulator but in {b} live"));
             }
+            example.get_or_insert_with(|| (ep(&sim_pkt), ep(&live_pkt)));
         }
     }
-    if n > lines.len() {
-        lines.push(format!(
-            "{file}: key `middlebox[{i}].policy`: and {} more flows in another class live",
-            n - lines.len()
-        ));
-    }
-    lines
+    let Some((sim_ep, live_ep)) = example else { return Vec::new() };
+    let more = if n > shown.len() { format!("; and {} more flows", n - shown.len()) } else { String::new() };
+    vec![format!(
+        "{file}: key `middlebox[{i}].policy`: {}{more}. The rules see each driver's addresses and ports (e.g. {sim_ep} \
+         in the simulator, {live_ep} live); `[live.testbed]` sender_addr/receiver_addr set the live ones (docs/scenario.md)",
+        shown.join("; ")
+    )]
 }
 
 /// What of a dumbbell's links the live testbed does not apply, one warning each (file and key):
@@ -1428,6 +1428,8 @@ pub fn cmd_run_live(
     if !warnings.is_empty() {
         summary["warnings"] = serde_json::json!(warnings);
     }
+    // Printed and written as the simulator's: floats to 12 significant digits.
+    ackshape_sim::run::round_json(&mut summary);
     let mut written = Vec::new();
     if let Some(o) = &out {
         match write_live_outputs(o, &summary, &reports, bin) {
@@ -1562,10 +1564,8 @@ fn write_live_outputs(
     } else {
         format!("{name} (live): goodput per flow")
     };
-    let svg = ackshape_sim::plot::line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
-    let p = out.join("goodput.svg");
-    std::fs::write(&p, svg).map_err(io(&p))?;
-    files.push(p);
+    let plot = ackshape_sim::plot::line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
+    files.extend(plot.write(out, "goodput").map_err(io(out))?);
     Ok(files)
 }
 
@@ -1613,26 +1613,34 @@ mod tests {
         };
         // The simulator's receivers are 10.0.0.2, .4, …; the testbed's 10.77.0.2.
         let w = drift("dst = \"10.0.0.0/24\"", "");
-        assert_eq!(w.len(), 6, "5 flows named, then a count: {w:#?}");
+        assert_eq!(w.len(), 1, "one line, 5 flows named, then a count: {w:#?}");
         assert!(
-            w[0].contains("d.toml: key `middlebox[0].policy`: flow 0's data is in `c` (class[0]) in the simulator"),
+            w[0].starts_with(
+                "d.toml: key `middlebox[0].policy`: flow 0's data is in `c` (class[0]) in the simulator but in no class \
+                 (unshaped) live; flow 1's"
+            ),
             "{}",
             w[0]
         );
         assert!(
-            w[0].contains("10.0.0.1:40000 → 10.0.0.2:5001")
-                && w[0].contains("no class (unshaped) live (10.77.0.1:40000 → 10.77.0.2:6000)"),
+            w[0].contains(
+                "(e.g. 10.0.0.1:40000 → 10.0.0.2:5001 in the simulator, 10.77.0.1:40000 → 10.77.0.2:6000 live)"
+            ),
             "{}",
             w[0]
         );
-        assert!(w[5].contains("and 2 more flows"), "{}", w[5]);
+        assert!(
+            w[0].contains("flow 4's") && !w[0].contains("flow 5's") && w[0].contains("; and 2 more flows."),
+            "{}",
+            w[0]
+        );
         // The testbed in the simulator's subnet: the same classes.
         let tb = "[live.testbed]\nsender_addr = \"10.0.0.101\"\nreceiver_addr = \"10.0.0.102\"\n";
         assert_eq!(drift("dst = \"10.0.0.0/24\"", tb), Vec::<String>::new());
         // The simulator's listening port.
         let w = drift("dport = 5001", "");
-        assert_eq!(w.len(), 6, "{w:#?}");
-        assert!(w[0].contains(":6000)"), "{}", w[0]);
+        assert_eq!(w.len(), 1, "{w:#?}");
+        assert!(w[0].contains(":6000 live)") && w[0].contains("and 2 more flows"), "{}", w[0]);
         // Rules on what both drivers share.
         assert_eq!(drift("proto = \"tcp\"", ""), Vec::<String>::new());
         assert_eq!(drift("direction = \"outbound\"", ""), Vec::<String>::new());
@@ -1848,6 +1856,10 @@ mod tests {
             hand_guide(&testbed(), &sc, &HandPolicy::None)
         };
         let by_sender = text("sender");
+        // The printed commands run this very binary, by its path.
+        let me = std::env::current_exe().unwrap().display().to_string();
+        assert!(by_sender.contains(&format!("ip netns exec acks-t-gw {me} gateway --lan ")), "{by_sender}");
+        assert!(by_sender.contains(&format!("{me} testbed down --prefix acks-t")), "{by_sender}");
         assert!(by_sender.contains("ip netns exec acks-t-rcv iperf3 -s -D"), "{by_sender}");
         assert!(by_sender.contains("ip netns exec acks-t-snd iperf3 -c 10.77.0.2 -t 4 -P 3 -C cubic"), "{by_sender}");
         assert!(!by_sender.contains("-R"), "{by_sender}");

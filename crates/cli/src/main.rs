@@ -2,7 +2,7 @@
 //!
 //! **What it is.** Argument parsing, progress bars, tables and exit codes around the library
 //! crates: `run` (simulator, or `--live`), `sweep`, `validate`, `model`, `gateway`, `wanem`, `tap`,
-//! `testbed`, `reproduce`, `compare`.
+//! `testbed`, `reproduce`, `compare`, `example`.
 //! Exit codes: 0 success, 1 runtime failure, 2 bad input (file, key and expectation named),
 //! 3 the live path cannot run on this machine (not root, tools missing).
 //!
@@ -79,14 +79,37 @@ enum Cmd {
     /// Run a scenario over several values of some of its keys (--set KEY=V1,V2) and several seeds:
     /// a table of means and standard errors; CSV, JSON and plots with --out.
     Sweep(sweep_cmd::SweepArgs),
+    /// Print a commented starting file: a scenario (`ackshape example scenario > my.toml`), a
+    /// gateway policy or a tap policy.
+    Example {
+        /// Which file.
+        #[arg(value_enum, default_value = "scenario")]
+        what: ExampleKind,
+    },
 }
+
+/// The starting files `ackshape example` prints (the files in experiments/examples/).
+#[derive(Clone, Copy, ValueEnum)]
+enum ExampleKind {
+    /// A simulation scenario (`ackshape run FILE`, `ackshape validate FILE`).
+    Scenario,
+    /// A gateway policy (`ackshape gateway --policy FILE`, `ackshape validate --policy FILE`).
+    Policy,
+    /// A tap policy (`ackshape tap --policy FILE`, `ackshape validate --tap FILE`).
+    Tap,
+}
+
+/// The example gateway policy (`ackshape example policy`).
+const EXAMPLE_POLICY: &str = include_str!("../../../experiments/examples/gateway-policy.toml");
+/// The example tap policy (`ackshape example tap`).
+const EXAMPLE_TAP: &str = include_str!("../../../experiments/examples/tap-policy.toml");
 
 #[derive(clap::Args)]
 struct RunArgs {
     /// Scenario file (TOML, see docs/scenario.md). Default: the embedded example dumbbell.
     scenario: Option<PathBuf>,
-    /// Override the scenario's seed.
-    #[arg(long)]
+    /// Override the scenario's seed (a whole number from 0 to 2^64 − 1).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_seed)]
     seed: Option<u64>,
     /// Set a key of the scenario for this run, e.g. `--set topology.bottleneck.rate=5Mbit/s` or
     /// `--set 'topology.bottleneck.qdisc={ kind = "red" }'` (repeatable; also with --live; `ackshape
@@ -101,9 +124,17 @@ struct RunArgs {
     /// second).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Capture a link direction into OUT/NAME.pcap (repeatable; names as in the table, e.g. bottleneck).
+    /// Capture a link, both directions, into OUT/LINK.pcap (repeatable; names as in the table, e.g.
+    /// bottleneck). Frames are cut after --snaplen bytes.
     #[arg(long, value_name = "LINK")]
     pcap: Vec<String>,
+    /// With --pcap: capture only the named link direction (e.g. bottleneck:rev, the ACKs).
+    #[arg(long, requires = "pcap")]
+    pcap_one_way: bool,
+    /// With --pcap: bytes kept of each frame (the default keeps every header and no payload;
+    /// 0 keeps whole frames).
+    #[arg(long, value_name = "BYTES", default_value_t = ackshape_sim::run::DEFAULT_SNAPLEN, requires = "pcap")]
+    snaplen: u32,
     /// Print summary.json to stdout instead of the table.
     #[arg(long)]
     json: bool,
@@ -221,6 +252,23 @@ struct AfvqArgs {
     json: bool,
 }
 
+/// The path of the running `ackshape`, for the commands it prints (`testbed up`): a hand-run
+/// command then works whether or not `ackshape` is on PATH. Quoted for a shell if it needs it.
+pub(crate) fn self_path() -> String {
+    let p = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "ackshape".into());
+    if p.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+        p
+    } else {
+        format!("'{}'", p.replace('\'', r"'\''"))
+    }
+}
+
+/// A `--seed` value: a whole number from 0 to 2^64 − 1. (A negative one would otherwise be taken
+/// for a flag by the argument parser, with a misleading tip.)
+pub(crate) fn parse_seed(s: &str) -> Result<u64, String> {
+    s.trim().parse::<u64>().map_err(|_| format!("expected a seed: a whole number from 0 to {}, got {s:?}", u64::MAX))
+}
+
 /// Exit code for bad input (scenario, flags).
 pub(crate) const BAD_INPUT: u8 = 2;
 /// Exit code when what a command needs is not on this machine (root, tools, the Python package).
@@ -260,7 +308,9 @@ fn main() -> ExitCode {
     init_logging();
     match &cli.cmd {
         Cmd::Run(a) if !a.live => die_quietly_on_broken_pipe(),
-        Cmd::Validate { .. } | Cmd::Model { .. } | Cmd::Reproduce(_) | Cmd::Sweep(_) => die_quietly_on_broken_pipe(),
+        Cmd::Validate { .. } | Cmd::Model { .. } | Cmd::Reproduce(_) | Cmd::Sweep(_) | Cmd::Example { .. } => {
+            die_quietly_on_broken_pipe()
+        }
         _ => {}
     }
     match cli.cmd {
@@ -289,6 +339,17 @@ fn main() -> ExitCode {
         Cmd::Reproduce(a) => reproduce_cmd::cmd_reproduce(a),
         Cmd::Compare(a) => compare_cmd::cmd_compare(a),
         Cmd::Sweep(a) => sweep_cmd::cmd_sweep(a),
+        Cmd::Example { what } => {
+            print!(
+                "{}",
+                match what {
+                    ExampleKind::Scenario => DEFAULT_SCENARIO,
+                    ExampleKind::Policy => EXAMPLE_POLICY,
+                    ExampleKind::Tap => EXAMPLE_TAP,
+                }
+            );
+            ExitCode::SUCCESS
+        }
     }
 }
 
@@ -344,7 +405,14 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         },
         None => None,
     };
-    let req = RunRequest { seed: a.seed, out: a.out.clone(), pcap: a.pcap.clone(), scenario_doc };
+    let req = RunRequest {
+        seed: a.seed,
+        out: a.out.clone(),
+        pcap: a.pcap.clone(),
+        pcap_one_way: a.pcap_one_way,
+        snaplen: a.snaplen,
+        scenario_doc,
+    };
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
     let bar = indicatif::ProgressBar::hidden();
@@ -369,7 +437,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     match res {
         Ok(ackshape_sim::run::RunOutput { summary, files }) => {
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&summary).unwrap());
+                print!("{}", ackshape_sim::run::summary_json(&summary));
             } else {
                 print!("{}", format_table(&summary));
                 if let Some(out) = &a.out {

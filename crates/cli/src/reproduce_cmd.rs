@@ -29,8 +29,8 @@ pub struct ReproduceArgs {
     /// Fewer seeds and sweep points (what the test suite runs); the report says so.
     #[arg(long)]
     pub quick: bool,
-    /// Base seed.
-    #[arg(long, default_value_t = 1)]
+    /// Base seed (a whole number from 0 to 2^64 − 1).
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true, value_parser = crate::parse_seed)]
     pub seed: u64,
     /// Exit with status 1 if any claim does not hold.
     #[arg(long)]

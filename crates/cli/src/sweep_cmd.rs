@@ -18,7 +18,7 @@ pub struct SweepArgs {
     pub set: Vec<String>,
     /// Seeds per point: a count N (the scenario's seed and the N − 1 after it), a range 1-10, or a
     /// list 1,5,9.
-    #[arg(long, default_value = "5")]
+    #[arg(long, default_value = "5", allow_hyphen_values = true)]
     pub seeds: String,
     /// The link direction whose queue, drops and utilization are reported (names as in `run`'s
     /// table). Default: `bottleneck` if there is one, else the busiest.
@@ -213,8 +213,12 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&res.to_json(&sweep.settings)).unwrap());
     } else {
+        let goodput = ackshape_sim::sweep::metric_index("goodput_mbps").expect("listed");
         let seeds = match res.seeds.len() {
             1 => format!("seed {}", res.seeds[0]),
+            n if res.same_over_seeds(goodput) => {
+                format!("{n} seeds each; note: every point gave the same goodput with all {n} seeds (nothing random reaches it), so no ± s.e.")
+            }
             n => format!("{n} seeds each, goodput as mean ± standard error"),
         };
         println!("{}: {} points, {seeds}; link columns: {}", res.file, res.points.len(), res.link);

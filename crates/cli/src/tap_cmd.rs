@@ -118,18 +118,19 @@ pub fn cmd_tap_up(a: TapUpArgs) -> ExitCode {
     }
     match tap::topology_up(&spec) {
         Ok(t) => {
+            let bin = crate::self_path();
             println!("tap testbed {} is up: {t:#?}", t.prefix);
             if let Some(w) = &t.ns_wanem {
                 println!(
-                    "start the wanem:  ip netns exec {w} ackshape wanem --a {p}-w0 --b {p}-w1 --delay 10ms --rate 10Mbit/s",
+                    "start the wanem:  ip netns exec {w} {bin} wanem --a {p}-w0 --b {p}-w1 --delay 10ms --rate 10Mbit/s",
                     p = t.prefix
                 );
             }
             println!(
-                "start the tap:    ip netns exec {} ackshape tap --mirror {} --inject {} --router-mac {} --policy POLICY.toml",
+                "start the tap:    ip netns exec {} {bin} tap --mirror {} --inject {} --router-mac {} --policy POLICY.toml",
                 t.ns_tap, t.if_tap_mirror, t.if_tap_inject, t.router_inject_mac
             );
-            println!("remove it with:   ackshape testbed down --prefix {}", t.prefix);
+            println!("remove it with:   {bin} testbed down --prefix {}", t.prefix);
             ExitCode::SUCCESS
         }
         Err(e) => fail(1, e),

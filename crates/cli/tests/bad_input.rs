@@ -176,7 +176,8 @@ fn bad_live_testbed_is_named_by_validate() {
 }
 
 /// A scenario meant for live runs (it has `[live]`) whose gateway rules match on the simulator's
-/// addresses: `validate` accepts it and warns of each flow that would be in another class live.
+/// addresses: `validate` accepts it and warns, in one line, of the flows that would be in another
+/// class live.
 #[test]
 fn validate_warns_of_a_policy_that_classifies_otherwise_live() {
     let dir = std::env::temp_dir().join(format!("ackshape-drift-{}", std::process::id()));
@@ -192,9 +193,10 @@ fn validate_warns_of_a_policy_that_classifies_otherwise_live() {
     };
     let err = stderr("live.toml", format!("{GOOD}{gw}[live.testbed]\nprefix = \"acks-v\"\n"));
     eprintln!("{err}");
-    assert_eq!(err.matches("warning: ").count(), 2, "{err}");
+    assert_eq!(err.matches("warning: ").count(), 1, "one line for the box: {err}");
     assert!(
-        err.contains("live.toml: key `middlebox[0].policy`: flow 1's data is in `c` (class[0]) in the simulator"),
+        err.contains("live.toml: key `middlebox[0].policy`: flow 0's data is in `c` (class[0]) in the simulator")
+            && err.contains("; flow 1's data is in `c`"),
         "{err}"
     );
     // The testbed in the simulator's subnet: nothing to warn of.
@@ -396,4 +398,117 @@ fn compare_thresholds_must_be_finite() {
         assert_eq!(o.status.code(), Some(2), "{flag} {value}: {err}");
         assert!(err.contains("expected a f"), "{flag} {value}: {err}");
     }
+}
+
+/// A scenario without `[[flows]]` sends nothing: an error naming `flows`, not a run that prints
+/// "goodput 0 bit/s, Jain 1.0000".
+#[test]
+fn a_scenario_without_flows() {
+    let text = GOOD.replace("[[flows]]\ncount = 2\n", "");
+    assert!(!text.contains("flows"));
+    check("noflows", &text, "flows", &["at least one [[flows]] table", "nothing is sent"]);
+}
+
+/// Units: the message reads "expected a non-negative rate", a close spelling gets a suggestion, and
+/// `h` is an hour.
+#[test]
+fn unit_messages_and_suggestions() {
+    check(
+        "negrate",
+        &GOOD.replace("rate = \"10Mbit/s\"", "rate = \"-10Mbit/s\""),
+        "topology.bottleneck.rate",
+        &["expected a non-negative rate with a unit"],
+    );
+    let (_, err) = ackshape("validate", "negrate2", &GOOD.replace("rate = \"10Mbit/s\"", "rate = \"-10Mbit/s\""));
+    assert!(!err.contains("a non-negative a"), "{err}");
+    check(
+        "mbps",
+        &GOOD.replace("rate = \"10Mbit/s\"", "rate = \"10mbps\""),
+        "topology.bottleneck.rate",
+        &["unknown unit \"mbps\"", "did you mean \"10Mbps\"?"],
+    );
+    check("sec", &GOOD.replace("duration = \"10s\"", "duration = \"10sec\""), "duration", &["did you mean \"10s\"?"]);
+    // An hour is a unit: `duration = "1h"` is valid.
+    let dir = std::env::temp_dir().join(format!("ackshape-hour-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("hour.toml");
+    std::fs::write(&p, GOOD.replace("duration = \"10s\"", "duration = \"1h\"")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ackshape")).arg("validate").arg(&p).output().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A TOML syntax error names the line and the column and shows the line with a caret under the
+/// column.
+#[test]
+fn toml_syntax_errors_show_line_column_and_the_line() {
+    let text = GOOD.replace("count = 2", "count = = 2");
+    check("syntax", &text, "line 8, column 9", &["TOML syntax error", "8 | count = = 2", "|         ^"]);
+}
+
+/// `--seed -1` is refused with what a seed is, not with the argument parser's tip to write `-- -1`.
+#[test]
+fn a_negative_seed() {
+    for args in [&["run", "--seed", "-1"][..], &["reproduce", "P2-F11", "--seed", "-1"][..]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ackshape")).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("expected a seed: a whole number from 0 to 18446744073709551615, got \"-1\""), "{err}");
+        assert!(!err.contains("tip:") && !err.contains("-- -1"), "{err}");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_ackshape")).args(["sweep", "--seeds", "-1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--seeds \"-1\": expected a count (5), a range (1-5) or a list (1,5,9)"), "{err}");
+}
+
+/// A link of a graph topology can be named in `--set` (`topology.links[access]`); a wrong name, or
+/// the array addressed like a table, lists the elements with their indices and names.
+#[test]
+fn links_by_name_in_set() {
+    let adsl = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/p2/adsl-two-way.toml");
+    let run = |set: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+            .args(["run", "-q", adsl, "--set", set, "--set", "duration=3s", "--set", "warmup=1s"])
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run("topology.links[access].qdisc={ kind = \"afvq\" }");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("afvq"), "the access link runs AFVQ: {out}");
+    for bad in ["topology.links[acess].qdisc=afvq", "topology.links.access.qdisc=afvq"] {
+        let (code, _, err) = run(bad);
+        assert_eq!(code, Some(2), "{bad}: {err}");
+        assert!(err.contains("adsl-two-way.toml") && err.contains("[1] or [access]"), "{bad}: {err}");
+    }
+}
+
+/// `ackshape example …` prints starting files that validate without warnings.
+#[test]
+fn example_files_validate_without_warnings() {
+    let dir = std::env::temp_dir().join(format!("ackshape-example-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (what, flag) in [("scenario", None), ("policy", Some("--policy")), ("tap", Some("--tap"))] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ackshape")).args(["example", what]).output().unwrap();
+        assert!(o.status.success());
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(text.starts_with('#') && text.lines().filter(|l| l.contains('#')).count() >= 5, "commented: {text}");
+        let p = dir.join(format!("{what}.toml"));
+        std::fs::write(&p, &text).unwrap();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ackshape"));
+        c.arg("validate");
+        if let Some(f) = flag {
+            c.arg(f);
+        }
+        let o = c.arg(&p).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && err.is_empty(), "{what}: {err}");
+        assert!(String::from_utf8_lossy(&o.stdout).contains("valid"), "{what}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -133,7 +133,8 @@ fn pcap_checksums_valid_and_count_matches() {
     let d = tmpdir("pcap");
     let scn = d.join("s.toml");
     std::fs::write(&scn, SCENARIO).unwrap();
-    run(&scn, &d, &["--pcap", "bottleneck", "--pcap", "bottleneck:rev"]);
+    // One file per direction, whole frames: every checksum can be verified.
+    run(&scn, &d, &["--pcap", "bottleneck", "--pcap", "bottleneck:rev", "--pcap-one-way", "--snaplen", "0"]);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
     for (link, file) in [("bottleneck", "bottleneck.pcap"), ("bottleneck:rev", "bottleneck_rev.pcap")] {
         let counter =
@@ -168,6 +169,45 @@ fn pcap_checksums_valid_and_count_matches() {
         assert_eq!(bad, 0, "{link}: bad checksums");
         assert_eq!(good_tcp, tcp, "{link}: every TCP checksum validated as good");
     }
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// `--pcap LINK` (the default): both directions of the link in one file, in time order, each frame
+/// cut after the snap length, and Wireshark's reader takes it.
+#[test]
+fn pcap_has_both_directions_cut_at_the_snap_length() {
+    let Ok(tshark) = which("tshark") else {
+        panic!("tshark is not installed: run ./scripts/setup.sh (the test command does)");
+    };
+    let d = tmpdir("pcap-both");
+    let scn = d.join("s.toml");
+    std::fs::write(&scn, SCENARIO).unwrap();
+    run(&scn, &d, &["--pcap", "bottleneck"]);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+    let counter = |link: &str| {
+        v["links"].as_array().unwrap().iter().find(|l| l["name"] == link).unwrap()["tx_packets"].as_u64().unwrap()
+    };
+    let (fwd, rev) = (counter("bottleneck"), counter("bottleneck:rev"));
+    let o = Command::new(&tshark)
+        .args(["-n", "-r"])
+        .arg(d.join("bottleneck.pcap"))
+        .args(["-T", "fields", "-e", "frame.time_relative", "-e", "frame.len", "-e", "frame.cap_len", "-e", "tcp.len"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "tshark: {}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<Vec<f64>> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(|x| x.parse::<f64>().unwrap_or(f64::NAN)).collect())
+        .collect();
+    let data = rows.iter().filter(|r| r[3] > 0.0).count() as u64;
+    let acks = rows.iter().filter(|r| r[3] == 0.0).count() as u64;
+    println!("frames {} (data {data}, pure ACKs {acks}); link counters {fwd} + {rev}", rows.len());
+    assert_eq!(rows.len() as u64, fwd + rev, "both directions, every frame");
+    assert!(data > 100 && acks > 100, "data one way, ACKs the other");
+    let snap = 134.0;
+    assert!(rows.iter().all(|r| r[2] <= snap && r[2] <= r[1]), "every frame cut at {snap} bytes");
+    assert!(rows.iter().any(|r| r[1] > r[2]), "the full-sized data frames are cut (their length is kept)");
+    assert!(rows.windows(2).all(|w| w[0][0] <= w[1][0]), "in time order");
     std::fs::remove_dir_all(&d).ok();
 }
 

@@ -65,10 +65,14 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
         names,
         [
             "scenario.toml",
+            "sweep-goodput.png",
             "sweep-goodput.svg",
+            "sweep-jain.png",
             "sweep-jain.svg",
             "sweep-points.csv",
+            "sweep-queue.png",
             "sweep-queue.svg",
+            "sweep-retransmit_ratio.png",
             "sweep-retransmit_ratio.svg",
             "sweep.csv",
             "sweep.json"
@@ -99,9 +103,12 @@ fn a_sweep_writes_every_run_and_each_agrees_with_run_set() {
         assert!(o.status.success(), "{}", stderr(&o));
         let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let goodput = s["aggregate"]["goodput_bps"].as_f64().unwrap() / 1e6;
-        assert_eq!(r[g].parse::<f64>().unwrap(), goodput, "row {r:?}");
+        // `run --json` prints floats to 12 significant digits; `sweep.csv` keeps full precision.
+        let same = |a: f64, b: f64| (a - b).abs() <= 1e-11 * a.abs().max(b.abs());
+        assert!(same(r[g].parse::<f64>().unwrap(), goodput), "row {r:?}: run --json gives {goodput}");
         let bn = s["links"].as_array().unwrap().iter().find(|l| l["name"] == "bottleneck").unwrap();
-        assert_eq!(r[q].parse::<f64>().unwrap(), bn["queue_avg_pkts"].as_f64().unwrap(), "row {r:?}");
+        let qj = bn["queue_avg_pkts"].as_f64().unwrap();
+        assert!(same(r[q].parse::<f64>().unwrap(), qj), "row {r:?}: run --json gives {qj}");
         assert_eq!(s["seed"].as_u64().unwrap().to_string(), r[3]);
         let rate: f64 = r[1].trim_end_matches("Mbit/s").parse().unwrap();
         assert_eq!(bn["rate_bps"].as_f64().unwrap(), rate * 1e6);

@@ -41,28 +41,91 @@ fn prefix(u: &str) -> Option<(f64, &str)> {
     Some((1.0, u))
 }
 
+/// The units each kind of value takes, with their decimal and binary prefixes: what a unit
+/// that is not among them is compared with for a "did you mean".
+fn rate_units() -> Vec<String> {
+    let mut v = Vec::new();
+    for p in ["", "k", "K", "M", "G", "Ki", "Mi", "Gi"] {
+        for u in ["bit/s", "bps", "b/s", "B/s", "Bps"] {
+            v.push(format!("{p}{u}"));
+        }
+    }
+    v
+}
+
+const DURATION_UNITS: [&str; 7] = ["ns", "us", "µs", "ms", "s", "min", "h"];
+
+fn size_units() -> Vec<String> {
+    let mut v: Vec<String> = ["pkt", "pkts", "packet", "packets"].iter().map(|s| s.to_string()).collect();
+    for p in ["", "k", "K", "M", "G", "Ki", "Mi", "Gi"] {
+        v.push(format!("{p}B"));
+    }
+    v
+}
+
+/// " (did you mean \"10Mbps\"?)" for a unit that differs from a known one only in letter case,
+/// or that is a common spelling of one (`sec`, `hr`, `MB` for a rate); else an empty string.
+fn did_you_mean(num: &str, unit: &str, known: &[String], aliases: &[(&str, &str)]) -> String {
+    let lower = unit.to_lowercase();
+    let hit = aliases
+        .iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(unit))
+        .map(|(_, k)| k.to_string())
+        // Prefer the spelling the docs use: Mbit/s-style for rates, KB for sizes.
+        .or_else(|| known.iter().find(|k| k.to_lowercase() == lower).cloned());
+    match hit {
+        Some(k) => format!(" (did you mean \"{num}{k}\"?)"),
+        None => String::new(),
+    }
+}
+
+/// The number as written, for a suggestion.
+fn num_part(s: &str) -> &str {
+    let s = s.trim();
+    let end = s.char_indices().find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '-' || *c == '+'));
+    s[..end.map_or(s.len(), |e| e.0)].trim()
+}
+
 /// Parse a rate such as `10Mbit/s`, `10Mbps`, `500KB/s`, `1.5Gbit/s`, `64kbps`.
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
-    const EXP: &str = "a rate with a unit, like \"10Mbit/s\", \"10Mbps\" or \"500KB/s\"";
-    let (v, u) = split_num(s).ok_or_else(|| format!("expected {EXP}, got {s:?}"))?;
+    const WHAT: &str = "rate with a unit, like \"10Mbit/s\", \"10Mbps\" or \"500KB/s\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("expected a {WHAT}, got {s:?}"))?;
     if !v.is_finite() || v < 0.0 {
-        return Err(format!("expected a non-negative {EXP}, got {s:?}"));
+        return Err(format!("expected a non-negative {WHAT}, got {s:?}"));
     }
     let (m, rest) = prefix(u).unwrap();
     let bits = match rest {
         "bit/s" | "bps" | "b/s" => 1.0,
         "B/s" | "Bps" => 8.0,
-        _ => return Err(format!("expected {EXP}, got {s:?} (unknown unit {u:?})")),
+        _ => {
+            // `mbps` (milli-bits), `MB` (a size, not a rate), `Mbit` (no per second).
+            let aliases = [
+                ("mbps", "Mbps"),
+                ("mbit/s", "Mbit/s"),
+                ("gbps", "Gbps"),
+                ("kb/s", "kbit/s"),
+                ("MB", "MB/s"),
+                ("KB", "KB/s"),
+                ("kB", "KB/s"),
+                ("GB", "GB/s"),
+                ("Mbit", "Mbit/s"),
+                ("kbit", "kbit/s"),
+                ("Gbit", "Gbit/s"),
+                ("Mb", "Mbit/s"),
+            ];
+            let hint = did_you_mean(num_part(s), u, &rate_units(), &aliases);
+            return Err(format!("expected a {WHAT}, got {s:?} (unknown unit {u:?}){hint}"));
+        }
     };
     Ok(Rate((v * m * bits).round() as u64))
 }
 
-/// Parse a duration such as `20ms`, `1.5s`, `250us`, `100ns`, `2min`.
+/// Parse a duration such as `20ms`, `1.5s`, `250us`, `100ns`, `2min`, `1h`.
 pub fn parse_duration(s: &str) -> Result<Dur, String> {
-    const EXP: &str = "a duration with a unit, like \"20ms\", \"1.5s\" or \"250us\"";
-    let (v, u) = split_num(s).ok_or_else(|| format!("expected {EXP}, got {s:?}"))?;
+    const WHAT: &str = "duration with a unit, like \"20ms\", \"1.5s\", \"2min\" or \"1h\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("expected a {WHAT}, got {s:?}"))?;
     if !v.is_finite() {
-        return Err(format!("expected {EXP}, got {s:?}"));
+        return Err(format!("expected a {WHAT}, got {s:?}"));
     }
     if v < 0.0 {
         return Err(format!("expected a non-negative duration, got {s:?}"));
@@ -73,17 +136,40 @@ pub fn parse_duration(s: &str) -> Result<Dur, String> {
         "ms" => 1e6,
         "s" => 1e9,
         "min" => 60e9,
-        _ => return Err(format!("expected {EXP}, got {s:?} (unknown unit {u:?})")),
+        "h" => 3600e9,
+        _ => {
+            let known: Vec<String> = DURATION_UNITS.iter().map(|u| u.to_string()).collect();
+            let aliases = [
+                ("sec", "s"),
+                ("secs", "s"),
+                ("second", "s"),
+                ("seconds", "s"),
+                ("msec", "ms"),
+                ("msecs", "ms"),
+                ("millis", "ms"),
+                ("usec", "us"),
+                ("mins", "min"),
+                ("minute", "min"),
+                ("minutes", "min"),
+                ("m", "min"),
+                ("hr", "h"),
+                ("hrs", "h"),
+                ("hour", "h"),
+                ("hours", "h"),
+            ];
+            let hint = did_you_mean(num_part(s), u, &known, &aliases);
+            return Err(format!("expected a {WHAT}, got {s:?} (unknown unit {u:?}){hint}"));
+        }
     };
     Ok(Dur((v * ns).round() as u64))
 }
 
 /// Parse a size such as `64KB`, `4MiB`, `1500B`, `100pkt`, `100 packets`.
 pub fn parse_size(s: &str) -> Result<Size, String> {
-    const EXP: &str = "a size with a unit, like \"64KB\", \"4MiB\", \"1500B\" or \"100pkt\"";
-    let (v, u) = split_num(s).ok_or_else(|| format!("expected {EXP}, got {s:?}"))?;
+    const WHAT: &str = "size with a unit, like \"64KB\", \"4MiB\", \"1500B\" or \"100pkt\"";
+    let (v, u) = split_num(s).ok_or_else(|| format!("expected a {WHAT}, got {s:?}"))?;
     if !v.is_finite() || v < 0.0 {
-        return Err(format!("expected a non-negative {EXP}, got {s:?}"));
+        return Err(format!("expected a non-negative {WHAT}, got {s:?}"));
     }
     match u {
         "pkt" | "pkts" | "packet" | "packets" | "p" => {
@@ -97,7 +183,11 @@ pub fn parse_size(s: &str) -> Result<Size, String> {
     let (m, rest) = prefix(u).unwrap();
     match rest {
         "B" | "bytes" | "byte" => Ok(Size::Bytes((v * m).round() as u64)),
-        _ => Err(format!("expected {EXP}, got {s:?} (unknown unit {u:?})")),
+        _ => {
+            let aliases = [("kb", "KB"), ("mb", "MB"), ("gb", "GB"), ("pk", "pkt"), ("pck", "pkt"), ("packet", "pkt")];
+            let hint = did_you_mean(num_part(s), u, &size_units(), &aliases);
+            Err(format!("expected a {WHAT}, got {s:?} (unknown unit {u:?}){hint}"))
+        }
     }
 }
 
@@ -191,7 +281,14 @@ mod tests {
         assert_eq!(parse_rate("1.5 Gbit/s").unwrap(), Rate(1_500_000_000));
         assert!(parse_rate("10").is_err());
         assert!(parse_rate("10 furlongs").is_err());
-        assert!(parse_rate("-1Mbit/s").is_err());
+        let e = parse_rate("-1Mbit/s").unwrap_err();
+        assert!(e.starts_with("expected a non-negative rate with a unit"), "{e}");
+        // Letter case and common spellings get a suggestion.
+        let e = parse_rate("10mbps").unwrap_err();
+        assert!(e.contains("(did you mean \"10Mbps\"?)"), "{e}");
+        let e = parse_rate("10MB").unwrap_err();
+        assert!(e.contains("did you mean \"10MB/s\"?"), "{e}");
+        assert!(!parse_rate("10 furlongs").unwrap_err().contains("did you mean"));
     }
     #[test]
     fn durations() {
@@ -200,6 +297,10 @@ mod tests {
         assert_eq!(parse_duration("250us").unwrap(), Dur::from_micros(250));
         assert!(parse_duration("-5ms").unwrap_err().contains("non-negative"));
         assert!(parse_duration("5").is_err());
+        assert_eq!(parse_duration("2h").unwrap(), Dur::from_millis(7_200_000));
+        assert_eq!(parse_duration("2min").unwrap(), Dur::from_millis(120_000));
+        assert!(parse_duration("10sec").unwrap_err().contains("did you mean \"10s\"?"));
+        assert!(parse_duration("1MS").unwrap_err().contains("did you mean \"1ms\"?"));
     }
     #[test]
     fn sizes() {
@@ -207,5 +308,7 @@ mod tests {
         assert_eq!(parse_size("4MiB").unwrap(), Size::Bytes(4 << 20));
         assert_eq!(parse_size("64KB").unwrap(), Size::Bytes(64_000));
         assert!(parse_size("1.5pkt").is_err());
+        assert!(parse_size("64kb").unwrap_err().contains("did you mean \"64KB\"?"));
+        assert!(parse_size("-3pkt").unwrap_err().starts_with("expected a non-negative size"));
     }
 }

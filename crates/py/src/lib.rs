@@ -182,7 +182,15 @@ fn run<'py>(
             let (doc, _) = base.doc_with(&settings, &pick).map_err(|e| Fail::Scenario(e.to_string()))?;
             (sc, Some(doc))
         };
-        let req = RunRequest { seed, out, pcap, scenario_doc: doc };
+        // Captures as `ackshape run --pcap` makes them: both directions, frames cut at the default snap length.
+        let req = RunRequest {
+            seed,
+            out,
+            pcap,
+            pcap_one_way: false,
+            snaplen: ackshape_sim::run::DEFAULT_SNAPLEN,
+            scenario_doc: doc,
+        };
         let (sim, res) = run_scenario_sim(&sc, &file, &req, None).map_err(|e| match e {
             RunError::Io { .. } => Fail::Io(e.to_string()),
             e => Fail::Scenario(e.to_string()),

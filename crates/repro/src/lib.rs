@@ -62,9 +62,9 @@ pub struct ExpOutput {
     /// The claim records ([`run_experiment`] makes them from the file's claims and [`Self::measured`]).
     pub claims: Vec<ClaimRecord>,
     pub tables: Vec<Table>,
-    /// (file name, SVG text).
+    /// (file name `NAME.svg`, plot): written as `NAME.svg` and `NAME.png`.
     #[serde(skip)]
-    pub plots: Vec<(String, String)>,
+    pub plots: Vec<(String, ackshape_sim::plot::Plot)>,
     /// Free text for the report (setup, assumptions, explanations of gaps).
     pub notes: Vec<String>,
     /// What the code measured, per claim ID (the claims themselves are the file's).
@@ -687,8 +687,8 @@ pub fn write_output_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo, dir: 
         }
         std::fs::write(dir.join(format!("{}.csv", t.name)), s)?;
     }
-    for (name, svg) in &out.plots {
-        std::fs::write(dir.join(name), svg)?;
+    for (name, plot) in &out.plots {
+        plot.write(dir, name)?;
     }
     let report = dir.join("report.md");
     std::fs::write(&report, markdown_with(out, exp, run))?;

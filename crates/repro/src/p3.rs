@@ -552,7 +552,7 @@ fn chart(
     curves: Vec<Curve>,
     hlines: Vec<(f64, String)>,
     y_range: Option<(f64, f64)>,
-) -> String {
+) -> ackshape_sim::plot::Plot {
     xy_chart(
         &XyChart { title: title.into(), x_label: x.into(), y_label: y.into(), log_x: false, y_range, hlines },
         &curves,
@@ -1136,7 +1136,14 @@ impl Sweep {
         t
     }
 
-    fn plot(&self, s: &SweepStats, what: usize, title: &str, y: &str, h: Vec<(f64, String)>) -> String {
+    fn plot(
+        &self,
+        s: &SweepStats,
+        what: usize,
+        title: &str,
+        y: &str,
+        h: Vec<(f64, String)>,
+    ) -> ackshape_sim::plot::Plot {
         let mut curves = Vec::new();
         for (si, (label, _)) in self.series.iter().enumerate() {
             for &proto in &self.protos {

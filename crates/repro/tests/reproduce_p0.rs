@@ -21,7 +21,10 @@ fn p0_quick_claims_match_the_expectation_table() {
     assert!(retx("class-fifo", 1) > 0.1 && retx("class-fifo", 1) > retx("class-fifo", 81));
     assert_eq!(row("tcr/per-flow", 32, 81)[5].as_u64(), Some(0), "no drops with 81 packets at 32 flows");
     // Fig. 9 plots the model beside the simulation.
-    assert!(outs[1].plots.iter().any(|(n, svg)| n.contains("fig9d") && svg.contains("model")));
+    assert!(outs[1]
+        .plots
+        .iter()
+        .any(|(n, p)| n.contains("fig9d") && p.series_names().iter().any(|s| s.contains("model"))));
 }
 
 #[test]

@@ -17,8 +17,10 @@ fn p3_quick_claims_match_the_expectation_table() {
             assert!(!t.rows.is_empty(), "{}: table {} is empty", o.id, t.name);
             assert!(t.rows.iter().all(|r| r.len() == t.columns.len()), "{}: table {} ragged", o.id, t.name);
         }
-        for (name, svg) in &o.plots {
-            assert!(name.ends_with(".svg") && svg.starts_with("<svg"), "{}: plot {name}", o.id);
+        for (name, plot) in &o.plots {
+            let r = plot.render();
+            assert!(name.ends_with(".svg") && r.svg.starts_with("<svg"), "{}: plot {name}", o.id);
+            assert!(r.problems.is_empty(), "{}: plot {name}: {:?}", o.id, r.problems);
         }
     }
     // The thesis's accuracy (whole run) is the primary; 5-s windows are reported beside it.

@@ -15,10 +15,32 @@ pub struct PcapCapture {
 }
 
 impl PcapCapture {
+    /// A capture file keeping whole frames.
     pub fn create(path: &Path) -> std::io::Result<PcapCapture> {
+        Self::with_snaplen(path, ackshape_wire::pcap::DEFAULT_SNAPLEN)
+    }
+
+    /// A capture file keeping the first `snaplen` bytes of each frame (the file records each
+    /// frame's full length; Wireshark marks the cut ones).
+    pub fn with_snaplen(path: &Path, snaplen: u32) -> std::io::Result<PcapCapture> {
         let f = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        let w = PcapWriter::new(f).map_err(std::io::Error::other)?;
+        let w =
+            PcapWriter::with_options(f, ackshape_wire::pcap::TsUnit::Nanos, snaplen).map_err(std::io::Error::other)?;
         Ok(PcapCapture { w: Some(w), err: None })
+    }
+}
+
+/// One capture shared by both directions of a link: the file shows the link as a capture on
+/// the wire would, data and ACKs in time order (the simulator's events run in time order).
+pub struct SharedCapture(pub std::rc::Rc<std::cell::RefCell<PcapCapture>>);
+
+impl Capture for SharedCapture {
+    fn capture(&mut self, t: Time, pkt: &Packet) {
+        self.0.borrow_mut().capture(t, pkt);
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        // The first direction's finish flushes and closes the file; the second finds it closed.
+        self.0.borrow_mut().finish()
     }
 }
 

@@ -5,6 +5,8 @@ use crate::metrics::Summary;
 use crate::plot::{line_chart, Series};
 use crate::scenario::Scenario;
 use crate::world::{BuildError, QueueSeries, RunOptions, Sim};
+use serde::Serialize;
+use serde_json::ser::{Formatter, PrettyFormatter};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,12 +17,21 @@ pub struct RunRequest {
     pub seed: Option<u64>,
     /// Directory for `summary.json`, `timeseries.csv`, `trace.csv` and pcaps (created).
     pub out: Option<PathBuf>,
-    /// Link directions to capture into `OUT/NAME.pcap`.
+    /// Links to capture into `OUT/NAME.pcap`: both directions of the link NAME belongs to (or
+    /// only NAME with `pcap_one_way`).
     pub pcap: Vec<String>,
+    /// Capture only the named link direction.
+    pub pcap_one_way: bool,
+    /// Bytes kept of each captured frame (0: whole frames).
+    pub snaplen: u32,
     /// The scenario document as run (the file with its `--set`s applied): written, resolved
     /// ([`crate::store::resolve`]) and with the run's seed, as `OUT/scenario.toml`.
     pub scenario_doc: Option<toml::Table>,
 }
+
+/// The default `--snaplen`: the Ethernet, IP and TCP headers with options (14 + 60 + 60 bytes
+/// at most) fit; payloads (the simulator's are zeros) are left out.
+pub const DEFAULT_SNAPLEN: u32 = 134;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -49,9 +60,57 @@ pub fn resolved_scenario_toml(doc: &toml::Table, file: &str, seed: u64, set: &[S
     Ok(format!("{head}\n# (policy files inlined, the seed of the run)\n{body}"))
 }
 
-/// A summary as `summary.json` holds it: pretty JSON and a newline.
+/// A summary as `summary.json` holds it: pretty JSON, its floats to [`SIGNIFICANT_DIGITS`]
+/// significant digits ([`round_sig`]), keys in the summary's order, and a newline.
 pub fn summary_json(summary: &Summary) -> String {
-    serde_json::to_string_pretty(summary).expect("summary serialises") + "\n"
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, RoundingFormatter(PrettyFormatter::new()));
+    summary.serialize(&mut ser).expect("summary serialises");
+    String::from_utf8(out).expect("JSON is UTF-8") + "\n"
+}
+
+/// serde_json's pretty printer, writing each float rounded with [`round_sig`] (as serde_json
+/// writes the rounded number: `60.0`, `0.00510204081633`). Non-finite floats never reach it
+/// (serde_json writes them as `null`).
+struct RoundingFormatter<'a>(PrettyFormatter<'a>);
+
+impl Formatter for RoundingFormatter<'_> {
+    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, x: f64) -> std::io::Result<()> {
+        match serde_json::Number::from_f64(round_sig(x)) {
+            Some(n) => w.write_all(n.to_string().as_bytes()),
+            None => w.write_all(b"null"),
+        }
+    }
+    fn write_f32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, x: f32) -> std::io::Result<()> {
+        self.write_f64(w, x as f64)
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
@@ -86,10 +145,21 @@ pub fn run_scenario_sim(
     if !req.pcap.is_empty() {
         let out = req.out.as_ref().ok_or(RunError::PcapNeedsOut)?;
         std::fs::create_dir_all(out).map_err(io_err(out))?;
+        let snaplen = if req.snaplen == 0 { ackshape_wire::pcap::DEFAULT_SNAPLEN } else { req.snaplen };
         for name in &req.pcap {
             let path = out.join(format!("{}.pcap", name.replace([':', '/'], "_")));
-            let cap = crate::pcap::PcapCapture::create(&path).map_err(io_err(&path))?;
-            opts.captures.push((name.clone(), Box::new(cap) as Box<dyn Capture>));
+            let cap = crate::pcap::PcapCapture::with_snaplen(&path, snaplen).map_err(io_err(&path))?;
+            if req.pcap_one_way {
+                opts.captures.push((name.clone(), Box::new(cap) as Box<dyn Capture>));
+            } else {
+                // Both directions of the link into one file: `X` and `X:rev`.
+                let fwd = name.strip_suffix(":rev").unwrap_or(name).to_string();
+                let shared = std::rc::Rc::new(std::cell::RefCell::new(cap));
+                for dir in [fwd.clone(), format!("{fwd}:rev")] {
+                    let c = crate::pcap::SharedCapture(shared.clone());
+                    opts.captures.push((dir, Box::new(c) as Box<dyn Capture>));
+                }
+            }
             files.push(path);
         }
     }
@@ -113,6 +183,41 @@ pub fn run_scenario_sim(
         }
     }
     Ok((sim, RunOutput { summary, files }))
+}
+
+/// Significant digits of the numbers in `summary.json` and the CSV tables made from it.
+pub const SIGNIFICANT_DIGITS: usize = 12;
+
+/// `x` rounded to [`SIGNIFICANT_DIGITS`] significant digits: what the outputs print, so that a
+/// float sum's last-bit noise (`60.00000000000001`) does not show. The run's own arithmetic keeps
+/// full precision; only the printed value is rounded (deterministically).
+pub fn round_sig(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    format!("{:.*e}", SIGNIFICANT_DIGITS - 1, x).parse().unwrap_or(x)
+}
+
+/// Round every float in a JSON document with [`round_sig`] (integers stay as they are).
+pub fn round_json(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            if let Some(r) = n.as_f64().map(round_sig).and_then(serde_json::Number::from_f64) {
+                *n = r;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(round_json),
+        serde_json::Value::Object(o) => o.values_mut().for_each(round_json),
+        _ => {}
+    }
+}
+
+/// A summary as a JSON value with its floats rounded ([`round_json`]), as `summary.json` has
+/// them (for the CSV tables made from it).
+pub fn summary_value(s: &Summary) -> serde_json::Value {
+    let mut v = serde_json::to_value(s).expect("summary serialises");
+    round_json(&mut v);
+    v
 }
 
 /// Quote a CSV field if it needs it (RFC 4180).
@@ -207,14 +312,13 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     let mut files = Vec::new();
     let p = out.join("summary.json");
     std::fs::write(&p, summary_json(summary)).map_err(io_err(&p))?;
+    let doc = summary_value(summary);
     files.push(p);
     let p = out.join("flows.csv");
-    let flows = serde_json::to_value(&summary.flows).expect("flows serialise");
-    write_json_csv(&p, flows.as_array().into_iter().flatten(), &FLOW_COLUMNS.map(|k| (k, k)))?;
+    write_json_csv(&p, doc["flows"].as_array().into_iter().flatten(), &FLOW_COLUMNS.map(|k| (k, k)))?;
     files.push(p);
     let p = out.join("links.csv");
-    let links = serde_json::to_value(&summary.links).expect("links serialise");
-    write_json_csv(&p, links.as_array().into_iter().flatten(), &LINK_COLUMNS.map(|k| (k, k)))?;
+    write_json_csv(&p, doc["links"].as_array().into_iter().flatten(), &LINK_COLUMNS.map(|k| (k, k)))?;
     files.push(p);
     let p = out.join("timeseries.csv");
     write_csv(
@@ -236,10 +340,9 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     } else {
         format!("{}: goodput per flow", summary.scenario.name)
     };
-    let svg = line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series);
-    let p = out.join("goodput.svg");
-    std::fs::write(&p, svg).map_err(io_err(&p))?;
-    files.push(p);
+    files.extend(
+        line_chart(&title, "time (s)", "goodput (Mbit/s)", 1e6, &series).write(out, "goodput").map_err(io_err(out))?,
+    );
     // Queue length per bin of the link directions that queued anything.
     let queues = sim.queue_series();
     if !queues.is_empty() {
@@ -278,10 +381,8 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
         } else {
             format!("{}: queue length, time average per bin", summary.scenario.name)
         };
-        let svg = line_chart(&title, "time (s)", "queued packets", 1.0, &series);
-        let p = out.join("queue.svg");
-        std::fs::write(&p, svg).map_err(io_err(&p))?;
-        files.push(p);
+        let plot = line_chart(&title, "time (s)", "queue length (packets)", 1.0, &series);
+        files.extend(plot.write(out, "queue").map_err(io_err(out))?);
     }
     if !sim.trace.is_empty() {
         let mut series: Vec<Series> =
@@ -289,11 +390,14 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
         for r in &sim.trace {
             series[r.flow as usize].points.push((r.t_s, r.tr.cwnd_bytes as f64));
         }
-        let svg =
-            line_chart(&format!("{}: congestion window", summary.scenario.name), "time (s)", "cwnd (KB)", 1e3, &series);
-        let p = out.join("cwnd.svg");
-        std::fs::write(&p, svg).map_err(io_err(&p))?;
-        files.push(p);
+        let plot = line_chart(
+            &format!("{}: congestion window", summary.scenario.name),
+            "time (s)",
+            "congestion window (KB)",
+            1e3,
+            &series,
+        );
+        files.extend(plot.write(out, "cwnd").map_err(io_err(out))?);
     }
     if !sim.trace.is_empty() {
         let p = out.join("trace.csv");
@@ -363,15 +467,15 @@ pub fn format_table(s: &Summary) -> String {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>8} {:>6} {:>5} {:>9}",
-        "flow", "name", "kind", "cc", "goodput", "throughput", "retx", "RTO", "FR", "rtt(ms)"
+        "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>9} {:>6} {:>5} {:>11}",
+        "flow", "name", "kind", "cc", "goodput", "throughput", "retx pkts", "RTOs", "FRs", "rtt avg ms"
     );
     // Many flows (a 100,000-flow gateway run): the first rows, then the spread of all of them.
     let shown = if s.flows.len() > FLOW_ROWS_MAX { FLOW_ROWS_FOLDED } else { s.flows.len() };
     for f in &s.flows[..shown] {
         let _ = writeln!(
             o,
-            "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>8} {:>6} {:>5} {:>9.2}",
+            "{:>4} {:<12} {:<8} {:<6} {:>12} {:>12} {:>9} {:>6} {:>5} {:>11}",
             f.id,
             trunc(&f.name, 12),
             f.kind,
@@ -381,7 +485,7 @@ pub fn format_table(s: &Summary) -> String {
             f.retransmitted_packets,
             f.timeouts,
             f.fast_retransmits,
-            f.rtt_mean_ms
+            if f.rtt_samples == 0 { "n/a".to_string() } else { format!("{:.2}", f.rtt_mean_ms) }
         );
     }
     if shown < s.flows.len() {
@@ -401,8 +505,8 @@ pub fn format_table(s: &Summary) -> String {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "{:<18} {:>12} {:>10} {:>8} {:>7} {:>6} {:>8} {:>7}",
-        "link", "rate", "tx pkts", "drops", "lost", "util", "q avg", "q max"
+        "{:<18} {:>12} {:>10} {:>8} {:>7} {:>6} {:>10} {:>10}",
+        "link", "rate", "tx pkts", "drops", "lost", "util", "q avg pkts", "q max pkts"
     );
     // Many dumbbell access links: show them as one line unless they drop packets.
     let access: Vec<_> = s.links.iter().filter(|l| l.name.starts_with("access-")).collect();
@@ -427,7 +531,7 @@ pub fn format_table(s: &Summary) -> String {
         }
         let _ = writeln!(
             o,
-            "{:<18} {:>12} {:>10} {:>8} {:>7} {:>5.1}% {:>8.2} {:>7}",
+            "{:<18} {:>12} {:>10} {:>8} {:>7} {:>5.1}% {:>10.2} {:>10}",
             trunc(&l.name, 18),
             fmt_rate(l.rate_bps as f64),
             l.tx_packets,
@@ -526,6 +630,8 @@ fn trunc(s: &str, n: usize) -> String {
 
 /// `12.3 Mbit/s` style.
 pub fn fmt_rate(bps: f64) -> String {
+    // No "-0 bit/s".
+    let bps = if bps == 0.0 { 0.0 } else { bps };
     if bps >= 1e9 {
         format!("{:.3} Gbit/s", bps / 1e9)
     } else if bps >= 1e6 {
@@ -557,6 +663,18 @@ mod tests {
         let spread = goodput_spread(&[flow([2.0, 6.0]), short]);
         assert_eq!(spread[0].points, [(1.0, 4.0), (2.0, 6.0)]);
         assert_eq!(spread[3].points, [(1.0, 2.0), (2.0, 0.0)]);
+    }
+
+    #[test]
+    fn printed_floats_lose_their_last_bit_noise_and_nothing_else() {
+        assert_eq!(round_sig(60.00000000000001), 60.0);
+        assert_eq!(round_sig(47.324999999999996), 47.325);
+        assert_eq!(round_sig(984218.7636363637), 984218.763636);
+        assert_eq!(round_sig(0.00510204081632653), 0.00510204081633);
+        assert_eq!(round_sig(0.0), 0.0);
+        let mut v = serde_json::json!({ "a": [60.00000000000001, 3], "b": { "c": 0.1 + 0.2 } });
+        round_json(&mut v);
+        assert_eq!(v.to_string(), r#"{"a":[60.0,3],"b":{"c":0.3}}"#);
     }
 
     #[test]

@@ -1042,6 +1042,13 @@ impl Scenario {
     }
 
     fn validate(&self) -> Result<(), (String, String)> {
+        if self.flows.is_empty() {
+            return Err((
+                "flows".into(),
+                "expected at least one [[flows]] table: without one nothing is sent (docs/scenario.md, `[[flows]]`)"
+                    .into(),
+            ));
+        }
         if self.duration.0 == Dur::ZERO {
             return Err(("duration".into(), "expected a positive duration, got 0".into()));
         }

@@ -12,7 +12,7 @@
 use crate::keypath::{path_steps, set_path};
 use crate::metrics::Summary;
 use crate::parallel::run_parallel;
-use crate::plot::{xy_chart, Curve, XyChart};
+use crate::plot::{xy_chart, Curve, Plot, XyChart};
 use crate::run::{csv_field, RunError};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::stats::mean_sd;
@@ -42,7 +42,9 @@ pub fn parse_setting(spec: &str) -> Result<Setting, String> {
         ));
     };
     let key = key.trim();
-    path_steps(key).map_err(|m| format!("--set {spec:?}: {m}"))?;
+    // Elements of an array may be named (`topology.links[access]`): checked as an index here,
+    // resolved against the scenario by [`resolve_names`].
+    path_steps(&names_as_indices(key)).map_err(|m| format!("--set {spec:?}: {m}"))?;
     let texts: Vec<String> = split_top_level(vals).into_iter().map(|s| s.trim().to_string()).collect();
     if texts.iter().any(|t| t.is_empty()) {
         return Err(format!("--set {spec:?}: expected a value after `=` and between commas"));
@@ -51,12 +53,92 @@ pub fn parse_setting(spec: &str) -> Result<Setting, String> {
     Ok(Setting { key: key.to_string(), values, texts })
 }
 
+/// `key` with every `[name]` written as `[0]`, to check its syntax.
+fn names_as_indices(key: &str) -> String {
+    let mut out = String::new();
+    let mut rest = key;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else { break };
+        out.push_str(&rest[..open]);
+        let inner = &rest[open + 1..close];
+        let name_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if !inner.is_empty() && !inner.chars().all(|c| c.is_ascii_digit()) && inner.chars().all(name_char) {
+            out.push_str("[0]");
+        } else {
+            out.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `key` with each named element (`topology.links[access]`) replaced by its index in `doc`
+/// (`topology.links[1]`): the element of that array whose `name` is the given one. An unknown
+/// name, or an array addressed like a table (`topology.links.access`), gets an error that lists
+/// the elements by name and index.
+pub fn resolve_names(doc: &toml::Table, key: &str) -> Result<String, String> {
+    let segs: Vec<&str> = key.split('.').collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut cur: Option<&toml::Value> = None;
+    let listing = |arr: &Vec<toml::Value>| -> String {
+        let named: Vec<String> = arr
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.get("name").and_then(|n| n.as_str()).map(|n| format!("[{i}] or [{n}]")))
+            .collect();
+        if named.is_empty() {
+            format!("its elements have no `name`; use an index from 0 to {}", arr.len().saturating_sub(1))
+        } else {
+            format!("its elements: {}", named.join(", "))
+        }
+    };
+    for (si, seg) in segs.iter().enumerate() {
+        let (k, idx) = match seg.split_once('[') {
+            Some((k, r)) => (k, r.strip_suffix(']')),
+            None => (*seg, None),
+        };
+        let table = match cur {
+            None => Some(doc),
+            Some(v) => v.as_table(),
+        };
+        let here = out.iter().cloned().chain([k.to_string()]).collect::<Vec<_>>().join(".");
+        let v = table.and_then(|t| t.get(k));
+        match (idx, v) {
+            (Some(name), Some(toml::Value::Array(arr))) if !name.chars().all(|c| c.is_ascii_digit()) => {
+                let i = arr
+                    .iter()
+                    .position(|e| e.get("name").and_then(|n| n.as_str()) == Some(name))
+                    .ok_or_else(|| format!("key `{key}`: `{here}` has no element named `{name}` ({})", listing(arr)))?;
+                out.push(format!("{k}[{i}]"));
+                cur = arr.get(i);
+            }
+            (Some(i), Some(toml::Value::Array(arr))) => {
+                out.push(seg.to_string());
+                cur = i.parse::<usize>().ok().and_then(|i| arr.get(i));
+            }
+            (None, Some(toml::Value::Array(arr))) if si + 1 < segs.len() => {
+                return Err(format!(
+                    "key `{key}`: `{here}` is an array; address one of its elements as `{here}[INDEX]` or \
+                     `{here}[NAME]` ({})",
+                    listing(arr)
+                ));
+            }
+            _ => {
+                out.push(seg.to_string());
+                cur = v;
+            }
+        }
+    }
+    Ok(out.join("."))
+}
+
 impl Setting {
     /// A setting of `key` to one typed value (from a program, not a command line): a string
     /// stays a string; its label is the string, or the value as TOML (`{ kind = "red" }`).
     pub fn one(key: &str, value: toml::Value) -> Result<Setting, String> {
         let key = key.trim();
-        path_steps(key).map_err(|m| format!("set {key:?}: {m}"))?;
+        path_steps(&names_as_indices(key)).map_err(|m| format!("set {key:?}: {m}"))?;
         let text = match &value {
             toml::Value::String(s) => s.clone(),
             v => v.to_string(),
@@ -165,8 +247,13 @@ impl Base {
     pub fn doc_with(&self, settings: &[Setting], pick: &[usize]) -> Result<(toml::Table, Vec<String>), ScenarioError> {
         let mut doc = self.doc.clone();
         for (s, &k) in settings.iter().zip(pick) {
+            let key = resolve_names(&doc, &s.key).map_err(|msg| ScenarioError {
+                file: self.file.clone(),
+                key: None,
+                msg: format!("{msg} (with --set {}={})", s.key, s.texts[k]),
+            })?;
             // The message names the key (`key `flows[3].count`: …`).
-            set_path(&mut doc, &s.key, s.values[k].clone()).map_err(|msg| ScenarioError {
+            set_path(&mut doc, &key, s.values[k].clone()).map_err(|msg| ScenarioError {
                 file: self.file.clone(),
                 key: None,
                 msg: format!("{msg} (with --set {}={})", s.key, s.texts[k]),
@@ -808,10 +895,10 @@ impl SweepResult {
     }
 
     /// A plot of one metric's mean (± one standard error) against a setting: the first with
-    /// numeric values (numbers, rates, durations), else the first. One curve per combination of the
-    /// other settings' values.
-    pub fn plot(&self, metric: usize, settings: &[Setting]) -> String {
-        let (name, what) = (&self.names[metric].0, &self.names[metric].1);
+    /// numeric values (numbers, rates, durations, sizes), ticked at the swept values, else the
+    /// first, one tick per value. One curve per combination of the other settings' values.
+    pub fn plot(&self, metric: usize, settings: &[Setting]) -> Plot {
+        let name = &self.names[metric].0;
         let axes: Vec<(Vec<f64>, String, bool)> = settings.iter().map(x_axis).collect();
         let xi = axes.iter().position(|a| a.2).unwrap_or(0);
         let x_label = axes.get(xi).map_or_else(|| "(no --set)".to_string(), |a| a.1.clone());
@@ -833,7 +920,7 @@ impl SweepResult {
                         .collect();
                     curve_of.push(rest);
                     curves.push(Curve {
-                        name: if label.is_empty() { name.to_string() } else { label.join(", ") },
+                        name: if label.is_empty() { axis_label(name, &self.names[metric].1) } else { label.join(", ") },
                         markers: true,
                         ..Default::default()
                     });
@@ -850,26 +937,42 @@ impl SweepResult {
             let (m, se) = (p.mean[metric], p.se[metric]);
             if m.is_finite() {
                 curves[c].points.push((x, m));
-                if p.runs > 1 {
+                if p.runs > 1 && se > 0.0 {
                     curves[c].err.push((x, m - se, m + se));
                 }
             }
         }
-        let seeds = match self.seeds.len() {
-            1 => "1 seed".to_string(),
-            n => format!("mean ± s.e. over {n} seeds"),
-        };
-        let what = what.replace("the reported link direction", &self.link);
+        let what = self.names[metric].1.replace("the reported link direction", &self.link);
         let file = Path::new(&self.file).file_name().map_or(self.file.clone(), |f| f.to_string_lossy().into_owned());
-        xy_chart(
-            &XyChart {
-                title: format!("{file}: {what}, {seeds}"),
-                x_label,
-                y_label: name.to_string(),
-                ..Default::default()
-            },
-            &curves,
-        )
+        let title = format!("{file}: {}, {}", what.split(", ").next().unwrap_or(&what), self.seeds_note(metric));
+        let plot =
+            xy_chart(&XyChart { title, x_label, y_label: axis_label(name, &what), ..Default::default() }, &curves);
+        match axes.get(xi) {
+            Some((xs, _, true)) => plot.x_ticks(xs),
+            Some((xs, _, false)) => {
+                plot.x_tick_labels(xs.iter().zip(&settings[xi].texts).map(|(&x, t)| (x, compact(t))).collect())
+            }
+            None => plot.x_tick_labels(vec![(1.0, String::new())]),
+        }
+    }
+
+    /// How the seeds show in a plot's title: "1 seed", "mean ± s.e. over 5 seeds", or, when every
+    /// point's seeds gave the same value, "5 seeds, all the same".
+    fn seeds_note(&self, metric: usize) -> String {
+        match self.seeds.len() {
+            1 => "1 seed".to_string(),
+            n if self.points.iter().all(|p| p.min[metric] == p.max[metric] || !p.mean[metric].is_finite()) => {
+                format!("{n} seeds, each point the same in all")
+            }
+            n => format!("mean ± s.e. over {n} seeds"),
+        }
+    }
+
+    /// Whether every point's runs gave the same value of the metric (a scenario without
+    /// randomness, or one whose randomness does not reach it).
+    pub fn same_over_seeds(&self, metric: usize) -> bool {
+        self.seeds.len() > 1
+            && self.points.iter().all(|p| p.min[metric] == p.max[metric] || !p.mean[metric].is_finite())
     }
 
     /// Write `sweep.json`, `sweep.csv`, `sweep-points.csv`, plots of goodput and of the link's
@@ -886,36 +989,51 @@ impl SweepResult {
             ("sweep.json".to_string(), json),
             ("sweep.csv".to_string(), self.runs_csv()),
             ("sweep-points.csv".to_string(), self.points_csv()),
-            ("sweep-goodput.svg".to_string(), self.plot(goodput, settings)),
-            ("sweep-queue.svg".to_string(), self.plot(queue, settings)),
         ];
-        let mut done = vec![goodput, queue];
+        let mut plots = vec![("sweep-goodput".to_string(), goodput), ("sweep-queue".to_string(), queue)];
         // With a gateway box, where its buffer goes: data queued and ACKs held.
         for (name, m) in [("gateway-queue", "gateway_data_avg_pkts"), ("gateway-acks", "gateway_acks_avg")] {
             let m = metric_index(m).expect("listed");
             if self.columns.contains(&m) {
-                files.push((format!("sweep-{name}.svg"), self.plot(m, settings)));
-                done.push(m);
+                plots.push((format!("sweep-{name}"), m));
             }
         }
         for &m in more_plots {
-            if !done.contains(&m) && self.columns.contains(&m) {
-                done.push(m);
+            if !plots.iter().any(|p| p.1 == m) && self.columns.contains(&m) {
                 let file: String = self.names[m]
                     .0
                     .chars()
                     .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
                     .collect();
-                files.push((format!("sweep-{file}.svg"), self.plot(m, settings)));
+                plots.push((format!("sweep-{file}"), m));
             }
         }
         let mut out = Vec::new();
-        for (name, text) in files {
+        for (name, text) in files.drain(..) {
             let p = dir.join(name);
             std::fs::write(&p, text).map_err(|err| RunError::Io { path: p.display().to_string(), err })?;
             out.push(p);
         }
+        for (name, m) in plots {
+            let written = self
+                .plot(m, settings)
+                .write(dir, &name)
+                .map_err(|err| RunError::Io { path: dir.join(&name).display().to_string(), err })?;
+            out.extend(written);
+        }
         Ok(out)
+    }
+}
+
+/// A metric as an axis label with its unit: "aggregate goodput (Mbit/s)" for `goodput_mbps`
+/// (from its description, "what, unit"); a metric of the user's by its path.
+fn axis_label(name: &str, what: &str) -> String {
+    match name {
+        "retransmit_ratio" => "retransmitted / sent data segments".into(),
+        _ => match what.rsplit_once(", ") {
+            Some((w, unit)) if !unit.contains(' ') || unit == "packets" => format!("{w} ({unit})"),
+            _ => what.to_string(),
+        },
     }
 }
 
@@ -1020,7 +1138,7 @@ impl fmt::Display for SweepResult {
         for (k, w) in self.keys.iter().zip(&widths) {
             head += &format!("{k:<w$}  ");
         }
-        let link_q = format!("{} queue", self.link);
+        let link_q = format!("{} queue pkts", self.link);
         let gw = self.columns.contains(&idx("gateway_data_avg_pkts"));
         let (gq, ga, gd) = (idx("gateway_data_avg_pkts"), idx("gateway_acks_avg"), idx("gateway_drops"));
         write!(
@@ -1029,7 +1147,7 @@ impl fmt::Display for SweepResult {
             "runs",
             "goodput Mbit/s",
             "Jain",
-            "retx",
+            "retx %",
             link_q,
             "drops",
             w = link_q.len().max(8)
@@ -1047,8 +1165,13 @@ impl fmt::Display for SweepResult {
             for (v, w) in p.values.iter().zip(&widths) {
                 line += &format!("{v:<w$}  ");
             }
-            let gp =
-                if p.runs > 1 { format!("{:.3} ± {:.3}", p.mean[g], p.se[g]) } else { format!("{:.3}", p.mean[g]) };
+            // ± s.e. over the seeds; none when they all gave the same value (the table's header
+            // says so when every point did).
+            let gp = if p.runs > 1 && p.min[g] != p.max[g] {
+                format!("{:.3} ± {:.3}", p.mean[g], p.se[g])
+            } else {
+                format!("{:.3}", p.mean[g])
+            };
             write!(
                 f,
                 "{line}{:>4}  {gp:>20}  {:>6.4}  {:>5.2}%  {:>w$.2}  {:>8.1}",
@@ -1102,7 +1225,8 @@ start = "uniform(0s, 500ms)"
         assert_eq!(s.values[4], toml::Value::String("x,y".into()));
         assert!(s.values[5].as_array().is_some_and(|a| a.len() == 2));
         assert_eq!(s.key, "a.b");
-        for bad in ["novalue", "a.b=", "a.b=1,,2", "=3", "a..b=1", "flows[x].count=1", "flows[0=1", "a b=1"] {
+        // (`flows[x]` is a flow named x, resolved against the scenario.)
+        for bad in ["novalue", "a.b=", "a.b=1,,2", "=3", "a..b=1", "flows[x y].count=1", "flows[0=1", "a b=1"] {
             assert!(parse_setting(bad).is_err(), "{bad:?} should be refused");
         }
         let p = path_steps("flows[1].tcp.cc").unwrap();
@@ -1124,6 +1248,25 @@ start = "uniform(0s, 500ms)"
         assert!(e.contains("`duration` is not a table (it is a string)"), "{e}");
         let e = set(&mut doc, "name[0]=1").unwrap_err();
         assert!(e.contains("not an array"), "{e}");
+    }
+
+    #[test]
+    fn array_elements_are_addressed_by_name_and_a_wrong_one_lists_them() {
+        let doc = r#"
+[topology]
+kind = "graph"
+links = [ { name = "home", a = "x", b = "y" }, { name = "access", a = "y", b = "z" } ]
+"#
+        .parse::<toml::Table>()
+        .unwrap();
+        assert_eq!(resolve_names(&doc, "topology.links[access].qdisc").unwrap(), "topology.links[1].qdisc");
+        assert_eq!(resolve_names(&doc, "topology.links[0].rate").unwrap(), "topology.links[0].rate");
+        let e = resolve_names(&doc, "topology.links[acces].qdisc").unwrap_err();
+        assert!(e.contains("no element named `acces`") && e.contains("[1] or [access]"), "{e}");
+        let e = resolve_names(&doc, "topology.links.access.qdisc").unwrap_err();
+        assert!(e.contains("`topology.links` is an array") && e.contains("[0] or [home]"), "{e}");
+        assert!(parse_setting("topology.links[access].qdisc=red").is_ok());
+        assert_eq!(names_as_indices("a[x].b[2].c[y]"), "a[0].b[2].c[0]");
     }
 
     #[test]
@@ -1244,7 +1387,7 @@ start = "uniform(0s, 500ms)"
         // The CSVs and the plot carry every point.
         assert_eq!(one.runs_csv().lines().count(), 9);
         assert_eq!(one.points_csv().lines().count(), 5);
-        let svg = one.plot(0, &settings);
+        let svg = one.plot(0, &settings).svg();
         assert!(svg.contains("topology.bottleneck.rate (Mbit/s)") && svg.contains("cc=cubic"));
     }
 
@@ -1363,7 +1506,7 @@ policy = { default_class = "c", class = [ { name = "c", rate = "2Mbit/s", queue 
             .ends_with("fr_mean,fr_se,aggregate.cov_mean,aggregate.cov_se"));
         let table = res.to_string();
         assert!(table.lines().next().unwrap().contains("aggregate.cov"), "{table}");
-        assert!(res.plot(n, &settings).contains("flows[1].fast_retransmits (summary.json)"));
+        assert!(res.plot(n, &settings).svg().contains("flows[1].fast_retransmits (summary.json)"));
         // A path the first run does not have fails before the others run.
         let typo = vec![parse_metric("flows[1].fast_retransmit").unwrap()];
         let sweep = Sweep { base, settings, seeds: vec![1, 2], link: None, extra: typo };

@@ -85,7 +85,8 @@ def run(scenario, seed=None, set=None, *, out=None, pcap=(), file=None) -> Resul
     keys for this run, as ``ackshape run --set``: a dict ``{"topology.bottleneck.rate": "5Mbit/s",
     "flows[0].count": 4}`` (Python values; a str stays a string) or a list of ``"KEY=VALUE"``
     strings parsed as on the command line. With ``out``, the command line's files go there
-    (summary.json, flows.csv, …, scenario.toml), and ``pcap`` names link directions to capture.
+    (summary.json, flows.csv, …, scenario.toml), and ``pcap`` names links to capture
+    (both directions of each, frames cut after 134 bytes, as ``ackshape run --pcap``).
     ``file`` names the scenario in errors and in the summary (default: the path, ``<string>`` or
     ``<dict>``).
 
