@@ -1365,11 +1365,14 @@ links = [ { name = "home", a = "x", b = "y" }, { name = "access", a = "y", b = "
             let sc = base.with(&settings, &pick).unwrap();
             let mut sim = Sim::build(&sc, "s.toml", Some(r.seed), RunOptions::default()).unwrap();
             sim.run(None);
-            // Bit for bit (the gateway metrics are NaN: no gateway box).
+            // Bit for bit with the run's summary.json as written (the gateway metrics are NaN: no
+            // gateway box).
+            let written: serde_json::Value =
+                serde_json::from_str(&crate::run::summary_json(&sim.summary(0.0))).unwrap();
             let bits = |m: &[f64]| m.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(
                 bits(&r.metrics),
-                bits(&metrics_of(&sim.summary(0.0), "bottleneck")),
+                bits(&metrics_of_json(&written, "bottleneck")),
                 "point {} seed {}",
                 r.point,
                 r.seed
@@ -1378,10 +1381,13 @@ links = [ { name = "home", a = "x", b = "y" }, { name = "access", a = "y", b = "
         // No gateway box: no gateway columns.
         assert!(!one.runs_csv().lines().next().unwrap().contains("gateway_"));
         assert!(!one.to_string().contains("gw data"));
-        // The rate was applied: goodput stays under each bottleneck's rate, and the seeds differ.
+        // The rate was applied: goodput stays near each bottleneck's rate, and the seeds differ.
+        // Goodput counts in-order delivery in the measured window, so data that arrived out of
+        // order before it and is released when a hole fills can lift it a little above the rate
+        // (2.004 Mbit/s at 2 Mbit/s with cubic): a 5% margin, far below the other rate's 2x.
         for p in &one.points {
             let cap = if p.values[0] == "2Mbit/s" { 2.0 } else { 4.0 };
-            assert!(p.mean[0] < cap && p.mean[0] > 0.5 * cap, "{:?}: {}", p.values, p.mean[0]);
+            assert!(p.mean[0] < 1.05 * cap && p.mean[0] > 0.5 * cap, "{:?}: {}", p.values, p.mean[0]);
         }
         assert!(one.points.iter().any(|p| p.se[0] > 0.0));
         // The CSVs and the plot carry every point.
@@ -1434,8 +1440,9 @@ policy = { default_class = "c", class = [ { name = "c", rate = "2Mbit/s", queue 
             let sc = base.with(&settings, &[r.point]).unwrap();
             let mut sim = Sim::build(&sc, "g.toml", Some(r.seed), RunOptions::default()).unwrap();
             sim.run(None);
-            let s = sim.summary(0.0);
-            let st = &s.middleboxes[0]["stats"];
+            // As the run's summary.json has them (12 significant digits).
+            let s: serde_json::Value = serde_json::from_str(&crate::run::summary_json(&sim.summary(0.0))).unwrap();
+            let st = &s["middleboxes"][0]["stats"];
             let (b, c) = (&st["buffer"], &st["classes"]["c"]);
             assert_eq!(r.metrics[col("gateway_data_avg_pkts")], b["data_avg_pkts_after_warmup"].as_f64().unwrap());
             assert_eq!(r.metrics[col("gateway_data_max_pkts")], b["data_max_pkts_after_warmup"].as_f64().unwrap());
@@ -1492,7 +1499,7 @@ policy = { default_class = "c", class = [ { name = "c", rate = "2Mbit/s", queue 
             sim.run(None);
             let s = sim.summary(0.0);
             assert_eq!(r.metrics[n], s.flows[1].fast_retransmits as f64);
-            assert_eq!(r.metrics[n + 1], s.aggregate.cov);
+            assert_eq!(r.metrics[n + 1], crate::run::round_sig(s.aggregate.cov));
             assert_eq!(r.metrics[n + 1], r.metrics[metric_index("cov").unwrap()]);
         }
         assert!(res.runs.iter().any(|r| r.metrics[n] > 0.0), "the lossy bottleneck causes fast retransmits");
