@@ -253,6 +253,10 @@ fn testbed_up_then_down_leaves_nothing() {
     std::fs::remove_dir_all(&d).ok();
 }
 
+/// A two-flow scenario through a qdisc-link box. The measured window starts at 4 s, after the
+/// loss recovery that ends slow start: in-order goodput over a window that starts mid-recovery
+/// counts the out-of-order backlog a hole fill releases (the simulator measured 4.26 Mbit/s of
+/// goodput through a 4 Mbit/s box with the window from 2 s, 3.83 from 4 s).
 fn qlink_scenario(dir: &std::path::Path, name: &str, queue: u32, prefix: &str) -> PathBuf {
     let p = dir.join(format!("{name}.toml"));
     std::fs::write(
@@ -260,8 +264,8 @@ fn qlink_scenario(dir: &std::path::Path, name: &str, queue: u32, prefix: &str) -
         format!(
             r#"
 name = "{name}"
-duration = "8s"
-warmup = "2s"
+duration = "10s"
+warmup = "4s"
 [tcp]
 cc = "cubic"
 [topology]
