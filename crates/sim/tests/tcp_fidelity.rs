@@ -127,6 +127,9 @@ fn sharing_utilization_and_fairness() {
 /// fast retransmits. `max_window` caps the sender's window in segments (0 = none).
 fn single_drop(cc: &str, max_window: u32, gran: &str, min_rto: &str) -> (f64, u64, u64) {
     let cap = if max_window > 0 { format!("max_window = \"{max_window}pkt\"") } else { String::new() };
+    // A 500 ms tick is the BSD coarse timer: RFC 6298's RTO fired on tick boundaries (the default
+    // Linux estimator adds the minimum RTO to SRTT instead of flooring the sum).
+    let rto_model = if gran == "500ms" { "rto_model = \"rfc6298\"" } else { "" };
     let text = format!(
         r#"
 duration = "20s"
@@ -134,6 +137,7 @@ duration = "20s"
 cc = "{cc}"
 rto_granularity = "{gran}"
 min_rto = "{min_rto}"
+{rto_model}
 {cap}
 [topology]
 kind = "graph"
