@@ -4,7 +4,7 @@
 //! emulated) and Fig. 16 (model vs simulation). Settings, assumptions and tolerances live in
 //! `experiments/p0/*.toml`; the schemes are [`crate::edge::schemes`].
 
-use crate::claims::{self, ClaimSpec};
+use crate::claims::{exp_param as prm, exp_specs as specs, share};
 use crate::edge::*;
 use crate::{Ctx, ExpOutput, Experiment, Measured};
 use ackshape_core::model_edge;
@@ -79,25 +79,6 @@ fn available(schemes: &[(Scheme, Option<String>)]) -> Vec<&Scheme> {
 
 fn ran(schemes: &[(Scheme, Option<String>)], id: &str) -> bool {
     schemes.iter().any(|(s, w)| s.id.as_str() == id && w.is_none())
-}
-
-/// The file's claims of experiment `exp`, for their measurement parameters.
-fn specs(exp: &Experiment) -> Result<Vec<ClaimSpec>, String> {
-    claims::specs(exp.text, exp.file, exp.id)
-}
-
-/// A measurement parameter of claim `id` (`params.KEY`).
-fn prm(sp: &[ClaimSpec], exp: &Experiment, id: &str, key: &str) -> Result<f64, String> {
-    claims::param(sp, exp.file, id, key)
-}
-
-/// Percent of `k` out of `n`; NaN (nothing to assess) when `n` is 0.
-fn share(k: usize, n: usize) -> f64 {
-    if n == 0 {
-        f64::NAN
-    } else {
-        k as f64 / n as f64 * 100.0
-    }
 }
 
 /// A claim whose scheme this run did not include.

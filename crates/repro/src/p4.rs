@@ -6,7 +6,7 @@
 //! (`[paper.sweep]`) and a second TCP profile (`[paper.profiles.modern.tcp]`, overriding the
 //! file's ns-2-like `[tcp]`). Each experiment runs both profiles and reports both (trap P4-7).
 
-use crate::claims::{self, ClaimSpec};
+use crate::claims::{exp_param as prm, exp_specs as specs, share};
 use crate::{Ctx, ExpOutput, Experiment, Measured, Table};
 use ackshape_sim::plot::{line_chart, Series};
 use ackshape_sim::scenario::Scenario;
@@ -350,25 +350,6 @@ fn f1_increase(base: &Base, pi: usize, pts: &[(f64, &Res, &Res)], headroom: f64,
         );
     }
     Measured::new(share(inc + full_ok, open + full), "% of points", text)
-}
-
-/// The file's claims of experiment `exp`, for their measurement parameters.
-fn specs(exp: &Experiment) -> Result<Vec<ClaimSpec>, String> {
-    claims::specs(exp.text, exp.file, exp.id)
-}
-
-/// A measurement parameter of claim `id` (`params.KEY`).
-fn prm(sp: &[ClaimSpec], exp: &Experiment, id: &str, key: &str) -> Result<f64, String> {
-    claims::param(sp, exp.file, id, key)
-}
-
-/// Percent of `k` out of `n`; NaN (nothing to assess) when `n` is 0.
-fn share(k: usize, n: usize) -> f64 {
-    if n == 0 {
-        f64::NAN
-    } else {
-        k as f64 / n as f64 * 100.0
-    }
 }
 
 /// What a tap configuration did over a grid, per profile: for triple-ACK the injections, for
