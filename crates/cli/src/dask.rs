@@ -8,7 +8,8 @@
 //! exchange is one JSON object per line on the child's stdin and stdout:
 //!
 //! - child → us, first: `{"ackshape": {version, commit, dirty, source}, "workers": N}` or `{"error": "…"}`;
-//! - us → child, per batch: `{"i": K, "scenario": TOML, "file": F, "set": [..], "seed": S}` lines, then `{"end": true}`;
+//! - us → child, per batch: `{"i": K, "scenario": TOML, "file": F, "set": [..], "seed": S, "record": B}` lines,
+//!   then `{"end": true}` (`record`: hand back a run record, `RunRecord::to_text`, not a summary.json);
 //! - child → us, per run as it finishes: `{"i": K, "summary": TEXT}` or `{"i": K, "error": "…"}`.
 //!
 //! Every summary must come from the same build as this binary (version, commit, sources):
@@ -96,8 +97,7 @@ impl DaskRunner {
         let stdin = self.stdin.as_mut().ok_or("the Dask bridge has ended")?;
         let mut w = std::io::BufWriter::new(stdin);
         for (i, j) in jobs.iter().enumerate() {
-            let line =
-                serde_json::json!({"i": i, "scenario": j.scenario, "file": j.file, "set": j.set, "seed": j.seed});
+            let line = serde_json::json!({"i": i, "scenario": j.scenario, "file": j.file, "set": j.set, "seed": j.seed, "record": j.record});
             writeln!(w, "{line}").map_err(|e| format!("the Dask bridge: {e}"))?;
         }
         writeln!(w, "{}", serde_json::json!({"end": true})).map_err(|e| format!("the Dask bridge: {e}"))?;

@@ -48,6 +48,11 @@ pub struct ReproduceArgs {
     /// the JSON records say what was changed; use --out to keep the results apart.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Run the simulations on the Dask cluster whose scheduler is at ADDRESS (e.g.
+    /// tcp://10.0.0.5:8786) instead of on threads here; the claims are the same. Needs the Python
+    /// package (`pip install './crates/py[dask]'`, the same build on every worker).
+    #[arg(long, value_name = "ADDRESS")]
+    pub dask: Option<String>,
 }
 
 pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
@@ -126,6 +131,16 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(if a.quick { "results/reproduce-quick" } else { "results/reproduce" }));
+    let mut dask = match &a.dask {
+        Some(addr) => match crate::dask::DaskRunner::connect(addr) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("error: --dask {addr}: {e}");
+                return ExitCode::from(crate::CANNOT_RUN);
+            }
+        },
+        None => None,
+    };
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
     let mut records = Vec::new();
     let mut failed_claims = 0usize;
@@ -143,8 +158,15 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         );
         bar.set_message(exp.id.to_string());
         let mut progress = |f: f64| bar.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
-        let mut ctx =
-            Ctx { quick: a.quick, seed: a.seed, progress: Some(&mut progress), mechanism_off: false, readings: true };
+        let runner = dask.as_mut().map(|r| r as &mut dyn ackshape_repro::Runner);
+        let mut ctx = Ctx {
+            quick: a.quick,
+            seed: a.seed,
+            progress: Some(&mut progress),
+            mechanism_off: false,
+            readings: true,
+            runner,
+        };
         let t0 = std::time::Instant::now();
         let res = run_experiment(exp, &mut ctx);
         let wall = t0.elapsed().as_secs_f64();

@@ -239,6 +239,119 @@ fn run_resolved(py: Python<'_>, scenario: String, file: String, set: Vec<String>
     py.detach(move || sweep::run_resolved(&scenario, &file, &set, seed)).map_err(ScenarioError::new_err)
 }
 
+/// Run one resolved scenario (a reproduction's run, on whichever machine): the run record's text
+/// (its summary with every number exact, and its goodput series; `ackshape_sim::sweep::RunRecord`).
+#[pyfunction]
+fn run_record(py: Python<'_>, scenario: String, file: String, set: Vec<String>, seed: u64) -> PyResult<String> {
+    py.detach(move || sweep::run_record(&scenario, &file, &set, seed)).map_err(ScenarioError::new_err)
+}
+
+/// A reproduction's runs handed to Python: `submit(jobs)` gets a list of `(scenario, file, set,
+/// seed)` (resolved TOML text) and returns one `(ok, text)` per job, in order: the run record's
+/// text, or the error's message.
+struct PyRunner {
+    submit: Py<PyAny>,
+    this: ackshape_sim::provenance::Provenance,
+}
+
+impl sweep::Runner for PyRunner {
+    fn run(
+        &mut self,
+        jobs: &[sweep::RunJob],
+        keep: &(dyn Fn(&sweep::RunJob, &str) -> Result<(), String> + Sync),
+        progress: &mut dyn FnMut(usize),
+    ) -> Vec<Result<String, String>> {
+        if jobs.is_empty() {
+            return Vec::new();
+        }
+        let args: Vec<(String, String, Vec<String>, u64)> =
+            jobs.iter().map(|j| (j.scenario.clone(), j.file.clone(), j.set.clone(), j.seed)).collect();
+        let res: Result<Vec<(bool, String)>, String> = Python::attach(|py| {
+            self.submit
+                .call1(py, (args,))
+                .and_then(|r| r.bind(py).extract::<Vec<(bool, String)>>().map_err(PyErr::from))
+                .map_err(|e| format!("the executor: {e}"))
+        });
+        let res = match res {
+            Ok(v) if v.len() == jobs.len() => v,
+            Ok(v) => vec![
+                (false, format!("the executor handed back {} results for {} runs", v.len(), jobs.len()));
+                jobs.len()
+            ],
+            Err(e) => vec![(false, e); jobs.len()],
+        };
+        res.into_iter()
+            .zip(jobs)
+            .enumerate()
+            .map(|(k, ((ok, text), j))| {
+                progress(k + 1);
+                if !ok {
+                    return Err(text);
+                }
+                match store::summary_provenance(&text) {
+                    Ok(p) if p == self.this => keep(j, &text).map(|_| text),
+                    Ok(p) => Err(format!(
+                        "an executor's worker runs {p}, this package is {}: results of different builds are never \
+                         mixed (install the same build on every worker)",
+                        self.this
+                    )),
+                    Err(e) => Err(format!("an executor's result: {e}")),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Run the reproductions `ids` (experiment IDs or paper prefixes; none: all) as `ackshape
+/// reproduce` does, writing the same files into `out`; with `submit` (see `PyRunner`) the
+/// simulations run wherever it sends them, else on threads here. Returns the claim records as JSON
+/// (`reproduce --json`'s array).
+#[pyfunction]
+#[pyo3(signature = (ids, quick, seed, out, submit=None))]
+fn reproduce(
+    py: Python<'_>,
+    ids: Vec<String>,
+    quick: bool,
+    seed: u64,
+    out: PathBuf,
+    submit: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    use ackshape_repro::{
+        claim_records, registry, run_experiment, select, write_index, write_output_with, Ctx, RunInfo,
+    };
+    py.detach(move || -> Result<String, Fail> {
+        let all = registry();
+        let chosen = select(&all, &ids).map_err(Fail::Scenario)?;
+        let mut runner = submit.map(|submit| PyRunner { submit, this: ackshape_sim::provenance::Provenance::this() });
+        let mut records = Vec::new();
+        for exp in chosen {
+            let mut ctx = Ctx {
+                quick,
+                seed,
+                progress: None,
+                mechanism_off: false,
+                readings: true,
+                runner: runner.as_mut().map(|r| r as &mut dyn sweep::Runner),
+            };
+            let t0 = std::time::Instant::now();
+            let o = run_experiment(exp, &mut ctx).map_err(|e| Fail::Scenario(format!("{}: {e}", exp.id)))?;
+            let run = RunInfo::new(&o, exp, quick, seed, t0.elapsed().as_secs_f64());
+            let dir = out.join(exp.id);
+            // As the command line: the experiment's file as run, beside the results.
+            let doc: toml::Table = exp.text.parse().map_err(|e| Fail::Scenario(format!("{}: {e}", exp.file)))?;
+            let text = ackshape_sim::run::resolved_scenario_toml(&doc, exp.file, seed, &[]).map_err(Fail::Scenario)?;
+            let io = |p: &std::path::Path, e: std::io::Error| Fail::Io(format!("{}: {e}", p.display()));
+            std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+            std::fs::write(dir.join("scenario.toml"), text).map_err(|e| io(&dir.join("scenario.toml"), e))?;
+            write_output_with(&o, exp, &run, &dir).map_err(|e| io(&dir, e))?;
+            records.extend(claim_records(&o, &[]));
+        }
+        write_index(&out).map_err(|e| Fail::Io(format!("{}: {e}", out.join("index.md").display())))?;
+        Ok(serde_json::to_string(&records).expect("claim records are JSON"))
+    })
+    .map_err(PyErr::from)
+}
+
 /// Plan a sweep: every point checked (built) before anything runs. `points` is a list of points,
 /// each a list of `(key, JSON value)`; `seeds` the seeds (`count` instead: the scenario's seed and
 /// the ones after it). Returns JSON: `{"seeds": [...], "points": [{"set": [...], "hash", "scenario"}]}`.
@@ -402,6 +515,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for f in [
         wrap_pyfunction!(run, m)?,
         wrap_pyfunction!(run_resolved, m)?,
+        wrap_pyfunction!(run_record, m)?,
+        wrap_pyfunction!(reproduce, m)?,
         wrap_pyfunction!(plan, m)?,
         wrap_pyfunction!(metrics, m)?,
         wrap_pyfunction!(metric_names, m)?,

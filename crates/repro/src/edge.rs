@@ -603,8 +603,9 @@ pub struct Outcome {
 pub fn run_jobs(ctx: &mut Ctx, file: &str, jobs: &[Job]) -> Result<Vec<Outcome>, String> {
     let mut sims = Vec::with_capacity(jobs.len());
     for j in jobs {
-        let sc = Scenario::from_table(j.variant.t.clone(), file).map_err(|e| format!("{} ({}): {e}", file, j.label))?;
-        sims.push(crate::SimJob { label: j.label.clone(), scenario: sc, file: file.to_string(), seed: j.seed });
+        let sim = crate::SimJob::new(j.label.clone(), j.variant.t.clone(), file, j.seed)
+            .map_err(|e| format!("{} ({}): {e}", file, j.label))?;
+        sims.push(sim);
     }
     let keep: Vec<bool> = jobs.iter().map(|j| j.series).collect();
     let labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();

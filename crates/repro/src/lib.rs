@@ -26,6 +26,7 @@
 
 use ackshape_sim::metrics::Summary;
 use ackshape_sim::scenario::Scenario;
+pub use ackshape_sim::sweep::{RunJob, RunRecord, Runner};
 use ackshape_sim::world::{RunOptions, Sim};
 use serde::Serialize;
 
@@ -101,12 +102,16 @@ pub struct Ctx<'a> {
     pub mechanism_off: bool,
     /// Also run the file's `[[paper.readings]]` ([`run_experiment`]).
     pub readings: bool,
+    /// Where the simulations run: `None`, on [`workers`] threads of this process; else on this
+    /// runner (the sweep's seam: `reproduce --dask`, or a Python executor), each run handing back
+    /// its [`RunRecord`], so that the results are the same wherever the runs ran.
+    pub runner: Option<&'a mut dyn Runner>,
 }
 
 impl Ctx<'_> {
-    /// A context without a progress callback, readings on, mechanisms on.
+    /// A context without a progress callback, readings on, mechanisms on, runs on threads here.
     pub fn new(quick: bool, seed: u64) -> Ctx<'static> {
-        Ctx { quick, seed, progress: None, mechanism_off: false, readings: true }
+        Ctx { quick, seed, progress: None, mechanism_off: false, readings: true, runner: None }
     }
 
     pub fn progress(&mut self, f: f64) {
@@ -132,11 +137,70 @@ impl Ctx<'_> {
     pub fn run_jobs_span<T, F>(&mut self, jobs: &[SimJob], from: f64, to: f64, extract: F) -> Vec<Result<T, String>>
     where
         T: Send,
-        F: Fn(&Sim, Summary) -> T + Sync,
+        F: Fn(&dyn RunView, Summary) -> T + Sync,
     {
         let n = jobs.len().max(1) as f64;
-        let mut progress = |done: usize| self.progress(from + (to - from) * done as f64 / n);
-        run_parallel(jobs, workers(), |j| j.run_with(&extract), &mut progress)
+        let Ctx { progress: parent, runner, .. } = self;
+        let mut progress = |done: usize| {
+            if let Some(p) = parent.as_mut() {
+                p(from + (to - from) * done as f64 / n)
+            }
+        };
+        let Some(runner) = runner.as_deref_mut() else {
+            return run_parallel(jobs, workers(), |j| j.run_with(&extract), &mut progress);
+        };
+        // Elsewhere: each job goes as its resolved scenario and comes back as a run record.
+        let mut out: Vec<Option<Result<T, String>>> = Vec::with_capacity(jobs.len());
+        let mut sent = Vec::new();
+        for (i, j) in jobs.iter().enumerate() {
+            match j.run_job(i) {
+                Ok(r) => {
+                    sent.push(r);
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        let texts = runner.run(&sent, &|_, _| Ok(()), &mut progress);
+        for (r, text) in sent.iter().zip(texts) {
+            let j = &jobs[r.point];
+            out[r.point] = Some(
+                text.and_then(|t| RunRecord::from_text(&t))
+                    .map_err(|e| format!("{} ({}): {e}", j.label, j.file))
+                    .map(|rec| extract(&Recorded(rec.goodput_series), rec.summary)),
+            );
+        }
+        out.into_iter().map(|r| r.unwrap_or_else(|| Err("the runner handed back no result".into()))).collect()
+    }
+}
+
+/// The runner of a context, for a context that lives shorter.
+fn reborrow<'s>(r: &'s mut Option<&mut dyn Runner>) -> Option<&'s mut dyn Runner> {
+    match r {
+        Some(r) => Some(&mut **r),
+        None => None,
+    }
+}
+
+/// What an experiment reads of a finished run besides its summary: the simulation itself when it
+/// ran here, or what a [`RunRecord`] brought back when it ran elsewhere.
+pub trait RunView {
+    /// (bin end s, flow, goodput bit/s): [`Sim::goodput_series`].
+    fn goodput_series(&self) -> Vec<(f64, u32, f64)>;
+}
+
+impl RunView for Sim {
+    fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
+        Sim::goodput_series(self)
+    }
+}
+
+/// A run made elsewhere: the goodput series of its [`RunRecord`].
+struct Recorded(Vec<(f64, u32, f64)>);
+
+impl RunView for Recorded {
+    fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
+        self.0.clone()
     }
 }
 
@@ -146,18 +210,44 @@ pub struct SimJob {
     /// What this run is (e.g. `afvq delay=20ms seed=3`), for error messages.
     pub label: String,
     pub scenario: Scenario,
+    /// The scenario as a TOML document (what [`Scenario::from_table`] made `scenario` of), for a
+    /// run elsewhere.
+    pub doc: toml::Table,
     /// The experiment file, for error messages.
     pub file: String,
     pub seed: u64,
 }
 
 impl SimJob {
+    /// The job of the scenario `doc` (checked here); errors name the file.
+    pub fn new(label: String, doc: toml::Table, file: &str, seed: u64) -> Result<SimJob, String> {
+        let scenario = Scenario::from_table(doc.clone(), file).map_err(|e| e.to_string())?;
+        Ok(SimJob { label, scenario, doc, file: file.to_string(), seed })
+    }
+
     /// Build and run the simulation; errors name the file and the run.
     pub fn run(&self) -> Result<Summary, String> {
         self.run_with(&|_, s| s)
     }
 
-    fn run_with<T>(&self, extract: &(impl Fn(&Sim, Summary) -> T + ?Sized)) -> Result<T, String> {
+    /// As a [`Runner`]'s job (number `i` of its batch, in `point`): the resolved scenario as TOML
+    /// text, handing back a run record.
+    fn run_job(&self, i: usize) -> Result<RunJob, String> {
+        let err = |e: String| format!("{} ({}): {e}", self.label, self.file);
+        let resolved = ackshape_sim::store::resolve(&self.doc, &self.file).map_err(err)?;
+        let scenario = toml::to_string(&resolved).map_err(|e| err(e.to_string()))?;
+        Ok(RunJob {
+            point: i,
+            seed: self.seed,
+            hash: ackshape_sim::store::scenario_hash(&resolved),
+            scenario,
+            file: self.file.clone(),
+            set: self.scenario.set.clone(),
+            record: true,
+        })
+    }
+
+    fn run_with<T>(&self, extract: &(impl Fn(&dyn RunView, Summary) -> T + ?Sized)) -> Result<T, String> {
         let mut sim = Sim::build(&self.scenario, &self.file, Some(self.seed), RunOptions::default())
             .map_err(|e| format!("{} ({}): {e}", self.label, self.file))?;
         let t0 = std::time::Instant::now();
@@ -228,11 +318,16 @@ impl ExpFile {
 
     /// The base scenario with `edits` applied (dotted paths, see [`set_path`]).
     pub fn scenario_with(&self, edits: &[(String, toml::Value)]) -> Result<Scenario, String> {
+        Scenario::from_table(self.doc_with(edits)?, &self.file).map_err(|e| e.to_string())
+    }
+
+    /// The base scenario's TOML document with `edits` applied (what [`scenario_with`](Self::scenario_with) builds).
+    pub fn doc_with(&self, edits: &[(String, toml::Value)]) -> Result<toml::Table, String> {
         let mut t = self.table.clone();
         for (k, v) in edits {
             set_path(&mut t, k, v.clone()).map_err(|e| format!("{}: {e}", self.file))?;
         }
-        Scenario::from_table(t, &self.file).map_err(|e| e.to_string())
+        Ok(t)
     }
 }
 
@@ -460,8 +555,13 @@ fn run_once(
         specs.retain(|c| ids.contains(&c.id));
     }
     let (quick, seed, off, readings) = (ctx.quick, ctx.seed, ctx.mechanism_off, ctx.readings);
-    let mut p = |f: f64| ctx.progress((k as f64 + f.clamp(0.0, 1.0)) / total as f64);
-    let mut sub = Ctx { quick, seed, progress: Some(&mut p), mechanism_off: off, readings };
+    let Ctx { progress: parent, runner, .. } = ctx;
+    let mut p = |f: f64| {
+        if let Some(q) = parent.as_mut() {
+            q((k as f64 + f.clamp(0.0, 1.0)) / total as f64)
+        }
+    };
+    let mut sub = Ctx { quick, seed, progress: Some(&mut p), mechanism_off: off, readings, runner: reborrow(runner) };
     let mut out = (exp.run)(exp, &mut sub)?;
     let title = if out.title.is_empty() { exp.title.to_string() } else { out.title.clone() };
     let rc = claims::RecordCtx { exp_id: exp.id, title: &title, file: exp.file, quick };
@@ -980,8 +1080,8 @@ seeds = 3
         let mut jobs = Vec::new();
         for (i, rate) in ["2Mbit/s", "1Mbit/s", "500kbit/s"].iter().enumerate() {
             for seed in 1..=3 {
-                let sc = f.scenario_with(&[("topology.links[1].rate".into(), toml::Value::String(rate.to_string()))]);
-                jobs.push(SimJob { label: format!("{i}/{seed}"), scenario: sc.unwrap(), file: f.file.clone(), seed });
+                let doc = f.doc_with(&[("topology.links[1].rate".into(), toml::Value::String(rate.to_string()))]);
+                jobs.push(SimJob::new(format!("{i}/{seed}"), doc.unwrap(), &f.file, seed).unwrap());
             }
         }
         let key = |r: &Result<Summary, String>| {

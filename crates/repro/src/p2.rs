@@ -307,8 +307,8 @@ fn quick_edits(quick: bool, duration: &str, warmup: &str) -> Vec<(String, toml::
 }
 
 fn job(f: &ExpFile, label: String, edits: &[(String, toml::Value)], seed: u64) -> Result<SimJob, String> {
-    let scenario = f.scenario_with(edits).map_err(|e| format!("{e} (run {label})"))?;
-    Ok(SimJob { label, scenario, file: f.file.clone(), seed })
+    let doc = f.doc_with(edits).map_err(|e| format!("{e} (run {label})"))?;
+    SimJob::new(label.clone(), doc, &f.file, seed).map_err(|e| format!("{e} (run {label})"))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -220,7 +220,13 @@ fn tv<T: Into<toml::Value>>(x: T) -> toml::Value {
 }
 
 /// The scenario of one run.
+#[cfg(test)]
 fn scenario(ef: &ExpFile, p: &Point, proto: Proto, duration: &str) -> Result<Scenario, String> {
+    Scenario::from_table(scenario_doc(ef, p, proto, duration)?, &ef.file).map_err(|e| e.to_string())
+}
+
+/// The TOML document of [`scenario`].
+fn scenario_doc(ef: &ExpFile, p: &Point, proto: Proto, duration: &str) -> Result<toml::Table, String> {
     let mut t = ef.table.clone();
     let e = |r: Result<(), String>| r.map_err(|m| format!("{}: {m}", ef.file));
     let n = p.weights.len();
@@ -307,7 +313,7 @@ fn scenario(ef: &ExpFile, p: &Point, proto: Proto, duration: &str) -> Result<Sce
             g.insert("sndbuf".into(), tv("64KB"));
         }
     }
-    Scenario::from_table(t, &ef.file).map_err(|e| e.to_string())
+    Ok(t)
 }
 
 // ------------------------------------------------------------------ running
@@ -320,7 +326,7 @@ struct Out {
     summary: Summary,
 }
 
-fn extract(sim: &Sim, s: Summary) -> Out {
+fn extract(sim: &dyn crate::RunView, s: Summary) -> Out {
     let nflows = s.flows.len();
     let mut bins: Vec<Vec<f64>> = vec![Vec::new(); nflows];
     let mut prev = vec![0.0f64; nflows];
@@ -355,12 +361,12 @@ fn batch(
                 let seed = ctx.seed + k;
                 // The vacuity check: the group runs as ordinary TCP flows whatever it should be.
                 let built = if ctx.mechanism_off { Proto::Tcp } else { proto };
-                jobs.push(SimJob {
-                    label: format!("{} {} seed={seed}", proto.name(), p.label()),
-                    scenario: scenario(ef, p, built, duration)?,
-                    file: ef.file.clone(),
+                jobs.push(SimJob::new(
+                    format!("{} {} seed={seed}", proto.name(), p.label()),
+                    scenario_doc(ef, p, built, duration)?,
+                    &ef.file,
                     seed,
-                });
+                )?);
                 keys.push((pi, proto, seed));
             }
         }

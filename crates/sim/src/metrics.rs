@@ -1,8 +1,8 @@
 //! What a run reports: `summary.json` (this module's [`Summary`]) and the CSV time series.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ScenarioInfo {
     pub name: String,
     pub file: String,
@@ -10,11 +10,11 @@ pub struct ScenarioInfo {
     /// Start of the measurement window (s); metrics marked "window" cover [measure_from_s, duration_s].
     pub measure_from_s: f64,
     /// The `--set KEY=VALUE`s applied to the file (absent when none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SimInfo {
     /// Events processed.
     pub events: u64,
@@ -24,7 +24,7 @@ pub struct SimInfo {
     pub link_packets: u64,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct FlowSummary {
     pub id: u32,
     pub name: String,
@@ -54,7 +54,7 @@ pub struct FlowSummary {
     pub transfers_completed: u64,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct LinkSummary {
     pub name: String,
     pub from: String,
@@ -78,7 +78,7 @@ pub struct LinkSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qdisc: Option<QdiscSummary>,
     /// Named counters of the discipline (e.g. `red_ecn_marks`), whole run.
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub qdisc_counters: std::collections::BTreeMap<String, u64>,
     /// Sojourn times, drops and marks of the AQM disciplines (`codel`, `fq-codel`, `pie`,
     /// `cake`) over the measurement window.
@@ -96,7 +96,7 @@ pub struct LinkSummary {
 }
 
 /// An AQM discipline on one link direction, over the measurement window.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct AqmSummary {
     /// Average sojourn time (enqueue to dequeue) of the packets dequeued in the window (ms).
     pub sojourn_avg_ms: f64,
@@ -111,7 +111,7 @@ pub struct AqmSummary {
 }
 
 /// One traffic class of an asymmetric-link discipline, over the measurement window.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClassQueue {
     /// Time-average number of queued packets of this class.
     pub queue_avg_pkts: f64,
@@ -130,7 +130,7 @@ pub struct ClassQueue {
 /// Per-class view of an asymmetric-link discipline over the measurement window (see
 /// `ackshape_core::shape::asym` for the classes: a pure TCP ACK is TCP with ACK set, no payload,
 /// no SYN/FIN/RST).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClassesSummary {
     /// The discipline's `kind` as in the scenario (`afvq`, `fifo`, …).
     pub kind: String,
@@ -148,7 +148,7 @@ pub struct ClassesSummary {
 /// Paper 002's metrics for one asymmetric access link (a link whose two directions differ in
 /// rate, or run an asymmetric-link discipline). *Up* is the slower direction (the forward one
 /// when both rates are equal), *down* the other.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct AsymLinkSummary {
     /// The link's name (its forward direction).
     pub link: String,
@@ -204,13 +204,13 @@ pub fn utilization_variances(a: f64, b: f64) -> (f64, f64) {
 }
 
 /// Counters of a `qdisc` (ACK/data/non-TCP arrivals, departures, drops by reason, queue lengths at the end).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct QdiscSummary {
     #[serde(flatten)]
     pub stats: ackshape_core::shape::asym::AsymStats,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Aggregate {
     pub flows: u32,
     pub goodput_bps: f64,
@@ -221,14 +221,14 @@ pub struct Aggregate {
     pub cov: f64,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ShortSummary {
     pub count: u64,
     pub mean_s: f64,
     pub cov: f64,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct VerifySummary {
     pub flows_checked: u32,
     pub bytes_checked: u64,
@@ -238,7 +238,7 @@ pub struct VerifySummary {
     pub incomplete_flows: u32,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     /// The build that produced it: version, commit, whether the sources had uncommitted changes,
     /// and a hash of the simulator's sources.

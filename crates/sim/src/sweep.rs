@@ -526,6 +526,7 @@ impl Sweep {
                     scenario,
                     file: file.clone(),
                     set: set.clone(),
+                    record: false,
                 });
             }
         }
@@ -660,13 +661,69 @@ pub struct RunJob {
     pub scenario: String,
     pub file: String,
     pub set: Vec<String>,
+    /// What the run hands back: false, its summary.json text (a sweep's); true, a [`RunRecord`]
+    /// ([`run_record`]; a reproduction's, which needs every number as computed).
+    pub record: bool,
 }
 
 impl RunJob {
-    /// Run it here: the summary.json text.
+    /// Run it here: the summary.json text, or the [`RunRecord`] text when `record` is set.
     pub fn run(&self) -> Result<String, String> {
-        run_resolved(&self.scenario, &self.file, &self.set, self.seed)
+        if self.record {
+            run_record(&self.scenario, &self.file, &self.set, self.seed)
+        } else {
+            run_resolved(&self.scenario, &self.file, &self.set, self.seed)
+        }
     }
+}
+
+/// What a run of a reproduction hands back when it ran elsewhere (another process or machine): its
+/// summary with every number as the run computed it (summary.json rounds them, and writes a
+/// non-finite one as `null`) and its goodput time series, which is all an experiment reads of a
+/// finished run.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct RunRecord {
+    pub summary: Summary,
+    /// (bin end s, flow, goodput bit/s): [`Sim::goodput_series`].
+    pub goodput_series: Vec<(f64, u32, f64)>,
+}
+
+impl RunRecord {
+    /// As text: `{"ackshape": {version, commit, ...}, "record": BASE64}`, the record in CBOR, which
+    /// keeps every float bit for bit (NaN and infinities too). The `ackshape` key is the build's, as
+    /// in a summary.json ([`crate::store::summary_provenance`] reads it).
+    pub fn to_text(&self) -> String {
+        use base64::Engine;
+        let mut bytes = Vec::new();
+        ciborium::into_writer(self, &mut bytes).expect("a run record serialises");
+        serde_json::json!({
+            "ackshape": self.summary.ackshape,
+            "record": base64::engine::general_purpose::STANDARD.encode(bytes),
+        })
+        .to_string()
+    }
+
+    /// The record of [`to_text`](Self::to_text).
+    pub fn from_text(text: &str) -> Result<RunRecord, String> {
+        use base64::Engine;
+        let bad = |m: String| format!("a run record: {m}");
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let b64 = v["record"].as_str().ok_or_else(|| bad("expected a `record` key (a base64 string)".into()))?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| bad(format!("`record`: {e}")))?;
+        ciborium::from_reader(bytes.as_slice()).map_err(|e| bad(format!("`record`: {e}")))
+    }
+}
+
+/// Run a resolved scenario like [`run_resolved`], handing back its [`RunRecord`] as text.
+pub fn run_record(scenario: &str, file: &str, set: &[String], seed: u64) -> Result<String, String> {
+    let doc: toml::Table = scenario.parse().map_err(|e: toml::de::Error| format!("{file}: {}", e.message()))?;
+    let mut sc = Scenario::from_table(doc, file).map_err(|e| e.to_string())?;
+    sc.set = set.to_vec();
+    let mut sim = Sim::build(&sc, file, Some(seed), RunOptions::default()).map_err(|e| e.to_string())?;
+    let t0 = std::time::Instant::now();
+    sim.run(None);
+    let summary = sim.summary(t0.elapsed().as_secs_f64());
+    Ok(RunRecord { goodput_series: sim.goodput_series(), summary }.to_text())
 }
 
 /// Run a resolved scenario (TOML text, see [`crate::store::resolve`]) with `seed`; `file` and

@@ -7,6 +7,7 @@ that computes only the runs it lacks.
     >>> r.summary["aggregate"]["goodput_bps"], r.flows.goodput_bps.mean()
     >>> df = ackshape.sweep("experiments/examples/dumbbell.toml",
     ...                     {"topology.bottleneck.rate": ["5Mbit/s", "10Mbit/s"]}, seeds=3, store="results/store")
+    >>> claims = ackshape.reproduce(["P2-F10"], quick=True, executor=client)  # a Dask client
 
 The simulations run in Rust with the GIL released; pandas is imported when a DataFrame is first
 asked for, so ``import ackshape`` stays fast.
@@ -19,6 +20,7 @@ import json as _json
 from . import _native
 from ._native import ScenarioError, Store, StoreError
 from ._run import Result, run
+from ._reproduce import reproduce
 from ._sweep import sweep
 
 _prov, _build = _native.provenance()
@@ -39,6 +41,7 @@ METRICS = list(_native.metric_names())
 __all__ = [
     "run",
     "sweep",
+    "reproduce",
     "Result",
     "Store",
     "ScenarioError",

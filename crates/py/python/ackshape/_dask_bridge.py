@@ -4,7 +4,8 @@ simulations on a Dask cluster.
 The command line plans the sweep and keeps the result store; this process only hands its runs to
 the cluster. One JSON object per line: it first writes ``{"ackshape": provenance, "workers": N}``
 (or ``{"error": ...}``); then, per batch read from stdin (run lines ``{"i", "scenario", "file",
-"set", "seed"}`` ended by ``{"end": true}``), it writes ``{"i": K, "summary": TEXT}`` or
+"set", "seed", "record"}`` ended by ``{"end": true}``), it writes ``{"i": K, "summary": TEXT}`` (with
+``record``, ``reproduce --dask``'s runs: the run record's text, which keeps every number exact) or
 ``{"i": K, "error": MESSAGE}`` for each run as it finishes. It ends at the end of stdin.
 """
 
@@ -49,7 +50,11 @@ def main(argv=None) -> int:
                 batch.append(msg)
                 continue
             futures = {
-                ex.submit(_worker.run_point, m["scenario"], m["file"], m["set"], m["seed"]): m["i"] for m in batch
+                ex.submit(
+                    _worker.run_record if m.get("record") else _worker.run_point,
+                    m["scenario"], m["file"], m["set"], m["seed"],
+                ): m["i"]
+                for m in batch
             }
             for f in cf.as_completed(futures):
                 try:

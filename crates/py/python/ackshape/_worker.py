@@ -7,3 +7,9 @@ from . import _native
 def run_point(scenario: str, file: str, set: list, seed: int) -> str:
     """Run a resolved scenario (TOML text) with ``seed``; the summary.json text."""
     return _native.run_resolved(scenario, file, list(set), int(seed))
+
+
+def run_record(scenario: str, file: str, set: list, seed: int) -> str:
+    """Run a resolved scenario (TOML text) with ``seed``; the run record's text (a reproduction's
+    run: its summary with every number exact, and its goodput series)."""
+    return _native.run_record(scenario, file, list(set), int(seed))

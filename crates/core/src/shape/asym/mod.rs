@@ -100,7 +100,7 @@ pub(crate) type FlowMap<V> = crate::hash::KeyedMap<FlowKey, V>;
 pub(crate) const FLOW_TABLE_SOFT_MAX: usize = 4096;
 
 /// Packet counts per class.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClassCounts {
     pub ack: u64,
     pub data: u64,
@@ -134,7 +134,7 @@ pub enum DropReason {
 }
 
 /// Drop counts by reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DropCounts {
     pub queue_full: u64,
     pub ack_filtered: u64,
@@ -151,7 +151,7 @@ impl DropCounts {
 ///
 /// Invariant: `arrived − dequeued − dropped` equals the packets queued, per class
 /// (`ack_q_len`, `data_q_len`, `non_tcp_q_len`).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct AsymStats {
     /// Packets offered to `enqueue`, by class.
