@@ -568,6 +568,15 @@ pub fn set_realtime_fifo(prio: i32) -> io::Result<()> {
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }
 
+/// Put the calling thread in SCHED_IDLE: it runs only when no other task wants the CPU
+/// (sched(7)). For load generators that stand for another machine (an attacker's flood): their
+/// CPU must not be taken from the process under test.
+pub fn set_sched_idle() -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: p is a valid sched_param; pid 0 = the calling thread.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) }).map(|_| ())
+}
+
 /// `struct sched_attr` (SCHED_ATTR_SIZE_VER0, 48 bytes).
 #[repr(C)]
 #[derive(Default)]
