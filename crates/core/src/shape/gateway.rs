@@ -821,7 +821,7 @@ impl Gateway {
         let map: Vec<Option<usize>> = old.policy.classes.iter().map(|c| self.policy.class_index(&c.name)).collect();
         // carried[d][old class]: its flows (and mechanism) move to `map[old class]`.
         let mut carried = [vec![false; map.len()], vec![false; map.len()]];
-        for d in 0..2 {
+        for (d, carried_d) in carried.iter_mut().enumerate() {
             for (i, j) in map.iter().enumerate() {
                 let Some(j) = *j else { continue };
                 let (oc, nc) = (&old.policy.classes[i], &self.policy.classes[j]);
@@ -837,7 +837,7 @@ impl Gateway {
                 if !(oc.is_leaf() && nc.is_leaf() && oc.dirs[d] && nc.dirs[d] && oc.mechanism == nc.mechanism) {
                     continue;
                 }
-                carried[d][i] = true;
+                carried_d[i] = true;
                 if os.mech.is_some() && ns_.mech.is_some() {
                     // Swapped, not taken: the retired box keeps a (fresh) mechanism in the class,
                     // as every code path there expects.
