@@ -4,7 +4,7 @@ use ackshape_core::impair::{JitterSpec, LossSpec};
 use ackshape_core::shape::qdisc_spec::{QdiscSpec, QdiscTable};
 use ackshape_core::tcp::CcAlgo;
 use ackshape_core::units;
-use ackshape_live::gateway::{self, GatewayConfig};
+use ackshape_live::gateway::{self, GatewayConfig, GatewayError};
 use ackshape_live::mbpipe::MiddleboxPipeline;
 use ackshape_live::rig::{Rig, RigSpec};
 use ackshape_live::testbed::{self, TopologySpec};
@@ -20,9 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-pub const BAD_INPUT: u8 = 2;
-/// Exit code when the live path cannot run on this machine (not root, tools missing).
-pub const CANNOT_RUN: u8 = 3;
+pub(crate) use crate::{BAD_INPUT, CANNOT_RUN, RUNTIME};
 
 /// At most this many flows in `run --live` (and `compare`'s live half).
 pub const MAX_LIVE_FLOWS: u64 = 1000;
@@ -30,6 +28,28 @@ pub const MAX_LIVE_FLOWS: u64 = 1000;
 fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(code)
+}
+
+/// The exit code of a live box that could not start or stopped with an error: bad input for what
+/// the command line or the policy file got wrong, cannot-run-here for what this machine lacks (root,
+/// the interface, offloads turned off on it), runtime for the rest.
+pub(crate) fn box_exit_code(e: &GatewayError) -> u8 {
+    match e {
+        GatewayError::Policy(_) | GatewayError::SamePort(_) => BAD_INPUT,
+        GatewayError::NoInterface { .. } | GatewayError::Offloads { .. } => CANNOT_RUN,
+        GatewayError::OffloadCheck { source, .. } | GatewayError::Io(source) => io_exit_code(source),
+    }
+}
+
+/// An I/O error of a live box: no permission (not root: an AF_PACKET socket needs CAP_NET_RAW) or
+/// no such device means it cannot run here; anything else is a runtime failure.
+pub(crate) fn io_exit_code(e: &std::io::Error) -> u8 {
+    let no_device = matches!(e.raw_os_error(), Some(libc::ENODEV | libc::ENXIO | libc::EPERM | libc::EACCES));
+    if e.kind() == std::io::ErrorKind::PermissionDenied || no_device {
+        CANNOT_RUN
+    } else {
+        RUNTIME
+    }
 }
 
 #[derive(clap::Args)]
@@ -148,7 +168,7 @@ pub fn cmd_gateway(a: GatewayArgs) -> ExitCode {
             println!("{}", snap.json_line());
             ExitCode::SUCCESS
         }
-        Err(e) => fail(BAD_INPUT, e),
+        Err(e) => fail(box_exit_code(&e), e),
     }
 }
 
@@ -291,7 +311,7 @@ pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
             println!("{}", snap.json_line());
             ExitCode::SUCCESS
         }
-        Err(e) => fail(BAD_INPUT, e),
+        Err(e) => fail(box_exit_code(&e), e),
     }
 }
 
@@ -378,12 +398,12 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
                     // The hosts get the scenario's `[tcp]` knobs, as under `run --live`.
                     if let Err(e) = tb.apply_tcp(&endpoint_tcp(&sc.tcp)) {
                         let _ = testbed::down(&tb.prefix);
-                        return fail(1, format!("{file}: key `tcp`: setting the hosts' TCP: {e}"));
+                        return fail(RUNTIME, format!("{file}: key `tcp`: setting the hosts' TCP: {e}"));
                     }
                     print!("{}", hand_guide(&tb, &sc, &policy));
                     ExitCode::SUCCESS
                 }
-                Err(e) => fail(1, e),
+                Err(e) => fail(RUNTIME, e),
             }
         }
         TestbedCmd::Down { scenario, prefix } => {
@@ -414,7 +434,7 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e @ testbed::TestbedError::BadPrefix(_)) => fail(BAD_INPUT, format!("--prefix: {e}")),
-                Err(e) => fail(1, e),
+                Err(e) => fail(RUNTIME, e),
             }
         }
     }
@@ -481,7 +501,7 @@ fn hand_policy(sc: &Scenario, file: &str, base: Option<&Path>, out: Option<&Path
         (None, None) => unreachable!("gateway_policy refused a box without a policy"),
     };
     if let Err(e) = std::fs::write(out, text) {
-        return Err(fail(1, format!("{}: {e}", out.display())));
+        return Err(fail(RUNTIME, format!("{}: {e}", out.display())));
     }
     Ok(HandPolicy::File(out.display().to_string()))
 }
@@ -1223,7 +1243,7 @@ pub fn cmd_run_live(
     // every second as JSON lines: the run's course, not only its end.
     if let Some(o) = &out {
         if let Err(e) = std::fs::create_dir_all(o) {
-            return fail(1, format!("{}: {e}", o.display()));
+            return fail(RUNTIME, format!("{}: {e}", o.display()));
         }
         spec.gateway.stats_json = Some(o.join("gateway-stats.jsonl"));
     }
@@ -1283,12 +1303,12 @@ pub fn cmd_run_live(
     let t0 = Instant::now();
     let mut rig = match Rig::start(spec) {
         Ok(r) => r,
-        Err(e) => return fail(1, format!("starting the testbed: {e}")),
+        Err(e) => return fail(RUNTIME, format!("starting the testbed: {e}")),
     };
     let bin = sc.bin.map(|b| Duration::from_nanos(b.0 .0)).unwrap_or(Duration::from_secs(1));
     if let Err(e) = rig.tb.apply_tcp(&endpoint_tcp(&sc.tcp)) {
         drop(rig);
-        return fail(1, format!("{file}: key `tcp`: setting the live endpoints' TCP: {e}"));
+        return fail(RUNTIME, format!("{file}: key `tcp`: setting the live endpoints' TCP: {e}"));
     }
     // The flows start now (at their `start` offsets) and stop at `duration`: the box measures
     // from the warm-up to the duration, as the simulator does, not the teardown after it.
@@ -1325,7 +1345,7 @@ pub fn cmd_run_live(
     drop(rig);
     let reports = match reports {
         Ok(r) => r,
-        Err(e) => return fail(1, format!("live flows: {e}")),
+        Err(e) => return fail(RUNTIME, format!("live flows: {e}")),
     };
     let warm = sc.warmup.map(|w| w.0.as_secs_f64()).unwrap_or(0.0);
     let snap = |x: Option<Result<ackshape_live::stats::Snapshot, String>>| -> serde_json::Value {
@@ -1434,7 +1454,7 @@ pub fn cmd_run_live(
     if let Some(o) = &out {
         match write_live_outputs(o, &summary, &reports, bin) {
             Ok(f) => written = [f, vec![o.join("gateway-stats.jsonl")]].concat(),
-            Err(e) => return fail(1, e.to_string()),
+            Err(e) => return fail(RUNTIME, e.to_string()),
         }
     }
     if json {
@@ -1497,7 +1517,7 @@ pub fn cmd_run_live(
         }
     }
     if reports.iter().any(|r| !r.intact || r.error.is_some()) {
-        return fail(1, "a live flow failed or delivered corrupted data");
+        return fail(RUNTIME, "a live flow failed or delivered corrupted data");
     }
     ExitCode::SUCCESS
 }
