@@ -730,12 +730,12 @@ fn validate_scenario(scenario: &std::path::Path) -> ExitCode {
             // A scenario meant for live runs too (it has `[live]`): flows its gateway would
             // classify otherwise live, as `run --live` warns.
             if sc.live.is_some() {
-                for w in live_cmd::live_class_drift(&sc, &file, base, &topo) {
+                for w in ackshape_live::plan::live_class_drift(&sc, &file, base, &topo) {
                     eprintln!("warning: {w}");
                 }
-                for w in live_cmd::live_link_gaps(&sc, &file)
+                for w in ackshape_live::plan::live_link_gaps(&sc, &file)
                     .into_iter()
-                    .chain(live_cmd::live_tcp_gaps(&sc, &file))
+                    .chain(ackshape_live::plan::live_tcp_gaps(&sc, &file))
                 {
                     eprintln!("warning: {w}");
                 }
