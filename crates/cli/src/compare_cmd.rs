@@ -358,7 +358,9 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             "holds": same_buffer_order,
         }));
     }
-    let report = json!({
+    // Floats as summary.json prints them (12 significant digits), in compare.json and compare.csv alike.
+    rows.iter_mut().for_each(ackshape_sim::run::round_json);
+    let mut report = json!({
         "ackshape": ackshape_sim::provenance::Provenance::json(),
         "set": a.set,
         "tolerance": a.tolerance,
@@ -376,6 +378,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         "same_cov_ranking_strict": strict_cov,
         "all_goodput_within_tolerance": all_within,
     });
+    ackshape_sim::run::round_json(&mut report);
     if let Some(out) = &a.out {
         let p = out.join("compare.json");
         if let Err(e) = std::fs::write(&p, serde_json::to_string_pretty(&report).unwrap() + "\n") {

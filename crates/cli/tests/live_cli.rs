@@ -365,6 +365,14 @@ fn compare_runs_a_qdisc_link_box_in_both_drivers() {
         // No policy, so nothing the live run could classify otherwise.
         assert_eq!(row["live_warnings"], 0, "{row}");
         assert_eq!(line[col("live_warnings")], "0");
+        // Floats as summary.json prints them (the simulator's side is a mean over seeds).
+        for cell in line {
+            if let Ok(x) = cell.parse::<f64>() {
+                assert_eq!(ackshape_sim::run::round_sig(x), x, "{cell} in compare.csv has more than 12 digits");
+            }
+        }
+        let g = row["sim"]["goodput_bps"].as_f64().unwrap();
+        assert_eq!(ackshape_sim::run::round_sig(g), g, "compare.json's sim goodput {g}");
     }
     assert!(ackshape_live::testbed::leftovers("acks-lc3").is_empty());
     std::fs::remove_dir_all(&d).ok();

@@ -128,12 +128,7 @@ fn bad_policies_are_rejected_naming_file_and_key() {
             "class[2].qdisc",
             &unknown,
         ),
-        (
-            "bare-qdisc",
-            OFFICE.replace("qdisc = { kind = \"pfq-drr\" }", "qdisc = 3"),
-            "qdisc",
-            &bare,
-        ),
+        ("bare-qdisc", OFFICE.replace("qdisc = { kind = \"pfq-drr\" }", "qdisc = 3"), "qdisc", &bare),
         (
             "ceil",
             OFFICE.replace("ceil = \"9Mbit/s\"\npriority = 1", "ceil = \"1Mbit/s\"\npriority = 1"),

@@ -10,10 +10,13 @@ here from the same parameters (`ackshape run S.toml --json`). Both get the same 
 
     python3 scripts/peers/ns2/harness.py point cc=sack loss=0.01 rtt=100 flows=1 [--seeds 16]
     python3 scripts/peers/ns2/harness.py grid --set reduced --flow-runs 16 --json out.json [--profile ns2|default]
-    python3 scripts/peers/ns2/harness.py grid --set full --jobs 2 --seeds 3 --flow-runs 60 --json ns2.json
-    python3 scripts/peers/ns2/harness.py grid --set full --jobs 2 --seeds 3 --flow-runs 60 --profile default --json default.json
+    python3 scripts/peers/ns2/harness.py grid --set full --jobs 2 --seeds 3 --flow-runs 60 --ns2-cache C --json ns2.json
+    python3 scripts/peers/ns2/harness.py grid --set full --jobs 2 --seeds 3 --flow-runs 60 --ns2-cache C --profile default --json default.json
     python3 scripts/peers/ns2/harness.py compare ns2.json default.json     # the docs/validation.md table
-    python3 scripts/peers/ns2/harness.py grid --set papers --jobs 2 --json papers.json  # paper 003's base topology
+    python3 scripts/peers/ns2/harness.py grid --set papers --jobs 2 --seeds 6 --flow-runs 60 --json papers.json
+
+`--ns2-cache C` keeps each ns-2.35 run's result in directory C, keyed by its command line and
+dumbbell.tcl, so the second profile's grid reruns only ackshape.
 
 Pass criterion of a point (the tolerance the test suite and docs/validation.md use): aggregate
 goodput within 5% of ns-2.35's, and timeouts per flow within 25% or 2 of ns-2.35's.
@@ -29,6 +32,7 @@ link, at the link's head; `loss_at=exit` puts it after the bottleneck queue and 
 rcv_buf), UDP exponential on/off background `udp_kbps` (see dumbbell.tcl).
 """
 import argparse
+import hashlib
 import itertools
 import json
 import math
@@ -77,6 +81,9 @@ def bottleneck_delay_ms(p):
     return max(p["rtt"] / 2.0 - 2.0 * p["acc_delay"], 0.1)
 
 
+NS2_CACHE = None  # directory of stored ns-2.35 results (--ns2-cache), keyed by the command line
+
+
 def run_ns2(p, ns="ns"):
     args = [ns, TCL,
             f"cc={NS2_CC[p['cc']]}", f"delack={p['delack']}", f"flows={p['flows']}",
@@ -89,6 +96,13 @@ def run_ns2(p, ns="ns"):
         args.append(f"maxburst={p['maxburst']}")
     if p["udp_kbps"] > 0:
         args.append(f"udp_rate={p['udp_kbps']}k")
+    cached = None
+    if NS2_CACHE:
+        key = hashlib.sha256("\0".join(args[1:] + [open(TCL, "rb").read().hex()]).encode()).hexdigest()[:24]
+        cached = os.path.join(NS2_CACHE, key + ".json")
+        if os.path.exists(cached):
+            with open(cached) as f:
+                return json.load(f)
     with tempfile.TemporaryDirectory(prefix="ns2h-") as d:  # ns-2 writes nothing unless asked; keep cwd clean
         t0 = time.time()
         out = subprocess.run(args, cwd=d, check=True, capture_output=True, text=True).stdout
@@ -96,7 +110,7 @@ def run_ns2(p, ns="ns"):
     r = json.loads(out.strip().splitlines()[-1])
     fl = r["flows"]
     data = sum(f["data_pkts"] for f in fl)
-    return dict(
+    res = dict(
         goodput_bps=r["aggregate_goodput_bps"],
         flow_goodput_bps=[f["goodput_bps"] for f in fl],
         timeouts_per_flow=sum(f["timeouts"] for f in fl) / len(fl),
@@ -107,6 +121,11 @@ def run_ns2(p, ns="ns"):
         bottleneck_tx_pkts=r["bottleneck_tx_pkts"],
         wall_s=wall,
     )
+    if cached:
+        with open(cached + ".tmp", "w") as f:
+            json.dump(res, f)
+        os.replace(cached + ".tmp", cached)
+    return res
 
 
 def scenario_toml(p, profile, extra_tcp=None):
@@ -354,8 +373,10 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--seeds", type=int, default=1, help="seeds per point (at least); means are compared")
     ap.add_argument("--flow-runs", type=int, default=1,
-                    help="more seeds for points with few flows: flows × seeds ≥ this (the full grid: 24)")
+                    help="more seeds for points with few flows: flows × seeds ≥ this (the full grid: 60)")
     ap.add_argument("--json", help="write all results here")
+    ap.add_argument("--ns2-cache", help="directory keeping each ns-2.35 run's result (keyed by its command line "
+                    "and dumbbell.tcl), so a second profile's grid reuses the first one's ns-2 runs")
     ap.add_argument("--min-pass", type=float, default=None,
                     help="exit 1 unless at least this fraction of points pass")
     a = ap.parse_intermixed_args()
@@ -371,6 +392,10 @@ def main():
     if shutil.which(a.ns) is None:
         print(f"ns-2 binary {a.ns!r} not found (Debian/Ubuntu: apt-get install ns2)", file=sys.stderr)
         return 3
+    global NS2_CACHE
+    if a.ns2_cache:
+        os.makedirs(a.ns2_cache, exist_ok=True)
+        NS2_CACHE = a.ns2_cache
     grids = dict(reduced=reduced_grid, full=full_grid, papers=papers_grid)
     pts = [point(**kw)] if a.mode == "point" else grids[a.gset]()
     t0 = time.time()
