@@ -1054,3 +1054,54 @@ fn a_reload_keeps_a_persisting_classs_queue_and_rate() {
     assert!((80..=86).contains(&carried), "{carried}");
     assert!(control > carried + 20, "control sends the old backlog on top: {control}");
 }
+
+/// The flow table is keyed by a hash key the driver chooses (random in the live gateway); the
+/// order in which idle flows are evicted, and so the order in which their held ACKs leave, must
+/// not depend on it (the sweep walks the table in its insertion order, `shape::gateway`): the same
+/// scenario and seed give the same results whatever the key.
+#[test]
+fn eviction_and_release_order_do_not_depend_on_the_hash_key() {
+    use ackshape_core::hash::HashKey;
+    let policy = "[flows]\nidle_timeout_s = 5\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n[[rule]]\nclass = \"c\"\n";
+    let run = |key: HashKey| {
+        let mut g = Gateway::with_key(Policy::parse(policy, "test.toml").unwrap(), 0, 1, key);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        g.set_mechanism(
+            0,
+            Dir::AToB,
+            Box::new(Stub { log: log.clone(), held: Vec::new(), release_at: None, pass_data: true }),
+        );
+        let mut out = Emit::new();
+        // 60 flows, each with a data segment and a held ACK, then all idle.
+        for h in 1..=60u8 {
+            g.on_packet(Time::ZERO, Dir::AToB, data(h), &mut out);
+        }
+        for h in 1..=60u8 {
+            g.on_packet(Time::from_secs_f64(0.1), Dir::BToA, ack(h), &mut out);
+        }
+        take(&log);
+        out.clear();
+        let mut t = 6.0;
+        while g.flows_tracked() > 1 && t < 60.0 {
+            g.on_packet(Time::from_secs_f64(t), Dir::AToB, pkt(200, false, 0, TcpFlags::ACK), &mut out);
+            run_until(&mut g, Time::from_secs_f64(t + 0.5), &mut out);
+            t += 0.5;
+        }
+        let ends: Vec<u16> =
+            flow_events(&log).into_iter().filter_map(|e| if let Ev::End(p) = e { Some(p) } else { None }).collect();
+        let released: Vec<u16> =
+            out.iter().filter(|(d, _)| *d == Dir::BToA).map(|(_, p)| p.tcp().unwrap().dport).collect();
+        (ends, released)
+    };
+    let (ends, released) = run(HashKey(1, 2));
+    assert_eq!(ends.len(), 60, "every idle flow is evicted: {ends:?}");
+    assert_eq!(released.len(), 60, "every held ACK leaves: {released:?}");
+    let mut sorted = ends.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1001..=1060).collect::<Vec<u16>>());
+    for key in [HashKey(3, 4), HashKey(0xdead_beef, 0x1234_5678_9abc_def0), HashKey(u64::MAX, 0)] {
+        let (e, r) = run(key);
+        assert_eq!(e, ends, "eviction order with another hash key");
+        assert_eq!(r, released, "release order with another hash key");
+    }
+}
