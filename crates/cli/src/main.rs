@@ -30,7 +30,7 @@ mod tap_cmd;
 pub(crate) const DEFAULT_SCENARIO: &str = include_str!("../../../experiments/examples/dumbbell.toml");
 
 #[derive(Parser)]
-#[command(name = "ackshape", version, about = "Shape TCP by controlling its ACKs: a deterministic simulator, analytic models and a live gateway", long_about = None)]
+#[command(name = "ackshape", version, about = "Shape TCP by controlling its ACKs: a deterministic simulator, analytic models and a live gateway", long_about = None, after_help = EXIT_STATUS_HELP)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -269,10 +269,20 @@ pub(crate) fn parse_seed(s: &str) -> Result<u64, String> {
     s.trim().parse::<u64>().map_err(|_| format!("expected a seed: a whole number from 0 to {}, got {s:?}", u64::MAX))
 }
 
-/// Exit code for bad input (scenario, flags).
+/// Exit code for a failure while running (an output that cannot be written, a live flow that
+/// failed, a claim that does not hold under `reproduce --strict`).
+pub(crate) const RUNTIME: u8 = 1;
+/// Exit code for bad input (scenario, policy, flags).
 pub(crate) const BAD_INPUT: u8 = 2;
-/// Exit code when what a command needs is not on this machine (root, tools, the Python package).
+/// Exit code when what a command needs is not on this machine (root, an interface, tools, the
+/// Python package).
 pub(crate) const CANNOT_RUN: u8 = 3;
+
+/// The exit-status contract, shown at the end of `ackshape --help`.
+const EXIT_STATUS_HELP: &str = "Exit status (every command): 0 success; 1 runtime failure (an output that cannot be \
+written, a live flow that failed, a claim that does not hold under `reproduce --strict`); 2 bad input \
+(the file, the key or flag and what was expected are named); 3 cannot run here (not root, a missing \
+interface or tool, offloads on a live port)";
 
 /// Log lines (the live boxes' start, policy reloads and their warnings, a CPU pin or real-time
 /// priority that could not be had) go to stderr with a timestamp. `ACKSHAPE_LOG` sets the level:
@@ -452,7 +462,9 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(BAD_INPUT)
+            // Writing the outputs is the run's own doing; everything else is the scenario's.
+            let code = if matches!(e, ackshape_sim::run::RunError::Io { .. }) { RUNTIME } else { BAD_INPUT };
+            ExitCode::from(code)
         }
     }
 }
@@ -718,10 +730,13 @@ fn validate_scenario(scenario: &std::path::Path) -> ExitCode {
             // A scenario meant for live runs too (it has `[live]`): flows its gateway would
             // classify otherwise live, as `run --live` warns.
             if sc.live.is_some() {
-                for w in live_cmd::live_class_drift(&sc, &file, base, &topo) {
+                for w in ackshape_live::plan::live_class_drift(&sc, &file, base, &topo) {
                     eprintln!("warning: {w}");
                 }
-                for w in live_cmd::live_link_gaps(&sc, &file).into_iter().chain(live_cmd::live_tcp_gaps(&sc, &file)) {
+                for w in ackshape_live::plan::live_link_gaps(&sc, &file)
+                    .into_iter()
+                    .chain(ackshape_live::plan::live_tcp_gaps(&sc, &file))
+                {
                     eprintln!("warning: {w}");
                 }
             }

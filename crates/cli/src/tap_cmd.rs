@@ -1,9 +1,9 @@
 //! `ackshape tap`: the live third-party tap (paper 004), and `ackshape testbed tap-up`.
 
-use crate::live_cmd::{BAD_INPUT, CANNOT_RUN};
+use crate::live_cmd::{box_exit_code, io_exit_code, BAD_INPUT, CANNOT_RUN, RUNTIME};
 use ackshape_core::units;
 use ackshape_live::engine::{SchedSpec, DEFAULT_NICE};
-use ackshape_live::tap::{self, parse_mac, TapConfig, TapTopologySpec};
+use ackshape_live::tap::{self, parse_mac, TapConfig, TapError, TapTopologySpec};
 use ackshape_live::testbed;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,7 +85,14 @@ pub fn cmd_tap(a: TapArgs) -> ExitCode {
             println!("{stats}");
             ExitCode::SUCCESS
         }
-        Err(e) => fail(BAD_INPUT, e),
+        Err(e) => {
+            let code = match &e {
+                TapError::PolicyIo { .. } | TapError::Policy { .. } | TapError::SamePort(_) => BAD_INPUT,
+                TapError::Port(g) => box_exit_code(g),
+                TapError::Io(io) => io_exit_code(io),
+            };
+            fail(code, e)
+        }
     }
 }
 
@@ -133,6 +140,6 @@ pub fn cmd_tap_up(a: TapUpArgs) -> ExitCode {
             println!("remove it with:   {bin} testbed down --prefix {}", t.prefix);
             ExitCode::SUCCESS
         }
-        Err(e) => fail(1, e),
+        Err(e) => fail(RUNTIME, e),
     }
 }

@@ -64,6 +64,31 @@ pub trait Middlebox {
     fn stats_json(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
+    /// A reload replaces `old` by this box (built from a new configuration): take over the state
+    /// of `old` that the new configuration keeps (the edge gateway: flows of the classes both
+    /// policies have, with their mechanisms), and let `old` release, onto `out`, what it holds for
+    /// state that does not carry over. `old` then gets no more packets; it keeps its timers for
+    /// what it still holds. Default: nothing carries over.
+    fn take_over(&mut self, _now: Time, _old: &mut (dyn Middlebox + Send), _out: &mut Emit) -> TakeOver {
+        TakeOver::default()
+    }
+    /// The box as [`std::any::Any`], so that [`Middlebox::take_over`] can recognise a box of its
+    /// own type. Default: None (nothing to take over from).
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
+}
+
+/// What [`Middlebox::take_over`] carried over and released.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TakeOver {
+    /// Flows whose state the new box took over.
+    pub flows_carried: u64,
+    /// Flows the old box ended (releasing what it held for them), their class being gone or
+    /// changed.
+    pub flows_released: u64,
+    /// Mechanisms (with their per-flow state) the new box took over.
+    pub mechanisms_carried: u64,
 }
 
 /// Forwards everything unchanged (an inline box that does nothing).

@@ -907,3 +907,201 @@ fn spoofed_handshakes_leave_the_reverse_half_its_handshake_and_its_sequence_chec
     assert_eq!(sent, vec![&far], "the spoof leaves untouched");
     assert_eq!(inbound(&g)["flows_started"], 1, "the reverse half was never tracked anew");
 }
+
+/// A policy reload keeps what the gateway learnt of the flows of the classes both policies have:
+/// the new gateway takes over the TCR mechanism of class `up` (its index moved, its rate
+/// changed) with the flow's handshake and sequence facts, so a spoofed ACK far ahead sent after
+/// the reload is still caught; the flow of the removed class `gone` is ended in the old gateway,
+/// which releases the ACKs it held for it at once. Against a control: a gateway built from the
+/// new policy without taking over knows nothing of the flow and forwards the same spoof.
+#[test]
+fn a_reload_carries_the_flows_of_persisting_classes_and_releases_the_others() {
+    let old_policy = "[[class]]\nname = \"up\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
+                      [[class]]\nname = \"gone\"\nrate = \"10Mbit/s\"\n\
+                      [[rule]]\nclass = \"gone\"\nsrc = \"10.1.0.2\"\n[[rule]]\nclass = \"up\"\n";
+    let new_policy = "[[class]]\nname = \"fresh\"\nrate = \"5Mbit/s\"\n\
+                      [[class]]\nname = \"up\"\nrate = \"20Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
+                      [[rule]]\nclass = \"fresh\"\nsrc = \"10.1.0.3\"\n[[rule]]\nclass = \"up\"\n";
+    let mut old = Gateway::new(Policy::parse(old_policy, "old.toml").unwrap(), 0, 1);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    // Class `gone` (index 1) holds every ACK of its flows until they end.
+    old.set_mechanism(
+        1,
+        Dir::AToB,
+        Box::new(Stub { log: log.clone(), held: Vec::new(), release_at: None, pass_data: false }),
+    );
+    let mut out = Emit::new();
+    let mut t = Time::ZERO;
+    let step = Dur::from_millis(1);
+    // Flow 1 (class up, TCR): handshake with window scale 7 both ways, data, an ACK.
+    let mut syn = seg(1, false, 1000, 0, TcpFlags::SYN, 65535, 0);
+    syn.tcp_mut().unwrap().opts.wscale = Some(7);
+    old.on_packet(t, Dir::AToB, syn, &mut out);
+    let mut sa = seg(1, true, 5000, 1001, TcpFlags::SYN | TcpFlags::ACK, 65535, 0);
+    sa.tcp_mut().unwrap().opts.wscale = Some(7);
+    t += step;
+    old.on_packet(t, Dir::BToA, sa, &mut out);
+    let mut next = 1001u32;
+    for _ in 0..10 {
+        old.on_packet(t, Dir::AToB, seg(1, false, next, 5001, TcpFlags::ACK, 900, 1448), &mut out);
+        next += 1448;
+    }
+    t += step;
+    old.on_packet(t, Dir::BToA, seg(1, true, 5001, 1001 + 1448, TcpFlags::ACK, 4000, 0), &mut out);
+    // Flow 2 (class gone): data and two ACKs, both held.
+    old.on_packet(t, Dir::AToB, seg(2, false, 1, 1, TcpFlags::ACK, 900, 1448), &mut out);
+    old.on_packet(t, Dir::BToA, seg(2, true, 1, 1449, TcpFlags::ACK, 900, 0), &mut out);
+    old.on_packet(t, Dir::BToA, seg(2, true, 1, 1449, TcpFlags::ACK, 901, 0), &mut out);
+    run_until(&mut old, t + Dur::from_millis(50), &mut out);
+    t += Dur::from_millis(50);
+    assert_eq!(old.flows_tracked(), 2);
+    let held_gone = old.acks_held();
+    assert!(held_gone >= 2, "the stub holds flow 2's ACKs: {held_gone}");
+    out.clear();
+
+    let new_p = Policy::parse(new_policy, "new.toml").unwrap();
+    let mut control = Gateway::new(new_p.clone(), 0, 1);
+    let mut new = Gateway::new(new_p, 0, 1);
+    let r = new.take_over_from(t, &mut old, &mut out);
+    println!("take-over: {r:?}, released {} packets", out.len());
+    assert_eq!((r.flows_carried, r.flows_released, r.mechanisms_carried), (1, 1, 1));
+    assert_eq!(new.flows_tracked(), 1, "flow 1 carried");
+    assert_eq!(old.flows_tracked(), 0);
+    // Flow 2's held ACKs left at the take-over, not lost with the retired box.
+    let released: Vec<_> = out.iter().filter(|(d, p)| *d == Dir::BToA && p.tcp().unwrap().dport == 1002).collect();
+    assert_eq!(released.len(), held_gone, "{out:?}");
+    assert!(take(&log).contains(&Ev::End(1002)));
+    assert_eq!(old.acks_held(), 0);
+    // The mechanism came with its state: the scale learnt from the handshake, and the new rate.
+    let s = new.stats_json().to_string();
+    assert!(s.contains("\"rcv_scale\":7"), "scale kept: {s}");
+    assert_eq!(new.mechanism_rate(1, Dir::AToB), Some(20_000_000));
+
+    // A spoofed pure ACK 2^30 ahead of the real one: caught by the carried flow's sequence facts
+    // (dropped, nothing learnt); the control gateway, which never saw the flow, forwards it.
+    let spoof = seg(1, true, 5001, (1001u32 + 1448).wrapping_add(1 << 30), TcpFlags::ACK, 65535, 0);
+    out.clear();
+    t += step;
+    new.on_packet(t, Dir::BToA, spoof.clone(), &mut out);
+    run_until(&mut new, t + Dur::from_millis(5), &mut out);
+    assert!(!out.iter().any(|(_, p)| p.tcp().unwrap().ack == spoof.tcp().unwrap().ack), "spoof caught: {out:?}");
+    let st = new.stats_json();
+    assert!(st.to_string().contains("\"acks_dropped\":1"), "{st}");
+    let mut cout = Emit::new();
+    control.on_packet(t, Dir::BToA, spoof.clone(), &mut cout);
+    assert!(cout.iter().any(|(_, p)| *p == spoof), "control: the spoof passes a gateway that lost the flow");
+    // The real sender's next data and the receiver's next ACK go on through the carried flow.
+    out.clear();
+    new.on_packet(t, Dir::AToB, seg(1, false, next, 5001, TcpFlags::ACK, 900, 1448), &mut out);
+    new.on_packet(t, Dir::BToA, seg(1, true, 5001, 1001 + 2 * 1448, TcpFlags::ACK, 4000, 0), &mut out);
+    run_until(&mut new, t + Dur::from_millis(50), &mut out);
+    let acked: Vec<u32> = out.iter().filter(|(d, _)| *d == Dir::BToA).map(|(_, p)| p.tcp().unwrap().ack.0).collect();
+    assert!(acked.iter().all(|&a| a <= 1001 + 2 * 1448), "no ACK beyond the receiver's: {acked:?}");
+    assert!(acked.contains(&(1001 + 2 * 1448)), "the real ACK leaves: {acked:?}");
+}
+
+/// Over a reload, a class whose discipline and rate are unchanged keeps its queue and its credit:
+/// the two boxes together send at the class's rate, not the old queue beside a new one. Control:
+/// the same without the take-over sends the old box's backlog on top (the behaviour the
+/// take-over removes). 1 Mbit/s class, 1500-byte packets offered at 2 Mbit/s before and after.
+#[test]
+fn a_reload_keeps_a_persisting_classs_queue_and_rate() {
+    let policy = "default_class = \"bulk\"\n[[class]]\nname = \"bulk\"\nrate = \"1Mbit/s\"\nqueue = \"100pkt\"\n";
+    let new_policy = format!("{policy}[[class]]\nname = \"extra\"\nrate = \"1Mbit/s\"\n");
+    let run = |carry: bool| -> usize {
+        let mut old = Gateway::new(Policy::parse(policy, "old.toml").unwrap(), 0, 1);
+        let mut new = Gateway::new(Policy::parse(&new_policy, "new.toml").unwrap(), 0, 1);
+        let mut out = Emit::new();
+        let gap = Dur::from_millis(6); // 1500 B every 6 ms: 2 Mbit/s
+        let mut seq = 1u32;
+        let mut t = Time::ZERO;
+        let reload_at = Time::ZERO + Dur::from_millis(300);
+        let end = reload_at + Dur::from_secs(1);
+        let mut sent_after = 0;
+        let mut reloaded = false;
+        while t < end {
+            if !reloaded && t >= reload_at {
+                reloaded = true;
+                out.clear();
+                if carry {
+                    let r = new.take_over_from(t, &mut old, &mut out);
+                    assert_eq!(r.flows_carried, 1, "{r:?}");
+                    assert_eq!(old.class_queue_pkts(0, Dir::AToB), 0, "the queue moved");
+                }
+                println!(
+                    "backlog at the reload: {} (old) {} (new)",
+                    old.class_queue_pkts(0, Dir::AToB),
+                    new.class_queue_pkts(0, Dir::AToB)
+                );
+            }
+            let g = if reloaded { &mut new } else { &mut old };
+            g.on_packet(t, Dir::AToB, seg(1, false, seq, 1, TcpFlags::ACK, 1000, 1460), &mut out);
+            seq = seq.wrapping_add(1460);
+            let next = t + gap;
+            run_until(&mut old, next, &mut out);
+            run_until(&mut new, next, &mut out);
+            if reloaded {
+                sent_after += out.iter().filter(|(d, _)| *d == Dir::AToB).count();
+            }
+            out.clear();
+            t = next;
+        }
+        sent_after
+    };
+    // 1 s at 1 Mbit/s: 83 packets of 1500 bytes, plus the 3000-byte bucket.
+    let (carried, control) = (run(true), run(false));
+    println!("packets sent in the second after the reload: {carried} with the take-over, {control} without");
+    assert!((80..=86).contains(&carried), "{carried}");
+    assert!(control > carried + 20, "control sends the old backlog on top: {control}");
+}
+
+/// The flow table is keyed by a hash key the driver chooses (random in the live gateway); the
+/// order in which idle flows are evicted, and so the order in which their held ACKs leave, must
+/// not depend on it (the sweep walks the table in its insertion order, `shape::gateway`): the same
+/// scenario and seed give the same results whatever the key.
+#[test]
+fn eviction_and_release_order_do_not_depend_on_the_hash_key() {
+    use ackshape_core::hash::HashKey;
+    let policy = "[flows]\nidle_timeout_s = 5\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n[[rule]]\nclass = \"c\"\n";
+    let run = |key: HashKey| {
+        let mut g = Gateway::with_key(Policy::parse(policy, "test.toml").unwrap(), 0, 1, key);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        g.set_mechanism(
+            0,
+            Dir::AToB,
+            Box::new(Stub { log: log.clone(), held: Vec::new(), release_at: None, pass_data: true }),
+        );
+        let mut out = Emit::new();
+        // 60 flows, each with a data segment and a held ACK, then all idle.
+        for h in 1..=60u8 {
+            g.on_packet(Time::ZERO, Dir::AToB, data(h), &mut out);
+        }
+        for h in 1..=60u8 {
+            g.on_packet(Time::from_secs_f64(0.1), Dir::BToA, ack(h), &mut out);
+        }
+        take(&log);
+        out.clear();
+        let mut t = 6.0;
+        while g.flows_tracked() > 1 && t < 60.0 {
+            g.on_packet(Time::from_secs_f64(t), Dir::AToB, pkt(200, false, 0, TcpFlags::ACK), &mut out);
+            run_until(&mut g, Time::from_secs_f64(t + 0.5), &mut out);
+            t += 0.5;
+        }
+        let ends: Vec<u16> =
+            flow_events(&log).into_iter().filter_map(|e| if let Ev::End(p) = e { Some(p) } else { None }).collect();
+        let released: Vec<u16> =
+            out.iter().filter(|(d, _)| *d == Dir::BToA).map(|(_, p)| p.tcp().unwrap().dport).collect();
+        (ends, released)
+    };
+    let (ends, released) = run(HashKey(1, 2));
+    assert_eq!(ends.len(), 60, "every idle flow is evicted: {ends:?}");
+    assert_eq!(released.len(), 60, "every held ACK leaves: {released:?}");
+    let mut sorted = ends.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1001..=1060).collect::<Vec<u16>>());
+    for key in [HashKey(3, 4), HashKey(0xdead_beef, 0x1234_5678_9abc_def0), HashKey(u64::MAX, 0)] {
+        let (e, r) = run(key);
+        assert_eq!(e, ends, "eviction order with another hash key");
+        assert_eq!(r, released, "release order with another hash key");
+    }
+}

@@ -211,9 +211,11 @@ pub const RELOAD_GRACE: Dur = Dur(2_000_000_000);
 /// On reload (SIGHUP) a policy that loads and validates gets a new box; the old one stops taking
 /// packets but keeps releasing what it holds at its own times for [`RELOAD_GRACE`] (its queues
 /// drain at their shaped rates, held ACKs leave on their timers), then it is dropped with whatever
-/// it still holds. Flow state of the old box (classes of tracked flows, mechanism state) does not
-/// carry over: the new box learns the flows again from their next packets. A policy that fails to
-/// load is rejected by the engine before it reaches here, and the running box keeps running.
+/// it still holds. The new box first takes over the flows of every class both policies have,
+/// with their mechanism's per-flow state and, when the class's queue is configured alike, its
+/// queue (`Gateway::take_over_from`); the old box releases at once the ACKs it holds for the
+/// flows of classes that are gone. A policy that fails to load is rejected by the engine before
+/// it reaches here, and the running box keeps running.
 pub struct PolicyPipeline {
     inner: Option<MiddleboxPipeline>,
 }
@@ -499,6 +501,9 @@ mod tests {
         assert_eq!((snap.policy_reloads, snap.policy_reload_errors), (1, 1));
         assert_eq!(snap.pipeline["kind"], "gateway");
         assert_eq!(snap.pipeline["reloads"], 1);
+        // The class persists: its one tracked flow carried over to the new box.
+        assert_eq!(snap.pipeline["reload_flows_carried"], 1, "{}", snap.pipeline);
+        assert_eq!(snap.pipeline["reload_flows_released"], 0, "{}", snap.pipeline);
         assert_eq!(snap.pipeline["stats"]["classes"]["all"]["rate_bps"], 2_000_000, "{}", snap.pipeline);
         assert_eq!(snap.port("wan").unwrap().tx_packets, 80);
         let _ = std::fs::remove_dir_all(&dir);

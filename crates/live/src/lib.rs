@@ -49,6 +49,7 @@ pub mod gateway;
 pub mod mbpipe;
 pub mod metrics_http;
 pub mod pipeline;
+pub mod plan;
 pub mod policy;
 pub mod port;
 pub mod privs;

@@ -276,6 +276,10 @@ pub struct MiddleboxPipeline {
     /// until their deadline.
     retiring: Vec<(Box<dyn Middlebox + Send>, Time)>,
     reloads: u64,
+    /// Over all reloads: flows and mechanisms the new box took over, flows the old one released.
+    flows_carried: u64,
+    flows_released: u64,
+    mechanisms_carried: u64,
     /// Retiring boxes dropped at their deadline with a timer still pending (what they held is lost).
     retired_holding: u64,
     packets_seen: u64,
@@ -314,6 +318,9 @@ impl MiddleboxPipeline {
             sweep_cursor: 0,
             retiring: Vec::new(),
             reloads: 0,
+            flows_carried: 0,
+            flows_released: 0,
+            mechanisms_carried: 0,
             retired_holding: 0,
             packets_seen: 0,
             stats: MbPipelineStats::default(),
@@ -374,8 +381,17 @@ impl MiddleboxPipeline {
     /// leaves at its own times until `grace` has passed; then it is dropped with whatever it still
     /// holds (counted in `retired_holding` if it still had a timer). A box without a timer
     /// pending is dropped at once. Origins, flows and counters of the pipeline carry over.
+    ///
+    /// The new box first takes over what of the old one's state it keeps
+    /// ([`Middlebox::take_over`]: the gateway's flows of the classes both policies have); what the
+    /// old box releases for the rest leaves with the next output.
     pub fn replace_box(&mut self, now: Time, mb: Box<dyn Middlebox + Send>, kind: &str, grace: Dur) {
-        let old = std::mem::replace(&mut self.mb, mb);
+        let mut old = std::mem::replace(&mut self.mb, mb);
+        let t = self.mb.take_over(now, old.as_mut(), &mut self.emit);
+        self.process_emit(None);
+        self.flows_carried += t.flows_carried;
+        self.flows_released += t.flows_released;
+        self.mechanisms_carried += t.mechanisms_carried;
         if old.poll_timeout().is_some() {
             self.retiring.push((old, now + grace));
         } else {
@@ -672,6 +688,10 @@ impl Pipeline for MiddleboxPipeline {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
+        if !self.out.is_empty() {
+            // Frames waiting to be taken (what a reload released): due at once.
+            return Some(Time::ZERO);
+        }
         let retiring = self.retiring.iter().filter_map(|(b, end)| b.poll_timeout().map(|t| t.min(*end)));
         self.mb.poll_timeout().into_iter().chain(retiring).min()
     }
@@ -721,6 +741,9 @@ impl Pipeline for MiddleboxPipeline {
             "origins_bytes": self.pending_bytes,
             "flows": self.flows.len(),
             "reloads": self.reloads,
+            "reload_flows_carried": self.flows_carried,
+            "reload_flows_released": self.flows_released,
+            "reload_mechanisms_carried": self.mechanisms_carried,
             "retiring_boxes": self.retiring.len(),
             "retired_holding": self.retired_holding,
         })

@@ -5,7 +5,7 @@ use crate::policy::FlowTablePolicy;
 use crate::port::LinkState;
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Packet, TcpFlags, L4};
-use std::collections::HashMap;
+use indexmap::IndexMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -106,19 +106,50 @@ pub struct FlowTableStats {
     pub approx_bytes: usize,
 }
 
+/// Flows one sweep step looks at, at most; a pass over more continues [`SWEEP_STEP`] later.
+pub const SWEEP_CHUNK: usize = 1024;
+/// The time between two steps of a sweep pass.
+pub const SWEEP_STEP: Dur = Dur::from_millis(1);
+/// Flows [`FlowTable::top`] can list: the busiest ones are kept as they grow.
+pub const TOP_TRACKED: usize = 64;
+
 /// A flow table with a hard cap and idle eviction.
+///
+/// Nothing on the data path walks the whole table: idle flows are evicted by a sweep that looks
+/// at [`SWEEP_CHUNK`] flows per step, [`SWEEP_STEP`] apart (a pass every second, or every 50 ms
+/// while the table is full), and the busiest flows are kept as their counters grow
+/// ([`FlowTable::top`]), not searched for at each snapshot (a walk of 100 000 flows took 1.5 ms
+/// for the sweep and 3.7 ms for the busiest flows, of the data-plane thread).
 pub struct FlowTable {
-    map: HashMap<FlowKey, FlowStats>,
+    /// In insertion order (a removal moves the last flow into the gap): the sweep's walk.
+    map: IndexMap<FlowKey, FlowStats>,
     cfg: FlowTablePolicy,
     stats: FlowTableStats,
-    last_sweep: Time,
+    /// Where the sweep pass in progress continues (None: no pass in progress).
+    sweep_at: Option<usize>,
+    /// When the pass in progress (or the last one) started, and when its next step is due.
+    pass_started: Option<Time>,
+    next_step: Time,
+    /// The busiest flows (bytes both ways) as of their last packet, at most [`TOP_TRACKED`]; and
+    /// the least of their byte counts once it is full (a flow enters by passing it).
+    top: Vec<(FlowKey, u64)>,
+    top_min: u64,
 }
 
 impl FlowTable {
     pub fn new(cfg: FlowTablePolicy) -> FlowTable {
         let stats = FlowTableStats { max_flows: cfg.max_flows, ..Default::default() };
         // Reserve lazily: capacity grows to the cap at most.
-        FlowTable { map: HashMap::new(), cfg, stats, last_sweep: Time::ZERO }
+        FlowTable {
+            map: IndexMap::new(),
+            cfg,
+            stats,
+            sweep_at: None,
+            pass_started: None,
+            next_step: Time::ZERO,
+            top: Vec::with_capacity(TOP_TRACKED),
+            top_min: 0,
+        }
     }
     pub fn set_policy(&mut self, cfg: FlowTablePolicy) {
         self.stats.max_flows = cfg.max_flows;
@@ -127,18 +158,21 @@ impl FlowTable {
     /// Account one packet; returns the flow's entry if tracked.
     pub fn touch(&mut self, now: Time, dir: Dir, pkt: &Packet, frame_len: usize) -> Option<&mut FlowStats> {
         let key = FlowKey::of(pkt, dir);
-        if !self.map.contains_key(&key) {
-            if self.map.len() >= self.cfg.max_flows {
-                self.sweep(now, true);
+        let idx = match self.map.get_index_of(&key) {
+            Some(i) => i,
+            None => {
+                if self.map.len() >= self.cfg.max_flows {
+                    self.sweep(now, true);
+                }
+                if self.map.len() >= self.cfg.max_flows {
+                    self.stats.untracked_packets += 1;
+                    return None;
+                }
+                self.stats.inserted += 1;
+                self.map.insert_full(key, FlowStats { first_seen: now, ..Default::default() }).0
             }
-            if self.map.len() >= self.cfg.max_flows {
-                self.stats.untracked_packets += 1;
-                return None;
-            }
-            self.stats.inserted += 1;
-            self.map.insert(key, FlowStats { first_seen: now, ..Default::default() });
-        }
-        let e = self.map.get_mut(&key)?;
+        };
+        let (_, e) = self.map.get_index_mut(idx)?;
         let i = dir.index();
         e.packets[i] += 1;
         e.bytes[i] += frame_len as u64;
@@ -150,40 +184,82 @@ impl FlowTable {
         if !syn_only {
             e.established = true;
         }
-        Some(e)
+        let total = e.bytes[0] + e.bytes[1];
+        if self.top.len() < TOP_TRACKED || total > self.top_min {
+            Self::note_top(&mut self.top, &mut self.top_min, key, total);
+        }
+        self.map.get_index_mut(idx).map(|(_, e)| e)
     }
-    /// Evict idle flows. Runs at most once a second, or every 50 ms when `table_full` (a full
-    /// table under a SYN flood must not scan on every packet).
+
+    /// Flow `key` has `total` bytes, more than the least of the busiest (or they are not full).
+    fn note_top(top: &mut Vec<(FlowKey, u64)>, top_min: &mut u64, key: FlowKey, total: u64) {
+        if let Some(t) = top.iter_mut().find(|(k, _)| *k == key) {
+            t.1 = total;
+        } else if top.len() < TOP_TRACKED {
+            top.push((key, total));
+        } else if let Some(m) = top.iter_mut().min_by_key(|(_, b)| *b) {
+            *m = (key, total);
+        }
+        *top_min = if top.len() < TOP_TRACKED { 0 } else { top.iter().map(|(_, b)| *b).min().unwrap_or(0) };
+    }
+
+    /// Evict idle flows: a pass over the table at most once a second, or every 50 ms when
+    /// `table_full` (a full table under a SYN flood), in steps of at most [`SWEEP_CHUNK`] flows
+    /// [`SWEEP_STEP`] apart, so no call walks the whole table.
     pub fn sweep(&mut self, now: Time, table_full: bool) {
-        let min = if table_full { Dur::from_millis(50) } else { Dur::from_secs(1) };
-        if now.since(self.last_sweep) < min && self.last_sweep != Time::ZERO {
+        if self.sweep_at.is_none() {
+            let every = if table_full { Dur::from_millis(50) } else { Dur::from_secs(1) };
+            if self.pass_started.is_some_and(|t| now.since(t) < every) {
+                return;
+            }
+            self.pass_started = Some(now);
+            self.sweep_at = Some(0);
+        } else if now < self.next_step {
             return;
         }
-        self.last_sweep = now;
         let idle = Dur::from_secs_f64(self.cfg.idle_timeout_s);
         let emb = Dur::from_secs_f64(self.cfg.embryonic_timeout_s);
-        let (mut ei, mut ee) = (0, 0);
-        self.map.retain(|_, f| {
+        let mut i = self.sweep_at.unwrap_or(0);
+        let mut budget = SWEEP_CHUNK;
+        while budget > 0 && i < self.map.len() {
+            budget -= 1;
+            let Some((_, f)) = self.map.get_index(i) else { break };
             let age = now.since(f.last_seen);
-            if !f.established && age >= emb {
-                ee += 1;
-                false
-            } else if age >= idle {
-                ei += 1;
-                false
-            } else {
+            let gone = if !f.established && age >= emb {
+                self.stats.evicted_embryonic += 1;
                 true
+            } else if age >= idle {
+                self.stats.evicted_idle += 1;
+                true
+            } else {
+                false
+            };
+            if gone {
+                // The last flow moves into slot i: it is looked at next.
+                if let Some((k, _)) = self.map.swap_remove_index(i) {
+                    if let Some(j) = self.top.iter().position(|(t, _)| *t == k) {
+                        self.top.swap_remove(j);
+                        self.top_min = 0;
+                    }
+                }
+            } else {
+                i += 1;
             }
-        });
-        self.stats.evicted_idle += ei;
-        self.stats.evicted_embryonic += ee;
-        if self.map.capacity() > 4 * self.map.len().max(1024) {
-            self.map.shrink_to(2 * self.map.len());
+        }
+        if i < self.map.len() {
+            self.sweep_at = Some(i);
+            self.next_step = now + SWEEP_STEP;
+        } else {
+            self.sweep_at = None;
+            if self.map.capacity() > 4 * self.map.len().max(1024) {
+                self.map.shrink_to(2 * self.map.len());
+            }
         }
     }
-    /// Heap bytes held by the table (buckets × entry size + control bytes).
+    /// Heap bytes held by the table: its entries (key, stats and hash) and its index (a slot
+    /// and a control byte per bucket).
     pub fn approx_bytes(&self) -> usize {
-        self.map.capacity() * (std::mem::size_of::<(FlowKey, FlowStats)>() + 1)
+        self.map.capacity() * (std::mem::size_of::<(FlowKey, FlowStats)>() + 8 + 8 + 1)
     }
     pub fn len(&self) -> usize {
         self.map.len()
@@ -197,37 +273,14 @@ impl FlowTable {
     pub fn stats(&self) -> FlowTableStats {
         FlowTableStats { flows: self.map.len(), approx_bytes: self.approx_bytes(), ..self.stats.clone() }
     }
-    /// The `n` flows with the most bytes (O(flows · log n) time, O(n) memory: no copy of the
-    /// table, which may hold `max_flows` entries).
+    /// The `n` flows with the most bytes (at most [`TOP_TRACKED`]), busiest first: from the
+    /// flows kept as their counters grew, without walking the table. A listed flow that is
+    /// evicted leaves room that the next busiest flow takes at its next packet.
     pub fn top(&self, n: usize) -> Vec<(FlowKey, FlowStats)> {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
-        if n == 0 {
-            return Vec::new();
-        }
-        // Min-heap of the n largest (bytes, insertion index) seen so far.
-        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::with_capacity(n + 1);
-        for (i, (_, s)) in self.map.iter().enumerate() {
-            heap.push(Reverse((s.bytes[0] + s.bytes[1], i)));
-            if heap.len() > n {
-                heap.pop();
-            }
-        }
-        let mut want: Vec<(u64, usize)> = heap.into_iter().map(|Reverse(x)| x).collect();
-        want.sort_by_key(|&(_, i)| i);
-        let mut out = Vec::with_capacity(want.len());
-        let mut w = want.iter().peekable();
-        for (i, (k, s)) in self.map.iter().enumerate() {
-            match w.peek() {
-                Some(&&(_, j)) if j == i => {
-                    out.push((*k, s.clone()));
-                    w.next();
-                }
-                Some(_) => {}
-                None => break,
-            }
-        }
-        out.sort_by_key(|(_, s)| Reverse(s.bytes[0] + s.bytes[1]));
+        let mut out: Vec<(FlowKey, FlowStats)> =
+            self.top.iter().filter_map(|(k, _)| self.map.get(k).map(|s| (*k, s.clone()))).collect();
+        out.sort_by_key(|(_, s)| std::cmp::Reverse(s.bytes[0] + s.bytes[1]));
+        out.truncate(n);
         out
     }
 }
@@ -605,7 +658,7 @@ mod tests {
         let _ = t.stats();
         let c3 = crate::sys::thread_cpu_time();
         eprintln!(
-            "100000 flows: sweep {:?}, top(16) {:?}, stats {:?} of CPU ({} top)",
+            "100000 flows: a sweep step ({SWEEP_CHUNK} flows) {:?}, top(16) {:?}, stats {:?} of CPU ({} top)",
             c1 - c0,
             c2 - c1,
             c3 - c2,
@@ -627,7 +680,12 @@ mod tests {
         let sizes: Vec<u64> = top.iter().map(|(_, s)| s.bytes[0]).collect();
         assert_eq!(sizes, vec![499, 498, 497, 496, 495]);
         assert_eq!(t.top(0).len(), 0);
-        assert_eq!(t.top(10_000).len(), 500);
+        assert_eq!(t.top(10_000).len(), TOP_TRACKED);
+        // The busiest flows follow the counters: a flow that grows past them is listed first.
+        let f = crate::testing::tcp_frame([10, 0, 0, 7], [10, 1, 0, 1], 1, 2, 3, 0x10, &[], b"");
+        let p = classify(&f).packet().unwrap().clone();
+        t.touch(Time(2), Dir::AToB, &p, 10_000);
+        assert_eq!(t.top(1)[0].1.bytes[0], 10_000 + ((7 * 7919) % 500) as u64);
     }
 
     #[test]

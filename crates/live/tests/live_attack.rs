@@ -111,6 +111,10 @@ fn flood(
     let ifname = ifname.to_string();
     spawn_in_netns(ns, "flood", move || -> std::io::Result<FloodReport> {
         const B: usize = 32;
+        // The flood stands for another machine: on this shared one it must not take the
+        // gateway's CPU, so it runs only when nothing else wants one (its achieved rate is
+        // measured and asserted by the caller).
+        ackshape_live::sys::set_sched_idle()?;
         let mut p = AfPacketPort::open(&ifname, "flood")?;
         let mut bufs: Vec<Vec<u8>> = (0..B).map(|_| Vec::with_capacity(256)).collect();
         let t0 = Instant::now();
@@ -184,10 +188,12 @@ fn a_new_flow_flood_stays_within_the_flow_bounds() {
 }
 
 /// The same with one million new 5-tuples, asserting that the established flow keeps ≥ 80 % of
-/// the rate it had before the flood. A timing test: on the shared 2-core machine, at load average
-/// 7–13 from other builds, it kept 64–84 % (a flood of the same rate on 64 existing tuples left it
-/// 70 %, so the rest is the packet rate's CPU cost on a busy machine), so it runs only on request
-/// (`--ignored`), on a quiet machine.
+/// the rate it had before the flood. The flood generator runs in SCHED_IDLE (it stands for another
+/// machine) and its achieved rate is asserted. A timing test: on the shared 2-core machine, at
+/// load average 11–14 from other builds, the flow kept 71–89 % (25.8–26.6 Mbit/s during the flood
+/// in every run; the spread is in the rate before it), and a flood of the same rate on 64 existing
+/// tuples left it 79 %, so what remains is the packet rate's CPU cost on a busy machine rather
+/// than the new flows'. It runs only on request (`--ignored`), on a quiet machine.
 #[test]
 #[ignore = "timing: run on a quiet machine with --ignored"]
 fn a_new_flow_flood_in_one_class_leaves_another_class_its_rate() {
@@ -479,7 +485,8 @@ struct SpoofRun {
 /// window scale 14 and MSS 88, a pure ACK at the real ACK + 2^30 and one at + 2^31 − 1, an RST
 /// with a random sequence number, and data travelling WAN → LAN; each also with a bad checksum
 /// (TTL `BAD_TTL`). With `flood`, 100 000 malformed frames are sent into each port meanwhile.
-fn spoof_run(tag: &str, mechanism: &str, loss: f64, with_flood: bool) -> SpoofRun {
+/// Without `inject`, nothing is injected (a control run: the same path, the same loss).
+fn spoof_run(tag: &str, mechanism: &str, loss: f64, with_flood: bool, inject: bool) -> SpoofRun {
     use ackshape_live::wanem::LinkSpec;
     let dir = tmpdir(tag);
     let pol = dir.join("policy.toml");
@@ -573,7 +580,7 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, with_flood: bool) -> SpoofRu
         let mut stage = 0;
         let mut ack0: Option<u32> = None;
         let deadline = Instant::now() + Duration::from_secs(100);
-        while stage < 5 && Instant::now() < deadline {
+        while inject && stage < 5 && Instant::now() < deadline {
             let Some(m) = see.recv(ackshape_core::Time(0), &mut buf)? else {
                 std::thread::sleep(Duration::from_micros(200));
                 continue;
@@ -691,7 +698,7 @@ fn spoof_run(tag: &str, mechanism: &str, loss: f64, with_flood: bool) -> SpoofRu
     let goodput = bytes as f64 * 8.0 / secs;
     let bulk = &g.pipeline["stats"]["classes"]["bulk"];
     eprintln!(
-        "spoofs {tag} ({mechanism}, loss {loss}, flood {with_flood}): {} MB in {secs:.1} s = {:.1} Mbit/s, sha256 ok; \
+        "spoofs {tag} ({mechanism}, loss {loss}, flood {with_flood}, spoofs {inject}): {} MB in {secs:.1} s = {:.1} Mbit/s, sha256 ok; \
          injected {injected}; ACKs at the sender {acks}, beyond any the receiver sent {fabricated}, captured \
          before the receiver's {early} (by up to {lead:?}; tcpdump drops: sender {d_snd}, receiver {d_rcv}); marked frames at the \
          sender valid/bad {g1}/{b1}, at the receiver {g2}/{b2}; lan {:?}; wan bad_checksum {}; mechanism {}",
@@ -724,7 +731,7 @@ fn spoofs(mechanism: &str) {
     }
     let tag = if mechanism == "tcr" { "t" } else { "p" };
     for (i, (loss, with_flood)) in [(0.0, true), (0.01, false)].into_iter().enumerate() {
-        let r = spoof_run(&format!("{tag}{i}"), mechanism, loss, with_flood);
+        let r = spoof_run(&format!("{tag}{i}"), mechanism, loss, with_flood, true);
         assert_eq!(r.injected, 2 * (4 + 10) + 5, "every spoof was injected (the attacker saw the transfer through)");
         assert_eq!(r.fabricated_acks, 0, "ACKs beyond the receiver's at the sender (of {})", r.acks_at_sender);
         // A real ACK takes at least the wanem's 5 ms from the receiver to the sender: one the
@@ -740,6 +747,27 @@ fn spoofs(mechanism: &str) {
                 r.goodput_bps > 0.8 * CLASS_MBPS as f64 * 1e6 * 1448.0 / 1514.0,
                 "{:.1} Mbit/s",
                 r.goodput_bps / 1e6
+            );
+        } else {
+            // With loss the sender's congestion control, not the class, sets the rate: the
+            // reference is a control run on the same path with the same loss and no spoofs. The
+            // spoofs (a handful of frames) must not cost the transfer more than 20 %: the margin
+            // covers the run-to-run spread of a loss-limited transfer on a shared machine (the
+            // loss pattern is seeded, the timing is not); a transfer the spoofs broke runs far
+            // below it or not at all (the probe's hung at 8.9 of 100 MB).
+            let c = spoof_run(&format!("{tag}{i}c"), mechanism, loss, false, false);
+            assert_eq!(c.injected, 0);
+            eprintln!(
+                "spoofs {tag}{i}: {:.1} Mbit/s with the spoofs, {:.1} Mbit/s in the control run ({:.0}%)",
+                r.goodput_bps / 1e6,
+                c.goodput_bps / 1e6,
+                100.0 * r.goodput_bps / c.goodput_bps
+            );
+            assert!(
+                r.goodput_bps >= 0.8 * c.goodput_bps,
+                "{:.1} Mbit/s with the spoofs, {:.1} Mbit/s without",
+                r.goodput_bps / 1e6,
+                c.goodput_bps / 1e6
             );
         }
         assert!(

@@ -796,6 +796,127 @@ impl Gateway {
 
     // ---- flows ----
 
+    /// Take over from `old`, the gateway a policy reload replaces, the state of every class the
+    /// new policy keeps, so that a reload does not make the mechanisms learn their flows again
+    /// (TCR's window scale and right edge, PostACK's queue of ACKs) from mid-connection packets.
+    ///
+    /// Classes are matched by name, per direction. For a class both policies have:
+    /// - its rate and ceiling credit carry over (converted to the new rates, at most the new
+    ///   bursts), so that a reload does not hand it a fresh burst;
+    /// - if it is a leaf carrying data that way in both and its mechanism is the same (kind and
+    ///   settings), the mechanism moves over with its per-flow state and the ACKs it holds (it is
+    ///   told the new rate), and so do the class's tracked flows (the class of a tracked flow is
+    ///   kept; changed rules classify new flows) and their kept handshakes;
+    /// - if, in addition, its leaf discipline and rate are the same, its queue moves over too, so
+    ///   its packets leave in order at the class's rate and a mechanism that counts the class's
+    ///   departures of a flow (PostACK) sees them.
+    ///
+    /// Every other flow `old` tracks in a class with a mechanism is ended there: the mechanism
+    /// releases what it holds for it onto `out` now ([`AckMechanism::on_flow_end`]), rather
+    /// than keeping it until the retired box is dropped. Unshaped flows (no class) are not
+    /// carried: the new rules classify them at their next packet. Flows beyond the new policy's
+    /// `[flows]` bounds are ended rather than carried.
+    pub fn take_over_from(&mut self, now: Time, old: &mut Gateway, out: &mut Emit) -> crate::middlebox::TakeOver {
+        let mut r = crate::middlebox::TakeOver::default();
+        let map: Vec<Option<usize>> = old.policy.classes.iter().map(|c| self.policy.class_index(&c.name)).collect();
+        // carried[d][old class]: its flows (and mechanism) move to `map[old class]`.
+        let mut carried = [vec![false; map.len()], vec![false; map.len()]];
+        for (d, carried_d) in carried.iter_mut().enumerate() {
+            for (i, j) in map.iter().enumerate() {
+                let Some(j) = *j else { continue };
+                let (oc, nc) = (&old.policy.classes[i], &self.policy.classes[j]);
+                let (os, ns_) = (&mut old.sides[d].cls[i], &mut self.sides[d].cls[j]);
+                // Credit in ns at the old rate → the same bytes in ns at the new one.
+                let conv = |t: i64, from: u64, to: u64, cap: i64| -> i64 {
+                    let v = t as i128 * from as i128 / to.max(1) as i128;
+                    v.clamp(i64::MIN as i128, cap as i128) as i64
+                };
+                ns_.tokens = conv(os.tokens, oc.rate_bps, nc.rate_bps, ns_.burst_ns);
+                ns_.ctokens = conv(os.ctokens, oc.ceil_bps, nc.ceil_bps, ns_.cburst_ns);
+                ns_.t_last = os.t_last;
+                if !(oc.is_leaf() && nc.is_leaf() && oc.dirs[d] && nc.dirs[d] && oc.mechanism == nc.mechanism) {
+                    continue;
+                }
+                carried_d[i] = true;
+                if os.mech.is_some() && ns_.mech.is_some() {
+                    // Swapped, not taken: the retired box keeps a (fresh) mechanism in the class,
+                    // as every code path there expects.
+                    std::mem::swap(&mut os.mech, &mut ns_.mech);
+                    if let Some(m) = ns_.mech.as_mut() {
+                        m.set_rate(now, nc.rate_bps);
+                    }
+                    ns_.mech_rate = nc.rate_bps;
+                    r.mechanisms_carried += 1;
+                }
+                if oc.leaf == nc.leaf && oc.rate_bps == nc.rate_bps && os.leaf.is_some() && ns_.leaf.is_some() {
+                    std::mem::swap(&mut os.leaf, &mut ns_.leaf);
+                    os.st.internal_drops0 = os.leaf.as_ref().map_or(0, |l| l.internal_drops());
+                    ns_.st.internal_drops0 = ns_.leaf.as_ref().map_or(0, |l| l.internal_drops());
+                    if ns_.leaf.as_ref().is_some_and(|l| l.len_pkts() > 0) && !self.sides[d].in_active[j] {
+                        self.sides[d].in_active[j] = true;
+                        self.sides[d].active.push(j);
+                    }
+                }
+            }
+        }
+        // The flows, in `old`'s insertion order (so the new table's order, and the order of
+        // what is released, do not depend on the hash keys).
+        let keys: Vec<FlowKey> = old.flows.keys().copied().collect();
+        for k in keys {
+            let Some(&e) = old.flows.get(&k) else { continue };
+            if e.class == NONE {
+                continue;
+            }
+            let (d, i) = (e.dir.index(), e.class as usize);
+            let target = map[i].filter(|_| carried[d][i] && e.state & ENDED == 0);
+            let fits = target.is_some_and(|j| {
+                !self.flows.contains_key(&k) && self.admit(e.dir, Some(j), k.0, e.state & DATA_SEEN == 0)
+            });
+            match target {
+                Some(j) if fits => {
+                    let j = j as u32;
+                    self.flows.insert(k, FlowEntry { class: j, ..e });
+                    self.count_flow(e.dir, j, k.0, e.state, 1);
+                    if let Some(ks) = old.syn_opts.get(&k) {
+                        self.syn_opts.insert(k, *ks);
+                    }
+                    r.flows_carried += 1;
+                }
+                _ => {
+                    if e.state & ENDED == 0 && old.sides[d].cls[i].mech.is_some() {
+                        old.end_flow(now, k, out);
+                        r.flows_released += 1;
+                    }
+                }
+            }
+        }
+        // `old` forgets every flow: it gets no more packets, and the carried ones' state is here.
+        old.flows.clear();
+        old.syn_opts.clear();
+        old.sources.clear();
+        old.sweep_at = None;
+        for cf in old.class_flows.iter_mut().flat_map(|v| v.iter_mut()) {
+            *cf = ClassFlows::default();
+        }
+        old.drain_reinject(now, out);
+        for d in 0..2 {
+            for c in 0..old.sides[d].cls.len() {
+                old.refresh_timer(d, c);
+                old.note_acks(now, old.sides[d].dir, c);
+                old.note_data(now, d, c);
+            }
+            for c in 0..self.sides[d].cls.len() {
+                self.refresh_timer(d, c);
+                self.note_acks(now, self.sides[d].dir, c);
+                self.note_data(now, d, c);
+            }
+            self.pump(now, d, out);
+        }
+        self.last_now = self.last_now.max(now);
+        self.drain_reinject(now, out);
+        r
+    }
+
     /// The class of a data packet travelling `dir`, tracking its flow if it is TCP (and
     /// `may_open`: not a packet a mechanism judged inconsistent with its flow).
     fn class_of(&mut self, now: Time, dir: Dir, pkt: &Packet, may_open: bool) -> Option<usize> {
@@ -1655,6 +1776,17 @@ impl Middlebox for Gateway {
                 *end = Some(drops);
             }
         }
+    }
+
+    fn take_over(&mut self, now: Time, old: &mut (dyn Middlebox + Send), out: &mut Emit) -> crate::middlebox::TakeOver {
+        match old.as_any_mut().and_then(|a| a.downcast_mut::<Gateway>()) {
+            Some(old) => self.take_over_from(now, old, out),
+            None => crate::middlebox::TakeOver::default(),
+        }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
     }
 
     fn stats_json(&self) -> serde_json::Value {
