@@ -108,9 +108,10 @@ pub struct Ctx<'a> {
     pub runner: Option<&'a mut dyn Runner>,
 }
 
-impl Ctx<'_> {
-    /// A context without a progress callback, readings on, mechanisms on, runs on threads here.
-    pub fn new(quick: bool, seed: u64) -> Ctx<'static> {
+impl<'a> Ctx<'a> {
+    /// A context without a progress callback, readings on, mechanisms on, runs on threads here
+    /// (of any lifetime, so that `..Ctx::new(..)` can fill a context that borrows a callback).
+    pub fn new(quick: bool, seed: u64) -> Ctx<'a> {
         Ctx { quick, seed, progress: None, mechanism_off: false, readings: true, runner: None }
     }
 
