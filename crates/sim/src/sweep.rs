@@ -716,6 +716,12 @@ impl RunRecord {
 
 /// Run a resolved scenario like [`run_resolved`], handing back its [`RunRecord`] as text.
 pub fn run_record(scenario: &str, file: &str, set: &[String], seed: u64) -> Result<String, String> {
+    let (sim, summary) = run_text(scenario, file, set, seed)?;
+    Ok(RunRecord { goodput_series: sim.goodput_series(), summary }.to_text())
+}
+
+/// Build and run a resolved scenario (TOML text) with `seed`: the simulation and its summary.
+fn run_text(scenario: &str, file: &str, set: &[String], seed: u64) -> Result<(Sim, Summary), String> {
     let doc: toml::Table = scenario.parse().map_err(|e: toml::de::Error| format!("{file}: {}", e.message()))?;
     let mut sc = Scenario::from_table(doc, file).map_err(|e| e.to_string())?;
     sc.set = set.to_vec();
@@ -723,21 +729,14 @@ pub fn run_record(scenario: &str, file: &str, set: &[String], seed: u64) -> Resu
     let t0 = std::time::Instant::now();
     sim.run(None);
     let summary = sim.summary(t0.elapsed().as_secs_f64());
-    Ok(RunRecord { goodput_series: sim.goodput_series(), summary }.to_text())
+    Ok((sim, summary))
 }
 
 /// Run a resolved scenario (TOML text, see [`crate::store::resolve`]) with `seed`; `file` and
 /// `set` name it in errors and in the summary. Returns the summary.json text, byte for byte what
 /// `ackshape run --out` writes for the same scenario and seed (apart from `sim.wall_time_s`).
 pub fn run_resolved(scenario: &str, file: &str, set: &[String], seed: u64) -> Result<String, String> {
-    let doc: toml::Table = scenario.parse().map_err(|e: toml::de::Error| format!("{file}: {}", e.message()))?;
-    let mut sc = Scenario::from_table(doc, file).map_err(|e| e.to_string())?;
-    sc.set = set.to_vec();
-    let mut sim = Sim::build(&sc, file, Some(seed), RunOptions::default()).map_err(|e| e.to_string())?;
-    let t0 = std::time::Instant::now();
-    sim.run(None);
-    let summary = sim.summary(t0.elapsed().as_secs_f64());
-    Ok(crate::run::summary_json(&summary))
+    Ok(crate::run::summary_json(&run_text(scenario, file, set, seed)?.1))
 }
 
 /// Where a sweep's runs run: threads of this process ([`Threads`]), or elsewhere (the command
