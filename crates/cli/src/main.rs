@@ -11,6 +11,7 @@
 
 use ackshape_core::model::{self, ModelInput};
 use ackshape_core::units;
+use ackshape_format::policy_report::PolicyReport;
 use ackshape_sim::run::{format_table, run_scenario, RunRequest};
 use ackshape_sim::Scenario;
 use clap::{Parser, Subcommand, ValueEnum};
