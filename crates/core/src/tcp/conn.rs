@@ -1,7 +1,7 @@
 //! One TCP endpoint (both halves). API contract; see the module doc for the driving loop.
 
-use super::cc::Cubic;
-use super::config::{multcp_catch_up_segments, CcAlgo, MultcpSlowStart, TcpConfig, WindowUpdate};
+use super::cc::{Ack, Cc, Window};
+use super::config::{LossRecovery, TcpConfig, WindowUpdate};
 use super::recv::Reassembly;
 use super::rtt::{RttEstimator, SampleAt};
 use super::scoreboard::Scoreboard;
@@ -207,8 +207,10 @@ pub struct Connection {
     ecn_recover: u64,
     cwr_pending: bool,
     burst: u32,
-    cubic: Cubic,
-    ca_acc: u64,
+    /// Loss recovery, implied by `cfg.cc`.
+    recovery: LossRecovery,
+    /// The congestion controller (window growth, reduction, pacing).
+    cc: Cc,
     /// `ns2_recovery`, Reno/NewReno: the part of `cwnd` that is ns-2's `dupwnd_` (the window
     /// inflation of fast recovery), bytes.
     ns2_dupwnd: u64,
@@ -301,8 +303,8 @@ impl Connection {
             ecn_recover: 0,
             cwr_pending: false,
             burst: 0,
-            cubic: Cubic::default(),
-            ca_acc: 0,
+            recovery: cfg.cc.recovery(),
+            cc: Cc::new(&cfg),
             ns2_dupwnd: 0,
             ns2_pipe: 0,
             ns2_after_timeout: false,
@@ -436,7 +438,7 @@ impl Connection {
     }
     #[inline]
     fn sack_recovery(&self) -> bool {
-        self.sack_ok && matches!(self.cfg.cc, CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving | CcAlgo::MulTcp)
+        self.sack_ok && self.recovery == LossRecovery::Sack
     }
     /// `ns2_recovery` with SACK-based recovery: ns-2's `Sack1TcpAgent` rules.
     #[inline]
@@ -512,28 +514,16 @@ impl Connection {
         self.rtx_deadline = Some(self.rtt.deadline(now, self.rtt.rto()));
     }
 
+    /// The window lent to the controller.
+    #[inline]
+    fn window(&self) -> Window {
+        Window { cwnd: self.cwnd, ssthresh: self.ssthresh, mss: self.mss, cap: self.cwnd_cap(), rwnd: self.rwnd }
+    }
+
+    /// The controller's slow-start threshold for a congestion event with `flight` bytes out.
     fn cc_ssthresh(&mut self, flight: u64) -> u64 {
-        let two = 2 * self.mss;
-        if self.cfg.ns2_slowdown && matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno | CcAlgo::NewReno | CcAlgo::Sack)
-        {
-            // ns-2 `TcpAgent::slowdown(CLOSE_SSTHRESH_HALF)`: `(int)(window() / 2)` with
-            // `window()` = ⌊min(cwnd_, wnd_)⌋ in packets, and `ssthresh_ ≥ 2`.
-            let mss = self.mss.max(1);
-            let win = self.cwnd.min(self.rwnd.max(mss)) / mss;
-            return ((win / 2) * mss).max(two);
-        }
-        match self.cfg.cc {
-            CcAlgo::Cubic => {
-                let w = self.cubic.on_congestion(self.cwnd as f64 / self.mss as f64);
-                ((w * self.mss as f64) as u64).max(two)
-            }
-            CcAlgo::Misbehaving => self.ssthresh,
-            CcAlgo::MulTcp => {
-                let n = self.cfg.multcp_n.max(1.0);
-                ((flight as f64 * (1.0 - 1.0 / (2.0 * n))) as u64).max(two)
-            }
-            _ => (flight / 2).max(two),
-        }
+        let w = self.window();
+        self.cc.ssthresh(&w, flight)
     }
 
     /// Feed an RTT sample; `una` is SND.UNA with the sampled ACK applied.
@@ -783,11 +773,10 @@ impl Connection {
     fn on_ece(&mut self) {
         self.stats.ece_rcvd += 1;
         if self.rec == Recovery::None && self.una >= self.ecn_recover && self.rto_lost_to <= self.una {
-            let react = self.cfg.cc != CcAlgo::Misbehaving || self.cfg.misbehaving_ecn_response;
-            if react {
+            let reduces = self.cc.reduces();
+            if reduces || self.cfg.misbehaving_ecn_response {
                 let fl = self.nxt - self.una;
-                self.ssthresh =
-                    if self.cfg.cc == CcAlgo::Misbehaving { (fl / 2).max(2 * self.mss) } else { self.cc_ssthresh(fl) };
+                self.ssthresh = if reduces { self.cc_ssthresh(fl) } else { (fl / 2).max(2 * self.mss) };
                 self.cwnd = self.ssthresh;
                 self.stats.cwnd_reductions += 1;
                 self.stats.ecn_reductions += 1;
@@ -816,7 +805,7 @@ impl Connection {
             if ack >= end {
                 let partial = self.cfg.ns2_recovery
                     && self.rec != Recovery::None
-                    && !(self.rec == Recovery::Fast && self.cfg.cc == CcAlgo::Reno)
+                    && !(self.rec == Recovery::Fast && self.recovery == LossRecovery::Reno)
                     && self.recover.is_some_and(|r| ack < r);
                 if !partial {
                     self.rtt_sample(now, now.since(t0), ack);
@@ -847,8 +836,8 @@ impl Connection {
         match self.rec {
             Recovery::Fast => {
                 let full = self.recover.is_none_or(|r| ack >= r);
-                if (self.cfg.cc == CcAlgo::Reno || full) && self.cfg.ns2_recovery && self.cfg.cc != CcAlgo::Misbehaving
-                {
+                let reno = self.recovery == LossRecovery::Reno;
+                if (reno || full) && self.cfg.ns2_recovery && self.cc.reduces() {
                     // ns-2 `RenoTcpAgent::recv` / `NewRenoTcpAgent::recv` (`exit_recovery_fix_ 0`):
                     // `dupwnd_ = 0`, `cwnd_` kept as it stands, then `recv_newack_helper` →
                     // `opencwnd()` grows it for this ACK.
@@ -856,12 +845,12 @@ impl Connection {
                     self.cwnd = self.cwnd.saturating_sub(self.ns2_dupwnd).max(1);
                     self.ns2_dupwnd = 0;
                     self.grow_cwnd(now, data_acked.max(newly.min(1)), flight_before);
-                } else if self.cfg.cc == CcAlgo::Reno || full {
+                } else if reno || full {
                     // Reno exits on any new ACK; NewReno on a full ACK (RFC 6582 option 1).
                     self.rec = Recovery::None;
-                    self.cwnd = if self.cfg.cc == CcAlgo::Misbehaving {
+                    self.cwnd = if !self.cc.reduces() {
                         self.cwnd
-                    } else if self.cfg.cc == CcAlgo::Reno {
+                    } else if reno {
                         self.ssthresh
                     } else {
                         let fl = self.nxt - self.una;
@@ -871,7 +860,7 @@ impl Connection {
                     // NewReno partial ACK: retransmit the next hole, deflate, stay in recovery.
                     self.stats.partial_acks += 1;
                     self.pending_rtx = Some(ack);
-                    if self.cfg.ns2_recovery && self.cfg.cc != CcAlgo::Misbehaving {
+                    if self.cfg.ns2_recovery && self.cc.reduces() {
                         // ns-2 `NewRenoTcpAgent::partialnewack` (`partial_window_deflation_ 1`),
                         // with deflate = the newly acknowledged data: if `dupwnd_ > deflate`,
                         // `dupwnd_ -= deflate − 1`; else `cwnd_ -= deflate − dupwnd_`,
@@ -884,7 +873,7 @@ impl Connection {
                             self.ns2_dupwnd = mss;
                         }
                         self.cwnd = base + self.ns2_dupwnd;
-                    } else if self.cfg.cc != CcAlgo::Misbehaving {
+                    } else if self.cc.reduces() {
                         self.cwnd = self.cwnd.saturating_sub(newly);
                         if newly >= mss {
                             self.cwnd += mss;
@@ -941,59 +930,13 @@ impl Connection {
         }
     }
 
-    /// Congestion-window growth on an ACK of `acked` new bytes outside recovery.
+    /// Congestion-window growth on an ACK of `acked` new bytes outside recovery: the
+    /// controller's (Linux `tcp_cong_avoid`).
     fn grow_cwnd(&mut self, now: Time, acked: u64, flight_before: u64) {
-        let mss = self.mss;
-        let cap = self.cwnd_cap();
-        if self.cfg.cwnd_validation {
-            // Grow only when the window was actually in use (RFC 7661 spirit, Linux-like).
-            let limited = if self.cwnd < self.ssthresh {
-                self.cwnd < 2 * flight_before
-            } else {
-                flight_before + mss >= self.cwnd
-            };
-            if !limited {
-                return;
-            }
-        }
-        if self.cfg.cc == CcAlgo::Misbehaving {
-            // No congestion avoidance: byte-counted slow start forever (doubles per RTT).
-            self.cwnd = self.cwnd.saturating_add(acked).min(cap);
-            return;
-        }
-        if self.cwnd < self.ssthresh || self.cfg.no_congestion_avoidance {
-            let mut inc = if self.cfg.abc { acked.min(2 * mss) } else { mss };
-            if self.cfg.cc == CcAlgo::MulTcp
-                && self.cfg.multcp_slow_start == MultcpSlowStart::NFlows
-                && (self.cwnd as f64) < multcp_catch_up_segments(self.cfg.multcp_n) * mss as f64
-            {
-                inc *= 2;
-            }
-            self.cwnd = self.cwnd.saturating_add(inc).min(cap);
-            return;
-        }
-        if self.cfg.cc == CcAlgo::Cubic {
-            let srtt = self.rtt.srtt().unwrap_or(Dur::from_millis(100));
-            let m = mss as f64;
-            let w = self.cubic.on_ack(now, self.cwnd as f64 / m, acked as f64 / m, srtt);
-            self.cwnd = ((w * m) as u64).max(self.cwnd).min(cap);
-            return;
-        }
-        // MulTCP: N times Reno's additive increase.
-        let n = if self.cfg.cc == CcAlgo::MulTcp { self.cfg.multcp_n.max(1.0) } else { 1.0 };
-        if self.cfg.abc {
-            self.ca_acc += acked;
-            let per = ((self.cwnd as f64 / n) as u64).max(1);
-            if self.ca_acc >= per {
-                self.ca_acc -= per;
-                self.cwnd += mss;
-            }
-        } else if n == 1.0 {
-            self.cwnd += (mss * mss / self.cwnd).max(1);
-        } else {
-            self.cwnd += ((n * (mss * mss) as f64 / self.cwnd as f64) as u64).max(1);
-        }
-        self.cwnd = self.cwnd.min(cap);
+        let a = Ack { now, acked, flight_before, srtt: self.rtt.srtt() };
+        let mut w = self.window();
+        self.cc.on_ack(&mut w, &a);
+        (self.cwnd, self.ssthresh) = (w.cwnd, w.ssthresh);
     }
 
     fn on_dupack(&mut self, now: Time, newly_sacked: u64) {
@@ -1007,7 +950,7 @@ impl Connection {
         match self.rec {
             Recovery::Fast => {
                 // Window inflation (Reno / NewReno); Misbehaving never deflated, so no inflation.
-                if self.cfg.cc != CcAlgo::Misbehaving {
+                if self.cc.reduces() {
                     self.cwnd = self.cwnd.saturating_add(self.mss);
                     if self.cfg.ns2_recovery {
                         self.ns2_dupwnd += self.mss; // `++dupwnd_`
@@ -1028,7 +971,7 @@ impl Connection {
                     } else {
                         // Reno and Tahoe have no `recover` guard (RFC 5681); NewReno/SACK do
                         // (RFC 6582 §3.2 step 2).
-                        matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno)
+                        matches!(self.recovery, LossRecovery::Tahoe | LossRecovery::Reno)
                             || self.recover.is_none_or(|r| self.una >= r)
                     };
                     if allowed {
@@ -1073,12 +1016,12 @@ impl Connection {
         // ns-2 `slowdown(CLOSE_CWND_HALF)` with `precisionReduce_`: cwnd_ = windowd() / 2,
         // not rounded and not raised to ssthresh_.
         let half = self.cfg.ns2_slowdown.then(|| self.cwnd.min(self.rwnd.max(self.mss)) / 2);
-        let misbehaving = self.cfg.cc == CcAlgo::Misbehaving;
+        let misbehaving = !self.cc.reduces();
         if !misbehaving {
             self.stats.cwnd_reductions += 1;
         }
-        match self.cfg.cc {
-            CcAlgo::Tahoe => {
+        match self.recovery {
+            LossRecovery::Tahoe => {
                 self.ssthresh = (flight / 2).max(2 * self.mss);
                 self.cwnd = self.mss;
                 self.rto_lost_to = self.nxt;
@@ -1324,7 +1267,8 @@ impl Connection {
             return None;
         }
         // ns-2 `NewRenoTcpAgent::recv`: during fast recovery `send_much(0, 0, 2)`.
-        let max_burst = if self.cfg.ns2_recovery && self.rec == Recovery::Fast && self.cfg.cc == CcAlgo::NewReno {
+        let max_burst = if self.cfg.ns2_recovery && self.rec == Recovery::Fast && self.recovery == LossRecovery::NewReno
+        {
             2
         } else {
             self.cfg.max_burst
@@ -1654,7 +1598,7 @@ impl Connection {
             self.ns2_pipe = 0;
             self.ns2_after_timeout = true;
         }
-        if self.cfg.cc != CcAlgo::Misbehaving {
+        if self.cc.reduces() {
             // ns-2 `TcpAgent::timeout` calls `slowdown(CLOSE_SSTHRESH_HALF|CLOSE_CWND_RESTART)`
             // at every timeout, so a repeated one halves the one-segment window again.
             if self.consecutive_rtos == 0 || self.cfg.ns2_slowdown {
@@ -1663,7 +1607,9 @@ impl Connection {
             self.cwnd = self.mss;
             self.stats.cwnd_reductions += 1;
         }
-        self.cubic.reset_epoch();
+        let mut w = self.window();
+        self.cc.on_rto(&mut w);
+        (self.cwnd, self.ssthresh) = (w.cwnd, w.ssthresh);
         self.consecutive_rtos += 1;
         self.rec = Recovery::None;
         self.dupacks = 0;
@@ -1679,7 +1625,6 @@ impl Connection {
             self.sboard.clear();
         }
         self.rtt_timing = None;
-        self.ca_acc = 0;
         self.burst = 0;
         self.rtt.back_off();
         self.arm_rto(now);
@@ -1888,6 +1833,11 @@ impl Connection {
     /// Next sequence number to be sent for new data (highest sent + 1, SND.MAX).
     pub fn snd_nxt(&self) -> SeqNum {
         self.snd_seq(self.nxt)
+    }
+
+    /// The controller's pacing rate in bytes per second; `None` for an ACK-clocked sender.
+    pub fn pacing_rate(&self) -> Option<u64> {
+        self.cc.pacing_rate()
     }
 
     /// Negotiated effective MSS (payload bytes).
