@@ -27,6 +27,9 @@ pub enum CcAlgo {
     /// (paper 003's baseline; its rules are assumed there, trap P3-10).
     #[serde(rename = "multcp")]
     MulTcp,
+    /// BBR v1 (Cardwell et al. 2016, Linux `tcp_bbr.c`): a model of the path (max delivery rate,
+    /// min RTT) sets a pacing rate and cwnd; SACK recovery; the sender paces.
+    Bbr,
 }
 
 /// Loss recovery of the sending half (how losses are detected and repaired), implied by
@@ -51,7 +54,7 @@ impl CcAlgo {
             CcAlgo::Tahoe => LossRecovery::Tahoe,
             CcAlgo::Reno => LossRecovery::Reno,
             CcAlgo::NewReno => LossRecovery::NewReno,
-            CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving | CcAlgo::MulTcp => LossRecovery::Sack,
+            CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving | CcAlgo::MulTcp | CcAlgo::Bbr => LossRecovery::Sack,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! One TCP endpoint (both halves). API contract; see the module doc for the driving loop.
 
-use super::cc::{Ack, Cc, Window};
-use super::config::{LossRecovery, TcpConfig, WindowUpdate};
+use super::cc::{Ack, BbrMode, CaState, Cc, Window};
+use super::config::{CcAlgo, LossRecovery, TcpConfig, WindowUpdate};
+use super::rate::RateEstimator;
 use super::recv::Reassembly;
 use super::rtt::{RttEstimator, SampleAt};
 use super::scoreboard::Scoreboard;
@@ -211,6 +212,13 @@ pub struct Connection {
     recovery: LossRecovery,
     /// The congestion controller (window growth, reduction, pacing).
     cc: Cc,
+    /// Delivery-rate estimation, for a controller that uses it (BBR).
+    rate: Option<Box<RateEstimator>>,
+    /// The controller paces: no data segment before `pace_next`.
+    paced: bool,
+    pace_next: Time,
+    /// A data segment waits for `pace_next` (a timer for the driver).
+    pace_wake: Option<Time>,
     /// `ns2_recovery`, Reno/NewReno: the part of `cwnd` that is ns-2's `dupwnd_` (the window
     /// inflation of fast recovery), bytes.
     ns2_dupwnd: u64,
@@ -304,7 +312,11 @@ impl Connection {
             cwr_pending: false,
             burst: 0,
             recovery: cfg.cc.recovery(),
-            cc: Cc::new(&cfg),
+            cc: Cc::new(&cfg).seeded(iss as u64),
+            rate: (cfg.cc == CcAlgo::Bbr).then(Box::default),
+            paced: cfg.cc == CcAlgo::Bbr,
+            pace_next: Time::ZERO,
+            pace_wake: None,
             ns2_dupwnd: 0,
             ns2_pipe: 0,
             ns2_after_timeout: false,
@@ -336,6 +348,13 @@ impl Connection {
     pub fn connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Time) -> Connection {
         let _ = now;
         Connection::new(cfg, local, remote, iss, TcpState::SynSent)
+    }
+
+    /// BBR's state, for traces and tests: (mode, max bandwidth in bytes/s, min RTT, pacing
+    /// gain, pacing rate in bytes/s). `None` for other controllers.
+    pub fn bbr_state(&self) -> Option<(BbrMode, f64, Option<Dur>, f64, u64)> {
+        let b = self.cc.bbr()?;
+        Some((b.mode(), b.max_bw(), b.min_rtt(), b.pacing_gain(), self.cc.pacing_rate().unwrap_or(0)))
     }
 
     /// Passive open on receipt of `syn` (a SYN without ACK addressed to us). Returns `None` for
@@ -716,12 +735,51 @@ impl Connection {
         let dup_eligible =
             pkt.payload_len == 0 && t.flags.0 & (TcpFlags::SYN.0 | TcpFlags::FIN.0) == 0 && !window_changed;
         let tsecr = if self.ts_ok { t.opts.timestamps.map(|x| x.1) } else { None };
+        let lost_from = if self.rate.is_some() { self.lost_boundary().max(self.una) } else { 0 };
         self.process_ack(now, ack, &sacks[..ns], dup_eligible, tsecr, flight_before);
 
         // ECN-Echo: reduce once per window of data, as on loss but without retransmitting.
         if self.ecn_ok && t.flags.contains(TcpFlags::ECE) {
             self.on_ece();
         }
+        if self.rate.is_some() {
+            self.cong_control(now, &sacks[..ns], flight_before, lost_from);
+        }
+    }
+
+    /// A rate-based controller's turn on every ACK (Linux `tcp_cong_control` after
+    /// `tcp_rate_gen`): deliver the ACKed and SACKed segments to the rate estimator, count the
+    /// bytes newly presumed lost (above `lost_from`), and let the controller set cwnd.
+    fn cong_control(&mut self, now: Time, sacks: &[(u64, u64)], flight_before: u64, lost_from: u64) {
+        let b = self.lost_boundary();
+        let from = lost_from.max(self.una);
+        let losses = if b > from { (b - from) - self.sboard.sacked_in(from, b) } else { 0 };
+        let una = self.una;
+        let Some(r) = self.rate.as_deref_mut() else { return };
+        for &(l, e) in sacks {
+            r.on_sack(l, e);
+        }
+        r.on_cum_ack(una);
+        let rs = r.generate(now, flight_before, losses);
+        let ca_state = if self.rec != Recovery::None {
+            CaState::Recovery
+        } else if self.rto_lost_to > self.una {
+            CaState::Loss
+        } else {
+            CaState::Open
+        };
+        let a = Ack {
+            now,
+            acked: rs.acked_sacked,
+            flight_before,
+            flight_after: self.flight(),
+            srtt: self.rtt.srtt(),
+            ca_state,
+            rate: Some(rs),
+        };
+        let mut w = self.window();
+        self.cc.cong_control(&mut w, &a);
+        (self.cwnd, self.ssthresh) = (w.cwnd, w.ssthresh);
     }
 
     /// The congestion-control part of an acceptable ACK (`una ≤ ack ≤ nxt`), in stream offsets:
@@ -774,7 +832,8 @@ impl Connection {
         self.stats.ece_rcvd += 1;
         if self.rec == Recovery::None && self.una >= self.ecn_recover && self.rto_lost_to <= self.una {
             let reduces = self.cc.reduces();
-            if reduces || self.cfg.misbehaving_ecn_response {
+            // BBR v1 has no ECN response (`tcp_bbr.c` sets cwnd on every ACK regardless).
+            if !self.cc.controls_cwnd() && (reduces || self.cfg.misbehaving_ecn_response) {
                 let fl = self.nxt - self.una;
                 self.ssthresh = if reduces { self.cc_ssthresh(fl) } else { (fl / 2).max(2 * self.mss) };
                 self.cwnd = self.ssthresh;
@@ -933,7 +992,15 @@ impl Connection {
     /// Congestion-window growth on an ACK of `acked` new bytes outside recovery: the
     /// controller's (Linux `tcp_cong_avoid`).
     fn grow_cwnd(&mut self, now: Time, acked: u64, flight_before: u64) {
-        let a = Ack { now, acked, flight_before, srtt: self.rtt.srtt() };
+        let a = Ack {
+            now,
+            acked,
+            flight_before,
+            srtt: self.rtt.srtt(),
+            flight_after: self.nxt - self.una,
+            ca_state: CaState::Open,
+            rate: None,
+        };
         let mut w = self.window();
         self.cc.on_ack(&mut w, &a);
         (self.cwnd, self.ssthresh) = (w.cwnd, w.ssthresh);
@@ -950,7 +1017,7 @@ impl Connection {
         match self.rec {
             Recovery::Fast => {
                 // Window inflation (Reno / NewReno); Misbehaving never deflated, so no inflation.
-                if self.cc.reduces() {
+                if self.cc.reduces() && !self.cc.controls_cwnd() {
                     self.cwnd = self.cwnd.saturating_add(self.mss);
                     if self.cfg.ns2_recovery {
                         self.ns2_dupwnd += self.mss; // `++dupwnd_`
@@ -1031,7 +1098,9 @@ impl Connection {
             _ if self.sack_recovery() => {
                 if !misbehaving {
                     self.ssthresh = self.cc_ssthresh(flight);
-                    self.cwnd = half.unwrap_or(self.ssthresh);
+                    if !self.cc.controls_cwnd() {
+                        self.cwnd = half.unwrap_or(self.ssthresh);
+                    }
                 }
                 self.rtx_ptr = self.una;
                 self.pending_rtx = Some(self.una);
@@ -1045,7 +1114,9 @@ impl Connection {
                 }
             }
             _ => {
-                if !misbehaving {
+                if !misbehaving && self.cc.controls_cwnd() {
+                    self.ssthresh = self.cc_ssthresh(flight);
+                } else if !misbehaving {
                     self.ssthresh = self.cc_ssthresh(flight);
                     let inflation = self.cfg.dupthresh as u64 * self.mss;
                     self.cwnd = half.unwrap_or(self.ssthresh) + inflation;
@@ -1204,6 +1275,15 @@ impl Connection {
             if let Some(p) = self.next_data_segment(now) {
                 return Some(p);
             }
+            if self.rate.is_some() && self.nxt >= self.sb.written && self.pace_wake.is_none() {
+                // `tcp_rate_check_app_limited`: nothing left to send while the window has room.
+                let flight = self.flight();
+                if flight < self.cwnd && !self.lost_pending() {
+                    if let Some(r) = self.rate.as_deref_mut() {
+                        r.set_app_limited(flight);
+                    }
+                }
+            }
             if self.probe_pending {
                 self.probe_pending = false;
                 self.stats.persist_probes += 1;
@@ -1243,6 +1323,12 @@ impl Connection {
             return None;
         }
         let mss = self.mss;
+        if self.paced && now < self.pace_next {
+            // Pacing (Linux's internal pacing, `tcp_pacing_check`): every data segment waits
+            // for its departure time.
+            self.pace_wake = Some(self.pace_next);
+            return None;
+        }
         // 1. One-shot retransmission (fast retransmit, NewReno partial ACK): ignores cwnd.
         if let Some(s) = self.pending_rtx.take() {
             if s >= self.una && s < self.nxt {
@@ -1387,6 +1473,20 @@ impl Connection {
         }
         let payload = if self.cfg.carry_payload && len > 0 { self.sb.payload(s, data_end) } else { None };
         let ect = self.ecn_ok && len > 0 && !rtx;
+        if len > 0 && self.paced {
+            // `tcp_update_skb_after_send`: the next departure is len / pacing rate later (the
+            // rate of the controller now; Linux's half-segment credit for a late departure is
+            // not modelled).
+            let nothing_out = self.nxt <= self.una;
+            if let Some(r) = self.rate.as_deref_mut() {
+                r.on_sent(now, s, data_end, nothing_out, rtx);
+            }
+            if let Some(rate) = self.cc.pacing_rate() {
+                let ns = (len as u128 * 1_000_000_000 / rate.max(1) as u128) as u64;
+                self.pace_next = self.pace_next.max(now) + Dur(ns);
+            }
+            self.pace_wake = None;
+        }
         let seq = self.snd_seq(s);
         let p = self.build(now, seq, flags, len as u32, payload, ect);
         if len > 0 {
@@ -1539,7 +1639,7 @@ impl Connection {
     #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
         let mut t = self.rtx_deadline;
-        for d in [self.delack_deadline, self.tw_deadline].into_iter().flatten() {
+        for d in [self.delack_deadline, self.tw_deadline, self.pace_wake].into_iter().flatten() {
             t = Some(t.map_or(d, |x| x.min(d)));
         }
         t
@@ -1555,6 +1655,9 @@ impl Connection {
         if self.delack_deadline.is_some_and(|d| d <= now) {
             self.delack_deadline = None;
             self.imm_acks = self.imm_acks.max(1);
+        }
+        if self.pace_wake.is_some_and(|d| d <= now) {
+            self.pace_wake = None; // the next poll_transmit may send
         }
         if self.rtx_deadline.is_some_and(|d| d <= now) {
             self.rtx_deadline = None;

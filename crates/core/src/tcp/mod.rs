@@ -91,12 +91,15 @@
 mod cc;
 mod config;
 mod conn;
+mod rate;
 mod recv;
 mod rtt;
 mod scoreboard;
 mod sendbuf;
 pub mod vps;
 
+pub use cc::BbrMode;
 pub use config::*;
 pub use conn::*;
+pub use rate::RateSample;
 pub use sendbuf::{pattern_byte, pattern_bytes};

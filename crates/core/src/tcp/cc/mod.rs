@@ -9,13 +9,17 @@
 //! to the controller on each event; recovery may still set them (window inflation and deflation
 //! are recovery's, as in Linux's `tcp_cwnd_reduction` outside the ops).
 
+mod bbr;
 mod cubic;
 mod reno;
 
+pub(crate) use bbr::Bbr;
+pub use bbr::BbrMode;
 pub(crate) use cubic::Cubic;
 pub(crate) use reno::{MulTcp, Reno};
 
 use super::config::{CcAlgo, TcpConfig};
+use super::rate::RateSample;
 use crate::time::{Dur, Time};
 
 /// The window a controller works on: the connection's cwnd and ssthresh (bytes), with the
@@ -40,6 +44,24 @@ pub(crate) struct Ack {
     pub flight_before: u64,
     /// The smoothed RTT, once there is one.
     pub srtt: Option<Dur>,
+    /// Bytes in flight after it.
+    pub flight_after: u64,
+    /// Linux's `icsk_ca_state` as far as a controller needs it.
+    pub ca_state: CaState,
+    /// The delivery-rate sample of this ACK (draft-cheng-iccrg-delivery-rate-estimation), for
+    /// controllers that ask for one.
+    pub rate: Option<RateSample>,
+}
+
+/// The sender's congestion state (Linux `enum tcp_ca_state`, the values a controller tells apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum CaState {
+    /// No recovery under way (`TCP_CA_Open`, `TCP_CA_Disorder`).
+    Open,
+    /// Fast recovery (`TCP_CA_Recovery`).
+    Recovery,
+    /// The go-back-N after a retransmission timeout (`TCP_CA_Loss`).
+    Loss,
 }
 
 /// A congestion controller. Loss detection and retransmission are not its business.
@@ -53,6 +75,16 @@ pub(crate) trait Controller {
     /// Whether congestion events reduce the window at all (false: a misbehaving sender).
     fn reduces(&self) -> bool {
         true
+    }
+    /// Every ACK, after loss recovery has processed it (Linux `cong_control`, which replaces
+    /// `cong_avoid` and the recovery's window rules): the controller sets cwnd itself. Returns
+    /// false if the controller has no such hook (the default).
+    fn cong_control(&mut self, _w: &mut Window, _a: &Ack) -> bool {
+        false
+    }
+    /// Whether `cong_control` owns cwnd (recovery and ECN then leave it alone).
+    fn controls_cwnd(&self) -> bool {
+        false
     }
     /// The retransmission timer expired (Linux `set_state(TCP_CA_Loss)`), after recovery set
     /// cwnd to one segment.
@@ -93,6 +125,7 @@ pub(crate) enum Cc {
     Cubic(Cubic),
     MulTcp(MulTcp),
     Misbehaving(Misbehaving),
+    Bbr(Box<Bbr>),
 }
 
 impl Cc {
@@ -102,6 +135,7 @@ impl Cc {
             CcAlgo::Cubic => Cc::Cubic(Cubic::new(cfg)),
             CcAlgo::MulTcp => Cc::MulTcp(MulTcp::new(cfg)),
             CcAlgo::Misbehaving => Cc::Misbehaving(Misbehaving { cwnd_validation: cfg.cwnd_validation }),
+            CcAlgo::Bbr => Cc::Bbr(Box::new(Bbr::new(cfg))),
         }
     }
 
@@ -112,6 +146,7 @@ impl Cc {
             Cc::Cubic(c) => c,
             Cc::MulTcp(c) => c,
             Cc::Misbehaving(c) => c,
+            Cc::Bbr(c) => c.as_mut(),
         }
     }
 
@@ -122,6 +157,7 @@ impl Cc {
             Cc::Cubic(c) => c,
             Cc::MulTcp(c) => c,
             Cc::Misbehaving(c) => c,
+            Cc::Bbr(c) => c.as_ref(),
         }
     }
 
@@ -130,6 +166,25 @@ impl Cc {
     }
     pub fn ssthresh(&mut self, w: &Window, flight: u64) -> u64 {
         self.get().ssthresh(w, flight)
+    }
+    pub fn cong_control(&mut self, w: &mut Window, a: &Ack) -> bool {
+        self.get().cong_control(w, a)
+    }
+    pub fn controls_cwnd(&self) -> bool {
+        self.get_ref().controls_cwnd()
+    }
+    /// Seed what a controller randomises (BBR's first PROBE_BW phase).
+    pub fn seeded(mut self, seed: u64) -> Cc {
+        if let Cc::Bbr(b) = &mut self {
+            b.seed(seed);
+        }
+        self
+    }
+    pub fn bbr(&self) -> Option<&Bbr> {
+        match self {
+            Cc::Bbr(b) => Some(b),
+            _ => None,
+        }
     }
     pub fn reduces(&self) -> bool {
         self.get_ref().reduces()
