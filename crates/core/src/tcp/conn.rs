@@ -1635,7 +1635,7 @@ impl Connection {
 
     // ------------------------------------------------------------------ timers
 
-    /// Earliest pending timer (RTO, delayed ACK, persist), if any.
+    /// Earliest pending timer (RTO, delayed ACK, persist, TIME_WAIT, a paced segment's departure), if any.
     #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
         let mut t = self.rtx_deadline;
