@@ -67,3 +67,34 @@ fn bbr_is_deterministic() {
     assert_eq!(a.aggregate.goodput_bps, b.aggregate.goodput_bps);
     assert_eq!(bottleneck(&a).queue_avg_pkts, bottleneck(&b).queue_avg_pkts);
 }
+
+/// A VPS group's flows follow the group's virtual windows: `cc = "bbr"` there is refused with the
+/// key that set it.
+#[test]
+fn vps_group_refuses_bbr() {
+    for (tcp, flow_tcp, key) in [("cc = \"bbr\"", "", "`tcp.cc`"), ("", "tcp = { cc = \"bbr\" }", "`flows[0].tcp.cc`")]
+    {
+        let text = format!(
+            r#"
+duration = "5s"
+[tcp]
+{tcp}
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "10Mbit/s", delay = "18ms", queue = "50pkt" }}
+access = {{ rate = "100Mbit/s", delay = "1ms", queue = "1000pkt" }}
+[[flows]]
+kind = "vps"
+count = 2
+weights = [1, 2]
+{flow_tcp}
+"#
+        );
+        let e = match ackshape_sim::Scenario::parse(&text, "t.toml") {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a VPS group with bbr was accepted"),
+        };
+        println!("{e}");
+        assert!(e.contains("t.toml") && e.contains(key) && e.contains("window-based"), "{e}");
+    }
+}
