@@ -664,6 +664,7 @@ fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy) -> Stri
     let cc = match sc.live.as_ref().and_then(|l| l.get("cc")).and_then(|v| v.as_str()) {
         Some(c) => c.to_string(),
         None if sc.tcp.cc == Some(CcAlgo::Cubic) => "cubic".into(),
+        None if sc.tcp.cc == Some(CcAlgo::Bbr) => "bbr".into(),
         None => "reno".into(),
     };
     let secs = sc.duration.0.as_secs_f64().ceil().max(1.0) as u64;
@@ -823,6 +824,7 @@ pub fn cmd_run_live(
         let cc = match (&live_cc, tcp.cc.unwrap_or_default()) {
             (Some(c), _) => c.clone(),
             (None, CcAlgo::Cubic) => "cubic".into(),
+            (None, CcAlgo::Bbr) => "bbr".into(),
             (None, CcAlgo::Misbehaving) => {
                 return fail(BAD_INPUT, format!("{file}: key `flows[{i}].tcp.cc`: Linux has no misbehaving sender"))
             }
