@@ -240,7 +240,8 @@ fn run_resolved(py: Python<'_>, scenario: String, file: String, set: Vec<String>
 }
 
 /// Run one resolved scenario (a reproduction's run, on whichever machine): the run record's text
-/// (its summary with every number exact, and its goodput series; `ackshape_sim::sweep::RunRecord`).
+/// (its summary with every number exact, its goodput series and its flows' sender TCP counters;
+/// `ackshape_sim::sweep::RunRecord`).
 #[pyfunction]
 fn run_record(py: Python<'_>, scenario: String, file: String, set: Vec<String>, seed: u64) -> PyResult<String> {
     py.detach(move || sweep::run_record(&scenario, &file, &set, seed)).map_err(ScenarioError::new_err)

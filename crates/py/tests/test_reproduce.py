@@ -15,8 +15,9 @@ from conftest import run_cli
 
 import distributed  # noqa: F401  (the dask extra is part of the test set-up)
 
-# P2-F3: plain summaries; P2-F8: each run's goodput series too (both a few seconds in quick mode).
-IDS = ["P2-F3", "P2-F8"]
+# P2-F3: plain summaries; P2-F8: each run's goodput series too; P4-F7: the tap's runs; P4-F8: each
+# run's sender TCP counters too (all a few seconds in quick mode).
+IDS = ["P2-F3", "P2-F8", "P4-F7", "P4-F8"]
 
 
 @pytest.fixture(scope="module")

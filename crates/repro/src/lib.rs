@@ -24,6 +24,7 @@
 //! with errors that name the file and the key; [`set_path`] edits the base scenario for a sweep
 //! point.
 
+pub use ackshape_core::tcp::TcpStats;
 use ackshape_sim::metrics::Summary;
 use ackshape_sim::scenario::Scenario;
 pub use ackshape_sim::sweep::{RunJob, RunRecord, Runner};
@@ -166,9 +167,12 @@ impl<'a> Ctx<'a> {
         for (r, text) in sent.iter().zip(texts) {
             let j = &jobs[r.point];
             out[r.point] = Some(
-                text.and_then(|t| RunRecord::from_text(&t))
-                    .map_err(|e| format!("{} ({}): {e}", j.label, j.file))
-                    .map(|rec| extract(&Recorded(rec.goodput_series), rec.summary)),
+                text.and_then(|t| RunRecord::from_text(&t)).map_err(|e| format!("{} ({}): {e}", j.label, j.file)).map(
+                    |rec| {
+                        let view = Recorded { goodput_series: rec.goodput_series, sender_stats: rec.sender_stats };
+                        extract(&view, rec.summary)
+                    },
+                ),
             );
         }
         out.into_iter().map(|r| r.unwrap_or_else(|| Err("the runner handed back no result".into()))).collect()
@@ -188,20 +192,32 @@ fn reborrow<'s>(r: &'s mut Option<&mut dyn Runner>) -> Option<&'s mut dyn Runner
 pub trait RunView {
     /// (bin end s, flow, goodput bit/s): [`Sim::goodput_series`].
     fn goodput_series(&self) -> Vec<(f64, u32, f64)>;
+    /// Flow `i`'s sending TCP counters over the whole run (`summary.flows` order); `None` for a
+    /// UDP flow or no such flow: [`Sim::flow_sender_stats`].
+    fn flow_sender_stats(&self, i: usize) -> Option<TcpStats>;
 }
 
 impl RunView for Sim {
     fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
         Sim::goodput_series(self)
     }
+    fn flow_sender_stats(&self, i: usize) -> Option<TcpStats> {
+        Sim::flow_sender_stats(self, i)
+    }
 }
 
-/// A run made elsewhere: the goodput series of its [`RunRecord`].
-struct Recorded(Vec<(f64, u32, f64)>);
+/// A run made elsewhere: what its [`RunRecord`] brought back besides the summary.
+struct Recorded {
+    goodput_series: Vec<(f64, u32, f64)>,
+    sender_stats: Vec<Option<TcpStats>>,
+}
 
 impl RunView for Recorded {
     fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
-        self.0.clone()
+        self.goodput_series.clone()
+    }
+    fn flow_sender_stats(&self, i: usize) -> Option<TcpStats> {
+        self.sender_stats.get(i).cloned().flatten()
     }
 }
 

@@ -7,10 +7,10 @@
 //! file's ns-2-like `[tcp]`). Each experiment runs both profiles and reports both (trap P4-7).
 
 use crate::claims::{exp_param as prm, exp_specs as specs, share};
-use crate::{Ctx, ExpOutput, Experiment, Measured, Table};
+use crate::{Ctx, ExpOutput, Experiment, Measured, RunView, SimJob, Table};
+use ackshape_sim::metrics::Summary;
 use ackshape_sim::plot::{line_chart, Series};
 use ackshape_sim::scenario::Scenario;
-use ackshape_sim::world::{RunOptions, Sim};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -172,6 +172,11 @@ fn dur(s: f64) -> toml::Value {
 
 /// The scenario of one point; with `off` (the vacuity check) the tap is left out.
 fn scenario_for(base: &Base, p: &Point, quick: bool, off: bool) -> Result<Scenario, String> {
+    Scenario::from_table(doc_for(base, p, quick, off)?, base.file).map_err(|e| e.to_string())
+}
+
+/// The scenario document of one point (what [`scenario_for`] builds).
+fn doc_for(base: &Base, p: &Point, quick: bool, off: bool) -> Result<toml::Table, String> {
     let mut t = base.table.clone();
     t.remove("paper");
     let tcp = t.entry("tcp").or_insert(toml::Value::Table(Default::default()));
@@ -229,8 +234,7 @@ fn scenario_for(base: &Base, p: &Point, quick: bool, off: bool) -> Result<Scenar
     };
     t.insert("duration".into(), dur(d));
     t.insert("warmup".into(), dur(w));
-    let text = toml::to_string(&t).map_err(|e| e.to_string())?;
-    Scenario::parse(&text, base.file).map_err(|e| e.to_string())
+    Ok(t)
 }
 
 /// The flow's numbers from one run.
@@ -249,18 +253,25 @@ struct Res {
     zero_window_frac: f64,
 }
 
-fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool, off: bool) -> Result<Res, String> {
-    let sc = scenario_for(base, p, quick, off)?;
-    let mut sim = Sim::build(&sc, base.file, Some(ctx_seed), RunOptions::default()).map_err(|e| e.to_string())?;
-    sim.run(None);
-    let s = sim.summary(0.0);
+/// The run of one point, seeded with the context's seed.
+fn job_for(base: &Base, p: &Point, seed: u64, quick: bool, off: bool) -> Result<SimJob, String> {
+    let tap = match &p.tap {
+        TapCfg::Off => "unshaped".to_string(),
+        TapCfg::Tap { delay_us, settings } => format!("tap {settings} delay={delay_us}us").replace('\n', " "),
+    };
+    let label = format!("{} {} Mbit/s {} ms {tap}", base.profiles[p.profile].0, p.bw_mbps, p.rtt_ms);
+    SimJob::new(label, doc_for(base, p, quick, off)?, base.file, seed)
+}
+
+/// The flow's numbers of a finished run; `zero_window_frac` is still the closed time in ns
+/// ([`run_all`] divides it by the run's length).
+fn res_of(run: &dyn RunView, s: Summary) -> Result<Res, String> {
     let f = s.flows.first().ok_or("no flow")?;
     let tap = s.middleboxes.first().map(|m| m["stats"].clone()).unwrap_or(Value::Null);
-    let st = sim.flow_sender_stats(0).unwrap_or_default();
-    let run_ns = sc.duration.0.as_secs_f64() * 1e9;
+    let st = run.flow_sender_stats(0).unwrap_or_default();
     Ok(Res {
         zero_windows: st.zero_windows,
-        zero_window_frac: if run_ns > 0.0 { st.zero_window_ns as f64 / run_ns } else { 0.0 },
+        zero_window_frac: st.zero_window_ns as f64,
         thr: f.throughput_bps,
         good: f.goodput_bps,
         retx: f.retransmitted_packets,
@@ -271,13 +282,20 @@ fn run_point(base: &Base, p: &Point, ctx_seed: u64, quick: bool, off: bool) -> R
     })
 }
 
-/// Run every point on the runner's worker pool (`--jobs`), reporting progress; results in order.
+/// Run every point through the context (its worker threads or its runner), reporting progress;
+/// results in order.
 fn run_all(base: &Base, points: &[Point], ctx: &mut Ctx) -> Result<Vec<Res>, String> {
     let (seed, quick, off) = (ctx.seed, ctx.quick, ctx.mechanism_off);
-    let n = points.len().max(1) as f64;
-    let mut progress = |done: usize| ctx.progress(done as f64 / n);
-    crate::run_parallel(points, crate::workers(), |p| run_point(base, p, seed, quick, off), &mut progress)
-        .into_iter()
+    let jobs: Vec<SimJob> = points.iter().map(|p| job_for(base, p, seed, quick, off)).collect::<Result<_, _>>()?;
+    let res = ctx.run_jobs_span(&jobs, 0.0, 1.0, res_of);
+    jobs.iter()
+        .zip(res)
+        .map(|(j, r)| {
+            let mut r = r.and_then(|r| r)?;
+            let run_ns = j.scenario.duration.0.as_secs_f64() * 1e9;
+            r.zero_window_frac = if run_ns > 0.0 { r.zero_window_frac / run_ns } else { 0.0 };
+            Ok(r)
+        })
         .collect()
 }
 

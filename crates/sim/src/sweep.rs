@@ -18,6 +18,7 @@ use crate::scenario::{Scenario, ScenarioError};
 use crate::stats::mean_sd;
 use crate::store::Store;
 use crate::world::{RunOptions, Sim};
+use ackshape_core::tcp::TcpStats;
 use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -679,13 +680,16 @@ impl RunJob {
 
 /// What a run of a reproduction hands back when it ran elsewhere (another process or machine): its
 /// summary with every number as the run computed it (summary.json rounds them, and writes a
-/// non-finite one as `null`) and its goodput time series, which is all an experiment reads of a
-/// finished run.
+/// non-finite one as `null`), its goodput time series and its flows' sender TCP counters, which
+/// is all an experiment reads of a finished run.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct RunRecord {
     pub summary: Summary,
     /// (bin end s, flow, goodput bit/s): [`Sim::goodput_series`].
     pub goodput_series: Vec<(f64, u32, f64)>,
+    /// Each flow's sending TCP counters over the whole run, in the order of `summary.flows`
+    /// (`None` for a UDP flow): [`Sim::flow_sender_stats`].
+    pub sender_stats: Vec<Option<TcpStats>>,
 }
 
 impl RunRecord {
@@ -717,7 +721,8 @@ impl RunRecord {
 /// Run a resolved scenario like [`run_resolved`], handing back its [`RunRecord`] as text.
 pub fn run_record(scenario: &str, file: &str, set: &[String], seed: u64) -> Result<String, String> {
     let (sim, summary) = run_text(scenario, file, set, seed)?;
-    Ok(RunRecord { goodput_series: sim.goodput_series(), summary }.to_text())
+    let sender_stats = (0..sim.flow_endpoints().len()).map(|i| sim.flow_sender_stats(i)).collect();
+    Ok(RunRecord { goodput_series: sim.goodput_series(), sender_stats, summary }.to_text())
 }
 
 /// Build and run a resolved scenario (TOML text) with `seed`: the simulation and its summary.

@@ -48,7 +48,7 @@ pub enum TcpEvent {
 }
 
 /// Cumulative counters. `#[non_exhaustive]`: more may be added.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct TcpStats {
     /// Segments sent (all kinds, including pure ACKs and retransmissions).
