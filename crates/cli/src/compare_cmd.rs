@@ -128,7 +128,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         };
         let sc = match loaded {
             Ok(s) => s,
-            Err(e) => return fail(crate::BAD_INPUT, e),
+            Err(e) => return fail(crate::common::BAD_INPUT, e),
         };
         let file = p.display().to_string();
         let name = sc.name.clone().unwrap_or_else(|| file.clone());
@@ -143,7 +143,7 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
             bar.inc(1);
             match res {
                 Ok(r) => sims.push(serde_json::to_value(&r.summary).expect("summary serialises")),
-                Err(e) => return fail(crate::BAD_INPUT, e.to_string()),
+                Err(e) => return fail(crate::common::BAD_INPUT, e.to_string()),
             }
         }
         bar.set_message(format!("{name}: live ({:.0} s of traffic)", sc.duration.0.as_secs_f64()));
@@ -151,11 +151,11 @@ pub fn cmd_compare(a: CompareArgs) -> ExitCode {
         bar.inc(1);
         let live = match live {
             Ok(v) => v,
-            Err(e) => return fail(crate::RUNTIME, e),
+            Err(e) => return fail(crate::common::RUNTIME, e),
         };
         if let Some(d) = &dir {
             if let Err(e) = compare::goodput_overlay(d, &name) {
-                return fail(crate::RUNTIME, e);
+                return fail(crate::common::RUNTIME, e);
             }
         }
         // What the live run warned of (a flow in another class than in the simulator) is part

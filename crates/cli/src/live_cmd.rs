@@ -1,38 +1,18 @@
 //! The live subcommands: `gateway`, `wanem`, `testbed up|down`, `run --live`.
 
-use ackshape_core::impair::{JitterSpec, LossSpec};
-use ackshape_core::shape::qdisc_spec::{QdiscSpec, QdiscTable};
-use ackshape_core::units;
-use ackshape_live::gateway::{self, GatewayConfig, GatewayError};
+use ackshape_live::gateway::{self, GatewayConfig};
 use ackshape_live::guide;
 use ackshape_live::mbpipe::MiddleboxPipeline;
-use ackshape_live::plan::{self, class_drift, endpoint_tcp, live_link_gaps, live_tcp_gaps};
+use ackshape_live::plan::{self, endpoint_tcp};
 use ackshape_live::run as live_run;
 use ackshape_live::testbed::{self, TopologySpec};
-use ackshape_live::wanem::{self, LinkSpec as WanLink, WanemConfig};
+use ackshape_live::wanem::{self, WanemConfig};
 use ackshape_sim::scenario::Scenario;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-pub(crate) use crate::{BAD_INPUT, CANNOT_RUN, RUNTIME};
-
-fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(code)
-}
-
-/// The exit code of a live box that could not start or stopped with an error: bad input for what
-/// the command line or the policy file got wrong, cannot-run-here for what this machine lacks (root,
-/// the interface, offloads turned off on it), runtime for the rest.
-pub(crate) fn box_exit_code(e: &GatewayError) -> u8 {
-    match e {
-        GatewayError::Policy(_) | GatewayError::SamePort(_) => BAD_INPUT,
-        GatewayError::NoInterface { .. } | GatewayError::Offloads { .. } => CANNOT_RUN,
-        GatewayError::OffloadCheck { source, .. } | GatewayError::Io(source) => io_exit_code(source),
-    }
-}
+use crate::common::{box_exit_code, dur, fail, BAD_INPUT, CANNOT_RUN, RUNTIME};
 
 /// The exit code of a live run's error (and of `testbed up`'s policy file).
 fn run_exit_code(e: &live_run::RunError) -> u8 {
@@ -40,17 +20,6 @@ fn run_exit_code(e: &live_run::RunError) -> u8 {
         live_run::Failure::BadInput => BAD_INPUT,
         live_run::Failure::CannotRun => CANNOT_RUN,
         live_run::Failure::Runtime => RUNTIME,
-    }
-}
-
-/// An I/O error of a live box: no permission (not root: an AF_PACKET socket needs CAP_NET_RAW) or
-/// no such device means it cannot run here; anything else is a runtime failure.
-pub(crate) fn io_exit_code(e: &std::io::Error) -> u8 {
-    let no_device = matches!(e.raw_os_error(), Some(libc::ENODEV | libc::ENXIO | libc::EPERM | libc::EACCES));
-    if e.kind() == std::io::ErrorKind::PermissionDenied || no_device {
-        CANNOT_RUN
-    } else {
-        RUNTIME
     }
 }
 
@@ -155,10 +124,6 @@ macro_rules! apply_box_args {
     }};
 }
 
-fn dur(flag: &str, s: &str) -> Result<Duration, String> {
-    units::parse_duration(s).map(|d| Duration::from_nanos(d.0)).map_err(|e| format!("{flag}: {e}"))
-}
-
 pub fn cmd_gateway(a: GatewayArgs) -> ExitCode {
     let mut cfg = GatewayConfig::new(&a.lan, &a.wan);
     cfg.policy = a.policy;
@@ -222,73 +187,35 @@ pub struct WanemArgs {
     common: BoxArgs,
 }
 
+/// One direction of the WAN as the flags give it (the rate differs between the two).
+fn link_text<'a>(a: &'a WanemArgs, rate: Option<&'a str>) -> wanem::LinkText<'a> {
+    wanem::LinkText {
+        delay: &a.delay,
+        jitter: &a.jitter,
+        loss: a.loss,
+        loss_every: a.loss_every,
+        loss_ge: a.loss_ge.as_deref(),
+        rate,
+        queue: a.queue,
+    }
+}
+
 pub fn cmd_wanem(a: WanemArgs) -> ExitCode {
-    let link = |rate: &Option<String>| -> Result<WanLink, String> {
-        let mut l = WanLink {
-            delay_ns: dur("--delay", &a.delay)?.as_nanos() as u64,
-            queue_packets: a.queue,
-            ..Default::default()
-        };
-        let j = dur("--jitter", &a.jitter)?.as_nanos() as u64;
-        if j > 0 {
-            l.jitter = JitterSpec::Uniform { max_ns: j };
-        }
-        l.loss = if let Some(k) = a.loss_every {
-            LossSpec::Periodic { every: k, offset: 0 }
-        } else if let Some(ge) = &a.loss_ge {
-            let v: Vec<f64> = ge.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-            if v.len() != 2 {
-                return Err(format!("--loss-ge: expected \"P_GB,P_BG\", got {ge:?}"));
-            }
-            LossSpec::GilbertElliott { p_gb: v[0], p_bg: v[1], loss_good: 0.0, loss_bad: 1.0 }
-        } else if a.loss > 0.0 {
-            LossSpec::Bernoulli { p: a.loss }
-        } else {
-            LossSpec::None
-        };
-        let loss_flag = if a.loss_every.is_some() {
-            "--loss-every"
-        } else if a.loss_ge.is_some() {
-            "--loss-ge"
-        } else {
-            "--loss"
-        };
-        l.loss.validate().map_err(|e| format!("{loss_flag}: {e}"))?;
-        if let Some(r) = rate {
-            l.rate_bps = Some(units::parse_rate(r).map_err(|e| format!("--rate: {e}"))?.0);
-        }
-        Ok(l)
-    };
-    let fwd = match link(&a.rate) {
+    let fwd = match link_text(&a, a.rate.as_deref()).link() {
         Ok(l) => l,
         Err(e) => return fail(BAD_INPUT, e),
     };
-    let back = match link(&a.rate_back.clone().or(a.rate.clone())) {
+    let rate_back = a.rate_back.clone().or(a.rate.clone());
+    let back = match link_text(&a, rate_back.as_deref()).link() {
         Ok(l) => l,
         Err(e) => return fail(BAD_INPUT, e),
-    };
-    let qdisc = |flag: &str, text: Option<&String>, link: &WanLink| -> Result<Option<QdiscSpec>, String> {
-        let Some(text) = text.filter(|t| t.trim() != "drop-tail") else { return Ok(None) };
-        let t: toml::Table = format!("q = {text}").parse().map_err(|_| {
-            format!(
-                "{flag}: expected a TOML table like '{{ kind = \"red\", ecn = true }}' or `drop-tail`, got {text:?}"
-            )
-        })?;
-        let table: QdiscTable =
-            t["q"].clone().try_into().map_err(|e: toml::de::Error| format!("{flag}: {}", e.message().trim_end()))?;
-        let (spec, _) =
-            table.with_queue(Some(units::Size::Packets(a.queue as u64))).map_err(|m| format!("{flag}: {m}"))?;
-        spec.validate().map_err(|m| format!("{flag}: {m}"))?;
-        if link.rate_bps.is_none() {
-            return Err(format!("{flag}: a queue discipline needs a rate in that direction (--rate)"));
-        }
-        Ok(Some(spec))
     };
     let (fq, bq) = match (
-        qdisc("--qdisc", a.qdisc.as_ref(), &fwd),
-        qdisc(
+        wanem::qdisc_from_text("--qdisc", a.qdisc.as_deref(), a.queue, &fwd),
+        wanem::qdisc_from_text(
             if a.qdisc_back.is_some() { "--qdisc-back" } else { "--qdisc" },
-            a.qdisc_back.as_ref().or(a.qdisc.as_ref()),
+            a.qdisc_back.as_deref().or(a.qdisc.as_deref()),
+            a.queue,
             &back,
         ),
     ) {
@@ -373,14 +300,8 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
                 Ok(p) => p,
                 Err(e) => return fail(run_exit_code(&e), e),
             };
-            for w in live_link_gaps(&sc, &file).into_iter().chain(live_tcp_gaps(&sc, &file)) {
+            for w in guide::hand_warnings(&sc, &file, scenario.parent(), &spec) {
                 eprintln!("warning: {w}");
-            }
-            // The gateway runs by hand on the testbed's addresses, as under `run --live`.
-            if let Some(i) = sc.middlebox.iter().position(|m| m.kind == "gateway") {
-                for w in class_drift(&sc, &file, &sc.middlebox[i], i, scenario.parent(), &spec, &|_| 5201) {
-                    eprintln!("warning: {w}");
-                }
             }
             match testbed::up(&spec) {
                 Ok(tb) => {
@@ -389,7 +310,7 @@ pub fn cmd_testbed(c: TestbedCmd) -> ExitCode {
                         let _ = testbed::down(&tb.prefix);
                         return fail(RUNTIME, format!("{file}: key `tcp`: setting the hosts' TCP: {e}"));
                     }
-                    print!("{}", guide::hand_guide(&tb, &sc, &policy, &crate::self_path()));
+                    print!("{}", guide::hand_guide(&tb, &sc, &policy, &crate::common::self_path()));
                     ExitCode::SUCCESS
                 }
                 Err(e) => fail(RUNTIME, e),
@@ -468,7 +389,7 @@ pub fn cmd_run_live(
     } else {
         print!("{}", run.text());
         if let Some(o) = &out {
-            println!("\n{}", crate::wrote_line(o, &run.written));
+            println!("\n{}", crate::common::wrote_line(o, &run.written));
         }
     }
     if run.failed() {

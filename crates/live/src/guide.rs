@@ -81,6 +81,18 @@ pub fn hand_policy(sc: &Scenario, file: &str, base: Option<&Path>, out: Option<&
     Ok(HandPolicy::File(out.display().to_string()))
 }
 
+/// What a hand-run testbed (`testbed up`) does otherwise than the simulator: the links and the
+/// `[tcp]` keys it does not apply, and, with a gateway box, the flows its policy would put in
+/// another class on the testbed's addresses (iperf3's port 5201), as under `run --live`.
+pub fn hand_warnings(sc: &Scenario, file: &str, base: Option<&Path>, spec: &testbed::TopologySpec) -> Vec<String> {
+    let mut w = crate::plan::live_link_gaps(sc, file);
+    w.extend(crate::plan::live_tcp_gaps(sc, file));
+    if let Some(i) = sc.middlebox.iter().position(|m| m.kind == "gateway") {
+        w.extend(crate::plan::class_drift(sc, file, &sc.middlebox[i], i, base, spec, &|_| 5201));
+    }
+    w
+}
+
 /// A rate as the CLI takes it back: `100Mbit/s`, `1.5Mbit/s`, `800kbit/s`.
 fn rate_arg(bps: u64) -> String {
     if bps >= 1_000_000_000 && bps.is_multiple_of(1_000_000_000) {

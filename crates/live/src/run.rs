@@ -111,6 +111,34 @@ pub fn check(sc: &Scenario, path: &Path) -> Result<Option<GatewayBox>, RunError>
     Ok(boxes.pop())
 }
 
+/// `ackshape validate FILE` for a scenario: what parsing cannot check (the simulator builds it:
+/// node and link names, routes, box settings), the live testbed's table (`[live.testbed]`, as
+/// `testbed up` and `run --live` read it); then the warnings: what the gateway boxes' policies do
+/// that is valid but probably not meant and, for a scenario meant for live runs too (it has
+/// `[live]`), what a live run would do otherwise (as `run --live` warns). `base` is the directory
+/// of the scenario's file.
+pub fn validate(sc: &Scenario, file: &str, base: Option<&Path>) -> Result<Vec<String>, String> {
+    ackshape_sim::Sim::build(sc, file, None, Default::default()).map_err(|e| e.to_string())?;
+    let topo = crate::plan::testbed_of(sc, file)?;
+    let mut warnings = Vec::new();
+    for (i, mb) in sc.middlebox.iter().enumerate() {
+        let Some(Ok(p)) = ackshape_sim::middlebox::gateway_policy(mb, base) else { continue };
+        let (origin, prefix) = match mb.settings.get("policy_file").and_then(|f| f.as_str()) {
+            Some(f) => (base.map_or_else(|| f.into(), |b| b.join(f)).display().to_string(), String::new()),
+            None => (file.to_string(), format!("middlebox[{i}].policy.")),
+        };
+        for w in p.warnings() {
+            warnings.push(format!("{origin}: key `{prefix}{}`: {}", w.key, w.msg));
+        }
+    }
+    if sc.live.is_some() {
+        warnings.extend(live_class_drift(sc, file, base, &topo));
+        warnings.extend(live_link_gaps(sc, file));
+        warnings.extend(live_tcp_gaps(sc, file));
+    }
+    Ok(warnings)
+}
+
 /// The live flows of a scenario: its bulk flows, each `count` times, with Linux's congestion
 /// control for the scenario's (`live.cc` over it), their start times (a `uniform` start spread
 /// evenly over its interval: the live runner has no random stream) and their socket options.
