@@ -5,6 +5,11 @@ experiment's claims.json is byte-identical to the command line's, and what each 
 cost, from which the wall time on W workers (16-100) is estimated.
 
     target/venv/bin/python scripts/bench_reproduce_dask.py OUT P2 [P3 ...] [--quick]
+        [--workers 2,1] [--cli-out DIR]
+
+--workers: the cluster sizes to run, in order (default 2,1; the estimate needs a 1-worker run, or uses the
+first size's per-run times when there is none). --cli-out: compare with an existing command-line run of
+the same papers, seed and mode in DIR (`ackshape reproduce ... --out DIR`) instead of running it here.
 
 The estimate for W workers: every batch an experiment hands over is list-scheduled (in submission
 order, each run to the first free worker, as Dask does with idle workers) from its runs' measured
@@ -57,6 +62,13 @@ class Log:
         return submit
 
 
+def same_part(path):
+    """What must not depend on where the runs ran: the claims and tables of a claims.json (its
+    provenance names the build, and its notes say how long the runs took)."""
+    d = json.loads(path.read_text())
+    return d["claims"], d["tables"]
+
+
 def makespan(times, w):
     free = [0.0] * min(w, max(len(times), 1))
     for t in times:
@@ -65,20 +77,31 @@ def makespan(times, w):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv, opts = [], {}
+    it = iter(sys.argv[1:])
+    for a in it:
+        if a in ("--workers", "--cli-out"):
+            opts[a] = next(it)
+        elif not a.startswith("--"):
+            argv.append(a)
     quick = "--quick" in sys.argv
-    out, papers = pathlib.Path(args[0]), args[1:]
+    out, papers = pathlib.Path(argv[0]), argv[1:]
+    sizes = [int(w) for w in opts.get("--workers", "2,1").split(",")]
     from distributed import Client, LocalCluster
 
     cli = ROOT / "target/release/ackshape"
     res = {}
-    t0 = time.perf_counter()
-    subprocess.run([cli, "reproduce", *papers, "-q", "-j", "2", "--out", out / "cli", *(["--quick"] if quick else [])],
-                   check=True, capture_output=True)
-    res["cli -j 2"] = time.perf_counter() - t0
-    print(f"cli -j 2: {res['cli -j 2']:.1f} s", flush=True)
+    if "--cli-out" in opts:
+        cli_out = pathlib.Path(opts["--cli-out"])
+    else:
+        cli_out = out / "cli"
+        t0 = time.perf_counter()
+        subprocess.run([cli, "reproduce", *papers, "-q", "-j", "2", "--out", cli_out,
+                        *(["--quick"] if quick else [])], check=True, capture_output=True)
+        res["cli -j 2"] = time.perf_counter() - t0
+        print(f"cli -j 2: {res['cli -j 2']:.1f} s", flush=True)
     logs = {}
-    for n in (2, 1):
+    for n in sizes:
         with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, \
                 Client(lc) as client:
             client.wait_for_workers(n)
@@ -95,20 +118,22 @@ def main():
             print(f"dask {n}: {res[f'dask {n}']:.1f} s, {len(log.batches)} batches, "
                   f"{sum(len(b['runs']) for b in log.batches)} runs", flush=True)
     same = {}
-    for d in sorted((out / "cli").iterdir()):
-        if d.is_dir():
-            c = (d / "claims.json").read_bytes()
-            same[d.name] = all((out / f"dask{n}" / d.name / "claims.json").read_bytes() == c for n in (1, 2))
-    print("claims.json identical to the command line's:", json.dumps(same))
-    one = logs[1]
+    for d in sorted(cli_out.iterdir()):
+        if d.is_dir() and any(d.name.startswith(p + "-") or d.name == p for p in papers):
+            c = same_part(d / "claims.json")
+            same[d.name] = all(same_part(out / f"dask{n}" / d.name / "claims.json") == c for n in sizes)
+    print("claims and tables of claims.json identical to the command line's:", json.dumps(same))
+    print(f"all {len(same)} identical: {all(same.values())}")
+    base = 1 if 1 in logs else sizes[0]
+    one = logs[base]
     batch_wall = sum(b["wall"] for b in one.batches)
-    rest = res["dask 1"] - batch_wall
+    rest = res[f"dask {base}"] - batch_wall
     runs = [t for b in one.batches for t in b["runs"]]
-    print(f"1 worker: {len(runs)} runs, summed run time {sum(runs):.1f} s, longest {max(runs):.1f} s, "
+    print(f"{base} worker(s): {len(runs)} runs, summed run time {sum(runs):.1f} s, longest {max(runs):.1f} s, "
           f"largest batch {max(len(b['runs']) for b in one.batches)} runs; outside the batches {rest:.1f} s")
     for w in (1, 2, 16, 32, 64, 100):
         est = rest + sum(makespan(b["runs"], w) for b in one.batches)
-        print(f"estimate {w:>3} workers: {est:8.1f} s  (x{res['dask 1'] / est:.1f} over 1 worker measured)")
+        print(f"estimate {w:>3} workers: {est:8.1f} s  (x{res[f'dask {base}'] / est:.1f} over {base} measured)")
     (out / "bench.json").write_text(json.dumps({"times": res, "same": same, "batches": one.batches}))
 
 

@@ -5,6 +5,7 @@ use ackshape_core::middlebox::{Dir, Emit, Middlebox};
 use ackshape_core::shape::gateway::Gateway;
 use ackshape_core::shape::tap::{Tap, TapSpec};
 use ackshape_core::time::{Dur, Time};
+use ackshape_format::policy_report::PolicyReport;
 use ackshape_live::classify::{classify, FrameClass};
 use ackshape_live::gateway::{PolicyPipeline, GATEWAY_OVERHEAD_BYTES, GATEWAY_SEED, RELOAD_GRACE};
 use ackshape_live::mbpipe::{MbPipelineConfig, MiddleboxPipeline};

@@ -699,7 +699,7 @@ fn validate_policy(path: &std::path::Path) -> ExitCode {
     };
     let file = path.display();
     print!("{}", p.summary(&file.to_string()));
-    for w in p.shaping.iter().flat_map(|sp| sp.warnings()) {
+    for w in p.warnings() {
         eprintln!("warning: {file}: {w}");
     }
     ExitCode::SUCCESS

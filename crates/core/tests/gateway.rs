@@ -3,7 +3,7 @@
 //! (rates, ceilings, borrowing by priority and quantum).
 
 use ackshape_core::middlebox::{Dir, Emit, Middlebox};
-use ackshape_core::shape::ackmech::{AckMechanism, FlowKey, SynOptions};
+use ackshape_core::shape::ackmech::{AckMechanism, FlowKey, MechStats, SynOptions};
 use ackshape_core::shape::gateway::Gateway;
 use ackshape_core::shape::policy::Policy;
 use ackshape_core::time::{Dur, Time};
@@ -102,8 +102,8 @@ impl AckMechanism for Stub {
     fn acks_held(&self) -> usize {
         self.held.len()
     }
-    fn stats_json(&self) -> serde_json::Value {
-        serde_json::json!({ "acks_held": self.held.len() })
+    fn stats(&self) -> MechStats {
+        MechStats::Other { acks_held: self.held.len() }
     }
 }
 

@@ -2,7 +2,7 @@
 //! P0-16), driving `core::shape::postack::PostAck` directly through the `AckMechanism` seam.
 
 use ackshape_core::shape::ackmech::{self, AckMechanism, FlowKey};
-use ackshape_core::shape::postack::{PostAck, PostAckConfig, Variant};
+use ackshape_core::shape::postack::{PostAck, PostAckConfig, PostAckReport, Variant};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, TcpOptions, L4};
 use proptest::prelude::*;
@@ -107,10 +107,10 @@ fn factory_builds_postack_and_names_bad_keys() {
     let t = |s: &str| -> toml::Table { toml::from_str(s).unwrap() };
     for v in ["basic", "on-off", "zero-timer"] {
         let m = ackmech::build("postack", &t(&format!("variant = \"{v}\""))).unwrap().unwrap();
-        assert_eq!(m.stats_json()["variant"], v);
+        assert_eq!(m.stats().postack().unwrap().variant, v);
     }
     let m = ackmech::build("postack", &t("")).unwrap().unwrap();
-    assert_eq!(m.stats_json()["variant"], "on-off", "default variant");
+    assert_eq!(m.stats().postack().unwrap().variant, "on-off", "default variant");
     let e = ackmech::build("postack", &t("variant = \"fast\"")).err().unwrap();
     assert_eq!(e.0, "variant");
     assert!(e.1.contains("on-off"), "{}", e.1);
@@ -849,10 +849,10 @@ fn stats_list_a_bounded_number_of_flows() {
     for i in 0..200u16 {
         m.on_data(ms(1), key(i), &data(i, 1, MSS));
     }
-    let st = m.stats_json();
-    assert_eq!(st["flows_live"], 200);
-    assert_eq!(st["flows"].as_array().unwrap().len(), 64);
-    assert_eq!(st["active_flows"], 200);
+    let st = m.report();
+    assert_eq!(st.flows_live, 200);
+    assert_eq!(st.flows.len(), PostAckReport::LISTED);
+    assert_eq!(st.active_flows, 200);
 }
 
 // ---------------------------------------------------------------- spoofed packets (RFC 5961 spirit)

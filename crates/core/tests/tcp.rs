@@ -1238,3 +1238,32 @@ fn new_data_on_fast_retransmit_only_when_allowed() {
         assert_eq!(s.a.trace().cwnd_bytes / MSS, 2, "{allowed}");
     }
 }
+
+/// A BBR sender paces: its first window leaves one segment per len / pacing rate (the initial
+/// rate, 2.885 × initial window per millisecond × 0.99, before any ACK of data), where a SACK
+/// sender sends the whole window at once.
+#[test]
+fn bbr_paces_its_first_window() {
+    let first_window = |cc: CcAlgo| {
+        let mut s = Sim::new(cfg(cc), cfg(cc), ms(20));
+        let rate = s.a.pacing_rate();
+        s.bulk(200_000, secs(10));
+        assert_eq!(s.b().stats().bytes_delivered, 200_000, "{cc:?}");
+        let d = data_sent_a(&s);
+        let times: Vec<(Time, u32)> = d.iter().take(10).map(|x| (x.t, x.pkt.payload_len)).collect();
+        (rate, times)
+    };
+    let (rate, bbr) = first_window(CcAlgo::Bbr);
+    let rate = rate.expect("BBR has a pacing rate") as f64;
+    let expect_rate = 2.885 * 10.0 * 1448.0 / 1e-3 * 0.99;
+    assert!((rate / expect_rate - 1.0).abs() < 0.001, "initial pacing rate {rate} B/s vs {expect_rate}");
+    for w in bbr.windows(2) {
+        let gap = w[1].0.since(w[0].0).0 as f64;
+        let expect = w[0].1 as f64 * 1e9 / rate;
+        println!("gap {gap:.0} ns, expected {expect:.0} ns");
+        assert!((gap - expect).abs() <= 1.0, "gap {gap} ns vs len/rate {expect} ns");
+    }
+    let (none, sack) = first_window(CcAlgo::Sack);
+    assert_eq!(none, None);
+    assert!(sack.windows(2).all(|w| w[0].0 == w[1].0), "SACK sends its first window at once");
+}

@@ -261,6 +261,7 @@ pub fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy, bin
     let cc = match sc.live.as_ref().and_then(|l| l.get("cc")).and_then(|v| v.as_str()) {
         Some(c) => c.to_string(),
         None if sc.tcp.cc == Some(CcAlgo::Cubic) => "cubic".into(),
+        None if sc.tcp.cc == Some(CcAlgo::Bbr) => "bbr".into(),
         None => "reno".into(),
     };
     let secs = sc.duration.0.as_secs_f64().ceil().max(1.0) as u64;

@@ -5,6 +5,7 @@
 //! One file, the same shaping format as a scenario's `[[middlebox]] kind = "gateway"`; errors
 //! name the file and the dotted key (`docs/policy.md`).
 
+use ackshape_format::policy_report::{PolicyReport, PolicyWarning};
 use std::path::Path;
 
 /// Flow table bounds (`[flows]`): the data plane's flow table and the shaping gateway's.
@@ -180,7 +181,7 @@ impl Policy {
 
     /// What in the shaping section is valid but probably not meant
     /// ([`ShapingPolicy::warnings`]).
-    pub fn warnings(&self) -> Vec<ackshape_core::shape::policy_report::PolicyWarning> {
+    pub fn warnings(&self) -> Vec<PolicyWarning> {
         self.shaping.as_ref().map(|s| s.warnings()).unwrap_or_default()
     }
 

@@ -118,6 +118,7 @@ pub fn check(sc: &Scenario, path: &Path) -> Result<Option<GatewayBox>, RunError>
 /// `[live]`), what a live run would do otherwise (as `run --live` warns). `base` is the directory
 /// of the scenario's file.
 pub fn validate(sc: &Scenario, file: &str, base: Option<&Path>) -> Result<Vec<String>, String> {
+    use ackshape_format::policy_report::PolicyReport;
     ackshape_sim::Sim::build(sc, file, None, Default::default()).map_err(|e| e.to_string())?;
     let topo = crate::plan::testbed_of(sc, file)?;
     let mut warnings = Vec::new();
@@ -155,6 +156,7 @@ pub fn live_flows(sc: &Scenario, file: &str) -> Result<Vec<FlowSpec>, RunError> 
         let cc = match (&live_cc, tcp.cc.unwrap_or_default()) {
             (Some(c), _) => c.clone(),
             (None, CcAlgo::Cubic) => "cubic".into(),
+            (None, CcAlgo::Bbr) => "bbr".into(),
             (None, CcAlgo::Misbehaving) => {
                 return Err(bad(format!("{file}: key `flows[{i}].tcp.cc`: Linux has no misbehaving sender")))
             }

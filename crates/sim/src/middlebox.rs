@@ -190,7 +190,7 @@ fn resolve_policy(
                 Some(b) if std::path::Path::new(f).is_relative() => b.join(f),
                 _ => std::path::PathBuf::from(f),
             };
-            Policy::load(&path).map_err(|e| ("policy_file".to_string(), e.to_string()))?
+            ackshape_format::policy::load(&path).map_err(|e| ("policy_file".to_string(), e.to_string()))?
         }
     })
 }

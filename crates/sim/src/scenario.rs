@@ -1088,6 +1088,19 @@ impl Scenario {
                 }
             })?;
         }
+        // A VPS group's actual flows are driven by the group's virtual windows (paper 003): a
+        // rate-based controller has nothing to drive there.
+        for (i, f) in self.flows.iter().enumerate() {
+            let t = f.tcp.clone().unwrap_or_default().over(&self.tcp);
+            if f.kind == FlowKind::Vps && t.cc == Some(CcAlgo::Bbr) {
+                let own = f.tcp.as_ref().is_some_and(|x| x.cc.is_some());
+                let key = if own { format!("flows[{i}].tcp.cc") } else { "tcp.cc".to_string() };
+                return Err((
+                    key,
+                    format!("expected a window-based controller for the VPS group `flows[{i}]`, got \"bbr\""),
+                ));
+            }
+        }
         // The largest IP packet a TCP flow sends: a queue given in bytes must hold it.
         let max_pkt = std::iter::once(self.tcp.clone())
             .chain(self.flows.iter().filter_map(|f| f.tcp.as_ref().map(|t| t.over(&self.tcp))))

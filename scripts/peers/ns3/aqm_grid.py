@@ -10,6 +10,9 @@ scenario TOML built here (`ackshape run S.toml --json`). Results go to JSON; a t
     python3 scripts/peers/ns3/aqm_grid.py point qdisc=pie bw=10 rtt=50 flows=10
     python3 scripts/peers/ns3/aqm_grid.py grid --json aqm.json          # the sampled grid (~30 min)
     python3 scripts/peers/ns3/aqm_grid.py table aqm.json                # the docs/validation.md table
+    python3 scripts/peers/ns3/aqm_grid.py rerun aqm.json --json new.json  # ackshape's side again, ns-3's kept
+    python3 scripts/peers/ns3/aqm_grid.py point qdisc=pie bw=10 rtt=10 flows=1 ecn=1 \
+        --ns3-set ns3::PieQueueDisc::UseDerandomization=false --qdisc-extra 'derandomize = false'
 
 `--python` is the interpreter that has the `ns3` wheel (default /tmp/ns3venv/bin/python, see
 README.md), `--ackshape` the binary (default target/release/ackshape).
@@ -88,7 +91,7 @@ def access_bw(p):
     return 10 * p["bw"]
 
 
-def run_ns3(p, python):
+def run_ns3(p, python, extra_sets=()):
     args = [python, PEER, "--flows", str(p["flows"]), "--bw", str(p["bw"]),
             "--delay", str(bottleneck_delay_ms(p)), "--access-bw", str(access_bw(p)),
             "--queue", str(p["queue"]), "--sim-time", str(p["duration"]), "--warmup", str(p["warmup"]),
@@ -97,7 +100,7 @@ def run_ns3(p, python):
         args.append("--ecn")
     if p["qdisc"] == "fqcobalt":
         args.append("--set-assoc")
-    for kv in NS3_EXTRA.get(p["qdisc"], []):
+    for kv in [*NS3_EXTRA.get(p["qdisc"], []), *extra_sets]:
         args += ["--set", kv]
     t0 = time.time()
     res = subprocess.run(args, capture_output=True, text=True)
@@ -116,9 +119,11 @@ def run_ns3(p, python):
     )
 
 
-def scenario_toml(p):
+def scenario_toml(p, qdisc_extra=""):
     ecn = ", ecn = true" if p["ecn"] else ", ecn = false"
     qd = ACKSHAPE_QDISC[p["qdisc"]].format(q=p["queue"], ecn=ecn)
+    if qdisc_extra:
+        qd = qd[:-1].rstrip() + ", " + qdisc_extra + " }"
     lines = [
         'name = "ns3-aqm-point"', f"seed = {p['seed']}", f'duration = "{p["duration"]}s"',
         f'warmup = "{p["warmup"]}s"', "", "[tcp]",
@@ -133,16 +138,16 @@ def scenario_toml(p):
     return "\n".join(lines)
 
 
-def run_ackshape(p, binary):
+def run_ackshape(p, binary, qdisc_extra=""):
     with tempfile.TemporaryDirectory(prefix="ns3aqm-") as d:
         path = os.path.join(d, "s.toml")
         with open(path, "w") as f:
-            f.write(scenario_toml(p))
+            f.write(scenario_toml(p, qdisc_extra))
         t0 = time.time()
         res = subprocess.run([binary, "run", path, "--json", "--quiet"], cwd=d, capture_output=True, text=True)
         wall = time.time() - t0
         if res.returncode != 0:
-            raise RuntimeError(f"ackshape failed: {res.stderr.strip()}\n{scenario_toml(p)}")
+            raise RuntimeError(f"ackshape failed: {res.stderr.strip()}\n{scenario_toml(p, qdisc_extra)}")
     s = json.loads(res.stdout)
     b = next(l for l in s["links"] if l["name"] == "bottleneck")
     c = b.get("qdisc_counters", {})
@@ -170,9 +175,9 @@ def judge(ns, ak, ecn):
     return dict(goodput_ratio=g, goodput_ok=g_ok, sojourn_ok=s_ok, drops_ok=d_ok, ok=g_ok and s_ok and d_ok)
 
 
-def run_point(p, python, binary):
-    ns = run_ns3(p, python)
-    ak = run_ackshape(p, binary)
+def run_point(p, python, binary, ns3_sets=(), qdisc_extra=""):
+    ns = run_ns3(p, python, ns3_sets)
+    ak = run_ackshape(p, binary, qdisc_extra)
     return dict(point=p, ns3=ns, ackshape=ak, **judge(ns, ak, p["ecn"]))
 
 
@@ -243,6 +248,13 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp = sub.add_parser("point", help="one point: KEY=VALUE … (" + ", ".join(DEFAULTS) + ")")
     sp.add_argument("kv", nargs="*")
+    sp.add_argument("--ns3-set", action="append", default=[], metavar="ATTR=VALUE",
+                    help="an extra ns-3 attribute for this point (repeatable), e.g. ns3::PieQueueDisc::MaxBurstAllowance=0s")
+    sp.add_argument("--qdisc-extra", default="", metavar="KEYS",
+                    help="extra keys of ackshape's qdisc table for this point, e.g. 'derandomize = false'")
+    rp = sub.add_parser("rerun", help="run ackshape's side of every grid point of a JSON again, keeping ns-3's")
+    rp.add_argument("json")
+    rp.add_argument("--json", dest="out", required=True, help="write the new results here")
     gp = sub.add_parser("grid", help="the sampled grid")
     gp.add_argument("--json", help="write the results here (and resume from it)")
     gp.add_argument("--only", help="only points of this qdisc")
@@ -256,9 +268,24 @@ def main():
         done = [r for r in done if json.dumps(r["point"], sort_keys=True) in order]
         print_table(sorted(done, key=lambda r: order[json.dumps(r["point"], sort_keys=True)]))
         return
+    if a.cmd == "rerun":
+        with open(a.json) as f:
+            done = json.load(f)
+        order = {json.dumps(p, sort_keys=True): k for k, p in enumerate(grid_points())}
+        done = sorted((r for r in done if json.dumps(r["point"], sort_keys=True) in order),
+                      key=lambda r: order[json.dumps(r["point"], sort_keys=True)])
+        out = []
+        for r in done:
+            ak = run_ackshape(r["point"], a.ackshape)
+            out.append(dict(point=r["point"], ns3=r["ns3"], ackshape=ak, **judge(r["ns3"], ak, r["point"]["ecn"])))
+            print(f"[{len(out)}/{len(done)}] " + fmt_row(out[-1]), file=sys.stderr, flush=True)
+        with open(a.out, "w") as f:
+            json.dump(out, f, indent=1)
+        print_table(out)
+        return
     if a.cmd == "point":
         p = point(**dict(kv.split("=", 1) for kv in a.kv))
-        r = run_point(p, a.python, a.ackshape)
+        r = run_point(p, a.python, a.ackshape, a.ns3_set, a.qdisc_extra)
         print(json.dumps(r, indent=1))
         print_table([r])
         return

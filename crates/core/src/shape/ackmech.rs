@@ -95,10 +95,44 @@ pub trait AckMechanism {
     /// The next time the mechanism wants `on_timeout` (None: no timer).
     fn poll_timeout(&self) -> Option<Time>;
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Packet>);
-    /// ACKs currently held (total and per flow are in `stats_json`).
+    /// ACKs currently held (total and per flow are in [`AckMechanism::stats`]).
     fn acks_held(&self) -> usize;
-    /// Mechanism metrics (window rewrites, ACKs held, per-flow ACK queue lengths, …).
-    fn stats_json(&self) -> serde_json::Value;
+    /// Mechanism metrics (window rewrites, ACKs held, per-flow ACK queue lengths, …), typed; the
+    /// drivers serialise them at the edge. (TCR's and PostACK's inherent `stats()` give their
+    /// counters alone; this is their whole report.)
+    fn stats(&self) -> MechStats;
+}
+
+/// What a mechanism reports ([`AckMechanism::stats`]): one variant per mechanism. Serialised as
+/// the mechanism's own object (no tag: each carries its kind in a field of its own).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum MechStats {
+    Tcr(crate::shape::tcr::TcrReport),
+    PostAck(crate::shape::postack::PostAckReport),
+    /// A mechanism with no report of its own (one defined outside this crate, a test's): what
+    /// every mechanism has.
+    Other {
+        acks_held: usize,
+    },
+}
+
+impl MechStats {
+    /// TCR's report, if this is TCR's.
+    pub fn tcr(&self) -> Option<&crate::shape::tcr::TcrReport> {
+        match self {
+            MechStats::Tcr(r) => Some(r),
+            _ => None,
+        }
+    }
+    /// PostACK's report, if this is PostACK's.
+    pub fn postack(&self) -> Option<&crate::shape::postack::PostAckReport> {
+        match self {
+            MechStats::PostAck(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 /// The `mechanism = { kind = …, … }` table of a policy class, and the names it accepts.

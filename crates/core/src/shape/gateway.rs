@@ -1852,7 +1852,7 @@ impl Middlebox for Gateway {
                         q.insert(dir_name(d).into(), e);
                     }
                     if let Some(mm) = &cs.mech {
-                        mech.insert(dir_name(d).into(), mm.stats_json());
+                        mech.insert(dir_name(d).into(), serde_json::to_value(mm.stats()).unwrap_or_default());
                         rates.insert(dir_name(d).into(), cs.mech_rate.into());
                     }
                 }

@@ -34,7 +34,6 @@ pub mod gateway;
 pub mod guard;
 pub mod pfq;
 pub mod policy;
-pub mod policy_report;
 pub mod postack;
 pub mod qdisc_spec;
 pub mod qlink;

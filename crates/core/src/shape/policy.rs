@@ -28,7 +28,6 @@ use ipnet::IpNet;
 use serde::{Deserialize, Deserializer};
 use std::fmt;
 use std::net::IpAddr;
-use std::path::Path;
 
 /// A policy error: which file, which key, what was expected.
 #[derive(Clone, Debug, PartialEq)]
@@ -549,17 +548,6 @@ impl Policy {
         let table: toml::Table =
             text.parse().map_err(|e: toml::de::Error| err(None, crate::tomlerr::syntax_message(text, &e)))?;
         Policy::from_table(&table, file)
-    }
-
-    /// Read and validate a policy file.
-    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
-            file: file.clone(),
-            key: None,
-            msg: format!("cannot read: {e}"),
-        })?;
-        Policy::parse(&text, &file)
     }
 
     /// Validate a policy given as a TOML table (e.g. inline in a scenario).
@@ -1706,16 +1694,7 @@ direction = "both"
                 }
             }
         }
-        // The report lists the hosts as one class line and one rule line.
-        let d = p.describe();
-        assert!(d.contains("home/… × 6 (10.1.0.0/30, 10.1.0.8/31)"), "{d}");
-        assert!(
-            d.contains(
-                "rule[1]  per host (12 rules: inbound data to the host, outbound data from the host)  -> home/HOST"
-            ),
-            "{d}"
-        );
-        assert!(p.warnings().is_empty(), "{:?}", p.warnings());
+        // The report of these hosts is tested with the report (the format crate).
     }
 
     #[test]
@@ -1759,10 +1738,6 @@ src = "2001:db8:0:100::/56"
             assert_eq!(p.classify(Dir::AToB, &pk("2001:db8:0:2ab::7")), None);
             assert_eq!(p.classify(Dir::BToA, &pk("2001:db8:0:1ab::7")), None);
         }
-        let w = p.warnings();
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert_eq!(w[0].key, "class[0]");
-        assert!(w[0].msg.contains("3 of the 4 per-host classes of \"v6\""), "{}", w[0].msg);
         // Errors name the template's own key, not the expanded position.
         let base = "[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\n[[class]]\nname = \"h\"\nper_host = \"10.0.0.0/30\"\n";
         let e = err(&format!("{base}rate = \"2Mbit/s\"\nceil = \"1Mbit/s\"\n[[rule]]\nclass = \"h\"\n"));

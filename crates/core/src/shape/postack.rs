@@ -85,7 +85,7 @@
 //! flows of a class; ACKs are never dropped. O(1) per packet (on-off, zero-timer) and O(n) per
 //! slot; no allocation per packet in steady state (per-flow queues are reused).
 
-use super::ackmech::{AckMechanism, FlowKey, SynOptions};
+use super::ackmech::{AckMechanism, FlowKey, MechStats, SynOptions};
 use super::guard::{Check, GuardStats, SeqGuard};
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
@@ -237,6 +237,56 @@ impl PostAckConfig {
         }
         Ok(())
     }
+}
+
+/// What PostACK reports ([`AckMechanism::stats`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PostAckReport {
+    /// Always `"postack"`.
+    pub mechanism: &'static str,
+    /// `basic`, `on-off` or `zero-timer`.
+    pub variant: &'static str,
+    /// The class rate it paces to, bit/s.
+    pub rate_bps: u64,
+    /// Flows counted active (n of BW_c/n).
+    pub active_flows: usize,
+    /// The on-off variant's slot period, ms.
+    pub slot_period_ms: Option<f64>,
+    pub packet_bytes: u32,
+    pub acks_held: u64,
+    pub acks_held_max: u64,
+    pub hold_ms_mean: f64,
+    pub hold_ms_max: f64,
+    pub counters: PostAckStats,
+    /// Flows tracked now.
+    pub flows_live: usize,
+    /// The first [`PostAckReport::LISTED`] live flows.
+    pub flows: Vec<PostAckFlow>,
+}
+
+impl PostAckReport {
+    /// How many flows `flows` lists at most.
+    pub const LISTED: usize = 64;
+}
+
+/// One flow in [`PostAckReport::flows`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PostAckFlow {
+    /// `src:sport>dst:dport`.
+    pub flow: String,
+    /// ACKs held now, and at most.
+    pub held: usize,
+    pub held_max: usize,
+    pub released: u64,
+    pub qr_skips: u64,
+    /// Data sent, in segments of the flow's MSS.
+    pub out_segments: f64,
+    /// The flow's packets in the class queue (zero-timer).
+    pub in_class: usize,
+    pub active: bool,
+    pub min_rtt_ms: Option<f64>,
 }
 
 /// Class-wide counters. `#[non_exhaustive]`: more may come.
@@ -420,6 +470,50 @@ impl PostAck {
     /// Bytes the class is charged for a full-size data packet, as used for Δ_c: the configured
     /// `packet_bytes`, or the largest IP data packet seen (1500 before the first) plus the
     /// gateway's overhead.
+    /// The report [`AckMechanism::stats`] gives.
+    pub fn report(&self) -> PostAckReport {
+        // The first flows only, as TCR's `per_flow`: the live gateway takes these stats every
+        // second on its data-plane thread, and listing 100 000 flows took 1.4 s there (wall, on a
+        // loaded machine; 15 MB of JSON; docs/benchmarks.md, "PostACK with many flows").
+        let flows = self
+            .flows
+            .iter()
+            .filter(|f| f.live)
+            .take(PostAckReport::LISTED)
+            .map(|f| PostAckFlow {
+                flow: format!("{}:{}>{}:{}", f.key.0, f.key.2, f.key.1, f.key.3),
+                held: f.held.len(),
+                held_max: f.held_max,
+                released: f.released,
+                qr_skips: f.skipped,
+                out_segments: if f.mss == 0 { 0.0 } else { f.out as f64 / f.mss as f64 },
+                in_class: f.in_class,
+                active: f.active,
+                min_rtt_ms: f.min_rtt.map(|d| d.as_secs_f64() * 1e3),
+            })
+            .collect();
+        let hold_ms_mean = if self.stats.released == 0 {
+            0.0
+        } else {
+            self.stats.hold_ns_sum as f64 / self.stats.released as f64 / 1e6
+        };
+        PostAckReport {
+            mechanism: "postack",
+            variant: self.cfg.variant.name(),
+            rate_bps: self.rate_bps,
+            active_flows: self.n,
+            slot_period_ms: self.delta.map(|d| d.as_secs_f64() * 1e3),
+            packet_bytes: self.packet_bytes(),
+            acks_held: self.stats.held_now,
+            acks_held_max: self.stats.held_max,
+            hold_ms_mean,
+            hold_ms_max: self.stats.hold_ns_max as f64 / 1e6,
+            counters: self.stats,
+            flows_live: self.index.len(),
+            flows,
+        }
+    }
+
     pub fn packet_bytes(&self) -> u32 {
         if self.cfg.packet_bytes != 0 {
             self.cfg.packet_bytes
@@ -1079,49 +1173,7 @@ impl AckMechanism for PostAck {
         self.stats.held_now as usize
     }
 
-    fn stats_json(&self) -> serde_json::Value {
-        // The first flows only, as TCR's `per_flow`: the live gateway takes these stats every
-        // second on its data-plane thread, and listing 100 000 flows took 1.4 s there (wall, on a
-        // loaded machine; 15 MB of JSON; docs/benchmarks.md, "PostACK with many flows").
-        const LISTED: usize = 64;
-        let flows: Vec<serde_json::Value> = self
-            .flows
-            .iter()
-            .filter(|f| f.live)
-            .take(LISTED)
-            .map(|f| {
-                serde_json::json!({
-                    "flow": format!("{}:{}>{}:{}", f.key.0, f.key.2, f.key.1, f.key.3),
-                    "held": f.held.len(),
-                    "held_max": f.held_max,
-                    "released": f.released,
-                    "qr_skips": f.skipped,
-                    "out_segments": if f.mss == 0 { 0.0 } else { f.out as f64 / f.mss as f64 },
-                    "in_class": f.in_class,
-                    "active": f.active,
-                    "min_rtt_ms": f.min_rtt.map(|d| d.as_secs_f64() * 1e3),
-                })
-            })
-            .collect();
-        let mean_hold_ms = if self.stats.released == 0 {
-            0.0
-        } else {
-            self.stats.hold_ns_sum as f64 / self.stats.released as f64 / 1e6
-        };
-        serde_json::json!({
-            "mechanism": "postack",
-            "variant": self.cfg.variant.name(),
-            "rate_bps": self.rate_bps,
-            "active_flows": self.n,
-            "slot_period_ms": self.delta.map(|d| d.as_secs_f64() * 1e3),
-            "packet_bytes": self.packet_bytes(),
-            "acks_held": self.stats.held_now,
-            "acks_held_max": self.stats.held_max,
-            "hold_ms_mean": mean_hold_ms,
-            "hold_ms_max": self.stats.hold_ns_max as f64 / 1e6,
-            "counters": self.stats,
-            "flows_live": self.index.len(),
-            "flows": flows,
-        })
+    fn stats(&self) -> MechStats {
+        MechStats::PostAck(self.report())
     }
 }

@@ -27,6 +27,36 @@ pub enum CcAlgo {
     /// (paper 003's baseline; its rules are assumed there, trap P3-10).
     #[serde(rename = "multcp")]
     MulTcp,
+    /// BBR v1 (Cardwell et al. 2016, Linux `tcp_bbr.c`): a model of the path (max delivery rate,
+    /// min RTT) sets a pacing rate and cwnd; SACK recovery; the sender paces.
+    Bbr,
+}
+
+/// Loss recovery of the sending half (how losses are detected and repaired), implied by
+/// [`CcAlgo`]; the window control is the congestion controller's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossRecovery {
+    /// Every loss (3 dupACKs or RTO) → cwnd = 1 MSS and go-back-N.
+    Tahoe,
+    /// One fast retransmit, window inflation, exit on the first new ACK (RFC 5681).
+    Reno,
+    /// RFC 6582: partial ACKs retransmit the next hole and stay in recovery.
+    NewReno,
+    /// RFC 6675 SACK-based recovery when SACK is negotiated, NewReno's otherwise.
+    Sack,
+}
+
+impl CcAlgo {
+    /// The loss recovery this algorithm runs with: Tahoe, Reno and NewReno their own, every
+    /// other one SACK (RFC 6675) recovery.
+    pub fn recovery(self) -> LossRecovery {
+        match self {
+            CcAlgo::Tahoe => LossRecovery::Tahoe,
+            CcAlgo::Reno => LossRecovery::Reno,
+            CcAlgo::NewReno => LossRecovery::NewReno,
+            CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving | CcAlgo::MulTcp | CcAlgo::Bbr => LossRecovery::Sack,
+        }
+    }
 }
 
 /// Which window advertisements the sending half accepts (the SND.WL1/SND.WL2 test).

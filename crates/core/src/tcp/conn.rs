@@ -1,7 +1,8 @@
 //! One TCP endpoint (both halves). API contract; see the module doc for the driving loop.
 
-use super::cc::Cubic;
-use super::config::{multcp_catch_up_segments, CcAlgo, MultcpSlowStart, TcpConfig, WindowUpdate};
+use super::cc::{Ack, BbrMode, CaState, Cc, Window};
+use super::config::{CcAlgo, LossRecovery, TcpConfig, WindowUpdate};
+use super::rate::RateEstimator;
 use super::recv::Reassembly;
 use super::rtt::{RttEstimator, SampleAt};
 use super::scoreboard::Scoreboard;
@@ -207,8 +208,17 @@ pub struct Connection {
     ecn_recover: u64,
     cwr_pending: bool,
     burst: u32,
-    cubic: Cubic,
-    ca_acc: u64,
+    /// Loss recovery, implied by `cfg.cc`.
+    recovery: LossRecovery,
+    /// The congestion controller (window growth, reduction, pacing).
+    cc: Cc,
+    /// Delivery-rate estimation, for a controller that uses it (BBR).
+    rate: Option<Box<RateEstimator>>,
+    /// The controller paces: no data segment before `pace_next`.
+    paced: bool,
+    pace_next: Time,
+    /// A data segment waits for `pace_next` (a timer for the driver).
+    pace_wake: Option<Time>,
     /// `ns2_recovery`, Reno/NewReno: the part of `cwnd` that is ns-2's `dupwnd_` (the window
     /// inflation of fast recovery), bytes.
     ns2_dupwnd: u64,
@@ -301,8 +311,12 @@ impl Connection {
             ecn_recover: 0,
             cwr_pending: false,
             burst: 0,
-            cubic: Cubic::default(),
-            ca_acc: 0,
+            recovery: cfg.cc.recovery(),
+            cc: Cc::new(&cfg).seeded(iss as u64),
+            rate: (cfg.cc == CcAlgo::Bbr).then(Box::default),
+            paced: cfg.cc == CcAlgo::Bbr,
+            pace_next: Time::ZERO,
+            pace_wake: None,
             ns2_dupwnd: 0,
             ns2_pipe: 0,
             ns2_after_timeout: false,
@@ -334,6 +348,13 @@ impl Connection {
     pub fn connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Time) -> Connection {
         let _ = now;
         Connection::new(cfg, local, remote, iss, TcpState::SynSent)
+    }
+
+    /// BBR's state, for traces and tests: (mode, max bandwidth in bytes/s, min RTT, pacing
+    /// gain, pacing rate in bytes/s). `None` for other controllers.
+    pub fn bbr_state(&self) -> Option<(BbrMode, f64, Option<Dur>, f64, u64)> {
+        let b = self.cc.bbr()?;
+        Some((b.mode(), b.max_bw(), b.min_rtt(), b.pacing_gain(), self.cc.pacing_rate().unwrap_or(0)))
     }
 
     /// Passive open on receipt of `syn` (a SYN without ACK addressed to us). Returns `None` for
@@ -436,7 +457,7 @@ impl Connection {
     }
     #[inline]
     fn sack_recovery(&self) -> bool {
-        self.sack_ok && matches!(self.cfg.cc, CcAlgo::Sack | CcAlgo::Cubic | CcAlgo::Misbehaving | CcAlgo::MulTcp)
+        self.sack_ok && self.recovery == LossRecovery::Sack
     }
     /// `ns2_recovery` with SACK-based recovery: ns-2's `Sack1TcpAgent` rules.
     #[inline]
@@ -512,28 +533,16 @@ impl Connection {
         self.rtx_deadline = Some(self.rtt.deadline(now, self.rtt.rto()));
     }
 
+    /// The window lent to the controller.
+    #[inline]
+    fn window(&self) -> Window {
+        Window { cwnd: self.cwnd, ssthresh: self.ssthresh, mss: self.mss, cap: self.cwnd_cap(), rwnd: self.rwnd }
+    }
+
+    /// The controller's slow-start threshold for a congestion event with `flight` bytes out.
     fn cc_ssthresh(&mut self, flight: u64) -> u64 {
-        let two = 2 * self.mss;
-        if self.cfg.ns2_slowdown && matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno | CcAlgo::NewReno | CcAlgo::Sack)
-        {
-            // ns-2 `TcpAgent::slowdown(CLOSE_SSTHRESH_HALF)`: `(int)(window() / 2)` with
-            // `window()` = ⌊min(cwnd_, wnd_)⌋ in packets, and `ssthresh_ ≥ 2`.
-            let mss = self.mss.max(1);
-            let win = self.cwnd.min(self.rwnd.max(mss)) / mss;
-            return ((win / 2) * mss).max(two);
-        }
-        match self.cfg.cc {
-            CcAlgo::Cubic => {
-                let w = self.cubic.on_congestion(self.cwnd as f64 / self.mss as f64);
-                ((w * self.mss as f64) as u64).max(two)
-            }
-            CcAlgo::Misbehaving => self.ssthresh,
-            CcAlgo::MulTcp => {
-                let n = self.cfg.multcp_n.max(1.0);
-                ((flight as f64 * (1.0 - 1.0 / (2.0 * n))) as u64).max(two)
-            }
-            _ => (flight / 2).max(two),
-        }
+        let w = self.window();
+        self.cc.ssthresh(&w, flight)
     }
 
     /// Feed an RTT sample; `una` is SND.UNA with the sampled ACK applied.
@@ -726,12 +735,51 @@ impl Connection {
         let dup_eligible =
             pkt.payload_len == 0 && t.flags.0 & (TcpFlags::SYN.0 | TcpFlags::FIN.0) == 0 && !window_changed;
         let tsecr = if self.ts_ok { t.opts.timestamps.map(|x| x.1) } else { None };
+        let lost_from = if self.rate.is_some() { self.lost_boundary().max(self.una) } else { 0 };
         self.process_ack(now, ack, &sacks[..ns], dup_eligible, tsecr, flight_before);
 
         // ECN-Echo: reduce once per window of data, as on loss but without retransmitting.
         if self.ecn_ok && t.flags.contains(TcpFlags::ECE) {
             self.on_ece();
         }
+        if self.rate.is_some() {
+            self.cong_control(now, &sacks[..ns], flight_before, lost_from);
+        }
+    }
+
+    /// A rate-based controller's turn on every ACK (Linux `tcp_cong_control` after
+    /// `tcp_rate_gen`): deliver the ACKed and SACKed segments to the rate estimator, count the
+    /// bytes newly presumed lost (above `lost_from`), and let the controller set cwnd.
+    fn cong_control(&mut self, now: Time, sacks: &[(u64, u64)], flight_before: u64, lost_from: u64) {
+        let b = self.lost_boundary();
+        let from = lost_from.max(self.una);
+        let losses = if b > from { (b - from) - self.sboard.sacked_in(from, b) } else { 0 };
+        let una = self.una;
+        let Some(r) = self.rate.as_deref_mut() else { return };
+        for &(l, e) in sacks {
+            r.on_sack(l, e);
+        }
+        r.on_cum_ack(una);
+        let rs = r.generate(now, flight_before, losses);
+        let ca_state = if self.rec != Recovery::None {
+            CaState::Recovery
+        } else if self.rto_lost_to > self.una {
+            CaState::Loss
+        } else {
+            CaState::Open
+        };
+        let a = Ack {
+            now,
+            acked: rs.acked_sacked,
+            flight_before,
+            flight_after: self.flight(),
+            srtt: self.rtt.srtt(),
+            ca_state,
+            rate: Some(rs),
+        };
+        let mut w = self.window();
+        self.cc.cong_control(&mut w, &a);
+        (self.cwnd, self.ssthresh) = (w.cwnd, w.ssthresh);
     }
 
     /// The congestion-control part of an acceptable ACK (`una ≤ ack ≤ nxt`), in stream offsets:
@@ -783,11 +831,11 @@ impl Connection {
     fn on_ece(&mut self) {
         self.stats.ece_rcvd += 1;
         if self.rec == Recovery::None && self.una >= self.ecn_recover && self.rto_lost_to <= self.una {
-            let react = self.cfg.cc != CcAlgo::Misbehaving || self.cfg.misbehaving_ecn_response;
-            if react {
+            let reduces = self.cc.reduces();
+            // BBR v1 has no ECN response (`tcp_bbr.c` sets cwnd on every ACK regardless).
+            if !self.cc.controls_cwnd() && (reduces || self.cfg.misbehaving_ecn_response) {
                 let fl = self.nxt - self.una;
-                self.ssthresh =
-                    if self.cfg.cc == CcAlgo::Misbehaving { (fl / 2).max(2 * self.mss) } else { self.cc_ssthresh(fl) };
+                self.ssthresh = if reduces { self.cc_ssthresh(fl) } else { (fl / 2).max(2 * self.mss) };
                 self.cwnd = self.ssthresh;
                 self.stats.cwnd_reductions += 1;
                 self.stats.ecn_reductions += 1;
@@ -816,7 +864,7 @@ impl Connection {
             if ack >= end {
                 let partial = self.cfg.ns2_recovery
                     && self.rec != Recovery::None
-                    && !(self.rec == Recovery::Fast && self.cfg.cc == CcAlgo::Reno)
+                    && !(self.rec == Recovery::Fast && self.recovery == LossRecovery::Reno)
                     && self.recover.is_some_and(|r| ack < r);
                 if !partial {
                     self.rtt_sample(now, now.since(t0), ack);
@@ -847,8 +895,8 @@ impl Connection {
         match self.rec {
             Recovery::Fast => {
                 let full = self.recover.is_none_or(|r| ack >= r);
-                if (self.cfg.cc == CcAlgo::Reno || full) && self.cfg.ns2_recovery && self.cfg.cc != CcAlgo::Misbehaving
-                {
+                let reno = self.recovery == LossRecovery::Reno;
+                if (reno || full) && self.cfg.ns2_recovery && self.cc.reduces() {
                     // ns-2 `RenoTcpAgent::recv` / `NewRenoTcpAgent::recv` (`exit_recovery_fix_ 0`):
                     // `dupwnd_ = 0`, `cwnd_` kept as it stands, then `recv_newack_helper` →
                     // `opencwnd()` grows it for this ACK.
@@ -856,12 +904,12 @@ impl Connection {
                     self.cwnd = self.cwnd.saturating_sub(self.ns2_dupwnd).max(1);
                     self.ns2_dupwnd = 0;
                     self.grow_cwnd(now, data_acked.max(newly.min(1)), flight_before);
-                } else if self.cfg.cc == CcAlgo::Reno || full {
+                } else if reno || full {
                     // Reno exits on any new ACK; NewReno on a full ACK (RFC 6582 option 1).
                     self.rec = Recovery::None;
-                    self.cwnd = if self.cfg.cc == CcAlgo::Misbehaving {
+                    self.cwnd = if !self.cc.reduces() {
                         self.cwnd
-                    } else if self.cfg.cc == CcAlgo::Reno {
+                    } else if reno {
                         self.ssthresh
                     } else {
                         let fl = self.nxt - self.una;
@@ -871,7 +919,7 @@ impl Connection {
                     // NewReno partial ACK: retransmit the next hole, deflate, stay in recovery.
                     self.stats.partial_acks += 1;
                     self.pending_rtx = Some(ack);
-                    if self.cfg.ns2_recovery && self.cfg.cc != CcAlgo::Misbehaving {
+                    if self.cfg.ns2_recovery && self.cc.reduces() {
                         // ns-2 `NewRenoTcpAgent::partialnewack` (`partial_window_deflation_ 1`),
                         // with deflate = the newly acknowledged data: if `dupwnd_ > deflate`,
                         // `dupwnd_ -= deflate − 1`; else `cwnd_ -= deflate − dupwnd_`,
@@ -884,7 +932,7 @@ impl Connection {
                             self.ns2_dupwnd = mss;
                         }
                         self.cwnd = base + self.ns2_dupwnd;
-                    } else if self.cfg.cc != CcAlgo::Misbehaving {
+                    } else if self.cc.reduces() {
                         self.cwnd = self.cwnd.saturating_sub(newly);
                         if newly >= mss {
                             self.cwnd += mss;
@@ -941,59 +989,21 @@ impl Connection {
         }
     }
 
-    /// Congestion-window growth on an ACK of `acked` new bytes outside recovery.
+    /// Congestion-window growth on an ACK of `acked` new bytes outside recovery: the
+    /// controller's (Linux `tcp_cong_avoid`).
     fn grow_cwnd(&mut self, now: Time, acked: u64, flight_before: u64) {
-        let mss = self.mss;
-        let cap = self.cwnd_cap();
-        if self.cfg.cwnd_validation {
-            // Grow only when the window was actually in use (RFC 7661 spirit, Linux-like).
-            let limited = if self.cwnd < self.ssthresh {
-                self.cwnd < 2 * flight_before
-            } else {
-                flight_before + mss >= self.cwnd
-            };
-            if !limited {
-                return;
-            }
-        }
-        if self.cfg.cc == CcAlgo::Misbehaving {
-            // No congestion avoidance: byte-counted slow start forever (doubles per RTT).
-            self.cwnd = self.cwnd.saturating_add(acked).min(cap);
-            return;
-        }
-        if self.cwnd < self.ssthresh || self.cfg.no_congestion_avoidance {
-            let mut inc = if self.cfg.abc { acked.min(2 * mss) } else { mss };
-            if self.cfg.cc == CcAlgo::MulTcp
-                && self.cfg.multcp_slow_start == MultcpSlowStart::NFlows
-                && (self.cwnd as f64) < multcp_catch_up_segments(self.cfg.multcp_n) * mss as f64
-            {
-                inc *= 2;
-            }
-            self.cwnd = self.cwnd.saturating_add(inc).min(cap);
-            return;
-        }
-        if self.cfg.cc == CcAlgo::Cubic {
-            let srtt = self.rtt.srtt().unwrap_or(Dur::from_millis(100));
-            let m = mss as f64;
-            let w = self.cubic.on_ack(now, self.cwnd as f64 / m, acked as f64 / m, srtt);
-            self.cwnd = ((w * m) as u64).max(self.cwnd).min(cap);
-            return;
-        }
-        // MulTCP: N times Reno's additive increase.
-        let n = if self.cfg.cc == CcAlgo::MulTcp { self.cfg.multcp_n.max(1.0) } else { 1.0 };
-        if self.cfg.abc {
-            self.ca_acc += acked;
-            let per = ((self.cwnd as f64 / n) as u64).max(1);
-            if self.ca_acc >= per {
-                self.ca_acc -= per;
-                self.cwnd += mss;
-            }
-        } else if n == 1.0 {
-            self.cwnd += (mss * mss / self.cwnd).max(1);
-        } else {
-            self.cwnd += ((n * (mss * mss) as f64 / self.cwnd as f64) as u64).max(1);
-        }
-        self.cwnd = self.cwnd.min(cap);
+        let a = Ack {
+            now,
+            acked,
+            flight_before,
+            srtt: self.rtt.srtt(),
+            flight_after: self.nxt - self.una,
+            ca_state: CaState::Open,
+            rate: None,
+        };
+        let mut w = self.window();
+        self.cc.on_ack(&mut w, &a);
+        (self.cwnd, self.ssthresh) = (w.cwnd, w.ssthresh);
     }
 
     fn on_dupack(&mut self, now: Time, newly_sacked: u64) {
@@ -1007,7 +1017,7 @@ impl Connection {
         match self.rec {
             Recovery::Fast => {
                 // Window inflation (Reno / NewReno); Misbehaving never deflated, so no inflation.
-                if self.cfg.cc != CcAlgo::Misbehaving {
+                if self.cc.reduces() && !self.cc.controls_cwnd() {
                     self.cwnd = self.cwnd.saturating_add(self.mss);
                     if self.cfg.ns2_recovery {
                         self.ns2_dupwnd += self.mss; // `++dupwnd_`
@@ -1028,7 +1038,7 @@ impl Connection {
                     } else {
                         // Reno and Tahoe have no `recover` guard (RFC 5681); NewReno/SACK do
                         // (RFC 6582 §3.2 step 2).
-                        matches!(self.cfg.cc, CcAlgo::Tahoe | CcAlgo::Reno)
+                        matches!(self.recovery, LossRecovery::Tahoe | LossRecovery::Reno)
                             || self.recover.is_none_or(|r| self.una >= r)
                     };
                     if allowed {
@@ -1073,12 +1083,12 @@ impl Connection {
         // ns-2 `slowdown(CLOSE_CWND_HALF)` with `precisionReduce_`: cwnd_ = windowd() / 2,
         // not rounded and not raised to ssthresh_.
         let half = self.cfg.ns2_slowdown.then(|| self.cwnd.min(self.rwnd.max(self.mss)) / 2);
-        let misbehaving = self.cfg.cc == CcAlgo::Misbehaving;
+        let misbehaving = !self.cc.reduces();
         if !misbehaving {
             self.stats.cwnd_reductions += 1;
         }
-        match self.cfg.cc {
-            CcAlgo::Tahoe => {
+        match self.recovery {
+            LossRecovery::Tahoe => {
                 self.ssthresh = (flight / 2).max(2 * self.mss);
                 self.cwnd = self.mss;
                 self.rto_lost_to = self.nxt;
@@ -1088,7 +1098,9 @@ impl Connection {
             _ if self.sack_recovery() => {
                 if !misbehaving {
                     self.ssthresh = self.cc_ssthresh(flight);
-                    self.cwnd = half.unwrap_or(self.ssthresh);
+                    if !self.cc.controls_cwnd() {
+                        self.cwnd = half.unwrap_or(self.ssthresh);
+                    }
                 }
                 self.rtx_ptr = self.una;
                 self.pending_rtx = Some(self.una);
@@ -1102,7 +1114,9 @@ impl Connection {
                 }
             }
             _ => {
-                if !misbehaving {
+                if !misbehaving && self.cc.controls_cwnd() {
+                    self.ssthresh = self.cc_ssthresh(flight);
+                } else if !misbehaving {
                     self.ssthresh = self.cc_ssthresh(flight);
                     let inflation = self.cfg.dupthresh as u64 * self.mss;
                     self.cwnd = half.unwrap_or(self.ssthresh) + inflation;
@@ -1261,6 +1275,15 @@ impl Connection {
             if let Some(p) = self.next_data_segment(now) {
                 return Some(p);
             }
+            if self.rate.is_some() && self.nxt >= self.sb.written && self.pace_wake.is_none() {
+                // `tcp_rate_check_app_limited`: nothing left to send while the window has room.
+                let flight = self.flight();
+                if flight < self.cwnd && !self.lost_pending() {
+                    if let Some(r) = self.rate.as_deref_mut() {
+                        r.set_app_limited(flight);
+                    }
+                }
+            }
             if self.probe_pending {
                 self.probe_pending = false;
                 self.stats.persist_probes += 1;
@@ -1300,6 +1323,12 @@ impl Connection {
             return None;
         }
         let mss = self.mss;
+        if self.paced && now < self.pace_next {
+            // Pacing (Linux's internal pacing, `tcp_pacing_check`): every data segment waits
+            // for its departure time.
+            self.pace_wake = Some(self.pace_next);
+            return None;
+        }
         // 1. One-shot retransmission (fast retransmit, NewReno partial ACK): ignores cwnd.
         if let Some(s) = self.pending_rtx.take() {
             if s >= self.una && s < self.nxt {
@@ -1324,7 +1353,8 @@ impl Connection {
             return None;
         }
         // ns-2 `NewRenoTcpAgent::recv`: during fast recovery `send_much(0, 0, 2)`.
-        let max_burst = if self.cfg.ns2_recovery && self.rec == Recovery::Fast && self.cfg.cc == CcAlgo::NewReno {
+        let max_burst = if self.cfg.ns2_recovery && self.rec == Recovery::Fast && self.recovery == LossRecovery::NewReno
+        {
             2
         } else {
             self.cfg.max_burst
@@ -1443,6 +1473,20 @@ impl Connection {
         }
         let payload = if self.cfg.carry_payload && len > 0 { self.sb.payload(s, data_end) } else { None };
         let ect = self.ecn_ok && len > 0 && !rtx;
+        if len > 0 && self.paced {
+            // `tcp_update_skb_after_send`: the next departure is len / pacing rate later (the
+            // rate of the controller now; Linux's half-segment credit for a late departure is
+            // not modelled).
+            let nothing_out = self.nxt <= self.una;
+            if let Some(r) = self.rate.as_deref_mut() {
+                r.on_sent(now, s, data_end, nothing_out, rtx);
+            }
+            if let Some(rate) = self.cc.pacing_rate() {
+                let ns = (len as u128 * 1_000_000_000 / rate.max(1) as u128) as u64;
+                self.pace_next = self.pace_next.max(now) + Dur(ns);
+            }
+            self.pace_wake = None;
+        }
         let seq = self.snd_seq(s);
         let p = self.build(now, seq, flags, len as u32, payload, ect);
         if len > 0 {
@@ -1591,11 +1635,11 @@ impl Connection {
 
     // ------------------------------------------------------------------ timers
 
-    /// Earliest pending timer (RTO, delayed ACK, persist), if any.
+    /// Earliest pending timer (RTO, delayed ACK, persist, TIME_WAIT, a paced segment's departure), if any.
     #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
         let mut t = self.rtx_deadline;
-        for d in [self.delack_deadline, self.tw_deadline].into_iter().flatten() {
+        for d in [self.delack_deadline, self.tw_deadline, self.pace_wake].into_iter().flatten() {
             t = Some(t.map_or(d, |x| x.min(d)));
         }
         t
@@ -1611,6 +1655,9 @@ impl Connection {
         if self.delack_deadline.is_some_and(|d| d <= now) {
             self.delack_deadline = None;
             self.imm_acks = self.imm_acks.max(1);
+        }
+        if self.pace_wake.is_some_and(|d| d <= now) {
+            self.pace_wake = None; // the next poll_transmit may send
         }
         if self.rtx_deadline.is_some_and(|d| d <= now) {
             self.rtx_deadline = None;
@@ -1654,7 +1701,7 @@ impl Connection {
             self.ns2_pipe = 0;
             self.ns2_after_timeout = true;
         }
-        if self.cfg.cc != CcAlgo::Misbehaving {
+        if self.cc.reduces() {
             // ns-2 `TcpAgent::timeout` calls `slowdown(CLOSE_SSTHRESH_HALF|CLOSE_CWND_RESTART)`
             // at every timeout, so a repeated one halves the one-segment window again.
             if self.consecutive_rtos == 0 || self.cfg.ns2_slowdown {
@@ -1663,7 +1710,9 @@ impl Connection {
             self.cwnd = self.mss;
             self.stats.cwnd_reductions += 1;
         }
-        self.cubic.reset_epoch();
+        let mut w = self.window();
+        self.cc.on_rto(&mut w);
+        (self.cwnd, self.ssthresh) = (w.cwnd, w.ssthresh);
         self.consecutive_rtos += 1;
         self.rec = Recovery::None;
         self.dupacks = 0;
@@ -1679,7 +1728,6 @@ impl Connection {
             self.sboard.clear();
         }
         self.rtt_timing = None;
-        self.ca_acc = 0;
         self.burst = 0;
         self.rtt.back_off();
         self.arm_rto(now);
@@ -1888,6 +1936,11 @@ impl Connection {
     /// Next sequence number to be sent for new data (highest sent + 1, SND.MAX).
     pub fn snd_nxt(&self) -> SeqNum {
         self.snd_seq(self.nxt)
+    }
+
+    /// The controller's pacing rate in bytes per second; `None` for an ACK-clocked sender.
+    pub fn pacing_rate(&self) -> Option<u64> {
+        self.cc.pacing_rate()
     }
 
     /// Negotiated effective MSS (payload bytes).

@@ -62,6 +62,13 @@
 //!   `cwnd_validation` (off by default) stops growth while the window is not in use.
 //!   `no_congestion_avoidance` keeps slow-start growth above ssthresh while keeping the
 //!   algorithm's loss and ECN responses (paper 001's misbehaving source with Reno halving).
+//! * **Controllers** (`cc/`): loss recovery above is separate from the congestion controller
+//!   (Linux `tcp_congestion_ops`): Reno-style AIMD for Tahoe/Reno/NewReno/SACK, CUBIC, MulTCP,
+//!   misbehaving, and BBR v1 (Linux `tcp_bbr.c`): on every ACK a delivery-rate sample
+//!   (draft-cheng-iccrg-delivery-rate-estimation, Linux `tcp_rate.c`) feeds the model, which sets
+//!   cwnd and the pacing rate; a BBR sender paces every data segment (the next one leaves
+//!   len / rate after the previous one; `poll_timeout` includes that departure time), runs SACK
+//!   recovery with packet conservation in its first round, and ignores ECN-Echo.
 //! * **RTO (RFC 6298)**: SRTT/RTTVAR, RTO = max(min, SRTT + max(G, 4·RTTVAR)) rounded up to
 //!   a multiple of G, clamped to max, doubled per expiry (backoff reset by the next valid
 //!   sample). Timer deadlines are rounded up to the next multiple of G since Time 0, so with
@@ -91,12 +98,15 @@
 mod cc;
 mod config;
 mod conn;
+mod rate;
 mod recv;
 mod rtt;
 mod scoreboard;
 mod sendbuf;
 pub mod vps;
 
+pub use cc::BbrMode;
 pub use config::*;
 pub use conn::*;
+pub use rate::RateSample;
 pub use sendbuf::{pattern_byte, pattern_bytes};

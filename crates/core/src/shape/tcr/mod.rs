@@ -71,7 +71,7 @@ mod config;
 pub mod workload;
 pub use config::*;
 
-use super::ackmech::{AckMechanism, FlowKey, SynOptions};
+use super::ackmech::{AckMechanism, FlowKey, MechStats, SynOptions};
 use super::guard::{Check, GuardStats, SeqGuard};
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
@@ -358,6 +358,31 @@ pub struct TcrStats {
     pub inconsistent: GuardStats,
 }
 
+/// What TCR reports ([`AckMechanism::stats`]): its counters, what it holds now and the first
+/// [`TcrReport::LISTED`] flows. Serialised flat: the counters' keys beside the others.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct TcrReport {
+    /// Always `"tcr"`.
+    pub kind: &'static str,
+    #[serde(flatten)]
+    pub counters: TcrStats,
+    /// ACKs held now.
+    pub acks_held: u64,
+    /// Flows tracked now.
+    pub flows: usize,
+    /// Entries in the pacing timer heap.
+    pub timer_entries: usize,
+    /// The first [`TcrReport::LISTED`] flows.
+    pub per_flow: Vec<FlowInfo>,
+}
+
+impl TcrReport {
+    /// How many flows `per_flow` lists at most (the live gateway takes these stats every second
+    /// on its data-plane thread).
+    pub const LISTED: usize = 64;
+}
+
 /// A snapshot of one flow's state (tests, stats).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[non_exhaustive]
@@ -485,6 +510,18 @@ impl Tcr {
     }
 
     /// Snapshots of all flows, in slot order.
+    /// The report [`AckMechanism::stats`] gives.
+    pub fn report(&self) -> TcrReport {
+        TcrReport {
+            kind: "tcr",
+            counters: self.stats,
+            acks_held: self.held,
+            flows: self.index.len(),
+            timer_entries: self.heap.len(),
+            per_flow: self.flow_infos().take(TcrReport::LISTED).collect(),
+        }
+    }
+
     pub fn flow_infos(&self) -> impl Iterator<Item = FlowInfo> + '_ {
         self.slots.iter().filter_map(|s| s.flow.as_ref()).map(|f| self.info(f))
     }
@@ -1644,18 +1681,8 @@ impl AckMechanism for Tcr {
         self.held as usize
     }
 
-    fn stats_json(&self) -> serde_json::Value {
-        const LISTED: usize = 64;
-        let mut v = serde_json::to_value(self.stats).unwrap_or_default();
-        if let Some(m) = v.as_object_mut() {
-            m.insert("kind".into(), "tcr".into());
-            m.insert("acks_held".into(), self.held.into());
-            m.insert("flows".into(), self.index.len().into());
-            m.insert("timer_entries".into(), self.heap.len().into());
-            let infos: Vec<FlowInfo> = self.flow_infos().take(LISTED).collect();
-            m.insert("per_flow".into(), serde_json::to_value(infos).unwrap_or_default());
-        }
-        v
+    fn stats(&self) -> MechStats {
+        MechStats::Tcr(self.report())
     }
 }
 

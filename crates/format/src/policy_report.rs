@@ -3,11 +3,14 @@
 //!
 //! Warnings never reject a policy (errors do, in [`Policy::from_spec`]); they name the key the
 //! way errors do, so ``policy.toml: key `class[3]`: …`` points at the line to look at.
+//!
+//! The report is a trait on the core's [`Policy`] ([`PolicyReport`]): bring it into scope to call
+//! `policy.describe()`.
 
-use crate::middlebox::Dir;
-use crate::queue::Limit;
-use crate::shape::policy::{Class, LeafSpec, Policy, Rule, RuleDir, PROTO_NAMES};
-use crate::units::Rate;
+use ackshape_core::middlebox::Dir;
+use ackshape_core::queue::Limit;
+use ackshape_core::shape::policy::{Class, LeafSpec, Policy, Rule, RuleDir, PROTO_NAMES};
+use ackshape_core::units::Rate;
 use std::fmt::Write;
 
 /// An IP packet of a 1500-byte MTU: what a class's byte queue should hold at least.
@@ -111,35 +114,44 @@ fn hosts_words(classes: &[Class], t: &str) -> String {
     format!("{t}/… × {} ({}{more})", hosts.len(), shown.join(", "))
 }
 
-impl Policy {
-    /// `outbound R, inbound R` ("unlimited" without a link rate).
-    fn link_words(&self) -> String {
-        let rate = |r: Option<u64>| r.map_or("unlimited".into(), |b| Rate(b).to_string());
-        format!(
-            "outbound {}, inbound {}",
-            rate(self.link_bps[Dir::AToB.index()]),
-            rate(self.link_bps[Dir::BToA.index()])
-        )
-    }
+/// `outbound R, inbound R` ("unlimited" without a link rate).
+fn link_words(p: &Policy) -> String {
+    let rate = |r: Option<u64>| r.map_or("unlimited".into(), |b| Rate(b).to_string());
+    format!("outbound {}, inbound {}", rate(p.link_bps[Dir::AToB.index()]), rate(p.link_bps[Dir::BToA.index()]))
+}
 
+/// What a validated policy will do, in words for people.
+pub trait PolicyReport {
     /// One line: `2 classes, 1 rule, outbound 10Mbit/s, inbound unlimited` (the live gateway's
     /// start and reload log lines).
-    pub fn headline(&self) -> String {
+    fn headline(&self) -> String;
+    /// A multi-line summary: the link, the class tree (rate, ceiling, priority, the directions it
+    /// carries, leaf queue and ACK mechanism), the rules in the order they are tried, what no rule
+    /// matches, and the flow table's bounds.
+    fn describe(&self) -> String;
+    /// Things that are valid but probably not what the author meant.
+    fn warnings(&self) -> Vec<PolicyWarning>;
+}
+
+impl PolicyReport for Policy {
+    /// One line: `2 classes, 1 rule, outbound 10Mbit/s, inbound unlimited` (the live gateway's
+    /// start and reload log lines).
+    fn headline(&self) -> String {
         let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
         format!(
             "{}, {}, {}",
             n(self.classes.len(), "class", "classes"),
             n(self.rules.len(), "rule", "rules"),
-            self.link_words()
+            link_words(self)
         )
     }
 
     /// A multi-line summary: the link, the class tree (rate, ceiling, priority, the directions it
     /// carries, leaf queue and ACK mechanism), the rules in the order they are tried, what no rule
     /// matches, and the flow table's bounds.
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "link: {}", self.link_words());
+        let _ = writeln!(s, "link: {}", link_words(self));
         if self.classes.is_empty() {
             let _ = writeln!(s, "classes: none (every packet passes unshaped)");
         } else {
@@ -237,7 +249,7 @@ impl Policy {
     /// Valid but probably unintended: a byte queue below one full-size packet; a leaf no rule (and not `default_class`) sends data to; a
     /// link rate for a direction no class carries (its packets pass unshaped, so the rate shapes
     /// nothing); zero-timer PostACK over a plain FIFO (it is clocked by per-flow queue lengths).
-    pub fn warnings(&self) -> Vec<PolicyWarning> {
+    fn warnings(&self) -> Vec<PolicyWarning> {
         let mut w = Vec::new();
         let mut warned = std::collections::HashSet::new();
         for c in self.classes.iter() {
@@ -422,5 +434,57 @@ dst = "10.0.0.0/8"
         for q in ["1500B", "64KB", "1pkt"] {
             assert!(pol(&text(q)).warnings().is_empty(), "{q}");
         }
+    }
+
+    #[test]
+    fn per_host_classes_are_one_line_and_unreachable_hosts_are_warned_about() {
+        let p = pol(r#"
+default_class = "other"
+[link]
+outbound = "100Mbit/s"
+[[class]]
+name = "subs"
+rate = "80Mbit/s"
+[[class]]
+name = "home"
+parent = "subs"
+per_host = ["10.1.0.0/30", "10.1.0.8/31"]
+rate = "10Mbit/s"
+ceil = "50Mbit/s"
+mechanism = { kind = "tcr" }
+[[class]]
+name = "other"
+rate = "20Mbit/s"
+[[rule]]
+class = "other"
+proto = "udp"
+[[rule]]
+class = "home"
+direction = "both"
+"#);
+        let d = p.describe();
+        assert!(d.contains("home/… × 6 (10.1.0.0/30, 10.1.0.8/31)"), "{d}");
+        assert!(
+            d.contains(
+                "rule[1]  per host (12 rules: inbound data to the host, outbound data from the host)  -> home/HOST"
+            ),
+            "{d}"
+        );
+        assert!(p.warnings().is_empty(), "{:?}", p.warnings());
+        // A rule's own `src` narrows the hosts it applies to: three of four get no data.
+        let p = pol(r#"
+[[class]]
+name = "v6"
+per_host = "2001:db8::/54"
+host_prefix = 56
+rate = "1Mbit/s"
+[[rule]]
+class = "v6"
+src = "2001:db8:0:100::/56"
+"#);
+        let w = p.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].key, "class[0]");
+        assert!(w[0].msg.contains("3 of the 4 per-host classes of \"v6\""), "{}", w[0].msg);
     }
 }

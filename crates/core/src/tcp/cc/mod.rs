@@ -1,0 +1,198 @@
+//! Congestion controllers: the seam between loss recovery (in `conn.rs`: fast retransmit,
+//! NewReno partial ACKs, RFC 6675 SACK recovery, the RTO's go-back-N) and congestion control
+//! (how the window grows, how much a congestion event takes off, whether the sender paces).
+//!
+//! The shape follows Linux's `struct tcp_congestion_ops` (include/net/tcp.h: `ssthresh`,
+//! `cong_avoid`/`cong_control`, `set_state`, `cwnd_event`, `pkts_acked`) and quinn-proto's
+//! `congestion::Controller` (`on_ack`, `on_congestion_event`, `window`, `pacing_rate`): the
+//! connection owns cwnd and ssthresh (Linux's `tp->snd_cwnd` / `tp->snd_ssthresh`) and lends them
+//! to the controller on each event; recovery may still set them (window inflation and deflation
+//! are recovery's, as in Linux's `tcp_cwnd_reduction` outside the ops).
+
+mod bbr;
+mod cubic;
+mod reno;
+
+pub(crate) use bbr::Bbr;
+pub use bbr::BbrMode;
+pub(crate) use cubic::Cubic;
+pub(crate) use reno::{MulTcp, Reno};
+
+use super::config::{CcAlgo, TcpConfig};
+use super::rate::RateSample;
+use crate::time::{Dur, Time};
+
+/// The window a controller works on: the connection's cwnd and ssthresh (bytes), with the
+/// effective MSS and the cap on cwnd (`max_cwnd_bytes`, or a hard cap).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Window {
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    pub mss: u64,
+    pub cap: u64,
+    /// The peer's advertised window (bytes), for ns-2's `window()` = min(cwnd, rwnd).
+    pub rwnd: u64,
+}
+
+/// What an ACK of new data tells a controller.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ack {
+    pub now: Time,
+    /// Bytes newly acknowledged cumulatively (at least 1 for an ACK of the FIN alone).
+    pub acked: u64,
+    /// Bytes in flight before this ACK.
+    pub flight_before: u64,
+    /// The smoothed RTT, once there is one.
+    pub srtt: Option<Dur>,
+    /// Bytes in flight after it.
+    pub flight_after: u64,
+    /// Linux's `icsk_ca_state` as far as a controller needs it.
+    pub ca_state: CaState,
+    /// The delivery-rate sample of this ACK (draft-cheng-iccrg-delivery-rate-estimation), for
+    /// controllers that ask for one.
+    pub rate: Option<RateSample>,
+}
+
+/// The sender's congestion state (Linux `enum tcp_ca_state`, the values a controller tells apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum CaState {
+    /// No recovery under way (`TCP_CA_Open`, `TCP_CA_Disorder`).
+    Open,
+    /// Fast recovery (`TCP_CA_Recovery`).
+    Recovery,
+    /// The go-back-N after a retransmission timeout (`TCP_CA_Loss`).
+    Loss,
+}
+
+/// A congestion controller. Loss detection and retransmission are not its business.
+pub(crate) trait Controller {
+    /// An ACK of new data outside fast recovery (Linux `cong_avoid` / `cong_control`): grow
+    /// (or, for a model-based controller, set) the window.
+    fn on_ack(&mut self, w: &mut Window, a: &Ack);
+    /// A congestion event (fast retransmit, RTO, ECN-Echo) with `flight` bytes outstanding:
+    /// the new slow-start threshold (Linux `ssthresh`), before recovery sets cwnd from it.
+    fn ssthresh(&mut self, w: &Window, flight: u64) -> u64;
+    /// Whether congestion events reduce the window at all (false: a misbehaving sender).
+    fn reduces(&self) -> bool {
+        true
+    }
+    /// Every ACK, after loss recovery has processed it (Linux `cong_control`, which replaces
+    /// `cong_avoid` and the recovery's window rules): the controller sets cwnd itself. Returns
+    /// false if the controller has no such hook (the default).
+    fn cong_control(&mut self, _w: &mut Window, _a: &Ack) -> bool {
+        false
+    }
+    /// Whether `cong_control` owns cwnd (recovery and ECN then leave it alone).
+    fn controls_cwnd(&self) -> bool {
+        false
+    }
+    /// The retransmission timer expired (Linux `set_state(TCP_CA_Loss)`), after recovery set
+    /// cwnd to one segment.
+    fn on_rto(&mut self, _w: &mut Window) {}
+    /// Pacing rate in bytes per second, or `None` for an ACK-clocked sender.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Misbehaving (paper 001 §2.4): byte-counted slow start forever, never reduces.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Misbehaving {
+    cwnd_validation: bool,
+}
+
+impl Controller for Misbehaving {
+    fn on_ack(&mut self, w: &mut Window, a: &Ack) {
+        if self.cwnd_validation && !reno::cwnd_limited(w, a.flight_before) {
+            return;
+        }
+        // No congestion avoidance: byte-counted slow start forever (doubles per RTT).
+        w.cwnd = w.cwnd.saturating_add(a.acked).min(w.cap);
+    }
+    fn ssthresh(&mut self, w: &Window, _flight: u64) -> u64 {
+        w.ssthresh
+    }
+    fn reduces(&self) -> bool {
+        false
+    }
+}
+
+/// The controller of a connection, chosen by `cc` (enum dispatch keeps `Connection` `Clone`
+/// and its size known).
+#[derive(Clone, Debug)]
+pub(crate) enum Cc {
+    Reno(Reno),
+    Cubic(Cubic),
+    MulTcp(MulTcp),
+    Misbehaving(Misbehaving),
+    Bbr(Box<Bbr>),
+}
+
+impl Cc {
+    pub fn new(cfg: &TcpConfig) -> Cc {
+        match cfg.cc {
+            CcAlgo::Tahoe | CcAlgo::Reno | CcAlgo::NewReno | CcAlgo::Sack => Cc::Reno(Reno::new(cfg)),
+            CcAlgo::Cubic => Cc::Cubic(Cubic::new(cfg)),
+            CcAlgo::MulTcp => Cc::MulTcp(MulTcp::new(cfg)),
+            CcAlgo::Misbehaving => Cc::Misbehaving(Misbehaving { cwnd_validation: cfg.cwnd_validation }),
+            CcAlgo::Bbr => Cc::Bbr(Box::new(Bbr::new(cfg))),
+        }
+    }
+
+    #[inline]
+    fn get(&mut self) -> &mut dyn Controller {
+        match self {
+            Cc::Reno(c) => c,
+            Cc::Cubic(c) => c,
+            Cc::MulTcp(c) => c,
+            Cc::Misbehaving(c) => c,
+            Cc::Bbr(c) => c.as_mut(),
+        }
+    }
+
+    #[inline]
+    fn get_ref(&self) -> &dyn Controller {
+        match self {
+            Cc::Reno(c) => c,
+            Cc::Cubic(c) => c,
+            Cc::MulTcp(c) => c,
+            Cc::Misbehaving(c) => c,
+            Cc::Bbr(c) => c.as_ref(),
+        }
+    }
+
+    pub fn on_ack(&mut self, w: &mut Window, a: &Ack) {
+        self.get().on_ack(w, a)
+    }
+    pub fn ssthresh(&mut self, w: &Window, flight: u64) -> u64 {
+        self.get().ssthresh(w, flight)
+    }
+    pub fn cong_control(&mut self, w: &mut Window, a: &Ack) -> bool {
+        self.get().cong_control(w, a)
+    }
+    pub fn controls_cwnd(&self) -> bool {
+        self.get_ref().controls_cwnd()
+    }
+    /// Seed what a controller randomises (BBR's first PROBE_BW phase).
+    pub fn seeded(mut self, seed: u64) -> Cc {
+        if let Cc::Bbr(b) = &mut self {
+            b.seed(seed);
+        }
+        self
+    }
+    pub fn bbr(&self) -> Option<&Bbr> {
+        match self {
+            Cc::Bbr(b) => Some(b),
+            _ => None,
+        }
+    }
+    pub fn reduces(&self) -> bool {
+        self.get_ref().reduces()
+    }
+    pub fn on_rto(&mut self, w: &mut Window) {
+        self.get().on_rto(w)
+    }
+    pub fn pacing_rate(&self) -> Option<u64> {
+        self.get_ref().pacing_rate()
+    }
+}
