@@ -11,7 +11,6 @@
 
 use ackshape_core::model::{self, ModelInput};
 use ackshape_core::units;
-use ackshape_format::policy_report::PolicyReport;
 use ackshape_sim::run::{format_table, run_scenario, RunRequest};
 use ackshape_sim::Scenario;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -20,15 +19,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use common::{parse_seed, wrote_line, BAD_INPUT, DEFAULT_SCENARIO, RUNTIME};
+
+mod common;
 mod compare_cmd;
-mod dask;
 mod live_cmd;
 mod reproduce_cmd;
 mod sweep_cmd;
 mod tap_cmd;
-
-/// The scenario `ackshape run` uses when given none.
-pub(crate) const DEFAULT_SCENARIO: &str = include_str!("../../../experiments/examples/dumbbell.toml");
 
 #[derive(Parser)]
 #[command(name = "ackshape", version, about = "Shape TCP by controlling its ACKs: a deterministic simulator, analytic models and a live gateway", long_about = None, after_help = EXIT_STATUS_HELP)]
@@ -253,32 +251,6 @@ struct AfvqArgs {
     json: bool,
 }
 
-/// The path of the running `ackshape`, for the commands it prints (`testbed up`): a hand-run
-/// command then works whether or not `ackshape` is on PATH. Quoted for a shell if it needs it.
-pub(crate) fn self_path() -> String {
-    let p = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "ackshape".into());
-    if p.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
-        p
-    } else {
-        format!("'{}'", p.replace('\'', r"'\''"))
-    }
-}
-
-/// A `--seed` value: a whole number from 0 to 2^64 − 1. (A negative one would otherwise be taken
-/// for a flag by the argument parser, with a misleading tip.)
-pub(crate) fn parse_seed(s: &str) -> Result<u64, String> {
-    s.trim().parse::<u64>().map_err(|_| format!("expected a seed: a whole number from 0 to {}, got {s:?}", u64::MAX))
-}
-
-/// Exit code for a failure while running (an output that cannot be written, a live flow that
-/// failed, a claim that does not hold under `reproduce --strict`).
-pub(crate) const RUNTIME: u8 = 1;
-/// Exit code for bad input (scenario, policy, flags).
-pub(crate) const BAD_INPUT: u8 = 2;
-/// Exit code when what a command needs is not on this machine (root, an interface, tools, the
-/// Python package).
-pub(crate) const CANNOT_RUN: u8 = 3;
-
 /// The exit-status contract, shown at the end of `ackshape --help`.
 const EXIT_STATUS_HELP: &str = "Exit status (every command): 0 success; 1 runtime failure (an output that cannot be \
 written, a live flow that failed, a claim that does not hold under `reproduce --strict`); 2 bad input \
@@ -497,12 +469,6 @@ fn experiment_note(path: &std::path::Path) -> Option<String> {
     ))
 }
 
-/// "wrote DIR: a, b, c" for the files a run wrote into `out`.
-pub(crate) fn wrote_line(out: &std::path::Path, files: &[std::path::PathBuf]) -> String {
-    let names: Vec<String> = files.iter().map(|f| f.strip_prefix(out).unwrap_or(f).display().to_string()).collect();
-    format!("wrote {}: {}", out.display(), names.join(", "))
-}
-
 fn cmd_model(which: ModelCmd) -> ExitCode {
     let (w, a) = match which {
         ModelCmd::Mathis(a) => (Which::Mathis, a),
@@ -701,45 +667,15 @@ fn afvq_error(e: &ackshape_core::model_afvq::AfvqModelError) -> String {
 /// `validate FILE` for a scenario: parse, build, the live table, then warnings (gateway policies
 /// that are probably not meant; with `[live]`, what a live run would do otherwise).
 fn validate_scenario(scenario: &std::path::Path) -> ExitCode {
-    match Scenario::load(scenario) {
-        Ok(sc) => {
-            // Building checks what parsing cannot: node and link names, routes, box settings.
-            let file = scenario.display().to_string();
-            if let Err(e) = ackshape_sim::Sim::build(&sc, &file, None, Default::default()) {
-                eprintln!("error: {e}");
-                return ExitCode::from(BAD_INPUT);
-            }
-            // The live testbed's table (`[live.testbed]`), as `testbed up` and `run --live` read it.
-            let topo = match live_cmd::topology_of(&sc, &file) {
-                Ok(t) => t,
-                Err(code) => return code,
-            };
+    let checked = Scenario::load(scenario).map_err(|e| e.to_string()).and_then(|sc| {
+        ackshape_live::run::validate(&sc, &scenario.display().to_string(), scenario.parent()).map(|w| (sc, w))
+    });
+    match checked {
+        Ok((sc, warnings)) => {
             let n = sc.flow_count();
             println!("{}: valid ({n} flow{})", scenario.display(), if n == 1 { "" } else { "s" });
-            // What the gateway boxes' policies do that is valid but probably not meant.
-            let base = scenario.parent();
-            for (i, mb) in sc.middlebox.iter().enumerate() {
-                let Some(Ok(p)) = ackshape_sim::middlebox::gateway_policy(mb, base) else { continue };
-                let (origin, prefix) = match mb.settings.get("policy_file").and_then(|f| f.as_str()) {
-                    Some(f) => (base.map_or_else(|| f.into(), |b| b.join(f)).display().to_string(), String::new()),
-                    None => (file.clone(), format!("middlebox[{i}].policy.")),
-                };
-                for w in p.warnings() {
-                    eprintln!("warning: {origin}: key `{prefix}{}`: {}", w.key, w.msg);
-                }
-            }
-            // A scenario meant for live runs too (it has `[live]`): flows its gateway would
-            // classify otherwise live, as `run --live` warns.
-            if sc.live.is_some() {
-                for w in ackshape_live::plan::live_class_drift(&sc, &file, base, &topo) {
-                    eprintln!("warning: {w}");
-                }
-                for w in ackshape_live::plan::live_link_gaps(&sc, &file)
-                    .into_iter()
-                    .chain(ackshape_live::plan::live_tcp_gaps(&sc, &file))
-                {
-                    eprintln!("warning: {w}");
-                }
+            for w in warnings {
+                eprintln!("warning: {w}");
             }
             ExitCode::SUCCESS
         }
@@ -762,32 +698,8 @@ fn validate_policy(path: &std::path::Path) -> ExitCode {
         }
     };
     let file = path.display();
-    let action = |a: ackshape_live::policy::FrameAction| format!("{a:?}").to_lowercase();
-    match &p.shaping {
-        Some(sp) => {
-            println!("{file}: valid gateway policy");
-            print!("{}", sp.describe());
-        }
-        None => {
-            println!(
-                "{file}: valid gateway policy, with no shaping section: the gateway forwards every frame unshaped"
-            );
-            let f = &p.flows;
-            println!(
-                "flows: at most {}, idle after {} s, embryonic after {} s",
-                f.max_flows, f.idle_timeout_s, f.embryonic_timeout_s
-            );
-        }
-    }
-    println!(
-        "frames (live): non_ip {}, non_tcp {}, malformed {}, csum_not_ready {}, bad_checksum {}",
-        action(p.non_ip),
-        action(p.non_tcp),
-        action(p.malformed),
-        action(p.csum_not_ready),
-        action(p.bad_checksum)
-    );
-    for w in p.shaping.iter().flat_map(|sp| sp.warnings()) {
+    print!("{}", p.summary(&file.to_string()));
+    for w in p.warnings() {
         eprintln!("warning: {file}: {w}");
     }
     ExitCode::SUCCESS
@@ -802,16 +714,6 @@ fn validate_tap(path: &std::path::Path) -> ExitCode {
             return ExitCode::from(BAD_INPUT);
         }
     };
-    println!("{}: valid tap policy, {} rule(s), first match wins:", path.display(), spec.rule.len());
-    for (i, r) in spec.rule.iter().enumerate() {
-        let technique = serde_json::to_value(r.technique).ok().and_then(|v| v.as_str().map(String::from));
-        let how = match (r.target, r.every) {
-            (Some(t), _) => format!("hold {}", ackshape_core::units::Rate(t)),
-            (None, Some(f)) => format!("every {f} ACKs"),
-            (None, None) => "default frequency".into(),
-        };
-        let name = r.name.clone().unwrap_or_else(|| format!("rule-{i}"));
-        println!("  {name}: {}, {how}", technique.unwrap_or_default());
-    }
+    print!("{}", ackshape_live::tap::policy_summary(&spec, &path.display().to_string()));
     ExitCode::SUCCESS
 }

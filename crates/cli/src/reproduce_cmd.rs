@@ -30,7 +30,7 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub quick: bool,
     /// Base seed (a whole number from 0 to 2^64 − 1).
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true, value_parser = crate::parse_seed)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true, value_parser = crate::common::parse_seed)]
     pub seed: u64,
     /// Exit with status 1 if any claim does not hold.
     #[arg(long)]
@@ -132,11 +132,11 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         .clone()
         .unwrap_or_else(|| PathBuf::from(if a.quick { "results/reproduce-quick" } else { "results/reproduce" }));
     let mut dask = match &a.dask {
-        Some(addr) => match crate::dask::DaskRunner::connect(addr) {
+        Some(addr) => match ackshape_sim::dask::DaskRunner::connect(addr) {
             Ok(r) => Some(r),
             Err(e) => {
                 eprintln!("error: --dask {addr}: {e}");
-                return ExitCode::from(crate::CANNOT_RUN);
+                return ExitCode::from(crate::common::CANNOT_RUN);
             }
         },
         None => None,

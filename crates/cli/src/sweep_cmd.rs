@@ -1,6 +1,6 @@
 //! `ackshape sweep`: one scenario over several values of some of its keys and several seeds.
 
-use ackshape_sim::sweep::{metric_index, parse_metric, parse_seeds, parse_setting, Base, Setting, Sweep, METRICS};
+use ackshape_sim::sweep::Base;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,32 +63,18 @@ pub struct SweepArgs {
 pub(crate) fn load_base(path: Option<&PathBuf>) -> Result<Base, String> {
     match path {
         Some(p) => Base::load(p),
-        None => Base::parse(crate::DEFAULT_SCENARIO, "experiments/examples/dumbbell.toml"),
+        None => Base::parse(crate::common::DEFAULT_SCENARIO, "experiments/examples/dumbbell.toml"),
     }
 }
 
-pub(crate) fn parse_settings(specs: &[String]) -> Result<Vec<Setting>, String> {
-    let settings: Vec<Setting> = specs.iter().map(|s| parse_setting(s)).collect::<Result<_, _>>()?;
-    for (i, s) in settings.iter().enumerate() {
-        if settings[..i].iter().any(|t| t.key == s.key) {
-            return Err(format!("--set {}: the key is set twice; give all its values in one --set", s.key));
-        }
-    }
-    Ok(settings)
-}
+pub(crate) use ackshape_sim::sweep::parse_settings;
 
 /// The scenario (the file, or the embedded example) with one value per `--set`, and its name.
 pub(crate) fn with_sets(path: Option<&PathBuf>, specs: &[String]) -> Result<(ackshape_sim::Scenario, String), String> {
     let settings = parse_settings(specs)?;
-    if let Some(s) = settings.iter().find(|s| s.values.len() > 1) {
-        return Err(format!(
-            "--set {}: run takes one value per key, got {}; `ackshape sweep` runs several",
-            s.key,
-            s.values.len()
-        ));
-    }
+    ackshape_sim::sweep::one_value_each(&settings)?;
     let base = load_base(path)?;
-    let sc = base.with(&settings, &vec![0; settings.len()]).map_err(|e| e.to_string())?;
+    let sc = base.with_one_each(&settings)?;
     Ok((sc, base.file))
 }
 
@@ -104,7 +90,7 @@ pub(crate) fn run_doc(path: Option<&PathBuf>, specs: &[String]) -> Result<toml::
 pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
     let bad = |m: String| {
         eprintln!("error: {m}");
-        ExitCode::from(crate::BAD_INPUT)
+        ExitCode::from(crate::common::BAD_INPUT)
     };
     let base = match load_base(a.scenario.as_ref()) {
         Ok(b) => b,
@@ -114,47 +100,18 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return bad(e),
     };
-    let scenario_seed = base.doc.get("seed").and_then(|s| s.as_integer()).map_or(1, |s| s as u64);
-    let seeds = match parse_seeds(&a.seeds, scenario_seed) {
-        Ok(s) => s,
+    let (sweep, plots) = match ackshape_sim::sweep::plan(
+        base,
+        settings,
+        &a.seeds,
+        &a.metric,
+        &a.plot,
+        a.link.clone(),
+        a.out.is_some(),
+    ) {
+        Ok(p) => p,
         Err(e) => return bad(e),
     };
-    let mut extra = Vec::new();
-    for spec in &a.metric {
-        match parse_metric(spec) {
-            Ok(m) if extra.iter().any(|e: &ackshape_sim::sweep::ExtraMetric| e.name == m.name) => {
-                return bad(format!("--metric {spec}: the name `{}` is given twice", m.name))
-            }
-            Ok(m) => extra.push(m),
-            Err(e) => return bad(e),
-        }
-    }
-    let mut plots = Vec::new();
-    for m in &a.plot {
-        let by_extra = extra.iter().position(|e| e.name == m.trim()).map(|k| METRICS.len() + k);
-        match metric_index(m.trim()).or(by_extra) {
-            Some(i) => plots.push(i),
-            None => {
-                let names: Vec<&str> =
-                    METRICS.iter().map(|m| m.0).chain(extra.iter().map(|e| e.name.as_str())).collect();
-                return bad(format!("--plot {m}: no such metric (there are: {})", names.join(", ")));
-            }
-        }
-    }
-    if !plots.is_empty() && a.out.is_none() {
-        return bad("--plot needs --out DIR to write into".into());
-    }
-    let sweep = Sweep { base, settings, seeds, link: a.link.clone(), extra };
-    if let Some(m) =
-        plots.iter().filter(|&&i| i < METRICS.len()).map(|&i| METRICS[i].0).find(|m| m.starts_with("gateway_"))
-    {
-        if !sweep.has_gateway() {
-            return bad(format!(
-                "--plot {m}: {} has no gateway box (`[[middlebox]]` with kind = \"gateway\")",
-                sweep.base.file
-            ));
-        }
-    }
     // 0 or none: the machine's available parallelism, as `reproduce -j`.
     let workers = a.jobs.filter(|&n| n > 0).unwrap_or_else(ackshape_sim::parallel::workers);
     let show_bar = !a.quiet && std::io::stderr().is_terminal();
@@ -175,11 +132,11 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         None => None,
     };
     let mut runner: Box<dyn ackshape_sim::sweep::Runner> = match &a.dask {
-        Some(addr) => match crate::dask::DaskRunner::connect(addr) {
+        Some(addr) => match ackshape_sim::dask::DaskRunner::connect(addr) {
             Ok(r) => Box::new(r),
             Err(e) => {
                 eprintln!("error: --dask {addr}: {e}");
-                return ExitCode::from(crate::CANNOT_RUN);
+                return ExitCode::from(crate::common::CANNOT_RUN);
             }
         },
         None => Box::new(ackshape_sim::sweep::Threads(workers)),
@@ -239,7 +196,7 @@ pub fn cmd_sweep(a: SweepArgs) -> ExitCode {
         match written {
             Ok(files) => {
                 if !a.json {
-                    println!("\n{}", crate::wrote_line(out, &files));
+                    println!("\n{}", crate::common::wrote_line(out, &files));
                 }
             }
             Err(e) => {

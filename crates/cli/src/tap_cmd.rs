@@ -1,22 +1,11 @@
 //! `ackshape tap`: the live third-party tap (paper 004), and `ackshape testbed tap-up`.
 
-use crate::live_cmd::{box_exit_code, io_exit_code, BAD_INPUT, CANNOT_RUN, RUNTIME};
-use ackshape_core::units;
+use crate::common::{box_exit_code, dur, fail, io_exit_code, BAD_INPUT, CANNOT_RUN, RUNTIME};
 use ackshape_live::engine::{SchedSpec, DEFAULT_NICE};
 use ackshape_live::tap::{self, parse_mac, TapConfig, TapError, TapTopologySpec};
 use ackshape_live::testbed;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
-
-fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(code)
-}
-
-fn dur(flag: &str, s: &str) -> Result<Duration, String> {
-    units::parse_duration(s).map(|d| Duration::from_nanos(d.0)).map_err(|e| format!("{flag}: {e}"))
-}
 
 #[derive(clap::Args)]
 pub struct TapArgs {
@@ -125,7 +114,7 @@ pub fn cmd_tap_up(a: TapUpArgs) -> ExitCode {
     }
     match tap::topology_up(&spec) {
         Ok(t) => {
-            let bin = crate::self_path();
+            let bin = crate::common::self_path();
             println!("tap testbed {} is up: {t:#?}", t.prefix);
             if let Some(w) = &t.ns_wanem {
                 println!(

@@ -43,9 +43,11 @@
 
 pub mod classify;
 pub mod clock;
+pub mod compare;
 pub mod engine;
 pub mod flowgen;
 pub mod gateway;
+pub mod guide;
 pub mod mbpipe;
 pub mod metrics_http;
 pub mod pipeline;
@@ -54,6 +56,7 @@ pub mod policy;
 pub mod port;
 pub mod privs;
 pub mod rig;
+pub mod run;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;

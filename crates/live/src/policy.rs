@@ -142,6 +142,43 @@ impl Policy {
         Policy::from_toml(&text, &path.display().to_string())
     }
 
+    /// What `ackshape validate --policy` prints for this policy, loaded from `file`: what the
+    /// shaping section will do (or that there is none and every frame is forwarded unshaped),
+    /// and what happens to the frames the gateway does not shape.
+    pub fn summary(&self, file: &str) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let action = |a: FrameAction| format!("{a:?}").to_lowercase();
+        match &self.shaping {
+            Some(sp) => {
+                let _ = writeln!(s, "{file}: valid gateway policy");
+                s += &sp.describe();
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "{file}: valid gateway policy, with no shaping section: the gateway forwards every frame unshaped"
+                );
+                let f = &self.flows;
+                let _ = writeln!(
+                    s,
+                    "flows: at most {}, idle after {} s, embryonic after {} s",
+                    f.max_flows, f.idle_timeout_s, f.embryonic_timeout_s
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            "frames (live): non_ip {}, non_tcp {}, malformed {}, csum_not_ready {}, bad_checksum {}",
+            action(self.non_ip),
+            action(self.non_tcp),
+            action(self.malformed),
+            action(self.csum_not_ready),
+            action(self.bad_checksum)
+        );
+        s
+    }
+
     /// What in the shaping section is valid but probably not meant
     /// ([`ShapingPolicy::warnings`]).
     pub fn warnings(&self) -> Vec<PolicyWarning> {

@@ -133,6 +133,24 @@ pub fn fmt_mac(m: &[u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
+/// What `ackshape validate --tap` prints for a tap policy loaded from `file`: its rules in order,
+/// each with its technique and how often or how hard it acts.
+pub fn policy_summary(spec: &TapSpec, file: &str) -> String {
+    use std::fmt::Write;
+    let mut s = format!("{file}: valid tap policy, {} rule(s), first match wins:\n", spec.rule.len());
+    for (i, r) in spec.rule.iter().enumerate() {
+        let technique = serde_json::to_value(r.technique).ok().and_then(|v| v.as_str().map(String::from));
+        let how = match (r.target, r.every) {
+            (Some(t), _) => format!("hold {}", ackshape_core::units::Rate(t)),
+            (None, Some(f)) => format!("every {f} ACKs"),
+            (None, None) => "default frequency".into(),
+        };
+        let name = r.name.clone().unwrap_or_else(|| format!("rule-{i}"));
+        let _ = writeln!(s, "  {name}: {}, {how}", technique.unwrap_or_default());
+    }
+    s
+}
+
 /// Load and validate a tap policy file; errors name the file and the key.
 pub fn load_policy(path: &Path) -> Result<TapSpec, TapError> {
     let text = std::fs::read_to_string(path)

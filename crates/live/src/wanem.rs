@@ -470,3 +470,82 @@ mod tests {
         assert_eq!(lost, lost2);
     }
 }
+
+/// One direction of `ackshape wanem` as its command line gives it, in text: `delay`, `jitter`
+/// (durations), `loss` (Bernoulli) or `loss_every` (periodic) or `loss_ge` (Gilbert-Elliott
+/// `"P_GB,P_BG"`), `rate` and the queue in packets. Errors name the flag.
+#[derive(Clone, Debug)]
+pub struct LinkText<'a> {
+    pub delay: &'a str,
+    pub jitter: &'a str,
+    pub loss: f64,
+    pub loss_every: Option<u64>,
+    pub loss_ge: Option<&'a str>,
+    pub rate: Option<&'a str>,
+    pub queue: usize,
+}
+
+impl LinkText<'_> {
+    /// The link's settings, checked (the loss model's own checks included).
+    pub fn link(&self) -> Result<LinkSpec, String> {
+        let dur = |flag: &str, s: &str| {
+            ackshape_core::units::parse_duration(s).map(|d| d.0).map_err(|e| format!("{flag}: {e}"))
+        };
+        let mut l = LinkSpec { delay_ns: dur("--delay", self.delay)?, queue_packets: self.queue, ..Default::default() };
+        let j = dur("--jitter", self.jitter)?;
+        if j > 0 {
+            l.jitter = JitterSpec::Uniform { max_ns: j };
+        }
+        l.loss = if let Some(k) = self.loss_every {
+            LossSpec::Periodic { every: k, offset: 0 }
+        } else if let Some(ge) = self.loss_ge {
+            let v: Vec<f64> = ge.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            if v.len() != 2 {
+                return Err(format!("--loss-ge: expected \"P_GB,P_BG\", got {ge:?}"));
+            }
+            LossSpec::GilbertElliott { p_gb: v[0], p_bg: v[1], loss_good: 0.0, loss_bad: 1.0 }
+        } else if self.loss > 0.0 {
+            LossSpec::Bernoulli { p: self.loss }
+        } else {
+            LossSpec::None
+        };
+        let loss_flag = if self.loss_every.is_some() {
+            "--loss-every"
+        } else if self.loss_ge.is_some() {
+            "--loss-ge"
+        } else {
+            "--loss"
+        };
+        l.loss.validate().map_err(|e| format!("{loss_flag}: {e}"))?;
+        if let Some(r) = self.rate {
+            l.rate_bps = Some(ackshape_core::units::parse_rate(r).map_err(|e| format!("--rate: {e}"))?.0);
+        }
+        Ok(l)
+    }
+}
+
+/// A queue discipline given as a scenario link's `qdisc` table in TOML inline-table text
+/// (`{ kind = "red", ecn = true }`), or none for `drop-tail` or no text; the limits it leaves
+/// out are `queue` packets. It needs a rate on `link`. Errors name `flag`.
+pub fn qdisc_from_text(
+    flag: &str,
+    text: Option<&str>,
+    queue: usize,
+    link: &LinkSpec,
+) -> Result<Option<ackshape_core::shape::qdisc_spec::QdiscSpec>, String> {
+    use ackshape_core::shape::qdisc_spec::QdiscTable;
+    let Some(text) = text.filter(|t| t.trim() != "drop-tail") else { return Ok(None) };
+    let t: toml::Table = format!("q = {text}").parse().map_err(|_| {
+        format!("{flag}: expected a TOML table like '{{ kind = \"red\", ecn = true }}' or `drop-tail`, got {text:?}")
+    })?;
+    let table: QdiscTable =
+        t["q"].clone().try_into().map_err(|e: toml::de::Error| format!("{flag}: {}", e.message().trim_end()))?;
+    let (spec, _) = table
+        .with_queue(Some(ackshape_core::units::Size::Packets(queue as u64)))
+        .map_err(|m| format!("{flag}: {m}"))?;
+    spec.validate().map_err(|m| format!("{flag}: {m}"))?;
+    if link.rate_bps.is_none() {
+        return Err(format!("{flag}: a queue discipline needs a rate in that direction (--rate)"));
+    }
+    Ok(Some(spec))
+}

@@ -15,6 +15,7 @@
 //! [`QueueDisc`]: ackshape_core::queue::QueueDisc
 #![deny(unsafe_code)]
 
+pub mod dask;
 pub mod engine;
 pub mod keypath;
 pub mod link;

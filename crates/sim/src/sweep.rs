@@ -229,6 +229,12 @@ impl Base {
         Ok(Base { file: file.to_string(), doc })
     }
 
+    /// The scenario with each setting's only value (`run --set`: one value per key).
+    pub fn with_one_each(&self, settings: &[Setting]) -> Result<Scenario, String> {
+        one_value_each(settings)?;
+        self.with(settings, &vec![0; settings.len()]).map_err(|e| e.to_string())
+    }
+
     /// The scenario with each setting given its value `pick[i]`; errors name the file, the key and
     /// the `--set` that led there.
     pub fn with(&self, settings: &[Setting], pick: &[usize]) -> Result<Scenario, ScenarioError> {
@@ -809,6 +815,82 @@ fn point_stats(values: Vec<String>, rows: &[&RunRow]) -> PointStats {
 
 /// The most seeds `--seeds` takes per point.
 pub const MAX_SEEDS: u64 = 10_000;
+
+/// `run --set`: one value per key.
+pub fn one_value_each(settings: &[Setting]) -> Result<(), String> {
+    match settings.iter().find(|s| s.values.len() > 1) {
+        Some(s) => Err(format!(
+            "--set {}: run takes one value per key, got {}; `ackshape sweep` runs several",
+            s.key,
+            s.values.len()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `--set KEY=V1,V2,…` settings ([`parse_setting`]), each key at most once.
+pub fn parse_settings(specs: &[String]) -> Result<Vec<Setting>, String> {
+    let settings: Vec<Setting> = specs.iter().map(|s| parse_setting(s)).collect::<Result<_, _>>()?;
+    for (i, s) in settings.iter().enumerate() {
+        if settings[..i].iter().any(|t| t.key == s.key) {
+            return Err(format!("--set {}: the key is set twice; give all its values in one --set", s.key));
+        }
+    }
+    Ok(settings)
+}
+
+/// A sweep as `ackshape sweep` gives it in text: the base, the `--set` settings, `--seeds`
+/// (count, range or list; [`parse_seeds`]), `--metric`s ([`parse_metric`], each name once),
+/// `--link` and the `--plot` metrics, which need an output directory (`has_out`) and, for a
+/// gateway metric, a gateway box in the base. Returns the sweep and the plotted metrics' indices
+/// (past [`METRICS`] for the extra ones). Errors name the flag.
+pub fn plan(
+    base: Base,
+    settings: Vec<Setting>,
+    seeds: &str,
+    metrics: &[String],
+    plots: &[String],
+    link: Option<String>,
+    has_out: bool,
+) -> Result<(Sweep, Vec<usize>), String> {
+    let scenario_seed = base.doc.get("seed").and_then(|s| s.as_integer()).map_or(1, |s| s as u64);
+    let seeds = parse_seeds(seeds, scenario_seed)?;
+    let mut extra: Vec<ExtraMetric> = Vec::new();
+    for spec in metrics {
+        let m = parse_metric(spec)?;
+        if extra.iter().any(|e| e.name == m.name) {
+            return Err(format!("--metric {spec}: the name `{}` is given twice", m.name));
+        }
+        extra.push(m);
+    }
+    let mut plotted = Vec::new();
+    for m in plots {
+        let by_extra = extra.iter().position(|e| e.name == m.trim()).map(|k| METRICS.len() + k);
+        match metric_index(m.trim()).or(by_extra) {
+            Some(i) => plotted.push(i),
+            None => {
+                let names: Vec<&str> =
+                    METRICS.iter().map(|m| m.0).chain(extra.iter().map(|e| e.name.as_str())).collect();
+                return Err(format!("--plot {m}: no such metric (there are: {})", names.join(", ")));
+            }
+        }
+    }
+    if !plotted.is_empty() && !has_out {
+        return Err("--plot needs --out DIR to write into".into());
+    }
+    let sweep = Sweep { base, settings, seeds, link, extra };
+    let gateway_plot =
+        plotted.iter().filter(|&&i| i < METRICS.len()).map(|&i| METRICS[i].0).find(|m| m.starts_with("gateway_"));
+    if let Some(m) = gateway_plot {
+        if !sweep.has_gateway() {
+            return Err(format!(
+                "--plot {m}: {} has no gateway box (`[[middlebox]]` with kind = \"gateway\")",
+                sweep.base.file
+            ));
+        }
+    }
+    Ok((sweep, plotted))
+}
 
 /// Seeds from `--seeds`: a count N (the scenario's seed and the N − 1 after it), a range `A-B`, or a
 /// list `1,5,9`.

@@ -1,6 +1,7 @@
-//! `sweep --dask ADDRESS`: the sweep's runs on a Dask cluster.
+//! A sweep's runs on a Dask cluster (`ackshape sweep --dask ADDRESS`, `reproduce --dask`): a
+//! [`Runner`] for [`crate::sweep`].
 //!
-//! The command line keeps everything but the simulations: it plans the sweep, reads and fills the
+//! The caller keeps everything but the simulations: it plans the sweep, reads and fills the
 //! result store, reduces and writes the outputs. The runs go, as resolved scenarios (TOML text)
 //! with their seeds, to a Python process of the `ackshape` package (`python -m
 //! ackshape._dask_bridge`, the interpreter named by `ACKSHAPE_PYTHON`, default `python3`), which
@@ -15,9 +16,9 @@
 //! Every summary must come from the same build as this binary (version, commit, sources):
 //! results of different builds are never mixed.
 
-use ackshape_sim::provenance::Provenance;
-use ackshape_sim::store::summary_provenance;
-use ackshape_sim::sweep::{RunJob, Runner};
+use crate::provenance::Provenance;
+use crate::store::summary_provenance;
+use crate::sweep::{RunJob, Runner};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
