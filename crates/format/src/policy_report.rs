@@ -438,30 +438,7 @@ dst = "10.0.0.0/8"
 
     #[test]
     fn per_host_classes_are_one_line_and_unreachable_hosts_are_warned_about() {
-        let p = pol(r#"
-default_class = "other"
-[link]
-outbound = "100Mbit/s"
-[[class]]
-name = "subs"
-rate = "80Mbit/s"
-[[class]]
-name = "home"
-parent = "subs"
-per_host = ["10.1.0.0/30", "10.1.0.8/31"]
-rate = "10Mbit/s"
-ceil = "50Mbit/s"
-mechanism = { kind = "tcr" }
-[[class]]
-name = "other"
-rate = "20Mbit/s"
-[[rule]]
-class = "other"
-proto = "udp"
-[[rule]]
-class = "home"
-direction = "both"
-"#);
+        let p = pol(include_str!("../../core/tests/data/per-host-policy.toml"));
         let d = p.describe();
         assert!(d.contains("home/… × 6 (10.1.0.0/30, 10.1.0.8/31)"), "{d}");
         assert!(

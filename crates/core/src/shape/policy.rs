@@ -1605,30 +1605,7 @@ sport = "1000-2000"
         assert!(e.contains("TOML syntax error at line 1"), "{e}");
     }
 
-    const HOSTS: &str = r#"
-default_class = "other"
-[link]
-outbound = "100Mbit/s"
-[[class]]
-name = "subs"
-rate = "80Mbit/s"
-[[class]]
-name = "home"
-parent = "subs"
-per_host = ["10.1.0.0/30", "10.1.0.8/31"]
-rate = "10Mbit/s"
-ceil = "50Mbit/s"
-mechanism = { kind = "tcr" }
-[[class]]
-name = "other"
-rate = "20Mbit/s"
-[[rule]]
-class = "other"
-proto = "udp"
-[[rule]]
-class = "home"
-direction = "both"
-"#;
+    const HOSTS: &str = include_str!("../../tests/data/per-host-policy.toml");
 
     #[test]
     fn per_host_templates_expand_into_a_class_and_rules_per_host() {
