@@ -449,16 +449,7 @@ dst = "10.0.0.0/8"
         );
         assert!(p.warnings().is_empty(), "{:?}", p.warnings());
         // A rule's own `src` narrows the hosts it applies to: three of four get no data.
-        let p = pol(r#"
-[[class]]
-name = "v6"
-per_host = "2001:db8::/54"
-host_prefix = 56
-rate = "1Mbit/s"
-[[rule]]
-class = "v6"
-src = "2001:db8:0:100::/56"
-"#);
+        let p = pol(include_str!("../../core/tests/data/per-host-v6-policy.toml"));
         let w = p.warnings();
         assert_eq!(w.len(), 1, "{w:?}");
         assert_eq!(w[0].key, "class[0]");

@@ -1677,20 +1677,7 @@ sport = "1000-2000"
     #[test]
     fn per_host_blocks_rule_narrowing_and_their_errors() {
         // IPv6 subscribers with a /56 each; a rule's own `src` narrows the hosts it applies to.
-        let p = Policy::parse(
-            r#"
-[[class]]
-name = "v6"
-per_host = "2001:db8::/54"
-host_prefix = 56
-rate = "1Mbit/s"
-[[rule]]
-class = "v6"
-src = "2001:db8:0:100::/56"
-"#,
-            "p.toml",
-        )
-        .unwrap();
+        let p = Policy::parse(include_str!("../../tests/data/per-host-v6-policy.toml"), "p.toml").unwrap();
         assert_eq!(p.classes.len(), 4);
         assert_eq!(p.classes[1].name, "v6/2001:db8:0:100::/56");
         assert_eq!(p.rules.len(), 1, "outbound only, and only the host inside the rule's src");
