@@ -780,8 +780,8 @@ fn compare_set(files: &[PathBuf], out: &Path, sets: &[&str]) -> Value {
 ///   flight per flow (`bbr_target_cwnd`, `bbr_quantization_budget`), so ≈ 41 packets queue here
 ///   whatever the AQM does (4 × (2 × 4.1 + 6) − 16.5); CoDel's drops do not shrink it, BBR v1
 ///   does not react to loss outside recovery. Linux adds an ACK-aggregation allowance
-///   (`bbr_update_ack_aggregation`, not in our model). FQ-CoDel: 44 simulated, 39–54 live in
-///   four runs; CAKE: 66 simulated (the RTOs again, not asserted), 10–44 live.
+///   (`bbr_update_ack_aggregation`, not in our model). FQ-CoDel: 44 simulated, 37–54 live in
+///   seven runs; CAKE: 66 simulated (the RTOs again, not asserted), 10–44 live.
 #[test]
 fn fq_codel_and_cake_classes_agree_with_the_simulator() {
     let Some(_l) = live("aqm_classes_agreement", "acks-ls8") else { return };
