@@ -3,7 +3,8 @@
 //! 10 Mbit/s (charging 14 bytes of Ethernet header per packet), 10 ms each way — the set-up of
 //! `experiments/live/aqm-class-*.toml` without the gateway around the discipline. Every 0.5 s
 //! from 4 s it prints the queue and each flow's BBR state (mode, max-bandwidth estimate, min RTT,
-//! pacing gain), cwnd and RTOs so far; then the largest queue after 4 s. docs/live.md
+//! pacing gain), cwnd and RTOs so far; then the largest queue after 4 s, each flow's RTOs and
+//! retransmissions and the discipline's counters. docs/live.md
 //! ("FQ-CoDel and CAKE classes") uses it to show why CAKE's simulated queue is larger with bbr.
 //! `Q=cake CC=bbr cargo test --release -p ackshape-core --test bbr_aqm_trace -- --ignored --nocapture`
 //! (`Q`: a qdisc kind with its defaults, `fq-codel` if unset; `CC`: `bbr` or `cubic`).
@@ -131,4 +132,7 @@ fn bbr_state_in_an_aqm_class() {
         now = nx.max(now + Dur::from_nanos(1));
     }
     println!("qmax after 4 s: {qmax}");
+    let rtos: Vec<u64> = a.iter().map(|c| c.stats().timeouts).collect();
+    let rtx: Vec<u64> = a.iter().map(|c| c.stats().retrans_segs).collect();
+    println!("RTOs per flow {rtos:?}, retransmissions {rtx:?}, discipline counters {:?}", q.counters());
 }
