@@ -747,47 +747,114 @@ fn tcr_windows_on_the_wire_are_at_most_the_computed_ones_with_valid_checksums() 
 
 // ------------------------------------------------------------------ today's leaf disciplines
 
-/// FQ-CoDel and CAKE classes agree with the simulator (`ackshape compare`, 4 cubic flows in a
-/// 10 Mbit/s class, `experiments/live/aqm-class-*.toml`): goodput within 10% (compare's
-/// tolerance), the flows share evenly in both drivers (per-flow CoV ≤ 0.1: flow queuing), and
-/// the class queue stays far below the 100 packets a FIFO class fills (≤ 40 at most, live).
+/// `ackshape compare --json` on the files with `--set`s (both drivers): the report.
+fn compare_set(files: &[PathBuf], out: &Path, sets: &[&str]) -> Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_ackshape"))
+        .arg("compare")
+        .args(files)
+        .args(sets.iter().flat_map(|s| ["--set", s]))
+        .args(["--json", "--quiet", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "compare failed: {}\n{}", stdout, String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&stdout).unwrap()
+}
+
+/// FQ-CoDel's queues for the live tests that assert per-flow shares: 65536 (Linux's maximum)
+/// instead of the default 1024. FQ-CoDel shares per queue, not per flow, and the live gateway
+/// draws its hash key at random for every policy (docs/policy.md), so with 1024 queues two of
+/// four flows land in one queue in about 0.6% of runs (1 − 1023·1022·1021/1024³) and split one
+/// share; with 65536, in about 0.009%. CAKE's set-associative hash already gives four flows
+/// four queues.
+fn with_many_fq_codel_queues(text: &str) -> String {
+    let out = text.replace("qdisc = { kind = \"fq-codel\" }", "qdisc = { kind = \"fq-codel\", flows = 65536 }");
+    assert!(!text.contains("kind = \"fq-codel\"") || out != text, "the FQ-CoDel class queue is spelled as expected");
+    out
+}
+
+/// FQ-CoDel and CAKE classes agree with the simulator (`ackshape compare`, 4 flows in a
+/// 10 Mbit/s class, `experiments/live/aqm-class-*.toml`), with cubic senders (the files) and
+/// with bbr senders (`--set tcp.cc=bbr`: our BBR v1 in the simulator, Linux's `tcp_bbr` live).
+///
+/// Both: goodput within 10% (compare's tolerance) and live per-flow CoV ≤ 0.1 (flow queuing).
+/// Cubic also: simulated CoV ≤ 0.1 and the live class queue ≤ 40 packets at most after the
+/// warm-up (far below the 100 a FIFO class fills).
+///
+/// BBR, two bounds differ, on purpose (docs/live.md, "FQ-CoDel and CAKE classes"):
+/// - simulated CoV ≤ 0.2, not 0.1. The simulator has no lost-retransmission detection (RACK), so
+///   a retransmission the AQM drops costs an RTO. BBR does not slow down on loss, so CoDel drops
+///   4–8% of its packets, retransmissions too. That is 4–10 RTOs per flow in 14 s (cubic: 0–2),
+///   and the stalls make the shares uneven (CAKE 0.116 over 5 seeds, FQ-CoDel 0.062). Live
+///   CoVs stay at 0.001–0.007.
+/// - live class queue ≤ 60 packets, not 40. BBR v1 keeps cwnd = 2·BDP plus 3 TSO goals in
+///   flight per flow (`bbr_target_cwnd`, `bbr_quantization_budget`), so ≈ 41 packets queue here
+///   whatever the AQM does (4 × (2 × 4.1 + 6) − 16.5); CoDel's drops do not shrink it, BBR v1
+///   does not react to loss outside recovery. Linux adds an ACK-aggregation allowance
+///   (`bbr_update_ack_aggregation`, not in our model). FQ-CoDel: 44 simulated, 37–54 live in
+///   seven runs; CAKE: 66 simulated (the RTOs again, not asserted), 10–44 live.
 #[test]
 fn fq_codel_and_cake_classes_agree_with_the_simulator() {
     let Some(_l) = live("aqm_classes_agreement", "acks-ls8") else { return };
+    if !std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default()
+        .contains("bbr")
+    {
+        let _ = Command::new("modprobe").arg("tcp_bbr").status();
+    }
     let d = tmp("aqm");
     let names = ["aqm-class-fq-codel", "aqm-class-cake"];
     let files: Vec<PathBuf> = names.iter().map(|n| scenario(&d, n, "acks-ls8")).collect();
-    let r = compare(&files, &d.join("out"));
-    println!("load before/after: {}", load_avg());
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        std::fs::write(f, with_many_fq_codel_queues(&text)).unwrap();
+    }
     let mut fails = Vec::new();
-    for (row, name) in r["scenarios"].as_array().unwrap().iter().zip(names) {
-        let live = live_summary(&d.join("out"), &format!("live-{name}"));
-        let flows = live["flows"].as_array().unwrap();
-        let per: Vec<String> = flows.iter().map(|x| format!("{:.3}", f(&x["goodput_bps"]) / 1e6)).collect();
-        println!(
-            "{name:<20} sim {:.3} Mbit/s CoV {:.3} buf {:>4}  |  live {:.3} Mbit/s CoV {:.3} buf {:>4} per flow [{}] gap {:.1}%",
-            f(&row["sim"]["goodput_bps"]) / 1e6,
-            f(&row["sim"]["cov"]),
-            row["sim"]["buffer_max_pkts"],
-            f(&row["live"]["goodput_bps"]) / 1e6,
-            f(&row["live"]["cov"]),
-            row["live"]["buffer_max_pkts"],
-            per.join(" "),
-            f(&row["goodput_gap"]) * 100.0
-        );
-        assert!(flows.iter().all(|x| x["intact"] == true), "{name}: every flow's bytes arrived intact");
-        if row["goodput_within_tolerance"] != true {
-            fails.push(format!("{name}: goodput gap {:.1}% > 10%", f(&row["goodput_gap"]) * 100.0));
-        }
-        for side in ["sim", "live"] {
-            let cov = f(&row[side]["cov"]);
-            if cov.is_nan() || cov > 0.1 {
-                fails.push(format!("{name}: {side} per-flow CoV {cov:.3} > 0.1"));
+    // (cc, its `--set`s, simulated CoV bound, live class queue bound): see the doc comment.
+    for (cc, sets, sim_cov_max, live_buf_max) in
+        [("cubic", &[][..], 0.1, 40.0), ("bbr", &["tcp.cc=bbr"][..], 0.2, 60.0)]
+    {
+        let out = d.join(format!("out-{cc}"));
+        let r = compare_set(&files, &out, sets);
+        println!("{cc}: load before/after: {}", load_avg());
+        for (row, name) in r["scenarios"].as_array().unwrap().iter().zip(names) {
+            let live = live_summary(&out, &format!("live-{name}"));
+            let flows = live["flows"].as_array().unwrap();
+            let per: Vec<String> = flows.iter().map(|x| format!("{:.3}", f(&x["goodput_bps"]) / 1e6)).collect();
+            let rtx: u64 = flows.iter().map(|x| x["retransmitted_packets"].as_u64().unwrap_or(0)).sum();
+            let c = &live["middleboxes"][0]["stats"]["classes"]["c"];
+            println!(
+                "{cc:<5} {name:<20} sim {:.3} Mbit/s CoV {:.3} (sd {:.3}) buf {:>5.1} (sd {:.1})  |  live {:.3} Mbit/s CoV {:.3} buf {:>4} \
+                 avg {:.1} drops {} retransmitted {rtx} per flow [{}] gap {:.1}%",
+                f(&row["sim"]["goodput_bps"]) / 1e6,
+                f(&row["sim"]["cov"]),
+                f(&row["sim"]["sd"]["cov"]),
+                f(&row["sim"]["buffer_max_pkts"]),
+                f(&row["sim"]["sd"]["buffer_max_pkts"]),
+                f(&row["live"]["goodput_bps"]) / 1e6,
+                f(&row["live"]["cov"]),
+                row["live"]["buffer_max_pkts"],
+                f(&c["data_queue_avg_pkts_after_warmup"]),
+                c["drops_after_warmup"],
+                per.join(" "),
+                f(&row["goodput_gap"]) * 100.0
+            );
+            assert!(flows.iter().all(|x| x["intact"] == true), "{cc} {name}: every flow's bytes arrived intact");
+            assert!(flows.iter().all(|x| x["cc"] == cc), "{cc} {name}: the live senders ran {cc}: {flows:?}");
+            if row["goodput_within_tolerance"] != true {
+                fails.push(format!("{cc} {name}: goodput gap {:.1}% > 10%", f(&row["goodput_gap"]) * 100.0));
             }
-        }
-        let buf = f(&row["live"]["buffer_max_pkts"]);
-        if buf.is_nan() || buf > 40.0 {
-            fails.push(format!("{name}: live class queue reached {buf} packets (> 40)"));
+            for (side, max) in [("sim", sim_cov_max), ("live", 0.1)] {
+                let cov = f(&row[side]["cov"]);
+                if cov.is_nan() || cov > max {
+                    fails.push(format!("{cc} {name}: {side} per-flow CoV {cov:.3} > {max}"));
+                }
+            }
+            let buf = f(&row["live"]["buffer_max_pkts"]);
+            if buf.is_nan() || buf > live_buf_max {
+                fails.push(format!("{cc} {name}: live class queue reached {buf} packets (> {live_buf_max})"));
+            }
         }
     }
     assert!(testbed::leftovers("acks-ls8").is_empty());
@@ -796,7 +863,8 @@ fn fq_codel_and_cake_classes_agree_with_the_simulator() {
 }
 
 /// Two cubic and two bbr flows (Linux's, per-socket TCP_CONGESTION) in one 10 Mbit/s class: with
-/// FQ-CoDel and with CAKE as the class's queue each flow gets its share (within 25% of a quarter
+/// FQ-CoDel (65536 queues, see `with_many_fq_codel_queues`) and with CAKE as the class's queue each
+/// flow gets its share (within 25% of a quarter
 /// of the header-adjusted rate, 3–9 s) and the class rate is used (≥ 90%); with a FIFO class the
 /// shares are printed for comparison (bbr's tends to take more), not asserted.
 #[test]
@@ -813,7 +881,7 @@ fn cubic_and_bbr_share_fq_codel_and_cake_classes() {
     let mut fails = Vec::new();
     for (qname, qdisc) in [
         ("FIFO", "queue = \"100pkt\""),
-        ("fq-codel", "qdisc = { kind = \"fq-codel\" }"),
+        ("fq-codel", "qdisc = { kind = \"fq-codel\", flows = 65536 }"),
         ("cake", "qdisc = { kind = \"cake\" }"),
     ] {
         let pol = format!(

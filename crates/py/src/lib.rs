@@ -218,6 +218,12 @@ fn run<'py>(
         trace.f64s("rto_s", t.iter().map(|r| r.tr.rto.as_secs_f64()));
         trace.u64s("in_flight_bytes", t.iter().map(|r| r.tr.in_flight_bytes));
         trace.u64s("rwnd_seen_bytes", t.iter().map(|r| r.tr.rwnd_seen_bytes));
+        trace.u64s("pacing_rate_bps", t.iter().map(|r| r.tr.pacing_rate_bytes_s * 8));
+        // BBR's model; empty / NaN for other controllers.
+        trace.strs("bbr_mode", t.iter().map(|r| r.tr.bbr.map_or(String::new(), |b| b.mode.name().to_string())));
+        trace.f64s("bbr_bw_bps", t.iter().map(|r| r.tr.bbr.map_or(f64::NAN, |b| b.bw_bytes_s * 8.0)));
+        trace.f64s("bbr_min_rtt_s", t.iter().map(|r| r.tr.bbr.map_or(f64::NAN, |b| b.min_rtt.as_secs_f64())));
+        trace.f64s("bbr_pacing_gain", t.iter().map(|r| r.tr.bbr.map_or(f64::NAN, |b| b.pacing_gain)));
         Ok(Ran {
             summary: ackshape_sim::run::summary_json(&res.summary),
             files: res.files.iter().map(|f| f.display().to_string()).collect(),

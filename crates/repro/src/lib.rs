@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub mod edge;
+pub mod modern;
 pub mod p0;
 pub mod p1;
 pub mod p2;
@@ -124,6 +125,7 @@ pub fn registry() -> Vec<Experiment> {
     v.extend(p4::experiments());
     v.extend(p0::experiments());
     v.extend(p1::experiments());
+    v.extend(modern::experiments());
     v.sort_by_key(|e| id_order(e.id));
     v
 }

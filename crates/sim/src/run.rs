@@ -402,12 +402,20 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
     if !sim.trace.is_empty() {
         let p = out.join("trace.csv");
         let mut w = std::io::BufWriter::new(std::fs::File::create(&p).map_err(io_err(&p))?);
-        writeln!(w, "t_s,flow,cwnd_bytes,ssthresh_bytes,srtt_s,rto_s,in_flight_bytes,rwnd_seen_bytes")
-            .map_err(io_err(&p))?;
+        writeln!(
+            w,
+            "t_s,flow,cwnd_bytes,ssthresh_bytes,srtt_s,rto_s,in_flight_bytes,rwnd_seen_bytes,pacing_rate_bps,bbr_mode,bbr_bw_bps,bbr_min_rtt_s,bbr_pacing_gain"
+        )
+        .map_err(io_err(&p))?;
         for r in &sim.trace {
+            // BBR's columns stay empty for other controllers.
+            let bbr = r.tr.bbr.map_or_else(
+                || ",,,".to_string(),
+                |b| format!("{},{},{},{}", b.mode.name(), b.bw_bytes_s * 8.0, b.min_rtt.as_secs_f64(), b.pacing_gain),
+            );
             writeln!(
                 w,
-                "{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{}",
                 r.t_s,
                 r.flow,
                 r.tr.cwnd_bytes,
@@ -415,7 +423,9 @@ pub fn write_outputs(sim: &Sim, summary: &Summary, out: &Path) -> Result<Vec<Pat
                 r.tr.srtt.as_secs_f64(),
                 r.tr.rto.as_secs_f64(),
                 r.tr.in_flight_bytes,
-                r.tr.rwnd_seen_bytes
+                r.tr.rwnd_seen_bytes,
+                r.tr.pacing_rate_bytes_s * 8,
+                bbr
             )
             .map_err(io_err(&p))?;
         }

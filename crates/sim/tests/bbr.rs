@@ -98,3 +98,44 @@ weights = [1, 2]
         assert!(e.contains("t.toml") && e.contains(key) && e.contains("window-based"), "{e}");
     }
 }
+
+/// The trace carries BBR's model. One flow alone on the link: in PROBE_BW the bandwidth estimate
+/// (Linux's `bbr_max_bw`, a windowed maximum of delivery-rate samples) is at most the payload rate
+/// the bottleneck can deliver — 10 Mbit/s × 1448 / 1500 for this scenario's 1500-byte packets — and at
+/// least 95% of it, and the min-RTT estimate is the path's base RTT (40 ms of propagation plus a
+/// 1500-byte packet's transmission on the three links, 41.44 ms) within 0.25 ms (the ACK's own
+/// transmission times): the queue drains in every PROBE_RTT. A Reno flow's rows have no BBR model and no pacing rate.
+#[test]
+fn the_trace_carries_bbr_s_bandwidth_and_min_rtt() {
+    let text = dumbbell("bbr").replace("[tcp]", "trace_interval = \"100ms\"\n[tcp]");
+    let (_, sim) = common::run_with(&text, Default::default());
+    let payload_rate = 10e6 * 1448.0 / 1500.0;
+    let probe_bw: Vec<_> = sim
+        .trace
+        .iter()
+        .filter(|r| r.t_s >= 5.0)
+        .filter_map(|r| r.tr.bbr)
+        .filter(|b| b.mode == ackshape_core::tcp::BbrMode::ProbeBw)
+        .collect();
+    assert!(probe_bw.len() > 200, "PROBE_BW samples after the warm-up: {}", probe_bw.len());
+    let (lo, hi) =
+        probe_bw.iter().map(|b| b.bw_bytes_s * 8.0).fold((f64::MAX, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let rtt = probe_bw.iter().map(|b| b.min_rtt.as_secs_f64()).fold(0.0f64, f64::max);
+    println!(
+        "bandwidth estimate {:.3}–{:.3} Mbit/s (payload rate {:.3}), min RTT up to {:.2} ms",
+        lo / 1e6,
+        hi / 1e6,
+        payload_rate / 1e6,
+        rtt * 1e3
+    );
+    assert!(hi <= payload_rate * 1.0001, "estimate {hi} above the payload rate {payload_rate}");
+    assert!(lo >= 0.95 * payload_rate, "estimate {lo} below 95% of the payload rate {payload_rate}");
+    let base = 0.040 + 1500.0 * 8.0 / 10e6 + 2.0 * 1500.0 * 8.0 / 100e6;
+    assert!((rtt - base).abs() < 0.00025, "min RTT {rtt} s, expected the base RTT {base} s");
+    assert!(sim.trace.iter().all(|r| r.tr.pacing_rate_bytes_s > 0));
+
+    let text = dumbbell("reno").replace("[tcp]", "trace_interval = \"100ms\"\n[tcp]");
+    let (_, sim) = common::run_with(&text, Default::default());
+    assert!(!sim.trace.is_empty());
+    assert!(sim.trace.iter().all(|r| r.tr.bbr.is_none() && r.tr.pacing_rate_bytes_s == 0));
+}

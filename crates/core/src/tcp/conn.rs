@@ -106,6 +106,22 @@ pub struct TcpTrace {
     pub in_flight_bytes: u64,
     /// Peer's advertised window (scaled, bytes) as last seen.
     pub rwnd_seen_bytes: u64,
+    /// The controller's pacing rate in bytes/s; 0 for an ACK-clocked sender.
+    pub pacing_rate_bytes_s: u64,
+    /// BBR's model (mode, bottleneck-bandwidth estimate in bytes/s, min RTT); `None` for other
+    /// controllers.
+    pub bbr: Option<BbrTrace>,
+}
+
+/// BBR's model at a trace sample.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct BbrTrace {
+    pub mode: BbrMode,
+    /// The windowed-maximum delivery rate (`bbr_max_bw`), bytes/s.
+    pub bw_bytes_s: f64,
+    /// The windowed-minimum RTT (`bbr->min_rtt_us`); zero before the first sample.
+    pub min_rtt: Dur,
+    pub pacing_gain: f64,
 }
 
 /// Loss-recovery phase of the sending half.
@@ -1913,6 +1929,13 @@ impl Connection {
             rto: self.rtt.rto(),
             in_flight_bytes: self.flight(),
             rwnd_seen_bytes: self.rwnd,
+            pacing_rate_bytes_s: self.cc.pacing_rate().unwrap_or(0),
+            bbr: self.bbr_state().map(|(mode, bw, min_rtt, pacing_gain, _)| BbrTrace {
+                mode,
+                bw_bytes_s: bw,
+                min_rtt: min_rtt.unwrap_or(Dur::ZERO),
+                pacing_gain,
+            }),
         }
     }
 

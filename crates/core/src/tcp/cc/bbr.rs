@@ -40,7 +40,8 @@ const PACING_MARGIN: f64 = 0.01;
 const INIT_CWND_SEGS: u64 = 10;
 
 /// BBR's mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BbrMode {
     Startup,
     Drain,
@@ -447,6 +448,18 @@ impl Bbr {
         self.update_gains();
         self.set_pacing_rate(w, a);
         self.set_cwnd(w, a);
+    }
+}
+
+impl BbrMode {
+    /// The mode's name as Linux's `tcp_bbr.c` spells it in lower case (`probe_bw`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            BbrMode::Startup => "startup",
+            BbrMode::Drain => "drain",
+            BbrMode::ProbeBw => "probe_bw",
+            BbrMode::ProbeRtt => "probe_rtt",
+        }
     }
 }
 
