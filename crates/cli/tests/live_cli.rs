@@ -21,30 +21,62 @@ impl Drop for Cleanup {
     }
 }
 
-fn scenario(dir: &std::path::Path, prefix: &str) -> PathBuf {
-    let p = dir.join("live.toml");
-    std::fs::write(
-        &p,
-        format!(
-            r#"
-name = "live-cli"
-duration = "8s"
-warmup = "2s"
-[tcp]
-cc = "cubic"
-[topology]
-kind = "dumbbell"
-bottleneck = {{ rate = "10Mbit/s", delay = "10ms", queue = "100pkt" }}
-access = {{ rate = "100Mbit/s", delay = "0ms" }}
-[[flows]]
-count = 2
-[live.testbed]
-prefix = "{prefix}"
-"#
-        ),
-    )
-    .unwrap();
+/// What a live test holds while it runs: the lock that runs live tests one at a time, the guard
+/// that removes the namespaces and links with its prefix (also when the test fails) and a fresh
+/// temporary directory. The fields drop in order: the namespaces go before the lock does.
+struct Live {
+    dir: PathBuf,
+    _cleanup: Cleanup,
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+/// The hold of live test `test` on namespace prefix `prefix` and a directory tagged `tag`; `None`
+/// (with the reason printed) where live tests cannot run.
+fn live(test: &str, prefix: &'static str, tag: &str) -> Option<Live> {
+    if skip(test) {
+        return None;
+    }
+    let lock = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    Some(Live { _cleanup: Cleanup(prefix), dir: tmp(tag), _lock: lock })
+}
+
+/// The parts of a live test's dumbbell scenario ([`dumbbell`]) that differ between tests.
+#[derive(Default)]
+struct Dumbbell<'a> {
+    /// The run's top-level keys (`duration`, `warmup`).
+    run: &'a str,
+    /// `[tcp]` keys besides `cc = "cubic"`.
+    tcp: &'a str,
+    /// The dumbbell's links (`bottleneck`, `access`, …).
+    links: &'a str,
+    /// The two flows' other keys, and what follows the flows (a `[[middlebox]]`).
+    flows: &'a str,
+}
+
+/// Write `DIR/FILE`: scenario `name`, two CUBIC flows over a dumbbell, `parts`, and the testbed's
+/// namespace prefix `prefix`.
+fn dumbbell(dir: &Path, file: &str, name: &str, prefix: &str, parts: Dumbbell) -> PathBuf {
+    let Dumbbell { run, tcp, links, flows } = parts;
+    let p = dir.join(file);
+    let text = format!(
+        "\nname = \"{name}\"\n{run}\n[tcp]\ncc = \"cubic\"\n{tcp}\n[topology]\nkind = \"dumbbell\"\n{links}\n\
+         [[flows]]\ncount = 2\n{flows}\n[live.testbed]\nprefix = \"{prefix}\"\n"
+    );
+    std::fs::write(&p, text).unwrap();
     p
+}
+
+/// A 100 Mbit/s bottleneck (1000-packet queue) behind 1 Gbit/s access links.
+const LINKS_1G: &str = r#"bottleneck = { rate = "100Mbit/s", delay = "10ms", queue = "1000pkt" }
+access = { rate = "1Gbit/s", delay = "0ms" }"#;
+
+/// The 10 Mbit/s bottleneck (100-packet queue) behind 100 Mbit/s access links.
+const LINKS_10M: &str = r#"bottleneck = { rate = "10Mbit/s", delay = "10ms", queue = "100pkt" }
+access = { rate = "100Mbit/s", delay = "0ms" }"#;
+
+fn scenario(dir: &std::path::Path, prefix: &str) -> PathBuf {
+    let run = "duration = \"8s\"\nwarmup = \"2s\"";
+    dumbbell(dir, "live.toml", "live-cli", prefix, Dumbbell { run, links: LINKS_10M, ..Default::default() })
 }
 
 fn tmp(tag: &str) -> PathBuf {
@@ -76,12 +108,10 @@ fn link_row(summary: &serde_json::Value, name: &str) -> serde_json::Value {
 
 #[test]
 fn run_live_shapes_real_tcp_and_writes_summary() {
-    if skip("run_live_shapes_real_tcp_and_writes_summary") {
+    let Some(t) = live("run_live_shapes_real_tcp_and_writes_summary", "acks-lc1", "run") else {
         return;
-    }
-    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let _c = Cleanup("acks-lc1");
-    let d = tmp("run");
+    };
+    let d = t.dir.clone();
     let scn = scenario(&d, "acks-lc1");
     let out = Command::new(env!("CARGO_BIN_EXE_ackshape"))
         .args(["run", "--live"])
@@ -164,38 +194,27 @@ fn run_live_shapes_real_tcp_and_writes_summary() {
 /// the simulator.
 #[test]
 fn run_live_with_flows_their_receivers_open() {
-    if skip("run_live_with_flows_their_receivers_open") {
+    let Some(t) = live("run_live_with_flows_their_receivers_open", "acks-lc7", "ropen") else {
         return;
-    }
-    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let _c = Cleanup("acks-lc7");
-    let d = tmp("ropen");
-    let scn = d.join("ropen.toml");
-    std::fs::write(
-        &scn,
-        r#"
-name = "ropen"
-duration = "6s"
-warmup = "2s"
-[tcp]
-cc = "cubic"
-[topology]
-kind = "dumbbell"
-bottleneck = { rate = "100Mbit/s", delay = "10ms", queue = "1000pkt" }
-access = { rate = "1Gbit/s", delay = "0ms" }
-[[flows]]
-count = 2
-open = "receiver"
+    };
+    let d = t.dir.clone();
+    let scn = dumbbell(
+        &d,
+        "ropen.toml",
+        "ropen",
+        "acks-lc7",
+        Dumbbell {
+            run: "duration = \"6s\"\nwarmup = \"2s\"",
+            links: LINKS_1G,
+            flows: r#"open = "receiver"
 [[middlebox]]
 node = "left"
 wan = "bottleneck"
 kind = "gateway"
-policy = { default_class = "c", class = [ { name = "c", rate = "6Mbit/s", queue = "100pkt", mechanism = { kind = "tcr", overhead_bytes = 14 } } ], link = { outbound = "6Mbit/s" } }
-[live.testbed]
-prefix = "acks-lc7"
-"#,
-    )
-    .unwrap();
+policy = { default_class = "c", class = [ { name = "c", rate = "6Mbit/s", queue = "100pkt", mechanism = { kind = "tcr", overhead_bytes = 14 } } ], link = { outbound = "6Mbit/s" } }"#,
+            ..Default::default()
+        },
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_ackshape"))
         .args(["run", "--live"])
         .arg(&scn)
@@ -233,12 +252,10 @@ prefix = "acks-lc7"
 
 #[test]
 fn testbed_up_then_down_leaves_nothing() {
-    if skip("testbed_up_then_down_leaves_nothing") {
+    let Some(t) = live("testbed_up_then_down_leaves_nothing", "acks-lc2", "tb") else {
         return;
-    }
-    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let _c = Cleanup("acks-lc2");
-    let d = tmp("tb");
+    };
+    let d = t.dir.clone();
     let scn = scenario(&d, "acks-lc2");
     let up = Command::new(env!("CARGO_BIN_EXE_ackshape")).args(["testbed", "up"]).arg(&scn).output().unwrap();
     assert!(up.status.success(), "{}", String::from_utf8_lossy(&up.stderr));
@@ -258,46 +275,21 @@ fn testbed_up_then_down_leaves_nothing() {
 /// counts the out-of-order backlog a hole fill releases (the simulator measured 4.26 Mbit/s of
 /// goodput through a 4 Mbit/s box with the window from 2 s, 3.83 from 4 s).
 fn qlink_scenario(dir: &std::path::Path, name: &str, queue: u32, prefix: &str) -> PathBuf {
-    let p = dir.join(format!("{name}.toml"));
-    std::fs::write(
-        &p,
-        format!(
-            r#"
-name = "{name}"
-duration = "10s"
-warmup = "4s"
-[tcp]
-cc = "cubic"
-[topology]
-kind = "dumbbell"
-bottleneck = {{ rate = "10Mbit/s", delay = "10ms", queue = "100pkt" }}
-access = {{ rate = "100Mbit/s", delay = "0ms" }}
-[[flows]]
-count = 2
-[[middlebox]]
-node = "left"
-wan = "bottleneck"
-kind = "qdisc-link"
-rate = "5Mbit/s"
-queue = "{queue}pkt"
-overhead = 14
-[live.testbed]
-prefix = "{prefix}"
-"#
-        ),
-    )
-    .unwrap();
-    p
+    let flows = format!(
+        "[[middlebox]]\nnode = \"left\"\nwan = \"bottleneck\"\nkind = \"qdisc-link\"\nrate = \"5Mbit/s\"\n\
+         queue = \"{queue}pkt\"\noverhead = 14"
+    );
+    let parts =
+        Dumbbell { run: "duration = \"10s\"\nwarmup = \"4s\"", links: LINKS_10M, flows: &flows, ..Default::default() };
+    dumbbell(dir, &format!("{name}.toml"), name, prefix, parts)
 }
 
 #[test]
 fn compare_runs_a_qdisc_link_box_in_both_drivers() {
-    if skip("compare_runs_a_qdisc_link_box_in_both_drivers") {
+    let Some(t) = live("compare_runs_a_qdisc_link_box_in_both_drivers", "acks-lc3", "compare") else {
         return;
-    }
-    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let _c = Cleanup("acks-lc3");
-    let d = tmp("compare");
+    };
+    let d = t.dir.clone();
     let big = qlink_scenario(&d, "qlink-q50", 50, "acks-lc3");
     let small = qlink_scenario(&d, "qlink-q12", 12, "acks-lc3");
     let out = Command::new(env!("CARGO_BIN_EXE_ackshape"))
@@ -575,9 +567,9 @@ impl WaitOutput for std::process::Child {
 /// and iperf3; `testbed down` then stops what runs in the namespaces.
 #[test]
 fn the_commands_testbed_up_prints_run_the_scenario_by_hand() {
-    if skip("the_commands_testbed_up_prints_run_the_scenario_by_hand") {
+    let Some(t) = live("the_commands_testbed_up_prints_run_the_scenario_by_hand", "acks-lc6", "hand") else {
         return;
-    }
+    };
     if Command::new("iperf3").arg("--version").output().is_err() {
         ackshape_live::testbed::skip(
             "the_commands_testbed_up_prints_run_the_scenario_by_hand",
@@ -585,33 +577,23 @@ fn the_commands_testbed_up_prints_run_the_scenario_by_hand() {
         );
         return;
     }
-    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let _c = Cleanup("acks-lc6");
-    let d = tmp("hand");
-    let scn = d.join("hand.toml");
-    std::fs::write(
-        &scn,
-        r#"
-name = "hand"
-duration = "4s"
-[tcp]
-cc = "cubic"
-[topology]
-kind = "dumbbell"
-bottleneck = { rate = "100Mbit/s", delay = "5ms", queue = "1000pkt" }
-access = { rate = "1Gbit/s", delay = "0ms" }
-[[flows]]
-count = 2
-[[middlebox]]
+    let d = t.dir.clone();
+    let scn = dumbbell(
+        &d,
+        "hand.toml",
+        "hand",
+        "acks-lc6",
+        Dumbbell {
+            run: "duration = \"4s\"",
+            links: &LINKS_1G.replace("delay = \"10ms\"", "delay = \"5ms\""),
+            flows: r#"[[middlebox]]
 node = "left"
 wan = "bottleneck"
 kind = "gateway"
-policy = { default_class = "c", class = [ { name = "c", rate = "4Mbit/s", queue = "50pkt", mechanism = { kind = "tcr" } } ] }
-[live.testbed]
-prefix = "acks-lc6"
-"#,
-    )
-    .unwrap();
+policy = { default_class = "c", class = [ { name = "c", rate = "4Mbit/s", queue = "50pkt", mechanism = { kind = "tcr" } } ] }"#,
+            ..Default::default()
+        },
+    );
     let bin = env!("CARGO_BIN_EXE_ackshape");
     let up = Command::new(bin)
         .args(["testbed", "up"])
@@ -728,33 +710,17 @@ prefix = "acks-lc6"
 /// summary's bottleneck link reads the box's counters.
 #[test]
 fn run_live_runs_the_bottleneck_qdisc_in_the_wanem() {
-    if skip("run_live_runs_the_bottleneck_qdisc_in_the_wanem") {
+    let Some(t) = live("run_live_runs_the_bottleneck_qdisc_in_the_wanem", "acks-lc8", "redecn") else {
         return;
-    }
-    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let _c = Cleanup("acks-lc8");
-    let d = tmp("redecn");
-    let scn = d.join("red.toml");
-    std::fs::write(
-        &scn,
-        r#"
-name = "live-red-ecn"
-duration = "8s"
-warmup = "2s"
-[tcp]
-cc = "cubic"
-ecn = true
-[topology]
-kind = "dumbbell"
-bottleneck = { rate = "10Mbit/s", delay = "10ms", qdisc = { kind = "red", ecn = true, min_th = 5, max_th = 15, limit_pkts = 100 } }
-access = { rate = "100Mbit/s", delay = "0ms" }
-[[flows]]
-count = 2
-[live.testbed]
-prefix = "acks-lc8"
-"#,
-    )
-    .unwrap();
+    };
+    let d = t.dir.clone();
+    let links = LINKS_10M.replace(
+        "queue = \"100pkt\"",
+        "qdisc = { kind = \"red\", ecn = true, min_th = 5, max_th = 15, limit_pkts = 100 }",
+    );
+    let run = "duration = \"8s\"\nwarmup = \"2s\"";
+    let parts = Dumbbell { run, tcp: "ecn = true", links: &links, ..Default::default() };
+    let scn = dumbbell(&d, "red.toml", "live-red-ecn", "acks-lc8", parts);
     let run = |live: bool| {
         let (summary, err) = run_json(&scn, live);
         assert!(!err.contains("bottleneck.qdisc"), "no warning that the discipline is not applied: {err}");
@@ -791,36 +757,24 @@ prefix = "acks-lc8"
 /// together more than one such link carries; the random loss is the access links' alone.
 #[test]
 fn run_live_runs_each_flows_access_link_behind_the_bottleneck() {
-    if skip("run_live_runs_each_flows_access_link_behind_the_bottleneck") {
+    let Some(t) = live("run_live_runs_each_flows_access_link_behind_the_bottleneck", "acks-lca", "racc") else {
         return;
-    }
-    let _l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let _c = Cleanup("acks-lca");
-    let d = tmp("racc");
-    let scn = d.join("racc.toml");
-    std::fs::write(
-        &scn,
-        r#"
-name = "live-receiver-access"
-duration = "8s"
-warmup = "2s"
-[tcp]
-cc = "cubic"
-[topology]
-kind = "dumbbell"
-bottleneck = { rate = "20Mbit/s", delay = "10ms", queue = "100pkt" }
-access = { rate = "100Mbit/s", delay = "0ms" }
+    };
+    let d = t.dir.clone();
+    let links = LINKS_10M.replace("10Mbit/s", "20Mbit/s")
+        + r#"
 receiver_access = { rate = "6Mbit/s", delay = "5ms", queue = "50pkt", loss = { kind = "bernoulli", p = 0.002 } }
 [[topology.groups]]
 senders = 1
-access = { delay = "10ms" }
-[[flows]]
-count = 2
-[live.testbed]
-prefix = "acks-lca"
-"#,
-    )
-    .unwrap();
+access = { delay = "10ms" }"#;
+    let run = "duration = \"8s\"\nwarmup = \"2s\"";
+    let scn = dumbbell(
+        &d,
+        "racc.toml",
+        "live-receiver-access",
+        "acks-lca",
+        Dumbbell { run, links: &links, ..Default::default() },
+    );
     let run = |live: bool| {
         let (summary, err) = run_json(&scn, live);
         assert!(!err.contains("access") && !err.contains("groups"), "no warning that a link is not applied: {err}");

@@ -635,16 +635,6 @@ values = [{ name = "10 packets", set = { "tcp.max_window" = "10pkt" } }]
     }
 }
 
-/// The claims of experiment `exp` in its file, for their measurement parameters.
-pub(crate) fn exp_specs(exp: &crate::Experiment) -> Result<Vec<ClaimSpec>, String> {
-    specs(exp.text, exp.file, exp.id)
-}
-
-/// A measurement parameter of claim `id` (`params.KEY`) of experiment `exp`.
-pub(crate) fn exp_param(sp: &[ClaimSpec], exp: &crate::Experiment, id: &str, key: &str) -> Result<f64, String> {
-    param(sp, exp.file, id, key)
-}
-
 /// Percent of `k` out of `n`; NaN (nothing to assess) when `n` is 0.
 pub(crate) fn share(k: usize, n: usize) -> f64 {
     if n == 0 {

@@ -652,7 +652,7 @@ pub fn cost_note(jobs: &[Job], outs: &[Outcome]) -> String {
 
 // ------------------------------------------------------------------------------------- helpers
 
-pub use crate::{mean, sem};
+pub use ackshape_sim::stats::{mean, sem};
 
 pub fn table(name: &str, columns: &[&str], rows: Vec<Vec<J>>) -> Table {
     Table { name: name.into(), columns: columns.iter().map(|c| c.to_string()).collect(), rows }

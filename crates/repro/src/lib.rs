@@ -25,10 +25,10 @@
 //! point.
 
 pub use ackshape_core::tcp::TcpStats;
-use ackshape_sim::metrics::Summary;
 use ackshape_sim::scenario::Scenario;
 pub use ackshape_sim::sweep::{RunJob, RunRecord, Runner};
-use ackshape_sim::world::{RunOptions, Sim};
+use experiment::check_finite;
+use run::reborrow;
 use serde::Serialize;
 
 pub use ackshape_sim::keypath::{get_path, path_steps, set_path};
@@ -49,317 +49,12 @@ pub mod p3;
 pub mod claims;
 pub use claims::{ClaimRecord, Measured, Status};
 
-/// A result table (written as CSV and shown in the report).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Table {
-    pub name: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<serde_json::Value>>,
-}
-
-/// What an experiment produced.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ExpOutput {
-    pub id: String,
-    pub title: String,
-    /// The claim records ([`run_experiment`] makes them from the file's claims and [`Self::measured`]).
-    pub claims: Vec<ClaimRecord>,
-    pub tables: Vec<Table>,
-    /// (file name `NAME.svg`, plot): written as `NAME.svg` and `NAME.png`.
-    #[serde(skip)]
-    pub plots: Vec<(String, ackshape_sim::plot::Plot)>,
-    /// Free text for the report (setup, assumptions, explanations of gaps).
-    pub notes: Vec<String>,
-    /// What the code measured, per claim ID (the claims themselves are the file's).
-    #[serde(skip)]
-    pub measured: Vec<(String, Measured)>,
-    /// How often each mechanism (or `mechanism/profile`) acted over the runs: a claim about one that
-    /// did nothing is not assessable.
-    #[serde(skip)]
-    pub activity: BTreeMap<String, f64>,
-}
-
-impl ExpOutput {
-    /// Record the measurement of claim `id`.
-    pub fn measure(&mut self, id: &str, m: Measured) {
-        self.measured.push((id.to_string(), m));
-    }
-    /// Add `n` actions of mechanism `mech` (creating the entry: 0 means it was run and did nothing).
-    pub fn act(&mut self, mech: &str, n: f64) {
-        *self.activity.entry(mech.to_string()).or_insert(0.0) += n;
-    }
-}
-
-/// Run settings shared by all experiments.
-pub struct Ctx<'a> {
-    /// Fewer seeds / shorter runs / fewer sweep points (used by the test suite); the report says so.
-    pub quick: bool,
-    /// Base seed; experiments derive their seeds from it.
-    pub seed: u64,
-    /// Progress callback: (fraction of this experiment done).
-    pub progress: Option<&'a mut dyn FnMut(f64)>,
-    /// Build every run with the mechanisms under test switched off (TCR, PostACK, RED/ECN marking, the
-    /// asymmetric-link disciplines, VPS and MulTCP, the tap): the vacuity check. Claims about a
-    /// mechanism must then fail or be not assessable.
-    pub mechanism_off: bool,
-    /// Also run the file's `[[paper.readings]]` ([`run_experiment`]).
-    pub readings: bool,
-    /// Where the simulations run: `None`, on [`workers`] threads of this process; else on this
-    /// runner (the sweep's seam: `reproduce --dask`, or a Python executor), each run handing back
-    /// its [`RunRecord`], so that the results are the same wherever the runs ran.
-    pub runner: Option<&'a mut dyn Runner>,
-}
-
-impl<'a> Ctx<'a> {
-    /// A context without a progress callback, readings on, mechanisms on, runs on threads here
-    /// (of any lifetime, so that `..Ctx::new(..)` can fill a context that borrows a callback).
-    pub fn new(quick: bool, seed: u64) -> Ctx<'a> {
-        Ctx { quick, seed, progress: None, mechanism_off: false, readings: true, runner: None }
-    }
-
-    pub fn progress(&mut self, f: f64) {
-        if let Some(p) = self.progress.as_mut() {
-            p(f);
-        }
-    }
-
-    /// Run independent simulations on [`workers`] threads; progress goes from 0 to 1 of this
-    /// experiment. Results are in the order of `jobs` (see [`run_parallel`]).
-    pub fn run_sims(&mut self, jobs: &[SimJob]) -> Vec<Result<Summary, String>> {
-        self.run_sims_span(jobs, 0.0, 1.0)
-    }
-
-    /// [`run_sims`](Self::run_sims) for an experiment that runs several batches: this batch's
-    /// progress is mapped onto `[from, to]` of the experiment's.
-    pub fn run_sims_span(&mut self, jobs: &[SimJob], from: f64, to: f64) -> Vec<Result<Summary, String>> {
-        self.run_jobs_span(jobs, from, to, |_, s| s)
-    }
-
-    /// Like [`run_sims_span`](Self::run_sims_span), but `extract` also reads the finished
-    /// simulation (e.g. its goodput time series) and returns what the experiment keeps.
-    pub fn run_jobs_span<T, F>(&mut self, jobs: &[SimJob], from: f64, to: f64, extract: F) -> Vec<Result<T, String>>
-    where
-        T: Send,
-        F: Fn(&dyn RunView, Summary) -> T + Sync,
-    {
-        let n = jobs.len().max(1) as f64;
-        let Ctx { progress: parent, runner, .. } = self;
-        let mut progress = |done: usize| {
-            if let Some(p) = parent.as_mut() {
-                p(from + (to - from) * done as f64 / n)
-            }
-        };
-        let Some(runner) = runner.as_deref_mut() else {
-            return run_parallel(jobs, workers(), |j| j.run_with(&extract), &mut progress);
-        };
-        // Elsewhere: each job goes as its resolved scenario and comes back as a run record.
-        let mut out: Vec<Option<Result<T, String>>> = Vec::with_capacity(jobs.len());
-        let mut sent = Vec::new();
-        for (i, j) in jobs.iter().enumerate() {
-            match j.run_job(i) {
-                Ok(r) => {
-                    sent.push(r);
-                    out.push(None);
-                }
-                Err(e) => out.push(Some(Err(e))),
-            }
-        }
-        let texts = runner.run(&sent, &|_, _| Ok(()), &mut progress);
-        for (r, text) in sent.iter().zip(texts) {
-            let j = &jobs[r.point];
-            out[r.point] = Some(
-                text.and_then(|t| RunRecord::from_text(&t)).map_err(|e| format!("{} ({}): {e}", j.label, j.file)).map(
-                    |rec| {
-                        let view = Recorded { goodput_series: rec.goodput_series, sender_stats: rec.sender_stats };
-                        extract(&view, rec.summary)
-                    },
-                ),
-            );
-        }
-        out.into_iter().map(|r| r.unwrap_or_else(|| Err("the runner handed back no result".into()))).collect()
-    }
-}
-
-/// The runner of a context, for a context that lives shorter.
-fn reborrow<'s>(r: &'s mut Option<&mut dyn Runner>) -> Option<&'s mut dyn Runner> {
-    match r {
-        Some(r) => Some(&mut **r),
-        None => None,
-    }
-}
-
-/// What an experiment reads of a finished run besides its summary: the simulation itself when it
-/// ran here, or what a [`RunRecord`] brought back when it ran elsewhere.
-pub trait RunView {
-    /// (bin end s, flow, goodput bit/s): [`Sim::goodput_series`].
-    fn goodput_series(&self) -> Vec<(f64, u32, f64)>;
-    /// Flow `i`'s sending TCP counters over the whole run (`summary.flows` order); `None` for a
-    /// UDP flow or no such flow: [`Sim::flow_sender_stats`].
-    fn flow_sender_stats(&self, i: usize) -> Option<TcpStats>;
-}
-
-impl RunView for Sim {
-    fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
-        Sim::goodput_series(self)
-    }
-    fn flow_sender_stats(&self, i: usize) -> Option<TcpStats> {
-        Sim::flow_sender_stats(self, i)
-    }
-}
-
-/// A run made elsewhere: what its [`RunRecord`] brought back besides the summary.
-struct Recorded {
-    goodput_series: Vec<(f64, u32, f64)>,
-    sender_stats: Vec<Option<TcpStats>>,
-}
-
-impl RunView for Recorded {
-    fn goodput_series(&self) -> Vec<(f64, u32, f64)> {
-        self.goodput_series.clone()
-    }
-    fn flow_sender_stats(&self, i: usize) -> Option<TcpStats> {
-        self.sender_stats.get(i).cloned().flatten()
-    }
-}
-
-/// One independent simulation run of an experiment.
-#[derive(Clone, Debug)]
-pub struct SimJob {
-    /// What this run is (e.g. `afvq delay=20ms seed=3`), for error messages.
-    pub label: String,
-    pub scenario: Scenario,
-    /// The scenario as a TOML document (what [`Scenario::from_table`] made `scenario` of), for a
-    /// run elsewhere.
-    pub doc: toml::Table,
-    /// The experiment file, for error messages.
-    pub file: String,
-    pub seed: u64,
-}
-
-impl SimJob {
-    /// The job of the scenario `doc` (checked here); errors name the file.
-    pub fn new(label: String, doc: toml::Table, file: &str, seed: u64) -> Result<SimJob, String> {
-        let scenario = Scenario::from_table(doc.clone(), file).map_err(|e| e.to_string())?;
-        Ok(SimJob { label, scenario, doc, file: file.to_string(), seed })
-    }
-
-    /// Build and run the simulation; errors name the file and the run.
-    pub fn run(&self) -> Result<Summary, String> {
-        self.run_with(&|_, s| s)
-    }
-
-    /// As a [`Runner`]'s job (number `i` of its batch, in `point`): the resolved scenario as TOML
-    /// text, handing back a run record.
-    fn run_job(&self, i: usize) -> Result<RunJob, String> {
-        let err = |e: String| format!("{} ({}): {e}", self.label, self.file);
-        let resolved = ackshape_sim::store::resolve(&self.doc, &self.file).map_err(err)?;
-        let scenario = toml::to_string(&resolved).map_err(|e| err(e.to_string()))?;
-        Ok(RunJob {
-            point: i,
-            seed: self.seed,
-            hash: ackshape_sim::store::scenario_hash(&resolved),
-            scenario,
-            file: self.file.clone(),
-            set: self.scenario.set.clone(),
-            record: true,
-        })
-    }
-
-    fn run_with<T>(&self, extract: &(impl Fn(&dyn RunView, Summary) -> T + ?Sized)) -> Result<T, String> {
-        let mut sim = Sim::build(&self.scenario, &self.file, Some(self.seed), RunOptions::default())
-            .map_err(|e| format!("{} ({}): {e}", self.label, self.file))?;
-        let t0 = std::time::Instant::now();
-        sim.run(None);
-        let s = sim.summary(t0.elapsed().as_secs_f64());
-        Ok(extract(&sim, s))
-    }
-}
-
-/// An experiment file: its name (for errors), the whole TOML table, and helpers to read the
-/// `[paper]` and `[reproduce]` tables and to build scenarios from it.
-#[derive(Clone, Debug)]
-pub struct ExpFile {
-    pub file: String,
-    pub table: toml::Table,
-}
-
-impl ExpFile {
-    /// Parse an experiment's embedded text; TOML errors name the file and the line.
-    pub fn parse(exp: &Experiment) -> Result<ExpFile, String> {
-        Self::parse_text(exp.text, exp.file)
-    }
-
-    pub fn parse_text(text: &str, file: &str) -> Result<ExpFile, String> {
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| format!("{file}: {}", ackshape_core::tomlerr::syntax_message(text, &e)))?;
-        // The base scenario must be valid as it stands.
-        Scenario::from_table(table.clone(), file).map_err(|e| e.to_string())?;
-        check_finite(&table).map_err(|m| format!("{file}: {m}"))?;
-        Ok(ExpFile { file: file.to_string(), table })
-    }
-
-    /// Deserialize the table at dotted `key` (e.g. `reproduce`) into `T`; errors name the file
-    /// and the full key path (e.g. `reproduce.sweep.values[2]`).
-    pub fn section<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T, String> {
-        let v = get_path(&self.table, key).ok_or_else(|| format!("{}: key `{key}`: missing", self.file))?;
-        serde_path_to_error::deserialize::<_, T>(v.clone()).map_err(|e| {
-            let path = e.path().to_string();
-            let full = if path == "." || path.is_empty() { key.to_string() } else { format!("{key}.{path}") };
-            format!("{}: key `{full}`: {}", self.file, e.into_inner().message().trim_end())
-        })
-    }
-
-    /// The whole file as `T` (other keys ignored unless `T` denies them); errors name the file
-    /// and the key.
-    pub fn section_root<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
-        serde_path_to_error::deserialize::<_, T>(toml::Value::Table(self.table.clone())).map_err(|e| {
-            let path = e.path().to_string();
-            format!("{}: key `{path}`: {}", self.file, e.into_inner().message().trim_end())
-        })
-    }
-
-    /// Report notes from the file's `[paper]` table: `source`, each `stated` item and each
-    /// `assumed` item (strings), prefixed so the report shows which is which.
-    pub fn paper_notes(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(src) = get_path(&self.table, "paper.source").and_then(|v| v.as_str()) {
-            out.push(format!("Source: {src}."));
-        }
-        for (key, label) in [("paper.stated", "Paper"), ("paper.assumed", "Assumed"), ("paper.notes", "Note")] {
-            if let Some(a) = get_path(&self.table, key).and_then(|v| v.as_array()) {
-                out.extend(a.iter().filter_map(|x| x.as_str()).map(|x| format!("{label}: {x}")));
-            }
-        }
-        out
-    }
-
-    /// The base scenario with `edits` applied (dotted paths, see [`set_path`]).
-    pub fn scenario_with(&self, edits: &[(String, toml::Value)]) -> Result<Scenario, String> {
-        Scenario::from_table(self.doc_with(edits)?, &self.file).map_err(|e| e.to_string())
-    }
-
-    /// The base scenario's TOML document with `edits` applied (what [`scenario_with`](Self::scenario_with) builds).
-    pub fn doc_with(&self, edits: &[(String, toml::Value)]) -> Result<toml::Table, String> {
-        let mut t = self.table.clone();
-        for (k, v) in edits {
-            set_path(&mut t, k, v.clone()).map_err(|e| format!("{}: {e}", self.file))?;
-        }
-        Ok(t)
-    }
-}
-
-/// A registered experiment.
-pub struct Experiment {
-    /// ID, e.g. `P2-F10`: the paper (`P2`, see [`PAPERS`]) and its figure, table or section.
-    pub id: &'static str,
-    pub title: &'static str,
-    /// Path of the experiment file within the repository (for messages and the report).
-    pub file: &'static str,
-    /// The file's text (embedded, so `reproduce` runs from anywhere).
-    pub text: &'static str,
-    pub run: fn(&Experiment, &mut Ctx) -> Result<ExpOutput, String>,
-}
+// The types the paper modules and `claims` share sit in these two leaf modules (they use neither
+// this root nor a paper module), so that no paper module has to name the root that registers it.
+mod experiment;
+mod run;
+pub use experiment::{ExpFile, ExpOutput, Experiment, Table};
+pub use run::{Ctx, RunView, SimJob};
 
 /// One source paper: the short ID used in experiment names (`P2` in `P2-F10`), its full
 /// citation, and the section of `docs/experiments.md` with its set-up, assumptions and traps.
@@ -742,31 +437,6 @@ pub fn check_set_keys(text: &str, file: &str, id: &str, keys: &[String], quick: 
     Ok(warnings)
 }
 
-/// Every number under `[paper]` and `[reproduce]` (the paper's values, tolerances, sweep points,
-/// seeds) must be finite: a NaN tolerance would make a claim fail with "within NaN%", a NaN sweep
-/// point would run as a nonsense scenario. The scenario's own keys are checked by the scenario.
-/// The error names the first offending key (`paper.tolerance.x`, `reproduce.loss[1]`).
-///
-/// A seed count (`seeds`, `quick_seeds`) must be 1 … [`ackshape_sim::sweep::MAX_SEEDS`]: a billion seeds
-/// would not run out of time but out of memory, building the list of runs.
-fn check_finite(t: &toml::Table) -> Result<(), String> {
-    fn walk(v: &toml::Value, path: &str) -> Result<(), String> {
-        let max = ackshape_sim::sweep::MAX_SEEDS as i64;
-        match v {
-            toml::Value::Float(x) if !x.is_finite() => Err(format!("key `{path}`: expected a finite number, got {x}")),
-            toml::Value::Integer(n)
-                if (path.ends_with(".seeds") || path.ends_with(".quick_seeds")) && !(1..=max).contains(n) =>
-            {
-                Err(format!("key `{path}`: expected a number of seeds from 1 to {max}, got {n}"))
-            }
-            toml::Value::Array(a) => a.iter().enumerate().try_for_each(|(i, x)| walk(x, &format!("{path}[{i}]"))),
-            toml::Value::Table(t) => t.iter().try_for_each(|(k, x)| walk(x, &format!("{path}.{k}"))),
-            _ => Ok(()),
-        }
-    }
-    ["paper", "reproduce"].iter().filter_map(|k| t.get(*k).map(|v| (k, v))).try_for_each(|(k, v)| walk(v, k))
-}
-
 /// The claim records of one experiment, each with the `--set`s it ran with.
 pub fn claim_records(out: &ExpOutput, set: &[String]) -> Vec<ClaimRecord> {
     out.claims.iter().map(|c| ClaimRecord { set: set.to_vec(), ..c.clone() }).collect()
@@ -1050,6 +720,7 @@ pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ackshape_sim::metrics::Summary;
 
     fn dummy(_: &Experiment, _: &mut Ctx) -> Result<ExpOutput, String> {
         Ok(ExpOutput::default())
@@ -1226,5 +897,42 @@ seeds = 3
         let mut v = vec!["P2-S2b", "P2-F10", "P2-F9", "P10-F1", "P2-F3"];
         v.sort_by_key(|a| id_order(a));
         assert_eq!(v, ["P2-F3", "P2-F9", "P2-F10", "P2-S2b", "P10-F1"]);
+    }
+
+    /// Paper 002's experiment `id` with its file's text edited.
+    fn with_text(id: &'static str, edit: impl Fn(&str) -> String) -> Experiment {
+        let e = p2::experiments().into_iter().find(|e| e.id == id).unwrap();
+        Experiment { text: Box::leak(edit(e.text).into_boxed_str()), ..e }
+    }
+
+    fn err_of(e: &Experiment) -> String {
+        run_experiment(e, &mut Ctx::new(true, 1)).expect_err("the experiment file is broken")
+    }
+
+    #[test]
+    fn bad_p2_experiment_files_name_the_file_and_the_key() {
+        let e = with_text("P2-F10", |t| t.replace("seeds = 5", "seeds = \"five\""));
+        let m = err_of(&e);
+        assert!(m.starts_with("experiments/p2/f10.toml: key `reproduce.seeds`"), "{m}");
+        let e = with_text("P2-F10", |t| t.replace("\"acq\", \"afvq\"]", "\"acq\", \"afvq\", \"wfq\"]"));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f10.toml: key `reproduce.disciplines[5]`") && m.contains("wfq"), "{m}");
+        let e = with_text("P2-F10", |t| t.replace("id = \"afvq-variance\"", "id = \"something-else\""));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f10.toml: the code of P2-F10 measures claim \"afvq-variance\""), "{m}");
+        let e = with_text("P2-F9", |t| t.replace("link = \"access\"", "link = \"adsl\""));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f9.toml: key `reproduce.link`: no link named \"adsl\""), "{m}");
+        let e = with_text("P2-S2b", |t| t.replace("up_queues = [100, 200]", "up_queues = [100, 300]"));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/s2b.toml: key `reproduce.up_queues`: must include 200"), "{m}");
+        let e = with_text("P2-F9", |t| t.replace("upto = 25.0, tie = 0.005", "upto = 25.0"));
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f9.toml: key `params.tie` of claim \"afvq-variance-lowest-1-25\""), "{m}");
+        let e = with_text("P2-F3", |t| {
+            t.replace("\"flows[1].tcp.rcv_buf\" = \"64240B\"", "\"flows[1].tcp.rcv_buf\" = \"lots\"")
+        });
+        let m = err_of(&e);
+        assert!(m.contains("experiments/p2/f3.toml: key `flows[1].tcp.rcv_buf`") && m.contains("reading"), "{m}");
     }
 }

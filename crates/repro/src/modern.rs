@@ -14,9 +14,10 @@
 //! unit; `form = "ratio"`: (a / b − 1) · 100 %) or reads one value (`form = "value"`), for one cc.
 
 use crate::claims;
-use crate::{mean_sd, Ctx, ExpFile, ExpOutput, Experiment, Measured, SimJob, Table};
+use crate::{Ctx, ExpFile, ExpOutput, Experiment, Measured, SimJob, Table};
 use ackshape_sim::metrics::Summary;
 use ackshape_sim::plot::{xy_chart, Curve, XyChart};
+use ackshape_sim::stats::mean_sd;
 use serde::Deserialize;
 use serde_json::json;
 

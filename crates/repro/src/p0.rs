@@ -4,8 +4,9 @@
 //! emulated) and Fig. 16 (model vs simulation). Settings, assumptions and tolerances live in
 //! `experiments/p0/*.toml`; the schemes are [`crate::edge::schemes`].
 
-use crate::claims::{exp_param as prm, exp_specs as specs, share};
+use crate::claims::share;
 use crate::edge::*;
+use crate::experiment::{exp_param as prm, exp_specs as specs};
 use crate::{Ctx, ExpOutput, Experiment, Measured};
 use ackshape_core::model_edge;
 use ackshape_sim::metrics::Summary;

@@ -7,8 +7,11 @@
 //! flows (trap P3-5). Allocation accuracy A_i (Eq. 3) and A (Eq. 4) are computed per window of the
 //! time scale at hand (trap P3-4: mean and CoV over all windows of all runs, per-flow A_i too).
 
-use crate::*;
+use crate::{claims, Ctx, ExpFile, ExpOutput, Experiment, Measured, SimJob, Table};
+use ackshape_sim::keypath::set_path;
+use ackshape_sim::metrics::Summary;
 use ackshape_sim::plot::{xy_chart, Curve, XyChart};
+use ackshape_sim::stats::mean;
 use serde::Deserialize;
 
 macro_rules! exp {
@@ -221,8 +224,9 @@ fn tv<T: Into<toml::Value>>(x: T) -> toml::Value {
 
 /// The scenario of one run.
 #[cfg(test)]
-fn scenario(ef: &ExpFile, p: &Point, proto: Proto, duration: &str) -> Result<Scenario, String> {
-    Scenario::from_table(scenario_doc(ef, p, proto, duration)?, &ef.file).map_err(|e| e.to_string())
+fn scenario(ef: &ExpFile, p: &Point, proto: Proto, duration: &str) -> Result<ackshape_sim::scenario::Scenario, String> {
+    ackshape_sim::scenario::Scenario::from_table(scenario_doc(ef, p, proto, duration)?, &ef.file)
+        .map_err(|e| e.to_string())
 }
 
 /// The TOML document of [`scenario`].

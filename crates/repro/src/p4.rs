@@ -6,7 +6,8 @@
 //! (`[paper.sweep]`) and a second TCP profile (`[paper.profiles.modern.tcp]`, overriding the
 //! file's ns-2-like `[tcp]`). Each experiment runs both profiles and reports both (trap P4-7).
 
-use crate::claims::{exp_param as prm, exp_specs as specs, share};
+use crate::claims::share;
+use crate::experiment::{exp_param as prm, exp_specs as specs};
 use crate::{Ctx, ExpOutput, Experiment, Measured, RunView, SimJob, Table};
 use ackshape_sim::metrics::Summary;
 use ackshape_sim::plot::{line_chart, Series};

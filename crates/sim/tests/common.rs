@@ -28,3 +28,63 @@ impl Capture for Recorder {
         self.0.lock().unwrap().push((t, pkt.clone()));
     }
 }
+
+/// A dumbbell whose 100 Mbit/s bottleneck and access links (1000-packet queues) are not the limit,
+/// `n` bulk flows, and an edge gateway at `left` on the bottleneck. `head`: the scenario's
+/// top-level keys and its `[tcp]` table; `gateway`: the box's keys after `kind = "gateway"`.
+pub fn gateway_dumbbell(head: &str, n: u32, gateway: &str) -> String {
+    format!(
+        r#"
+{head}
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "100Mbit/s", delay = "20ms", queue = "1000pkt" }}
+access = {{ rate = "100Mbit/s", delay = "1ms", queue = "1000pkt" }}
+[[flows]]
+kind = "bulk"
+count = {n}
+[[middlebox]]
+node = "left"
+wan = "bottleneck"
+kind = "gateway"
+{gateway}
+"#
+    )
+}
+
+/// Paper 002's two-way case: an upload from `local` and a download to it (from 100 ms) over an
+/// asymmetric access link `access` from router `gw` to `isp`, whose uplink has `uplink` (its rate
+/// and queue keys) and whose downlink is 2.1 Mbit/s behind a 100-packet FIFO; Reno without SACK,
+/// delayed ACKs every 2 segments. `middlebox`: anything after the flows (a `[[middlebox]]`).
+pub fn asymmetric_two_way(duration: &str, uplink: &str, middlebox: &str) -> String {
+    format!(
+        r#"
+seed = 2
+duration = "{duration}"
+warmup = "10s"
+[tcp]
+cc = "reno"
+sack = false
+delack = 2
+max_window = "200pkt"
+[topology]
+kind = "graph"
+nodes = [{{ name = "local", kind = "host" }}, {{ name = "gw", kind = "router" }}, {{ name = "isp", kind = "router" }}, {{ name = "remote", kind = "host" }}]
+links = [
+  {{ name = "home", a = "local", b = "gw", rate = "100Mbit/s", delay = "100us" }},
+  {{ name = "access", a = "gw", b = "isp", {uplink}, delay = "10ms", reverse = {{ rate = "2.1Mbit/s", qdisc = {{ kind = "fifo", limit_pkts = 100 }} }} }},
+  {{ name = "internet", a = "isp", b = "remote", rate = "100Mbit/s", delay = "20ms" }},
+]
+[[flows]]
+name = "upload"
+from = "local"
+to = "remote"
+[[flows]]
+name = "download"
+from = "remote"
+to = "local"
+start = "100ms"
+{middlebox}
+"#
+    )
+}

@@ -6,29 +6,10 @@ use common::*;
 /// Dumbbell with a fat bottleneck (the gateway is the bottleneck); `n` bulk flows, 1460-byte
 /// payloads in 1500-byte IP packets (no timestamps), the gateway at `left`.
 fn scenario(n: u32, duration: &str, gateway: &str) -> String {
-    format!(
-        r#"
-seed = 4
-duration = "{duration}"
-warmup = "5s"
-[tcp]
-cc = "sack"
-mss = 1460
-timestamps = false
-[topology]
-kind = "dumbbell"
-bottleneck = {{ rate = "100Mbit/s", delay = "20ms", queue = "1000pkt" }}
-access = {{ rate = "100Mbit/s", delay = "1ms", queue = "1000pkt" }}
-[[flows]]
-kind = "bulk"
-count = {n}
-[[middlebox]]
-node = "left"
-wan = "bottleneck"
-kind = "gateway"
-{gateway}
-"#
-    )
+    let head = format!(
+        "seed = 4\nduration = \"{duration}\"\nwarmup = \"5s\"\n[tcp]\ncc = \"sack\"\nmss = 1460\ntimestamps = false"
+    );
+    gateway_dumbbell(&head, n, gateway)
 }
 
 fn class<'a>(s: &'a ackshape_sim::Summary, name: &str) -> &'a serde_json::Value {
@@ -346,39 +327,7 @@ fn red_ecn_leaf_marks_instead_of_dropping() {
 #[test]
 fn asymmetric_link_disciplines_per_direction() {
     let sc = |uplink: &str, boxed: &str| {
-        format!(
-            r#"
-seed = 2
-duration = "40s"
-warmup = "10s"
-[tcp]
-cc = "reno"
-sack = false
-delack = 2
-max_window = "200pkt"
-[topology]
-kind = "graph"
-nodes = [{{ name = "local", kind = "host" }}, {{ name = "gw", kind = "router" }}, {{ name = "isp", kind = "router" }}, {{ name = "remote", kind = "host" }}]
-links = [
-  {{ name = "home", a = "local", b = "gw", rate = "100Mbit/s", delay = "100us" }},
-  {{ name = "access", a = "gw", b = "isp", {uplink}, delay = "10ms", reverse = {{ rate = "2.1Mbit/s", qdisc = {{ kind = "fifo", limit_pkts = 100 }} }} }},
-  {{ name = "internet", a = "isp", b = "remote", rate = "100Mbit/s", delay = "20ms" }},
-]
-[[flows]]
-name = "upload"
-from = "local"
-to = "remote"
-[[flows]]
-name = "download"
-from = "remote"
-to = "local"
-start = "100ms"
-[[middlebox]]
-node = "gw"
-wan = "access"
-{boxed}
-"#
-        )
+        asymmetric_two_way("40s", uplink, &format!("[[middlebox]]\nnode = \"gw\"\nwan = \"access\"\n{boxed}"))
     };
     let util = |s: &ackshape_sim::Summary| (s.flows[0].goodput_bps / 800e3, s.flows[1].goodput_bps / 2.1e6);
     let qlink =

@@ -6,27 +6,12 @@ use common::*;
 /// Dumbbell whose 100 Mbit/s bottleneck is not the limit: the gateway's 10 Mbit/s class is.
 /// `n` bulk SACK flows (delayed ACKs, 4 MiB windows, timestamps), RTT ≈ 44 ms.
 fn scenario(n: u32, mechanism: &str, extra_tcp: &str) -> String {
-    format!(
-        r#"
-seed = 7
-duration = "40s"
-warmup = "10s"
-[tcp]
-cc = "sack"
-{extra_tcp}
-[topology]
-kind = "dumbbell"
-bottleneck = {{ rate = "100Mbit/s", delay = "20ms", queue = "1000pkt" }}
-access = {{ rate = "100Mbit/s", delay = "1ms", queue = "1000pkt" }}
-[[flows]]
-kind = "bulk"
-count = {n}
-[[middlebox]]
-node = "left"
-wan = "bottleneck"
-kind = "gateway"
-policy = {{ class = [{{ name = "bulk", rate = "10Mbit/s", queue = "1000pkt", mechanism = {mechanism} }}], rule = [{{ class = "bulk" }}] }}
-"#
+    gateway_dumbbell(
+        &format!("seed = 7\nduration = \"40s\"\nwarmup = \"10s\"\n[tcp]\ncc = \"sack\"\n{extra_tcp}"),
+        n,
+        &format!(
+            r#"policy = {{ class = [{{ name = "bulk", rate = "10Mbit/s", queue = "1000pkt", mechanism = {mechanism} }}], rule = [{{ class = "bulk" }}] }}"#
+        ),
     )
 }
 

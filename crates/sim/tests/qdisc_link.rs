@@ -6,39 +6,8 @@ use ackshape_sim::Scenario;
 use common::*;
 
 fn scenario(uplink: &str, boxed: Option<&str>) -> String {
-    format!(
-        r#"
-seed = 2
-duration = "60s"
-warmup = "10s"
-[tcp]
-cc = "reno"
-sack = false
-delack = 2
-max_window = "200pkt"
-[topology]
-kind = "graph"
-nodes = [{{ name = "local", kind = "host" }}, {{ name = "gw", kind = "router" }}, {{ name = "isp", kind = "router" }}, {{ name = "remote", kind = "host" }}]
-links = [
-  {{ name = "home", a = "local", b = "gw", rate = "100Mbit/s", delay = "100us" }},
-  {{ name = "access", a = "gw", b = "isp", {uplink}, delay = "10ms", reverse = {{ rate = "2.1Mbit/s", qdisc = {{ kind = "fifo", limit_pkts = 100 }} }} }},
-  {{ name = "internet", a = "isp", b = "remote", rate = "100Mbit/s", delay = "20ms" }},
-]
-[[flows]]
-name = "upload"
-from = "local"
-to = "remote"
-[[flows]]
-name = "download"
-from = "remote"
-to = "local"
-start = "100ms"
-{}
-"#,
-        boxed
-            .map(|b| format!("[[middlebox]]\nnode = \"gw\"\nwan = \"access\"\nkind = \"qdisc-link\"\n{b}\n"))
-            .unwrap_or_default()
-    )
+    let boxed = boxed.map(|b| format!("[[middlebox]]\nnode = \"gw\"\nwan = \"access\"\nkind = \"qdisc-link\"\n{b}\n"));
+    asymmetric_two_way("60s", uplink, &boxed.unwrap_or_default())
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! live ACK) need a summing loop that works 8 bytes at a time and an update that touches
 //! only the changed words. Full recomputation is cross-checked against etherparse in tests.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Adds `data` to a running one's-complement sum.
 ///
@@ -58,6 +58,24 @@ pub fn finish(s: u64) -> u16 {
     !fold(s)
 }
 
+/// `a` as an IPv4 address for a packet whose other address is IPv4: an IPv4-mapped IPv6 address
+/// (`::ffff:a.b.c.d`) maps down, any other IPv6 address becomes `0.0.0.0`. The serialiser writes
+/// the header with it and [`pseudo_header_sum`] sums it, so the two agree.
+pub(crate) fn v4_of(a: IpAddr) -> Ipv4Addr {
+    match a {
+        IpAddr::V4(a) => a,
+        IpAddr::V6(a) => a.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
+    }
+}
+
+/// `a` as an IPv6 address for a packet whose other address is IPv6: IPv4 maps to `::ffff:a.b.c.d`.
+pub(crate) fn v6_of(a: IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V4(a) => a.to_ipv6_mapped(),
+        IpAddr::V6(a) => a,
+    }
+}
+
 /// Sum of the TCP/UDP pseudo-header (RFC 793 / RFC 8200 §8.1) for `l4_len` bytes of
 /// transport header + payload. If the families differ, IPv4 addresses are mapped to IPv6
 /// (`::ffff:a.b.c.d`) when `src` is IPv6, and IPv6 addresses are mapped down (or zero)
@@ -67,12 +85,12 @@ pub fn pseudo_header_sum(src: IpAddr, dst: IpAddr, proto: u8, l4_len: u32) -> u6
     let mut acc = 0u64;
     match src {
         IpAddr::V4(s) => {
-            let d = crate::write::v4_of(dst);
+            let d = v4_of(dst);
             acc = add64(acc, u32::from_be_bytes(s.octets()) as u64);
             acc = add64(acc, u32::from_be_bytes(d.octets()) as u64);
         }
         IpAddr::V6(s) => {
-            let d = crate::write::v6_of(dst);
+            let d = v6_of(dst);
             acc = sum_bytes(acc, &s.octets());
             acc = sum_bytes(acc, &d.octets());
         }

@@ -1,8 +1,8 @@
 //! Serialisation of a [`Packet`] into an exact, valid IP packet or Ethernet frame.
 
-use crate::checksum::{finish, pseudo_header_sum, sum_bytes};
+use crate::checksum::{finish, pseudo_header_sum, sum_bytes, v4_of, v6_of};
 use crate::packet::{Packet, TcpOptions, L4};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 /// Largest TCP options area (data offset 15 → 60-byte header).
 pub const MAX_TCP_OPTIONS_LEN: usize = 40;
@@ -18,19 +18,6 @@ pub const ETHERTYPE_VLAN: u16 = 0x8100;
 pub const PROTO_TCP: u8 = 6;
 /// UDP.
 pub const PROTO_UDP: u8 = 17;
-
-pub(crate) fn v4_of(a: IpAddr) -> Ipv4Addr {
-    match a {
-        IpAddr::V4(a) => a,
-        IpAddr::V6(a) => a.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
-    }
-}
-pub(crate) fn v6_of(a: IpAddr) -> Ipv6Addr {
-    match a {
-        IpAddr::V4(a) => a.to_ipv6_mapped(),
-        IpAddr::V6(a) => a,
-    }
-}
 
 impl TcpOptions {
     /// Number of SACK blocks that are actually serialised: all of them unless the options
