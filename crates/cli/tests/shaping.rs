@@ -12,6 +12,7 @@
 
 use ackshape_core::middlebox::{Dir, Emit, Middlebox};
 use ackshape_core::shape::gateway::Gateway;
+use ackshape_core::stats::BoxStats;
 use ackshape_core::time::Time;
 use ackshape_live::mbpipe::MiddleboxPipeline;
 use ackshape_live::rig::{Rig, RigSpec};
@@ -518,7 +519,7 @@ fn hundred_megabytes_through_every_mechanism_with_loss_and_jitter_arrive_intact(
 
 /// The TCR class's own window target per flow (by sender port), from the gateway's stats.
 fn tcr_targets(gw: &Gateway) -> HashMap<u16, (u64, Option<u8>)> {
-    let st = gw.stats_json();
+    let st = serde_json::to_value(gw.stats()).unwrap();
     let mut out = HashMap::new();
     if let Some(fl) = st["classes"]["c"]["mechanism_stats"]["outbound"]["per_flow"].as_array() {
         for x in fl {
@@ -579,8 +580,8 @@ impl Middlebox for Auditor {
         self.gw.on_timeout(now, out);
         self.record(out, n);
     }
-    fn stats_json(&self) -> Value {
-        self.gw.stats_json()
+    fn stats(&self) -> BoxStats {
+        self.gw.stats()
     }
 }
 

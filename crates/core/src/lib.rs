@@ -32,6 +32,7 @@ pub mod model_edge;
 pub mod queue;
 pub mod rng;
 pub mod shape;
+pub mod stats;
 pub mod tcp;
 pub mod time;
 pub mod tomlerr;

@@ -10,6 +10,7 @@
 //! Inline boxes must emit every packet they do not mean to drop or hold; mirror (tap) boxes get
 //! copies and emit only what they inject.
 
+use crate::stats::BoxStats;
 use crate::time::Time;
 use ackshape_wire::Packet;
 
@@ -60,9 +61,10 @@ pub trait Middlebox {
     /// the simulator simply stops there): the since-warm-up maxima and averages stop at `now`,
     /// so what a run's teardown does is not counted. Counters and whole-run values go on.
     fn end_window(&mut self, _now: Time) {}
-    /// Box-specific metrics for reports (JSON object), e.g. ACKs held, windows rewritten.
-    fn stats_json(&self) -> serde_json::Value {
-        serde_json::Value::Null
+    /// Box-specific metrics for reports, e.g. ACKs held, windows rewritten: typed, serialised by
+    /// the drivers at the edge ([`BoxStats::None`]: nothing to report).
+    fn stats(&self) -> BoxStats {
+        BoxStats::None
     }
     /// A reload replaces `old` by this box (built from a new configuration): take over the state
     /// of `old` that the new configuration keeps (the edge gateway: flows of the classes both
@@ -113,8 +115,8 @@ impl Middlebox for Observe {
 pub type Named = Vec<(String, Box<dyn Middlebox + Send>)>;
 
 /// Each named box's stats under its name.
-fn stats_by_name(boxes: &Named) -> serde_json::Value {
-    serde_json::Value::Object(boxes.iter().map(|(n, b)| (n.clone(), b.stats_json())).collect())
+fn stats_by_name(boxes: &Named) -> BoxStats {
+    BoxStats::Named(boxes.iter().map(|(n, b)| (n.clone(), b.stats())).collect())
 }
 
 /// Boxes in series, as links in a path: a packet travelling A → B passes the stages in order, one
@@ -128,7 +130,7 @@ pub struct Series {
 }
 
 impl Series {
-    /// `stages`, named for [`Middlebox::stats_json`], from the A side to the B side.
+    /// `stages`, named for [`Middlebox::stats`], from the A side to the B side.
     pub fn new(stages: Named) -> Series {
         let scratch = stages.iter().map(|_| Emit::new()).collect();
         Series { stages, scratch }
@@ -192,7 +194,7 @@ impl Middlebox for Series {
     }
 
     /// Each stage's stats under its name.
-    fn stats_json(&self) -> serde_json::Value {
+    fn stats(&self) -> BoxStats {
         stats_by_name(&self.stages)
     }
 }
@@ -205,7 +207,7 @@ pub struct Split {
 }
 
 impl Split {
-    /// `boxes`, named for [`Middlebox::stats_json`]; `classify` gives a packet's box (an index
+    /// `boxes`, named for [`Middlebox::stats`]; `classify` gives a packet's box (an index
     /// past the end is taken as the last).
     pub fn new(
         boxes: Vec<(String, Box<dyn Middlebox + Send>)>,
@@ -247,7 +249,7 @@ impl Middlebox for Split {
     }
 
     /// Each box's stats under its name.
-    fn stats_json(&self) -> serde_json::Value {
+    fn stats(&self) -> BoxStats {
         stats_by_name(&self.boxes)
     }
 }

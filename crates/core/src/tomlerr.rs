@@ -61,6 +61,17 @@ pub fn key_and_message(path: String, msg: String) -> (Option<String>, String) {
     (key, msg)
 }
 
+/// A table (a `qdisc` without its `kind`) read as `T`; an error names the key that was wrong.
+pub(crate) fn keyed<T: serde::de::DeserializeOwned>(t: toml::Table) -> Result<T, String> {
+    serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+        let (k, m) = key_and_message(e.path().to_string(), e.into_inner().message().to_string());
+        match k {
+            Some(k) if !m.starts_with("unknown field") => format!("`{k}`: {m}"),
+            _ => m,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

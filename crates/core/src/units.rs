@@ -269,6 +269,16 @@ impl fmt::Display for Size {
     }
 }
 
+/// A size that must be in bytes (`"1514B"`, `"32MiB"`); `key` names it in the error.
+pub(crate) fn bytes_of(key: &str, s: Size) -> Result<u64, String> {
+    match s {
+        Size::Bytes(b) => Ok(b),
+        Size::Packets(p) => {
+            Err(format!("`{key}`: expected a size in bytes like \"1514B\" or \"32MiB\", got {p} packets"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

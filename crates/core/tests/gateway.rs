@@ -181,7 +181,7 @@ fn mechanism_hooks_see_data_acks_the_class_clock_and_flow_end() {
         "{ev:?}"
     );
     // The ACK held when the flow ended was released by on_flow_end: nothing stays inside.
-    assert_eq!(g.stats_json()["classes"]["c"]["acks_held_max"].as_u64(), Some(1));
+    assert_eq!(serde_json::to_value(g.stats()).unwrap()["classes"]["c"]["acks_held_max"].as_u64(), Some(1));
     assert_eq!(out.iter().filter(|(d, _)| *d == Dir::BToA).count(), 3, "held ACK, then the FIN and the last ACK pass");
 }
 
@@ -213,7 +213,7 @@ fn a_download_the_receiver_opened_shows_its_handshake_to_the_inbound_mechanism()
         take(&log);
         let mut out = Emit::new();
         let t0 = Time::ZERO;
-        let flows = |g: &Gateway, k: &str| g.stats_json()["flows"][k].as_u64().unwrap();
+        let flows = |g: &Gateway, k: &str| serde_json::to_value(g.stats()).unwrap()["flows"][k].as_u64().unwrap();
         for h in [1, 2] {
             let mut syn = pkt(h, false, 0, TcpFlags::SYN);
             syn.tcp_mut().unwrap().opts.wscale = Some(9);
@@ -268,7 +268,7 @@ fn a_download_the_receiver_opened_shows_its_handshake_to_the_inbound_mechanism()
     let (mut g, _log) = gateway("[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\n[[rule]]\nclass = \"c\"\n");
     let mut out = Emit::new();
     g.on_packet(Time::ZERO, Dir::AToB, pkt(1, false, 0, TcpFlags::SYN), &mut out);
-    assert_eq!(g.stats_json()["flows"]["opening_syns_kept"].as_u64(), Some(0));
+    assert_eq!(serde_json::to_value(g.stats()).unwrap()["flows"]["opening_syns_kept"].as_u64(), Some(0));
 }
 
 #[test]
@@ -294,7 +294,7 @@ fn rst_and_idle_eviction_end_flows() {
     assert_eq!(take(&log), vec![Ev::End(1001)]);
     assert!(out.iter().any(|(d, p)| *d == Dir::BToA && p.tcp().unwrap().dport == 1001), "held ACK released");
     assert_eq!(g.flows_tracked(), 0);
-    assert_eq!(g.stats_json()["flows"]["evicted"].as_u64(), Some(2));
+    assert_eq!(serde_json::to_value(g.stats()).unwrap()["flows"]["evicted"].as_u64(), Some(2));
 }
 
 /// The data and flow-end calls a mechanism got since the last call.
@@ -333,7 +333,7 @@ fn a_flow_key_travelling_both_ways_stays_with_its_first_direction() {
         assert_eq!(flow_events(&out_log), vec![Ev::Data(1001, 1460)], "max_flows {max_flows}");
         assert!(flow_events(&in_log).is_empty(), "max_flows {max_flows}: the other direction's mechanism sees nothing");
         assert_eq!(g.flows_tracked(), 1);
-        assert_eq!(g.stats_json()["flows"]["reversed_pkts"].as_u64(), Some(2));
+        assert_eq!(serde_json::to_value(g.stats()).unwrap()["flows"]["reversed_pkts"].as_u64(), Some(2));
         // Idle: evicted, and the mechanism that saw it is told.
         g.on_packet(Time::from_secs_f64(6.0), Dir::AToB, pkt(9, false, 0, TcpFlags::ACK), &mut out);
         assert_eq!(flow_events(&out_log), vec![Ev::End(1001)], "max_flows {max_flows}");
@@ -355,11 +355,11 @@ fn dropped_data_is_not_reported_and_the_table_is_bounded() {
     let ev = take(&log);
     // One sent at once (credit), one queued, one dropped.
     assert_eq!(ev.iter().filter(|e| matches!(e, Ev::Data(..))).count(), 2, "{ev:?}");
-    assert_eq!(g.stats_json()["classes"]["c"]["drops"].as_u64(), Some(1));
+    assert_eq!(serde_json::to_value(g.stats()).unwrap()["classes"]["c"]["drops"].as_u64(), Some(1));
     g.on_packet(Time::ZERO, Dir::AToB, data(2), &mut out);
     g.on_packet(Time::ZERO, Dir::AToB, data(3), &mut out); // table full: shaped, not tracked
     assert_eq!(g.flows_tracked(), 2);
-    assert_eq!(g.stats_json()["flows"]["untracked_pkts"].as_u64(), Some(1));
+    assert_eq!(serde_json::to_value(g.stats()).unwrap()["flows"]["untracked_pkts"].as_u64(), Some(1));
     take(&log);
     g.on_packet(Time::ZERO, Dir::BToA, ack(3), &mut out);
     assert!(take(&log).is_empty(), "an untracked flow's ACKs bypass the mechanism");
@@ -507,7 +507,7 @@ fn stats_reset_at_warmup_drops_the_start_up_burst() {
             g.on_packet(t, Dir::AToB, data(1), &mut out);
         }
         run_until(&mut g, Time::ZERO + Dur::from_secs(3), &mut out);
-        g.stats_json()
+        serde_json::to_value(g.stats()).unwrap()
     };
     let whole = run(None);
     let win = run(Some(Time::ZERO + Dur::from_secs(1)));
@@ -616,7 +616,7 @@ fn the_measurement_window_ends_where_it_is_told_to() {
             g.on_packet(t, Dir::AToB, data(1), &mut out);
         }
         run_until(&mut g, Time::ZERO + Dur::from_secs(4), &mut out);
-        g.stats_json()
+        serde_json::to_value(g.stats()).unwrap()
     };
     let open = run(false);
     let ended = run(true);
@@ -652,7 +652,7 @@ fn per_host_stats_list_the_busiest_hosts_and_total_all() {
         }
     }
     let sent: usize = out.len();
-    let s = g.stats_json();
+    let s = serde_json::to_value(g.stats()).unwrap();
     let ph = &s["per_host"]["h"];
     assert_eq!(ph["classes"], 256);
     assert_eq!(ph["active"], n as u64);
@@ -741,7 +741,7 @@ fn spoofs_with_a_real_flows_tuple_neither_open_flows_nor_end_them() {
     g.on_packet(t, Dir::BToA, sa14.clone(), &mut out);
     run_until(&mut g, t + Dur::from_millis(5), &mut out);
     assert!(out.iter().any(|(_, p)| *p == rst) && out.iter().any(|(_, p)| *p == sa14), "both forwarded");
-    let st = g.stats_json();
+    let st = serde_json::to_value(g.stats()).unwrap();
     let s = st.to_string();
     assert!(s.contains("\"rcv_scale\":7"), "scale kept: {s}");
     // A real RST (the receiver's next sequence number) ends it.
@@ -790,7 +790,7 @@ fn a_new_flow_flood_in_one_class_leaves_the_other_class_room() {
         g.on_packet(now, Dir::AToB, new_tuple(n, n % 2 == 0, 6000), &mut out);
         out.clear();
     }
-    let st = g.stats_json();
+    let st = serde_json::to_value(g.stats()).unwrap();
     let f = &st["flows"];
     eprintln!("after the flood: {f}");
     assert_eq!(f["max_flows_per_class"], 2000);
@@ -802,7 +802,7 @@ fn a_new_flow_flood_in_one_class_leaves_the_other_class_room() {
         g.on_packet(now, Dir::AToB, new_tuple(1_000_000 + n, true, 5001), &mut out);
     }
     assert_eq!(g.flows_tracked(), 2100);
-    let bulk = &g.stats_json()["classes"]["bulk"]["mechanism_stats"]["outbound"];
+    let bulk = &serde_json::to_value(g.stats()).unwrap()["classes"]["bulk"]["mechanism_stats"]["outbound"];
     assert_eq!(bulk["flows"], 100, "{bulk}");
     // Eviction: the flood's embryonic flows go after their timeout, a bounded number per call.
     let before = g.flows_tracked();
@@ -827,7 +827,7 @@ fn a_new_flow_flood_in_one_class_leaves_the_other_class_room() {
     }
     g.on_packet(now, Dir::AToB, new_tuple(8, false, 6000), &mut out);
     assert_eq!(g.flows_tracked(), 4, "3 from one source, 1 from another");
-    assert_eq!(g.stats_json()["flows"]["untracked_source_full"], 7);
+    assert_eq!(serde_json::to_value(g.stats()).unwrap()["flows"]["untracked_source_full"], 7);
 }
 
 /// A bound above `max_flows`, or zero, is an error naming the key.
@@ -883,7 +883,8 @@ fn spoofed_handshakes_leave_the_reverse_half_its_handshake_and_its_sequence_chec
     g.on_packet(t, Dir::BToA, seg(1, true, irs + 1, iss + 1001, TcpFlags::ACK, 30_000, 100), &mut out);
     run_until(&mut g, t + step, &mut out);
     assert_eq!(g.flows_tracked(), 2, "both halves tracked");
-    let inbound = |g: &Gateway| g.stats_json()["classes"]["c"]["mechanism_stats"]["inbound"].clone();
+    let inbound =
+        |g: &Gateway| serde_json::to_value(g.stats()).unwrap()["classes"]["c"]["mechanism_stats"]["inbound"].clone();
     let st = inbound(&g);
     assert_eq!(st["flows_without_handshake"], 0, "the reverse half learnt the handshake: {st}");
     assert_eq!(st["per_flow"][0]["rcv_scale"], 7, "the real SYN's scale, not 14 nor 0: {st}");
@@ -973,7 +974,7 @@ fn a_reload_carries_the_flows_of_persisting_classes_and_releases_the_others() {
     assert!(take(&log).contains(&Ev::End(1002)));
     assert_eq!(old.acks_held(), 0);
     // The mechanism came with its state: the scale learnt from the handshake, and the new rate.
-    let s = new.stats_json().to_string();
+    let s = serde_json::to_value(new.stats()).unwrap().to_string();
     assert!(s.contains("\"rcv_scale\":7"), "scale kept: {s}");
     assert_eq!(new.mechanism_rate(1, Dir::AToB), Some(20_000_000));
 
@@ -985,7 +986,7 @@ fn a_reload_carries_the_flows_of_persisting_classes_and_releases_the_others() {
     new.on_packet(t, Dir::BToA, spoof.clone(), &mut out);
     run_until(&mut new, t + Dur::from_millis(5), &mut out);
     assert!(!out.iter().any(|(_, p)| p.tcp().unwrap().ack == spoof.tcp().unwrap().ack), "spoof caught: {out:?}");
-    let st = new.stats_json();
+    let st = serde_json::to_value(new.stats()).unwrap();
     assert!(st.to_string().contains("\"acks_dropped\":1"), "{st}");
     let mut cout = Emit::new();
     control.on_packet(t, Dir::BToA, spoof.clone(), &mut cout);

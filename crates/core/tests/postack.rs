@@ -106,21 +106,21 @@ fn factory_builds_postack_and_names_bad_keys() {
     assert!(ackmech::KINDS.contains(&"postack"));
     let t = |s: &str| -> toml::Table { toml::from_str(s).unwrap() };
     for v in ["basic", "on-off", "zero-timer"] {
-        let m = ackmech::build("postack", &t(&format!("variant = \"{v}\""))).unwrap().unwrap();
+        let m = ackshape_core::shape::mechanism::build("postack", &t(&format!("variant = \"{v}\""))).unwrap().unwrap();
         assert_eq!(m.stats().postack().unwrap().variant, v);
     }
-    let m = ackmech::build("postack", &t("")).unwrap().unwrap();
+    let m = ackshape_core::shape::mechanism::build("postack", &t("")).unwrap().unwrap();
     assert_eq!(m.stats().postack().unwrap().variant, "on-off", "default variant");
-    let e = ackmech::build("postack", &t("variant = \"fast\"")).err().unwrap();
+    let e = ackshape_core::shape::mechanism::build("postack", &t("variant = \"fast\"")).err().unwrap();
     assert_eq!(e.0, "variant");
     assert!(e.1.contains("on-off"), "{}", e.1);
-    let e = ackmech::build("postack", &t("varient = \"basic\"")).err().unwrap();
+    let e = ackshape_core::shape::mechanism::build("postack", &t("varient = \"basic\"")).err().unwrap();
     assert_eq!(e.0, "varient");
-    let e = ackmech::build("postack", &t("packet_bytes = \"big\"")).err().unwrap();
+    let e = ackshape_core::shape::mechanism::build("postack", &t("packet_bytes = \"big\"")).err().unwrap();
     assert_eq!(e.0, "packet_bytes");
-    let e = ackmech::build("postack", &t("packet_bytes = 10")).err().unwrap();
+    let e = ackshape_core::shape::mechanism::build("postack", &t("packet_bytes = 10")).err().unwrap();
     assert_eq!(e.0, "packet_bytes");
-    let e = ackmech::build("postack", &t("max_held_per_flow = 0")).err().unwrap();
+    let e = ackshape_core::shape::mechanism::build("postack", &t("max_held_per_flow = 0")).err().unwrap();
     assert_eq!(e.0, "max_held_per_flow");
     let c = PostAckConfig::from_table(&t(
         "variant = \"zero-timer\"\nidle_timeout_ms = 250\nmax_held_per_flow = 7\nkeep_in_pfq = 1",
@@ -284,7 +284,9 @@ fn spread_slots_release_one_flow_per_slot_at_the_same_per_flow_rate() {
     }
     assert_eq!(m.poll_timeout(), None);
     let t = |s: &str| -> toml::Table { toml::from_str(s).unwrap() };
-    let e = ackmech::build("postack", &t("variant = \"zero-timer\"\nspread_slots = true")).err().unwrap();
+    let e = ackshape_core::shape::mechanism::build("postack", &t("variant = \"zero-timer\"\nspread_slots = true"))
+        .err()
+        .unwrap();
     assert_eq!(e.0, "spread_slots");
 }
 

@@ -3,7 +3,7 @@
 //! ↔ a WAN with a fixed delay ↔ N receivers. A tiny deterministic event loop, independent of the
 //! simulator, so the mechanism is tested on its own seam.
 
-use ackshape_core::shape::ackmech::{self, AckMechanism, FlowKey};
+use ackshape_core::shape::ackmech::{AckMechanism, FlowKey};
 use ackshape_core::tcp::{Connection, TcpConfig};
 use ackshape_core::time::{Dur, Time};
 use ackshape_wire::{Packet, TcpFlags};
@@ -145,7 +145,7 @@ impl Net {
             // A variant name, or a whole settings table.
             let src = if v.contains('=') { v.to_string() } else { format!("variant = \"{v}\"") };
             let t: toml::Table = toml::from_str(&src).unwrap();
-            let mut m = ackmech::build("postack", &t).unwrap().unwrap();
+            let mut m = ackshape_core::shape::mechanism::build("postack", &t).unwrap().unwrap();
             m.set_rate(Time::ZERO, s.rate);
             m
         });

@@ -166,9 +166,9 @@ fn alloc_sum_bps(t: &Tcr) -> f64 {
 fn config_parses_with_defaults_and_names_bad_keys() {
     assert!(ackmech::KINDS.contains(&"tcr"));
     let empty = toml::Table::new();
-    assert!(ackmech::build("tcr", &empty).unwrap().is_some());
+    assert!(ackshape_core::shape::mechanism::build("tcr", &empty).unwrap().is_some());
     let t: toml::Table = toml::from_str("pacing = \"class-tick\"\nallocation = \"equal\"\nsatisfaction = 0.8").unwrap();
-    assert!(ackmech::build("tcr", &t).is_ok());
+    assert!(ackshape_core::shape::mechanism::build("tcr", &t).is_ok());
     let cfg = TcrConfig::from_table(&t).unwrap();
     assert_eq!((cfg.pacing, cfg.allocation, cfg.satisfaction), (Pacing::ClassTick, Allocation::Equal, 0.8));
     assert_eq!(cfg.rtt_from, RttFrom::Dequeue);
@@ -184,7 +184,8 @@ fn config_parses_with_defaults_and_names_bad_keys() {
         ("all_bottlenecked = \"share\"", "all_bottlenecked"),
     ] {
         let t: toml::Table = toml::from_str(src).unwrap();
-        let (k, msg) = ackmech::build("tcr", &t).err().unwrap_or_else(|| panic!("{src} accepted"));
+        let (k, msg) =
+            ackshape_core::shape::mechanism::build("tcr", &t).err().unwrap_or_else(|| panic!("{src} accepted"));
         assert_eq!(k, bad, "{src}: {msg}");
         assert!(!msg.is_empty());
     }

@@ -7,6 +7,7 @@
 use ackshape_core::middlebox::{Dir, Emit, Middlebox};
 use ackshape_core::queue::{DropTail, Limit};
 use ackshape_core::shape::qlink::{QdiscLink, Shaper};
+use ackshape_core::stats::BoxStats;
 use ackshape_core::time::Time;
 use ackshape_live::mbpipe::MiddleboxPipeline;
 use ackshape_live::rig::{Rig, RigSpec};
@@ -158,8 +159,8 @@ impl Middlebox for AckRewriter {
     fn on_timeout(&mut self, now: Time, out: &mut Emit) {
         self.q.on_timeout(now, out)
     }
-    fn stats_json(&self) -> serde_json::Value {
-        serde_json::json!({ "split_acks": self.split, "qlink": self.q.stats_json() })
+    fn stats(&self) -> BoxStats {
+        BoxStats::Named([("split_acks".into(), BoxStats::Count(self.split)), ("qlink".into(), self.q.stats())].into())
     }
 }
 

@@ -1495,7 +1495,7 @@ impl Sim {
                     "kind": s.kind,
                     "packets_seen": s.packets_seen,
                     "packets_emitted": s.packets_emitted,
-                    "stats": s.mb.stats_json(),
+                    "stats": serde_json::to_value(s.mb.stats()).unwrap_or_default(),
                 })
             })
             .collect()

@@ -8,34 +8,14 @@
 //! class dequeues data (`on_class_dequeue`, the zero-timer PostACK clock).
 
 use super::guard::SeqGuard;
+pub use super::guard::SynOptions;
+pub use super::mechstats::MechStats;
 use crate::time::Time;
 use ackshape_wire::Packet;
 
 /// A flow as the gateway sees it: (sender addr, receiver addr, sender port, receiver port), in
 /// the shaped direction (data goes sender → receiver).
 pub type FlowKey = (std::net::IpAddr, std::net::IpAddr, u16, u16);
-
-/// The options of one end's SYN or SYN-ACK: what a mechanism needs from a handshake it did not
-/// see (see [`AckMechanism::on_receiver_open`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SynOptions {
-    pub mss: Option<u16>,
-    /// The window-scale shift this end will apply to the windows it advertises.
-    pub wscale: Option<u8>,
-    pub timestamps: bool,
-    pub sack_permitted: bool,
-}
-
-impl SynOptions {
-    pub fn of(opts: &ackshape_wire::TcpOptions) -> SynOptions {
-        SynOptions {
-            mss: opts.mss,
-            wscale: opts.wscale,
-            timestamps: opts.timestamps.is_some(),
-            sack_permitted: opts.sack_permitted,
-        }
-    }
-}
 
 /// An ACK-side shaping mechanism for one class. See the module documentation.
 pub trait AckMechanism {
@@ -103,63 +83,5 @@ pub trait AckMechanism {
     fn stats(&self) -> MechStats;
 }
 
-/// What a mechanism reports ([`AckMechanism::stats`]): one variant per mechanism. Serialised as
-/// the mechanism's own object (no tag: each carries its kind in a field of its own).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[serde(untagged)]
-#[non_exhaustive]
-pub enum MechStats {
-    Tcr(crate::shape::tcr::TcrReport),
-    PostAck(crate::shape::postack::PostAckReport),
-    /// A mechanism with no report of its own (one defined outside this crate, a test's): what
-    /// every mechanism has.
-    Other {
-        acks_held: usize,
-    },
-}
-
-impl MechStats {
-    /// TCR's report, if this is TCR's.
-    pub fn tcr(&self) -> Option<&crate::shape::tcr::TcrReport> {
-        match self {
-            MechStats::Tcr(r) => Some(r),
-            _ => None,
-        }
-    }
-    /// PostACK's report, if this is PostACK's.
-    pub fn postack(&self) -> Option<&crate::shape::postack::PostAckReport> {
-        match self {
-            MechStats::PostAck(r) => Some(r),
-            _ => None,
-        }
-    }
-}
-
 /// The `mechanism = { kind = …, … }` table of a policy class, and the names it accepts.
 pub const KINDS: &[&str] = &["none", "tcr", "postack"];
-
-/// Build the mechanism a policy class names. `settings` is the table without `kind`.
-/// `Ok(None)` for `kind = "none"` (class-only shaping). Errors are `(key within the table,
-/// message)`, so the policy loader can name the file and the dotted key.
-///
-/// Each mechanism (TCR, PostACK) adds its arm here.
-pub fn build(kind: &str, settings: &toml::Table) -> Result<Option<Box<dyn AckMechanism + Send>>, (String, String)> {
-    match kind {
-        "none" => {
-            if let Some(k) = settings.keys().next() {
-                return Err((k.clone(), "unknown key for mechanism \"none\" (it has no settings)".into()));
-            }
-            Ok(None)
-        }
-        "tcr" => {
-            let cfg = super::tcr::TcrConfig::from_table(settings)?;
-            // The class rate arrives through `set_rate` before the first packet.
-            Ok(Some(Box::new(super::tcr::Tcr::new(cfg, 0))))
-        }
-        "postack" => {
-            let cfg = super::postack::PostAckConfig::from_table(settings)?;
-            Ok(Some(Box::new(super::postack::PostAck::new(cfg))))
-        }
-        other => Err(("kind".into(), format!("expected one of {}, got {other:?}", KINDS.join(", ")))),
-    }
-}

@@ -66,8 +66,12 @@ use crate::shape::pfq::Pfq;
 use crate::shape::policy::{LeafSpec, Policy};
 use crate::shape::qdisc_spec::QdiscSpec;
 use crate::shape::LATE_WAKEUP_CATCHUP;
+use crate::stats::{
+    BoxStats, BufferStats, ClassStats, ClassWindowStats, FlowTableStats, GatewayStats, LeafStats, PerHostStats,
+};
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
+use std::collections::BTreeMap;
 
 const NONE: u32 = u32::MAX;
 
@@ -625,7 +629,7 @@ impl Gateway {
                     };
                     let mech = match (&c.mechanism, used) {
                         (Some((kind, settings)), true) => {
-                            let mut m = ackmech::build(kind, settings)
+                            let mut m = crate::shape::mechanism::build(kind, settings)
                                 .expect("validated by Policy")
                                 .expect("kind \"none\" is not stored");
                             m.set_overhead(overhead_bytes as u32);
@@ -1789,11 +1793,10 @@ impl Middlebox for Gateway {
         Some(self)
     }
 
-    fn stats_json(&self) -> serde_json::Value {
-        use serde_json::{json, Map, Value};
+    fn stats(&self) -> BoxStats {
         let now = self.last_now;
         let dir_name = |d: usize| if d == 0 { "outbound" } else { "inbound" };
-        let class_json = |i: usize| -> Value {
+        let class_stats = |i: usize| -> ClassStats {
             let pc = &self.policy.classes[i];
             let used: Vec<usize> = (0..2).filter(|&d| pc.dirs[d]).collect();
             let sum = |f: &dyn Fn(&CStats) -> u64| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).sum::<u64>();
@@ -1805,71 +1808,79 @@ impl Middlebox for Gateway {
                     c.st.wdrops.map_or(0, |(d0, d1)| d1.unwrap_or(c.drops()).saturating_sub(d0))
                 })
                 .sum::<u64>();
-            let maxu =
-                |f: &dyn Fn(&CStats) -> usize| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).max().unwrap_or(0);
+            let maxu = |f: &dyn Fn(&CStats) -> usize| {
+                used.iter().map(|&d| f(&self.sides[d].cls[i].st)).max().unwrap_or(0) as u64
+            };
             let avg = |f: &dyn Fn(&CStats) -> f64| used.iter().map(|&d| f(&self.sides[d].cls[i].st)).sum::<f64>();
-            let mut m = json!({
-                "parent": pc.parent.map(|p| self.policy.classes[p].name.clone()),
-                "rate_bps": pc.rate_bps,
-                "ceil_bps": pc.ceil_bps,
-                "priority": pc.priority,
-                "directions": used.iter().map(|&d| dir_name(d)).collect::<Vec<_>>(),
-                "mechanism": pc.mechanism.as_ref().map(|(k, _)| k.clone()),
-                "enqueued_pkts": sum(&|s| s.enq_pkts),
-                "enqueued_bytes": sum(&|s| s.enq_bytes),
-                "sent_pkts": sum(&|s| s.sent_pkts),
-                "sent_bytes": sum(&|s| s.sent_bytes),
-                "borrowed_pkts": sum(&|s| s.borrowed_pkts),
-                "drops": drops,
-                "acks_in": sum(&|s| s.acks_in),
-                "data_queue_avg_pkts": avg(&|s| s.data.avg(now)),
-                "data_queue_max_pkts": maxu(&|s| s.data.max),
-                "acks_held_avg": avg(&|s| s.acks.avg(now)),
-                "acks_held_max": maxu(&|s| s.acks.max),
-            });
             // After the scenario's warm-up (start-up bursts, e.g. the flows' initial windows,
             // which no ACK can pace, excluded).
-            if used.iter().any(|&d| self.sides[d].cls[i].st.data.wsince.is_some()) {
-                m["data_queue_max_pkts_after_warmup"] = maxu(&|s| s.data.wmax).into();
-                m["data_queue_avg_pkts_after_warmup"] = avg(&|s| s.data.window_avg(now).unwrap_or(0.0)).into();
-                m["acks_held_max_after_warmup"] = maxu(&|s| s.acks.wmax).into();
-                m["acks_held_avg_after_warmup"] = avg(&|s| s.acks.window_avg(now).unwrap_or(0.0)).into();
-                m["drops_after_warmup"] = wdrops.into();
-            }
+            let after_warmup =
+                used.iter().any(|&d| self.sides[d].cls[i].st.data.wsince.is_some()).then(|| ClassWindowStats {
+                    data_queue_max_pkts_after_warmup: maxu(&|s| s.data.wmax),
+                    data_queue_avg_pkts_after_warmup: avg(&|s| s.data.window_avg(now).unwrap_or(0.0)),
+                    acks_held_max_after_warmup: maxu(&|s| s.acks.wmax),
+                    acks_held_avg_after_warmup: avg(&|s| s.acks.window_avg(now).unwrap_or(0.0)),
+                    drops_after_warmup: wdrops,
+                });
+            let (mut qdisc, mut mechanism_stats, mut mechanism_rate_bps) = (None, None, None);
             if pc.is_leaf() {
-                let mut q = Map::new();
-                let mut mech = Map::new();
-                let mut rates = Map::new();
+                let mut q = BTreeMap::new();
+                let mut mech = BTreeMap::new();
+                let mut rates = BTreeMap::new();
                 for &d in &used {
                     let cs = &self.sides[d].cls[i];
                     if let Some(l) = &cs.leaf {
-                        let c: Map<String, Value> =
-                            l.counters().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
-                        let mut e = json!({ "queue_pkts": l.len_pkts(), "queue_bytes": l.len_bytes(), "counters": c });
-                        if let Some(a) = l.q().asym_stats() {
-                            e["asym"] = serde_json::to_value(a).unwrap_or_default();
-                        }
-                        q.insert(dir_name(d).into(), e);
+                        q.insert(
+                            dir_name(d),
+                            LeafStats {
+                                queue_pkts: l.len_pkts() as u64,
+                                queue_bytes: l.len_bytes() as u64,
+                                counters: l.counters().into_iter().collect(),
+                                asym: l.q().asym_stats().cloned(),
+                            },
+                        );
                     }
                     if let Some(mm) = &cs.mech {
-                        mech.insert(dir_name(d).into(), serde_json::to_value(mm.stats()).unwrap_or_default());
-                        rates.insert(dir_name(d).into(), cs.mech_rate.into());
+                        mech.insert(dir_name(d), mm.stats());
+                        rates.insert(dir_name(d), cs.mech_rate);
                     }
                 }
-                m["qdisc"] = Value::Object(q);
+                qdisc = Some(q);
                 if !mech.is_empty() {
-                    m["mechanism_stats"] = Value::Object(mech);
-                    m["mechanism_rate_bps"] = Value::Object(rates);
+                    mechanism_stats = Some(mech);
+                    mechanism_rate_bps = Some(rates);
                 }
             }
-            m
+            ClassStats {
+                parent: pc.parent.map(|p| self.policy.classes[p].name.clone()),
+                rate_bps: pc.rate_bps,
+                ceil_bps: pc.ceil_bps,
+                priority: pc.priority,
+                directions: used.iter().map(|&d| dir_name(d)).collect(),
+                mechanism: pc.mechanism.as_ref().map(|(k, _)| k.clone()),
+                enqueued_pkts: sum(&|s| s.enq_pkts),
+                enqueued_bytes: sum(&|s| s.enq_bytes),
+                sent_pkts: sum(&|s| s.sent_pkts),
+                sent_bytes: sum(&|s| s.sent_bytes),
+                borrowed_pkts: sum(&|s| s.borrowed_pkts),
+                drops,
+                acks_in: sum(&|s| s.acks_in),
+                data_queue_avg_pkts: avg(&|s| s.data.avg(now)),
+                data_queue_max_pkts: maxu(&|s| s.data.max),
+                acks_held_avg: avg(&|s| s.acks.avg(now)),
+                acks_held_max: maxu(&|s| s.acks.max),
+                after_warmup,
+                qdisc,
+                mechanism_stats,
+                mechanism_rate_bps,
+            }
         };
-        let mut classes = Map::new();
+        let mut classes = BTreeMap::new();
         let mut templates: Vec<&str> = Vec::new();
         for (i, pc) in self.policy.classes.iter().enumerate() {
             match &pc.host {
                 None => {
-                    classes.insert(pc.name.clone(), class_json(i));
+                    classes.insert(pc.name.clone(), class_stats(i));
                 }
                 Some((t, _)) if !templates.contains(&t.as_str()) => templates.push(t),
                 Some(_) => {}
@@ -1878,7 +1889,7 @@ impl Middlebox for Gateway {
         // Per-host classes: the busiest PER_HOST_LISTED of each template with any traffic, and the
         // template's totals (a snapshot of every class of thousands of hosts would stall the
         // live data plane for tens of ms).
-        let mut per_host = Map::new();
+        let mut per_host = BTreeMap::new();
         for t in templates {
             let members: Vec<usize> = (0..self.policy.classes.len())
                 .filter(|&i| self.policy.classes[i].host.as_ref().is_some_and(|(x, _)| x == t))
@@ -1895,58 +1906,55 @@ impl Middlebox for Gateway {
             busy.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             busy.truncate(PER_HOST_LISTED);
             for &(_, i) in &busy {
-                classes.insert(self.policy.classes[i].name.clone(), class_json(i));
+                classes.insert(self.policy.classes[i].name.clone(), class_stats(i));
             }
             per_host.insert(
                 t.to_string(),
-                json!({
-                    "classes": members.len(),
-                    "active": active,
-                    "listed": busy.len(),
-                    "enqueued_pkts": total(&|c| c.st.enq_pkts),
-                    "sent_pkts": total(&|c| c.st.sent_pkts),
-                    "sent_bytes": total(&|c| c.st.sent_bytes),
-                    "drops": total(&|c| c.drops()),
-                    "acks_in": total(&|c| c.st.acks_in),
-                    "data_queue_pkts": total(&|c| c.leaf.as_ref().map_or(0, |l| l.len_pkts() as u64)),
-                    "acks_held": total(&|c| c.mech.as_ref().map_or(0, |m| m.acks_held() as u64)),
-                }),
+                PerHostStats {
+                    classes: members.len() as u64,
+                    active: active as u64,
+                    listed: busy.len() as u64,
+                    enqueued_pkts: total(&|c| c.st.enq_pkts),
+                    sent_pkts: total(&|c| c.st.sent_pkts),
+                    sent_bytes: total(&|c| c.st.sent_bytes),
+                    drops: total(&|c| c.drops()),
+                    acks_in: total(&|c| c.st.acks_in),
+                    data_queue_pkts: total(&|c| c.leaf.as_ref().map_or(0, |l| l.len_pkts() as u64)),
+                    acks_held: total(&|c| c.mech.as_ref().map_or(0, |m| m.acks_held() as u64)),
+                },
             );
         }
         let g = &self.g;
-        let mut out = json!({
-            "classes": classes,
-            "buffer": {
-                "data_avg_pkts": g.data_total.avg(now),
-                "data_max_pkts": g.data_total.max,
-                "acks_avg": g.acks_total.avg(now),
-                "acks_max": g.acks_total.max,
-                "data_max_pkts_after_warmup": g.data_total.wsince.map(|_| g.data_total.wmax),
-                "data_avg_pkts_after_warmup": g.data_total.window_avg(now),
-                "acks_max_after_warmup": g.acks_total.wsince.map(|_| g.acks_total.wmax),
-                "acks_avg_after_warmup": g.acks_total.window_avg(now),
+        BoxStats::Gateway(Box::new(GatewayStats {
+            classes,
+            buffer: BufferStats {
+                data_avg_pkts: g.data_total.avg(now),
+                data_max_pkts: g.data_total.max as u64,
+                acks_avg: g.acks_total.avg(now),
+                acks_max: g.acks_total.max as u64,
+                data_max_pkts_after_warmup: g.data_total.wsince.map(|_| g.data_total.wmax as u64),
+                data_avg_pkts_after_warmup: g.data_total.window_avg(now),
+                acks_max_after_warmup: g.acks_total.wsince.map(|_| g.acks_total.wmax as u64),
+                acks_avg_after_warmup: g.acks_total.window_avg(now),
             },
-            "flows": {
-                "tracked": self.flows.len(),
-                "shaped": self.class_flows.iter().flatten().map(|c| c.flows as u64).sum::<u64>(),
-                "untracked_class_full": g.untracked_class_full,
-                "untracked_source_full": g.untracked_source_full,
-                "untracked_embryonic_full": g.untracked_embryonic_full,
-                "max_flows_per_class": self.max_per_class,
-                "max_embryonic_per_class": self.max_embryonic,
-                "created": g.flows_created,
-                "ended": g.flows_ended,
-                "evicted": g.flows_evicted,
-                "receiver_opened": g.receiver_opened,
-                "opening_syns_kept": self.syn_opts.len(),
-                "untracked_pkts": g.untracked_pkts,
-                "reversed_pkts": g.reversed_pkts,
+            flows: FlowTableStats {
+                tracked: self.flows.len() as u64,
+                shaped: self.class_flows.iter().flatten().map(|c| c.flows as u64).sum::<u64>(),
+                untracked_class_full: g.untracked_class_full,
+                untracked_source_full: g.untracked_source_full,
+                untracked_embryonic_full: g.untracked_embryonic_full,
+                max_flows_per_class: self.max_per_class as u64,
+                max_embryonic_per_class: self.max_embryonic as u64,
+                created: g.flows_created,
+                ended: g.flows_ended,
+                evicted: g.flows_evicted,
+                receiver_opened: g.receiver_opened,
+                opening_syns_kept: self.syn_opts.len() as u64,
+                untracked_pkts: g.untracked_pkts,
+                reversed_pkts: g.reversed_pkts,
             },
-            "unclassified_pkts": g.unclassified_pkts,
-        });
-        if !per_host.is_empty() {
-            out["per_host"] = Value::Object(per_host);
-        }
-        out
+            unclassified_pkts: g.unclassified_pkts,
+            per_host,
+        }))
     }
 }

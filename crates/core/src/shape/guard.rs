@@ -31,8 +31,29 @@
 //! never below 65,535 bytes. Nothing is checked against a fact not yet seen: a flow picked up
 //! mid-stream is judged from its first packets on. Constant space per flow.
 
-use crate::shape::ackmech::SynOptions;
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
+
+/// The options of one end's SYN or SYN-ACK: what a mechanism needs from a handshake it did not
+/// see (see [`AckMechanism::on_receiver_open`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SynOptions {
+    pub mss: Option<u16>,
+    /// The window-scale shift this end will apply to the windows it advertises.
+    pub wscale: Option<u8>,
+    pub timestamps: bool,
+    pub sack_permitted: bool,
+}
+
+impl SynOptions {
+    pub fn of(opts: &ackshape_wire::TcpOptions) -> SynOptions {
+        SynOptions {
+            mss: opts.mss,
+            wscale: opts.wscale,
+            timestamps: opts.timestamps.is_some(),
+            sack_permitted: opts.sack_permitted,
+        }
+    }
+}
 
 /// The verdict on one packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

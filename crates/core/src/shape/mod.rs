@@ -32,6 +32,8 @@ pub mod asym;
 pub mod drr;
 pub mod gateway;
 pub mod guard;
+pub mod mechanism;
+pub mod mechstats;
 pub mod pfq;
 pub mod policy;
 pub mod postack;
@@ -39,6 +41,7 @@ pub mod qdisc_spec;
 pub mod qlink;
 pub mod red;
 pub mod tap;
+pub mod tapkind;
 pub mod tbf;
 pub mod tcr;
 

@@ -160,7 +160,7 @@ pub struct ClassSpec {
     /// Leaf discipline: `{ kind = "red" | "drr" | "pfq" | "pfq-drr" | "fifo" | "acks-first" | … }`.
     #[serde(default, deserialize_with = "crate::shape::qdisc_spec::optional_qdisc_table")]
     pub qdisc: Option<toml::Table>,
-    /// ACK mechanism: `{ kind = "none" | "tcr" | "postack", … }` (see [`ackmech::build`]).
+    /// ACK mechanism: `{ kind = "none" | "tcr" | "postack", … }` (see [`crate::shape::mechanism::build`]).
     #[serde(default, deserialize_with = "crate::shape::qdisc_spec::optional_mechanism_table")]
     pub mechanism: Option<toml::Table>,
     /// A per-host template: one leaf class per LAN-side address (or `host_prefix` block) of these
@@ -887,7 +887,8 @@ fn validate(spec: &PolicySpec) -> Result<Policy, (String, String)> {
                 };
                 let mut settings = t.clone();
                 settings.remove("kind");
-                ackmech::build(&kind, &settings).map_err(|(k, m)| (at(&format!("mechanism.{k}")), m))?;
+                crate::shape::mechanism::build(&kind, &settings)
+                    .map_err(|(k, m)| (at(&format!("mechanism.{k}")), m))?;
                 if kind == "none" {
                     None
                 } else {

@@ -85,8 +85,11 @@
 //! flows of a class; ACKs are never dropped. O(1) per packet (on-off, zero-timer) and O(n) per
 //! slot; no allocation per packet in steady state (per-flow queues are reused).
 
-use super::ackmech::{AckMechanism, FlowKey, MechStats, SynOptions};
-use super::guard::{Check, GuardStats, SeqGuard};
+use super::ackmech::{AckMechanism, FlowKey};
+use super::guard::SynOptions;
+use super::guard::{Check, SeqGuard};
+use super::mechstats::MechStats;
+pub use super::mechstats::{PostAckFlow, PostAckReport, PostAckStats};
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
@@ -237,103 +240,6 @@ impl PostAckConfig {
         }
         Ok(())
     }
-}
-
-/// What PostACK reports ([`AckMechanism::stats`]).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[non_exhaustive]
-pub struct PostAckReport {
-    /// Always `"postack"`.
-    pub mechanism: &'static str,
-    /// `basic`, `on-off` or `zero-timer`.
-    pub variant: &'static str,
-    /// The class rate it paces to, bit/s.
-    pub rate_bps: u64,
-    /// Flows counted active (n of BW_c/n).
-    pub active_flows: usize,
-    /// The on-off variant's slot period, ms.
-    pub slot_period_ms: Option<f64>,
-    pub packet_bytes: u32,
-    pub acks_held: u64,
-    pub acks_held_max: u64,
-    pub hold_ms_mean: f64,
-    pub hold_ms_max: f64,
-    pub counters: PostAckStats,
-    /// Flows tracked now.
-    pub flows_live: usize,
-    /// The first [`PostAckReport::LISTED`] live flows.
-    pub flows: Vec<PostAckFlow>,
-}
-
-impl PostAckReport {
-    /// How many flows `flows` lists at most.
-    pub const LISTED: usize = 64;
-}
-
-/// One flow in [`PostAckReport::flows`].
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[non_exhaustive]
-pub struct PostAckFlow {
-    /// `src:sport>dst:dport`.
-    pub flow: String,
-    /// ACKs held now, and at most.
-    pub held: usize,
-    pub held_max: usize,
-    pub released: u64,
-    pub qr_skips: u64,
-    /// Data sent, in segments of the flow's MSS.
-    pub out_segments: f64,
-    /// The flow's packets in the class queue (zero-timer).
-    pub in_class: usize,
-    pub active: bool,
-    pub min_rtt_ms: Option<f64>,
-}
-
-/// Class-wide counters. `#[non_exhaustive]`: more may come.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct PostAckStats {
-    /// Packets given to `on_ack`.
-    pub acks_in: u64,
-    /// Of which forwarded at once (not held).
-    pub forwarded_now: u64,
-    /// ACKs that entered a per-flow ACK queue.
-    pub acks_queued: u64,
-    /// ACKs released from the queues (by any rule).
-    pub released: u64,
-    /// Released by the mechanism's rule (slot, deadline, qlen table).
-    pub released_by_rule: u64,
-    /// Released ahead of a SYN/FIN/RST/piggy-backed ACK of their flow (order kept).
-    pub released_by_flush: u64,
-    /// Released because the flow ended.
-    pub released_by_flow_end: u64,
-    /// Released because the flow's queue exceeded `max_held_per_flow`.
-    pub released_by_overflow: u64,
-    /// Released by the P0-16 hook (an ACK arrived for a flow with nothing in the class).
-    pub released_by_empty_hook: u64,
-    /// ACKs held now, and the most held at once.
-    pub held_now: u64,
-    pub held_max: u64,
-    /// Time released ACKs spent held: sum and maximum, ns.
-    pub hold_ns_sum: u64,
-    pub hold_ns_max: u64,
-    /// on-off: class slots run, slots skipped by the QueueRelocator, slots that found no ACK.
-    pub slots: u64,
-    pub qr_skips: u64,
-    pub unused_slots: u64,
-    /// on-off: slots not run because the timer came more than
-    /// [`LATE_WAKEUP_CATCHUP`] after them (live only).
-    pub late_slots_given_up: u64,
-    /// zero-timer: dequeues seen, those that held (the paper's qlen > 1), and those reported without
-    /// a per-flow queue length (FIFO fallback).
-    pub dequeues: u64,
-    pub table_holds: u64,
-    pub dequeues_without_qlen: u64,
-    /// Data packets given to `on_data`.
-    pub data_in: u64,
-    /// Packets inconsistent with what the gateway saw of their flow (see `guard`): never held,
-    /// never flushing what is held, no state learnt.
-    pub inconsistent: GuardStats,
 }
 
 struct Held {

@@ -39,27 +39,6 @@ pub const KINDS: &str =
 pub const POLICY_KINDS: &str = "red, drr, pfq, pfq-drr, codel, fq-codel, pie, cake, fifo, acks-first, \
      ack-filter-classic, ack-filter-cake, acq, afvq";
 
-/// A table (a `qdisc` without its `kind`) read as `T`; an error names the key that was wrong.
-pub(crate) fn keyed<T: serde::de::DeserializeOwned>(t: toml::Table) -> Result<T, String> {
-    serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
-        let (k, m) = crate::tomlerr::key_and_message(e.path().to_string(), e.into_inner().message().to_string());
-        match k {
-            Some(k) if !m.starts_with("unknown field") => format!("`{k}`: {m}"),
-            _ => m,
-        }
-    })
-}
-
-/// A size that must be in bytes (`"1514B"`, `"32MiB"`); `key` names it in the error.
-pub(crate) fn bytes_of(key: &str, s: Size) -> Result<u64, String> {
-    match s {
-        Size::Bytes(b) => Ok(b),
-        Size::Packets(p) => {
-            Err(format!("`{key}`: expected a size in bytes like \"1514B\" or \"32MiB\", got {p} packets"))
-        }
-    }
-}
-
 /// The table of a key that picks something by `kind` (`qdisc`, a policy's `mechanism`); a bare
 /// name (`qdisc = "red"`) or another value is an error that shows the table to write. `kinds`: the
 /// names to list for a value that is not a name.

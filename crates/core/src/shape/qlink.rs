@@ -10,6 +10,7 @@
 use crate::impair::{Delay, Loss};
 use crate::middlebox::{Dir, Emit, Middlebox};
 use crate::queue::{Enqueue, QueueDisc};
+use crate::stats::{AqmSummary, BoxStats, ImpairedDirStats, ImpairedLinkStats, LinkDirStats, LinkStats};
 use crate::time::{Dur, Time};
 use ackshape_wire::Packet;
 
@@ -151,38 +152,35 @@ impl Middlebox for QdiscLink {
         }
     }
 
-    fn stats_json(&self) -> serde_json::Value {
-        let dir = |s: &Option<Shaper>| match s {
-            None => serde_json::Value::Null,
-            Some(s) => {
-                let mut m = serde_json::json!({
-                    "rate_bps": s.rate_bps,
-                    "enqueued": s.counters[0],
-                    "sent": s.counters[1],
-                    "sent_bytes": s.sent_bytes,
-                    "dropped": s.counters[2] + s.queue.internal_drops(),
-                    "queue_pkts": s.queue.len_pkts(),
-                    "data_queue_max_pkts": s.max_pkts,
-                });
-                let extra: serde_json::Map<String, serde_json::Value> =
-                    s.queue.counters().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
-                m["qdisc"] = serde_json::Value::Object(extra);
-                if let Some(a) = s.queue.asym_stats() {
-                    m["asym"] = serde_json::to_value(a).unwrap_or_default();
-                }
-                if let Some(a) = s.queue.aqm_stats() {
-                    m["aqm"] = serde_json::json!({
-                        "packets": a.packets,
-                        "sojourn_avg_ms": a.avg_since(&Default::default()) * 1e3,
-                        "sojourn_max_ms": a.max_ns as f64 / 1e6,
-                        "drops": a.drops,
-                        "marks": a.marks,
-                    });
-                }
-                m
-            }
+    fn stats(&self) -> BoxStats {
+        BoxStats::Link(self.link_stats())
+    }
+}
+
+impl QdiscLink {
+    /// Each direction's [`LinkDirStats`] (None: no shaper).
+    pub fn link_stats(&self) -> LinkStats {
+        let dir = |s: &Option<Shaper>| {
+            s.as_ref().map(|s| LinkDirStats {
+                rate_bps: s.rate_bps,
+                enqueued: s.counters[0],
+                sent: s.counters[1],
+                sent_bytes: s.sent_bytes,
+                dropped: s.counters[2] + s.queue.internal_drops(),
+                queue_pkts: s.queue.len_pkts() as u64,
+                data_queue_max_pkts: s.max_pkts as u64,
+                qdisc: s.queue.counters().into_iter().collect(),
+                asym: s.queue.asym_stats().cloned(),
+                aqm: s.queue.aqm_stats().map(|a| AqmSummary {
+                    packets: a.packets,
+                    sojourn_avg_ms: a.avg_since(&Default::default()) * 1e3,
+                    sojourn_max_ms: a.max_ns as f64 / 1e6,
+                    drops: a.drops,
+                    marks: a.marks,
+                }),
+            })
         };
-        serde_json::json!({ "a_to_b": dir(&self.dirs[0]), "b_to_a": dir(&self.dirs[1]) })
+        LinkStats { a_to_b: dir(&self.dirs[0]), b_to_a: dir(&self.dirs[1]) }
     }
 }
 
@@ -307,26 +305,22 @@ impl Middlebox for WanLink {
     /// queue), `queue_drops` (the discipline's), `forwarded` (left the delay line), `max_queue`
     /// (the discipline's most packets), `in_flight` and `in_flight_max` (in the delay line): the
     /// keys of the WAN emulator's own stats, so a run reads either.
-    fn stats_json(&self) -> serde_json::Value {
-        let mut v = self.link.stats_json();
-        for (d, key) in ["a_to_b", "b_to_a"].into_iter().enumerate() {
+    fn stats(&self) -> BoxStats {
+        let link = self.link.link_stats();
+        let dir = |d: usize, link: Option<LinkDirStats>| {
             let c = self.counters[d];
-            let m = match v.get_mut(key) {
-                Some(m) if m.is_object() => m,
-                _ => {
-                    v[key] = serde_json::json!({});
-                    &mut v[key]
-                }
-            };
-            m["frames"] = c[0].into();
-            m["lost"] = c[1].into();
-            m["forwarded"] = c[2].into();
-            m["queue_drops"] = m.get("dropped").cloned().unwrap_or(0.into());
-            m["max_queue"] = m.get("data_queue_max_pkts").cloned().unwrap_or(0.into());
-            m["in_flight"] = self.held_now[d].into();
-            m["in_flight_max"] = self.held_max[d].into();
-        }
-        v
+            ImpairedDirStats {
+                frames: c[0],
+                lost: c[1],
+                forwarded: c[2],
+                queue_drops: link.as_ref().map_or(0, |l| l.dropped),
+                max_queue: link.as_ref().map_or(0, |l| l.data_queue_max_pkts),
+                in_flight: self.held_now[d] as u64,
+                in_flight_max: self.held_max[d] as u64,
+                link,
+            }
+        };
+        BoxStats::ImpairedLink(ImpairedLinkStats { a_to_b: dir(0, link.a_to_b), b_to_a: dir(1, link.b_to_a) })
     }
 }
 
@@ -391,7 +385,7 @@ mod tests {
             end += Dur::tx_time(*len, 10_000_000);
             assert_eq!(*t, end + Dur::from_millis(20), "packet {i}");
         }
-        let st = b.stats_json();
+        let st = b.stats().to_json();
         let d = &st["a_to_b"];
         assert_eq!((d["frames"].as_u64(), d["lost"].as_u64()), (Some(10), Some(5)), "{st}");
         assert_eq!((d["queue_drops"].as_u64(), d["forwarded"].as_u64()), (Some(0), Some(5)), "{st}");
@@ -400,7 +394,7 @@ mod tests {
         // A queue of 2 behind no loss: one on the line, two waiting, the discipline drops the rest.
         let (left, b) = wan(10, 2, u64::MAX);
         assert_eq!(left.len(), 3);
-        assert_eq!(b.stats_json()["a_to_b"]["queue_drops"].as_u64(), Some(7));
+        assert_eq!(b.stats().to_json()["a_to_b"]["queue_drops"].as_u64(), Some(7));
     }
 
     #[test]
@@ -456,7 +450,7 @@ mod tests {
         want.sort_by_key(key);
         left.sort_by_key(key);
         assert_eq!(left, want);
-        let st = s.stats_json();
+        let st = s.stats().to_json();
         assert_eq!(st["bottleneck"]["a_to_b"]["forwarded"].as_u64(), Some(3), "{st}");
         // The third packet reaches the access link the instant the first ends there, before the
         // second is taken off its queue: two waiting.
@@ -497,7 +491,7 @@ mod tests {
         }
         let at = |ms| Time::ZERO + t1 + Dur::from_millis(ms);
         assert_eq!(left, [(at(1), 6000), (at(3), 6001), (at(3) + t1, 7000)]);
-        let st = s.stats_json();
+        let st = s.stats().to_json();
         assert_eq!(
             (st["a"]["a_to_b"]["forwarded"].as_u64(), st["b"]["a_to_b"]["forwarded"].as_u64()),
             (Some(1), Some(2))

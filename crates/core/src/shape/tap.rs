@@ -49,6 +49,9 @@
 //! IP id, TTL, options: timestamps, SACK blocks), with only the window changed for zero-window.
 
 use crate::middlebox::{Dir, Emit, Middlebox};
+pub use crate::shape::tapkind::{Scope, Technique};
+pub use crate::stats::CtlSample;
+use crate::stats::{BoxStats, TapControlStats, TapFlowControlStats, TapFlowStats, TapRuleStats, TapStats};
 use crate::time::{Dur, Time};
 use crate::units;
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
@@ -100,29 +103,6 @@ impl<'de> Deserialize<'de> for Subnet {
         let s = String::deserialize(d)?;
         Subnet::parse(&s).map_err(serde::de::Error::custom)
     }
-}
-
-/// What the tap injects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Technique {
-    /// `copies` exact duplicates of every f-th new ACK (P4-A1).
-    TripleAck,
-    /// One duplicate advertising `window` bytes on every f-th new ACK (P4-A2).
-    ZeroWindow,
-    /// Inject nothing; only measure.
-    None,
-}
-
-/// What a target rate applies to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scope {
-    /// Each matching flow on its own.
-    #[default]
-    Flow,
-    /// All the rule's flows together (a subscriber's subnet); one f for all of them.
-    Aggregate,
 }
 
 /// Which ACKs count toward f.
@@ -488,21 +468,6 @@ struct RuleState {
     injections: u64,
     packets_injected: u64,
     ctl: Option<Ctl>,
-}
-
-/// One controller sample (recorded when `history = true`).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct CtlSample {
-    pub t_s: f64,
-    pub rule: usize,
-    /// Flow id (scope = flow) or None (aggregate).
-    pub flow: Option<u64>,
-    /// Rate measured over the last interval (bit/s).
-    pub raw_bps: f64,
-    /// Smoothed rate (bit/s).
-    pub rate_bps: f64,
-    /// f after this sample.
-    pub every: f64,
 }
 
 /// The tap. See the module documentation.
@@ -873,83 +838,77 @@ impl Middlebox for Tap {
         }
     }
 
-    fn stats_json(&self) -> serde_json::Value {
-        let rules: Vec<serde_json::Value> = self
+    fn stats(&self) -> BoxStats {
+        let rules = self
             .spec
             .rule
             .iter()
             .zip(&self.rules)
             .enumerate()
             .map(|(i, (r, s))| {
-                let mut v = serde_json::json!({
-                    "name": r.name.clone().unwrap_or_else(|| format!("rule-{i}")),
-                    "technique": r.technique,
-                    "flows": s.flows,
-                    "data_bytes": s.bytes,
-                    "new_data_bytes": s.new_bytes,
-                    "acks": s.acks,
-                    "new_acks": s.new_acks,
-                    "injections": s.injections,
-                    "packets_injected": s.packets_injected,
-                });
-                if let Some(t) = r.target {
-                    v["target_bps"] = t.into();
-                    v["scope"] = serde_json::to_value(r.scope).unwrap_or_default();
+                let every = match &s.ctl {
+                    Some(c) => Some(c.ln_every.exp()),
+                    None if r.target.is_none() => Some(r.every.unwrap_or(r.default_every())),
+                    None => None,
+                };
+                TapRuleStats {
+                    name: r.name.clone().unwrap_or_else(|| format!("rule-{i}")),
+                    technique: r.technique,
+                    flows: s.flows,
+                    data_bytes: s.bytes,
+                    new_data_bytes: s.new_bytes,
+                    acks: s.acks,
+                    new_acks: s.new_acks,
+                    injections: s.injections,
+                    packets_injected: s.packets_injected,
+                    target_bps: r.target,
+                    scope: r.target.map(|_| r.scope),
+                    every,
+                    control: s.ctl.as_ref().map(|c| TapControlStats {
+                        rate_bps: c.rate.unwrap_or(0.0),
+                        samples: c.samples,
+                        saturated_low: c.saturated_low,
+                        saturated_high: c.saturated_high,
+                    }),
                 }
-                if let Some(c) = &s.ctl {
-                    v["every"] = c.ln_every.exp().into();
-                    v["rate_bps"] = c.rate.unwrap_or(0.0).into();
-                    v["samples"] = c.samples.into();
-                    v["saturated_low"] = c.saturated_low.into();
-                    v["saturated_high"] = c.saturated_high.into();
-                } else if r.target.is_none() {
-                    v["every"] = r.every.unwrap_or(r.default_every()).into();
-                }
-                v
             })
             .collect();
         let mut flows: Vec<&FlowState> = self.flows.iter().flatten().collect();
         flows.sort_by_key(|f| std::cmp::Reverse(f.bytes));
-        let flows: Vec<serde_json::Value> = flows
+        let top_flows = flows
             .iter()
             .take(16)
-            .map(|f| {
-                let mut v = serde_json::json!({
-                    "id": f.id,
-                    "src": format!("{}:{}", f.key.src, f.key.sport),
-                    "dst": format!("{}:{}", f.key.dst, f.key.dport),
-                    "rule": f.rule,
-                    "data_bytes": f.bytes,
-                    "new_data_bytes": f.new_bytes,
-                    "acks": f.acks,
-                    "new_acks": f.new_acks,
-                    "injections": f.injections,
-                    "every": self.every(f),
-                });
-                if let Some(c) = &f.ctl {
-                    v["rate_bps"] = c.rate.unwrap_or(0.0).into();
-                    v["saturated_low"] = c.saturated_low.into();
-                    v["saturated_high"] = c.saturated_high.into();
-                }
-                v
+            .map(|f| TapFlowStats {
+                id: f.id,
+                src: format!("{}:{}", f.key.src, f.key.sport),
+                dst: format!("{}:{}", f.key.dst, f.key.dport),
+                rule: f.rule as u64,
+                data_bytes: f.bytes,
+                new_data_bytes: f.new_bytes,
+                acks: f.acks,
+                new_acks: f.new_acks,
+                injections: f.injections,
+                every: self.every(f),
+                control: f.ctl.as_ref().map(|c| TapFlowControlStats {
+                    rate_bps: c.rate.unwrap_or(0.0),
+                    saturated_low: c.saturated_low,
+                    saturated_high: c.saturated_high,
+                }),
             })
             .collect();
-        let mut v = serde_json::json!({
-            "packets_seen": self.packets_seen,
-            "non_tcp": self.non_tcp,
-            "acks_beyond_data": self.acks_beyond_data,
-            "flows_now": self.index.len(),
-            "flows_untracked": self.untracked,
-            "flows_evicted": self.evicted,
-            "injections": self.rules.iter().map(|r| r.injections).sum::<u64>(),
-            "packets_injected": self.rules.iter().map(|r| r.packets_injected).sum::<u64>(),
-            "rules": rules,
-            "top_flows": flows,
-        });
-        if self.spec.history {
-            v["history"] = serde_json::to_value(&self.history).unwrap_or_default();
-        }
-        v
+        BoxStats::Tap(Box::new(TapStats {
+            packets_seen: self.packets_seen,
+            non_tcp: self.non_tcp,
+            acks_beyond_data: self.acks_beyond_data,
+            flows_now: self.index.len() as u64,
+            flows_untracked: self.untracked,
+            flows_evicted: self.evicted,
+            injections: self.rules.iter().map(|r| r.injections).sum::<u64>(),
+            packets_injected: self.rules.iter().map(|r| r.packets_injected).sum::<u64>(),
+            rules,
+            top_flows,
+            history: self.spec.history.then(|| self.history.clone()),
+        }))
     }
 }
 
@@ -1008,7 +967,7 @@ mod tests {
             tap.on_packet(Time::ZERO, Dir::BToA, ack(2001u32.wrapping_add(off)), &mut out);
             assert!(out.is_empty(), "+{off}: duplicated");
         }
-        assert_eq!(tap.stats_json()["acks_beyond_data"], 2);
+        assert_eq!(tap.stats().to_json()["acks_beyond_data"], 2);
         out.clear();
         tap.on_packet(Time::ZERO, Dir::BToA, ack(3001), &mut out);
         assert_eq!(out.len(), 3, "the real ACK is still new and duplicated");
@@ -1094,7 +1053,7 @@ mod tests {
             tap.on_packet(Time(1), Dir::BToA, ack(3001), &mut out);
         }
         assert!(out.is_empty());
-        let st = tap.stats_json();
+        let st = tap.stats().to_json();
         assert_eq!(st["rules"][0]["injections"], 5);
         assert_eq!(st["packets_injected"], 15);
         assert_eq!(st["rules"][0]["new_acks"], 30);
@@ -1177,12 +1136,12 @@ mod tests {
         let mut tap = Tap::new(spec(t));
         let outs = drive(&mut tap, 4);
         assert!(outs.iter().all(|o| o.len() == 3), "S→R:80 falls to rule 1");
-        let st = tap.stats_json();
+        let st = tap.stats().to_json();
         assert_eq!(st["rules"][0]["flows"], 0);
         assert_eq!(st["rules"][1]["flows"], 1);
         let mut tap = Tap::new(spec("technique = \"none\""));
         assert!(drive(&mut tap, 10).iter().all(|o| o.is_empty()));
-        assert_eq!(tap.stats_json()["rules"][0]["data_bytes"], 1000);
+        assert_eq!(tap.stats().to_json()["rules"][0]["data_bytes"], 1000);
         let mut tap = Tap::new(spec("technique = \"triple-ack\"\nsrc = \"192.168.0.0/16\""));
         assert!(drive(&mut tap, 10).iter().all(|o| o.is_empty()));
         assert_eq!(tap.flow_count(), 0);
@@ -1195,7 +1154,7 @@ mod tests {
         for (s, l) in [(1, 100), (101, 100), (1, 100), (51, 100), (201, 50)] {
             tap.on_packet(Time(0), Dir::AToB, data(s, l), &mut out);
         }
-        let st = tap.stats_json();
+        let st = tap.stats().to_json();
         assert_eq!(st["rules"][0]["data_bytes"], 450);
         assert_eq!(st["rules"][0]["new_data_bytes"], 250);
     }
@@ -1208,7 +1167,7 @@ mod tests {
             tap.on_packet(Time(0), Dir::AToB, pkt(S, R, 2000 + p, 80, 1, 1, TcpFlags::ACK, 10), &mut out);
         }
         assert_eq!(tap.flow_count(), 3);
-        assert_eq!(tap.stats_json()["flows_untracked"], 2);
+        assert_eq!(tap.stats().to_json()["flows_untracked"], 2);
         let mut now = Time(0);
         while let Some(t) = tap.poll_timeout() {
             assert!(t > now);
@@ -1216,7 +1175,7 @@ mod tests {
             tap.on_timeout(now, &mut out);
         }
         assert_eq!(tap.flow_count(), 0, "expired; the timer stops when no flow is left");
-        assert_eq!(tap.stats_json()["flows_evicted"], 3);
+        assert_eq!(tap.stats().to_json()["flows_evicted"], 3);
         assert!(now <= Time::from_secs_f64(3.0));
     }
 
@@ -1270,7 +1229,7 @@ mod tests {
             tap.on_packet(now, Dir::BToA, ack(seq), &mut out);
         }
         assert!(out.is_empty(), "f at max_every: nothing injected");
-        let st = tap.stats_json();
+        let st = tap.stats().to_json();
         assert!(st["top_flows"][0]["saturated_high"].as_u64().unwrap() > 0);
     }
 
@@ -1284,7 +1243,7 @@ mod tests {
         }
         let k = |p| FlowKey { src: S, sport: p, dst: R, dport: 80 };
         assert_eq!(tap.every_of(&k(1000)), tap.every_of(&k(1001)));
-        let st = tap.stats_json();
+        let st = tap.stats().to_json();
         assert_eq!(st["rules"][0]["flows"], 2);
         assert!((st["rules"][0]["every"].as_f64().unwrap() - 20.0).abs() < 1e-9);
     }

@@ -207,7 +207,7 @@ struct CakeV {
 
 impl CakeConfig {
     pub(crate) fn from_table(t: toml::Table) -> Result<CakeConfig, String> {
-        let v: CakeV = crate::shape::qdisc_spec::keyed(t)?;
+        let v: CakeV = crate::tomlerr::keyed(t)?;
         let d = CakeConfig::default();
         Ok(CakeConfig {
             rate_bps: v.rate.map(|r| r.0 .0),
@@ -216,7 +216,7 @@ impl CakeConfig {
             rtt: v.rtt.map_or(d.rtt, |x| x.0),
             memory_limit: match v.memory_limit {
                 None => None,
-                Some(s) => Some(crate::shape::qdisc_spec::bytes_of("memory_limit", s.0)?),
+                Some(s) => Some(crate::units::bytes_of("memory_limit", s.0)?),
             },
             ack_filter: v.ack_filter.unwrap_or(d.ack_filter),
             overhead: v.overhead.unwrap_or(d.overhead),

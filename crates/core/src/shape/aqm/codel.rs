@@ -199,7 +199,7 @@ struct CodelV {
 impl CodelConfig {
     /// From a `qdisc` table without its `kind`.
     pub(crate) fn from_table(t: toml::Table) -> Result<CodelConfig, String> {
-        let v: CodelV = super::super::qdisc_spec::keyed(t)?;
+        let v: CodelV = crate::tomlerr::keyed(t)?;
         let d = CodelConfig::default();
         Ok(CodelConfig {
             params: CodelParams {

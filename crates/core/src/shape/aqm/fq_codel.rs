@@ -80,13 +80,13 @@ struct FqCodelV {
 
 impl FqCodelConfig {
     pub(crate) fn from_table(t: toml::Table) -> Result<FqCodelConfig, String> {
-        let v: FqCodelV = crate::shape::qdisc_spec::keyed(t)?;
+        let v: FqCodelV = crate::tomlerr::keyed(t)?;
         let d = FqCodelConfig::default();
         Ok(FqCodelConfig {
             flows: v.flows.unwrap_or(d.flows),
             quantum: match v.quantum {
                 None => d.quantum,
-                Some(s) => crate::shape::qdisc_spec::bytes_of("quantum", s.0)?.min(u32::MAX as u64) as u32,
+                Some(s) => crate::units::bytes_of("quantum", s.0)?.min(u32::MAX as u64) as u32,
             },
             params: CodelParams {
                 target: v.target.map_or(d.params.target, |x| x.0),
@@ -97,7 +97,7 @@ impl FqCodelConfig {
             limit_pkts: v.limit_pkts.unwrap_or(d.limit_pkts),
             memory_limit: match v.memory_limit {
                 None => d.memory_limit,
-                Some(s) => crate::shape::qdisc_spec::bytes_of("memory_limit", s.0)?,
+                Some(s) => crate::units::bytes_of("memory_limit", s.0)?,
             },
             drop_batch: v.drop_batch.unwrap_or(d.drop_batch),
         })

@@ -126,7 +126,7 @@ struct PieV {
 
 impl PieConfig {
     pub(crate) fn from_table(t: toml::Table) -> Result<PieConfig, String> {
-        let v: PieV = crate::shape::qdisc_spec::keyed(t)?;
+        let v: PieV = crate::tomlerr::keyed(t)?;
         let d = PieConfig::default();
         Ok(PieConfig {
             target: v.target.map_or(d.target, |x| x.0),
@@ -140,7 +140,7 @@ impl PieConfig {
             estimator: v.estimator.unwrap_or(d.estimator),
             dq_threshold: match v.dq_threshold {
                 None => d.dq_threshold,
-                Some(s) => crate::shape::qdisc_spec::bytes_of("dq_threshold", s.0)?,
+                Some(s) => crate::units::bytes_of("dq_threshold", s.0)?,
             },
             derandomize: v.derandomize.unwrap_or(d.derandomize),
             cap_drop: v.cap_drop.unwrap_or(d.cap_drop),

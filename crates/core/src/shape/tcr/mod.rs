@@ -71,8 +71,11 @@ mod config;
 pub mod workload;
 pub use config::*;
 
-use super::ackmech::{AckMechanism, FlowKey, MechStats, SynOptions};
-use super::guard::{Check, GuardStats, SeqGuard};
+use super::ackmech::{AckMechanism, FlowKey};
+use super::guard::SynOptions;
+use super::guard::{Check, SeqGuard};
+use super::mechstats::MechStats;
+pub use super::mechstats::{FlowInfo, TcrReport, TcrStats};
 use crate::shape::LATE_WAKEUP_CATCHUP;
 use crate::time::{Dur, Time};
 use ackshape_wire::{Packet, SeqNum, TcpFlags};
@@ -316,102 +319,6 @@ impl Flow {
 struct Slot {
     gen: u32,
     flow: Option<Flow>,
-}
-
-/// Counters (cumulative unless noted).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-#[non_exhaustive]
-pub struct TcrStats {
-    pub flows_started: u64,
-    pub flows_ended: u64,
-    /// Flows first seen after their handshake (window not rewritten).
-    pub flows_without_handshake: u64,
-    /// Packets handed to `on_ack`.
-    pub acks_in: u64,
-    /// Packets sent towards senders (paced, forwarded, piggy-backed, flushed).
-    pub acks_out: u64,
-    /// Paced ACKs synthesised from a template.
-    pub acks_paced: u64,
-    /// Pure ACKs below the receiver's highest, dropped (their information was already held).
-    pub acks_stale_dropped: u64,
-    pub dupacks_in: u64,
-    pub dupacks_out: u64,
-    /// ACKs whose window field was lowered.
-    pub window_rewrites: u64,
-    /// Data packets from receivers whose ACK number/window was rewritten.
-    pub piggyback_rewrites: u64,
-    /// ACKs sent without the SACK blocks their template had.
-    pub sack_withheld: u64,
-    /// Most ACKs held at once (over all flows).
-    pub acks_held_max: u64,
-    /// Allocation passes run.
-    pub allocations: u64,
-    pub rtt_samples: u64,
-    /// RTT samples discarded (retransmission overlap, or the timed segment's dequeue was not seen).
-    pub rtt_samples_discarded: u64,
-    /// Per-flow pacing: timer calls that came more than
-    /// [`LATE_WAKEUP_CATCHUP`] late (live only), and the time
-    /// every flow's pacing grid was moved by for them, ns.
-    pub late_timer_shifts: u64,
-    pub late_timer_shift_ns: u64,
-    /// Packets inconsistent with what the gateway saw of their flow: they moved no state.
-    pub inconsistent: GuardStats,
-}
-
-/// What TCR reports ([`AckMechanism::stats`]): its counters, what it holds now and the first
-/// [`TcrReport::LISTED`] flows. Serialised flat: the counters' keys beside the others.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[non_exhaustive]
-pub struct TcrReport {
-    /// Always `"tcr"`.
-    pub kind: &'static str,
-    #[serde(flatten)]
-    pub counters: TcrStats,
-    /// ACKs held now.
-    pub acks_held: u64,
-    /// Flows tracked now.
-    pub flows: usize,
-    /// Entries in the pacing timer heap.
-    pub timer_entries: usize,
-    /// The first [`TcrReport::LISTED`] flows.
-    pub per_flow: Vec<FlowInfo>,
-}
-
-impl TcrReport {
-    /// How many flows `per_flow` lists at most (the live gateway takes these stats every second
-    /// on its data-plane thread).
-    pub const LISTED: usize = 64;
-}
-
-/// A snapshot of one flow's state (tests, stats).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[non_exhaustive]
-pub struct FlowInfo {
-    pub flow: String,
-    /// Allocation A_i, bit/s of class bytes.
-    pub alloc_bps: f64,
-    /// Measured rate R_i (EWMA), bit/s of class bytes.
-    pub rate_bps: f64,
-    pub bottlenecked: bool,
-    /// Counts in the allocation.
-    pub member: bool,
-    pub srtt_ms: Option<f64>,
-    pub rtt_min_ms: Option<f64>,
-    /// Gateway → sender → gateway, smallest seen.
-    pub lan_rtt_ms: Option<f64>,
-    pub mss: u32,
-    /// A full segment as the class counts it, bytes.
-    pub segment_bytes: u32,
-    pub rcv_scale: Option<u8>,
-    /// The window TCR aims at (A·RTT, rounded, floored), bytes.
-    pub window_target_bytes: Option<u64>,
-    /// The window last written (raw field × 2^scale), bytes.
-    pub window_bytes: u64,
-    pub left_edge: u32,
-    pub right_edge: u32,
-    pub dupacks_pending: u32,
-    /// ACKs held (queued bytes in release units + duplicates).
-    pub acks_queued: u32,
 }
 
 /// TCP Rate Control for one class. See the module documentation.
