@@ -1,9 +1,8 @@
 //! `ackshape reproduce`: run the papers' experiments and check their claims.
 
-use ackshape_repro::claims::{counts, verdict_line};
 use ackshape_repro::{
-    apply_sets, check_set_keys, claim_records, paper_of, registry, run_experiment, select, set_workers, workers,
-    write_index, write_output_with, ClaimRecord, Ctx, Experiment, RunInfo, Status, PAPERS,
+    apply_sets, check_set_keys, claim_records, registry, run_experiment, select, set_workers, totals, workers,
+    write_index, write_output_with, Ctx, Experiment, RunInfo, Status, PAPERS, STUDY, STUDY_DESCRIPTION,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -62,7 +61,10 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
         for p in &PAPERS {
             println!("  {}  {}.", p.id, p.citation);
         }
-        println!("\nExperiments (ID = paper, then F figure, T table, S section, A algorithm, M model):");
+        println!("  {:<2}  {}.", STUDY, STUDY_DESCRIPTION);
+        println!(
+            "\nExperiments (ID = paper, then F figure, T table, S section, A algorithm, M model; M-Pn: the study's rerun of paper n's set-up):"
+        );
         for e in &all {
             println!("{:<10} {:<60} {}", e.id, e.title, e.file);
         }
@@ -243,17 +245,12 @@ pub fn cmd_reproduce(a: ReproduceArgs) -> ExitCode {
             }
         }
     }
-    // One totals line per paper (to stderr with --json, whose stdout is one JSON document).
-    for p in &PAPERS {
-        let mine: Vec<&ClaimRecord> =
-            records.iter().filter(|r| paper_of(&r.id).is_some_and(|q| q.id == p.id)).collect();
-        if !mine.is_empty() {
-            let line = format!("{} (paper {}): {}", p.id, p.number, verdict_line(counts(mine)));
-            if a.json {
-                eprintln!("{line}");
-            } else {
-                println!("{line}");
-            }
+    // One totals line per paper and the study's (to stderr with --json: stdout is one JSON document).
+    for line in totals(&records) {
+        if a.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
         }
     }
     match write_index(&out_root) {

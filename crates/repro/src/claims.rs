@@ -504,6 +504,12 @@ pub fn verdict((h, f, _n): (usize, usize, usize)) -> &'static str {
     }
 }
 
+/// `3 of 5 questions hold, 2 fail, 0 not assessable` (the modern-baselines study: its records answer
+/// the study's own questions, so there is no reproduced / not reproduced).
+pub fn study_line((h, f, n): (usize, usize, usize)) -> String {
+    format!("{h} of {} questions hold, {f} fail, {n} not assessable", h + f + n)
+}
+
 /// `partly reproduced: 7 of 12 claims hold, 3 fail, 2 not assessable`.
 pub fn verdict_line(c: (usize, usize, usize)) -> String {
     let (h, f, n) = c;

@@ -116,6 +116,48 @@ pub fn paper_of(id: &str) -> Option<&'static Paper> {
     PAPERS.iter().find(|p| p.id.eq_ignore_ascii_case(head))
 }
 
+/// The prefix of the modern-baselines study's experiments (`M-P0` … `M-P4`): no paper's claims,
+/// the study's own questions (`docs/modern-baselines.md`).
+pub const STUDY: &str = "M";
+
+/// The study's one-line description (`reproduce --list`).
+pub const STUDY_DESCRIPTION: &str = "the modern-baselines study (no paper): each paper's headline set-up against \
+                                     FQ-CoDel, PIE, a CAKE-like shaper and RED/ECN with Reno, CUBIC and BBR senders \
+                                     (docs/modern-baselines.md)";
+
+/// One totals line per paper with records (`P2 (paper 002): partly reproduced: 7 of 12 claims hold, …`),
+/// then the study's (`M (modern-baselines study): study: 3 of 5 questions hold, …`).
+pub fn totals(records: &[ClaimRecord]) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &PAPERS {
+        let mine: Vec<&ClaimRecord> =
+            records.iter().filter(|r| paper_of(&r.id).is_some_and(|q| q.id == p.id)).collect();
+        if !mine.is_empty() {
+            out.push(format!("{} (paper {}): {}", p.id, p.number, claims::verdict_line(claims::counts(mine))));
+        }
+    }
+    let study: Vec<&ClaimRecord> = records.iter().filter(|r| is_study(&r.id)).collect();
+    if !study.is_empty() {
+        out.push(format!("{STUDY} (modern-baselines study): {}", verdict_for(STUDY, claims::counts(study))));
+    }
+    out
+}
+
+/// Whether an experiment ID (`M-P2`) or prefix (`M`) is the modern-baselines study's.
+pub fn is_study(id: &str) -> bool {
+    id.split('-').next().unwrap_or(id).eq_ignore_ascii_case(STUDY)
+}
+
+/// The one-line verdict of an experiment's counted records: the papers' (`partly reproduced: 7 of 12
+/// claims hold, …`) or, for the study, `study: 3 of 5 questions hold, 2 fail, 0 not assessable`.
+pub fn verdict_for(id: &str, c: (usize, usize, usize)) -> String {
+    if is_study(id) {
+        format!("study: {}", claims::study_line(c))
+    } else {
+        claims::verdict_line(c)
+    }
+}
+
 /// Every registered experiment, in paper order.
 pub fn registry() -> Vec<Experiment> {
     let mut v: Vec<Experiment> = Vec::new();
@@ -126,7 +168,8 @@ pub fn registry() -> Vec<Experiment> {
     v.extend(p0::experiments());
     v.extend(p1::experiments());
     v.extend(modern::experiments());
-    v.sort_by_key(|e| id_order(e.id));
+    // The papers first, then the study.
+    v.sort_by_key(|e| (is_study(e.id), id_order(e.id)));
     v
 }
 
@@ -327,9 +370,9 @@ impl RunInfo {
         }
     }
 
-    /// `partly reproduced: 7 of 12 claims hold, 3 fail, 2 not assessable`.
+    /// `partly reproduced: 7 of 12 claims hold, 3 fail, 2 not assessable` ([`verdict_for`]).
     pub fn verdict(&self) -> String {
-        claims::verdict_line((self.holds, self.fails, self.not_assessable))
+        verdict_for(&self.id, (self.holds, self.fails, self.not_assessable))
     }
 
     /// The command that reproduces this run.
@@ -502,7 +545,7 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
             runs.push((run, claims));
         }
     }
-    runs.sort_by_key(|r| id_order(&r.0.id));
+    runs.sort_by_key(|r| (is_study(&r.0.id), id_order(&r.0.id)));
     let mut s = String::from("# Reproduced experiments\n\n");
     s += "Each row links to the experiment's report (paper vs measured for every claim, tables, plots). \
           Counts are of the primary claims (the file as written; readings of unstated parameters and \
@@ -514,6 +557,10 @@ pub fn write_index(root: &Path) -> std::io::Result<PathBuf> {
         if !mine.is_empty() {
             s += &format!("| {} (paper {}) | {} |\n", p.id, p.number, claims::verdict_line(claims::counts(mine)));
         }
+    }
+    let study: Vec<&ClaimRecord> = runs.iter().filter(|r| is_study(&r.0.id)).flat_map(|r| &r.1).collect();
+    if !study.is_empty() {
+        s += &format!("| {STUDY} (modern-baselines study) | {} |\n", verdict_for(STUDY, claims::counts(study)));
     }
     s += "\n| experiment | title | hold | fail | not assessable | mode | wall time | command |\n\
           |---|---|---|---|---|---|---|---|\n";
@@ -624,16 +671,26 @@ pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String
     let mut sections: Vec<&str> = out.claims.iter().filter(|r| r.link != "n/a").map(|r| r.link.as_str()).collect();
     sections.sort_unstable();
     sections.dedup();
-    s += &format!(
-        "**Verdict: {}{}.** Analysis of the misses: {}.\n\n",
-        claims::verdict_line(c),
-        if run.quick { " (quick run)" } else { "" },
-        if sections.is_empty() {
-            format!("`docs/reproduction.md#{anchor}`")
-        } else {
-            sections.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ")
-        }
-    );
+    if is_study(id) {
+        s += &format!(
+            "The modern-baselines study: no paper's claims, the study's own questions, stated in the file \
+             before the first run; each answer is the measurement. What the answers mean: \
+             `docs/modern-baselines.md`.\n\n**Answers: {}{}.**\n\n",
+            claims::study_line(c),
+            if run.quick { " (quick run)" } else { "" },
+        );
+    } else {
+        s += &format!(
+            "**Verdict: {}{}.** Analysis of the misses: {}.\n\n",
+            claims::verdict_line(c),
+            if run.quick { " (quick run)" } else { "" },
+            if sections.is_empty() {
+                format!("`docs/reproduction.md#{anchor}`")
+            } else {
+                sections.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ")
+            }
+        );
+    }
     s += &format!("Experiment file: `{}`", exp.file);
     if run.quick {
         s += " (quick mode: fewer seeds/points than the full run)";
@@ -662,7 +719,8 @@ pub fn markdown_with(out: &ExpOutput, exp: &Experiment, run: &RunInfo) -> String
         )
     };
     let head = "| id | claim | paper | measured | criterion | reading | status |\n|---|---|---|---|---|---|---|\n";
-    s += &format!("\n\n## Claims ({} of {} hold)\n\n{head}", c.0, c.0 + c.1 + c.2);
+    let heading = if is_study(id) { "Questions" } else { "Claims" };
+    s += &format!("\n\n## {heading} ({} of {} hold)\n\n{head}", c.0, c.0 + c.1 + c.2);
     for r in out.claims.iter().filter(|r| r.counted()) {
         s += &row(r);
     }
@@ -869,6 +927,19 @@ seeds = 3
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         let run = RunInfo { id: "P0-F9".into(), set: vec!["tcp.cc=reno".into()], seed: 1, ..Default::default() };
         assert_eq!(run.command(), "ackshape reproduce P0-F9 --set tcp.cc=reno");
+    }
+
+    /// The study's experiments come after every paper's, and their one-line verdict counts
+    /// questions, not a reproduction.
+    #[test]
+    fn the_study_is_listed_last_and_answers_questions() {
+        let ids: Vec<&str> = registry().iter().map(|e| e.id).collect();
+        let first = ids.iter().position(|id| is_study(id)).expect("the study is registered");
+        assert!(ids[..first].iter().all(|id| paper_of(id).is_some()), "{ids:?}");
+        assert!(ids[first..].iter().all(|id| is_study(id)), "{ids:?}");
+        assert_eq!(verdict_for("M-P2", (3, 2, 0)), "study: 3 of 5 questions hold, 2 fail, 0 not assessable");
+        assert_eq!(verdict_for("P2-F8", (3, 2, 0)), "partly reproduced: 3 of 5 claims hold, 2 fail, 0 not assessable");
+        assert!(!is_study("P4-F7") && is_study("m") && is_study("M-P0"));
     }
 
     /// Every miss points at a section of docs/reproduction.md that exists.

@@ -35,6 +35,19 @@ fn study_quick_claims_match_the_expectation_table() {
     let t = &m4.tables[0];
     let good = |d: &str, cc: &str| t.rows.iter().find(|r| r[0] == d && r[1] == cc).unwrap()[2].as_f64().unwrap();
     assert!(good("triple-ACK f=6", "reno") < good("no tap", "reno"));
+    // The report answers the study's questions; it has no paper to reproduce, so no verdict.
+    let exp = ackshape_repro::registry().into_iter().find(|e| e.id == "M-P4").unwrap();
+    let report = ackshape_repro::markdown(m4, &exp, true);
+    let (h, f, n) = ackshape_repro::claims::counts(&m4.claims);
+    assert!(
+        report.contains(&format!(
+            "**Answers: {h} of {} questions hold, {f} fail, {n} not assessable (quick run).**",
+            h + f + n
+        )),
+        "{report}"
+    );
+    assert!(report.contains("docs/modern-baselines.md") && report.contains("## Questions ("), "{report}");
+    assert!(!report.contains("Verdict"), "{report}");
 }
 
 #[test]
