@@ -17,7 +17,12 @@ def _frame(columns):
 
     data = {}
     for name, kind, payload in columns:
-        data[name] = np.array(payload, dtype=object) if kind == "str" else np.frombuffer(payload, dtype=kind).copy()
+        if kind == "str":
+            # An empty cell is a missing value, as when the CSV file is read (e.g. `bbr_mode` of a
+            # flow that does not run BBR).
+            data[name] = np.array([v if v != "" else np.nan for v in payload], dtype=object)
+        else:
+            data[name] = np.frombuffer(payload, dtype=kind).copy()
     return pd.DataFrame(data, columns=[c[0] for c in columns])
 
 
