@@ -302,7 +302,7 @@ mod tests {
                     return true;
                 }
                 for block in section.split("```toml").skip(1).map(|b| b.split("```").next().unwrap()) {
-                    ackshape_core::shape::tap::TapSpec::from_toml(block)
+                    ackshape_format::tap::from_toml(block)
                         .unwrap_or_else(|e| panic!("docs/policy.md tap example: {e:?}"));
                     tap_blocks += 1;
                 }

@@ -36,7 +36,7 @@ pub fn build_middlebox(
             if spec.mode != MbMode::Mirror {
                 return Err(("mode".into(), "a tap only sees copies: expected mode = \"mirror\"".into()));
             }
-            let t = ackshape_core::shape::tap::TapSpec::from_table(spec.settings.clone())?;
+            let t = ackshape_format::tap::from_table(spec.settings.clone())?;
             // Its flow tables keyed from the scenario seed (deterministic).
             let key = ackshape_core::hash::HashKey::from_seed(seed).derive("tap", index as u64);
             Ok(Box::new(ackshape_core::shape::tap::Tap::with_hash_key(t, key)))
