@@ -61,7 +61,7 @@ mod tests {
             "[[rule]]\ntechnique = \"zero-window\"\nsrc = \"10.0.0.0/24\"\ntarget = \"2Mbit/s\"\nscope = \"aggregate\"",
         );
         assert_eq!(s.rule[0].target, Some(2_000_000));
-        assert_eq!(s.rule[0].bounds(), (1.0, 1000.0));
+        assert_eq!((s.rule[0].min_every, s.rule[0].max_every), (None, None));
         let bad = |t: &str, key: &str| {
             let (k, m) = from_toml(t).unwrap_err();
             assert_eq!(k, key, "{t}: {m}");

@@ -962,6 +962,14 @@ mod tests {
         assert!(Subnet::parse("ten").is_err());
     }
 
+    #[test]
+    fn every_bounds_default_by_technique() {
+        let s = spec("[[rule]]\ntechnique = \"zero-window\"\ntarget = \"2Mbit/s\"\nscope = \"aggregate\"");
+        assert_eq!(s.rule[0].bounds(), (1.0, 1000.0));
+        let s = spec("technique = \"triple-ack\"\ntarget = \"2Mbit/s\"\nmin_every = 3");
+        assert_eq!(s.rule[0].bounds(), (3.0, 1000.0));
+    }
+
     /// Drive `n` data segments each followed by its ACK (one ACK per segment); returns what the
     /// tap emitted per ACK.
     fn drive(tap: &mut Tap, n: u32) -> Vec<Emit> {
