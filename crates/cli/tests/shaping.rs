@@ -88,16 +88,7 @@ fn scenario(dir: &Path, name: &str, prefix: &str) -> PathBuf {
 
 /// `ackshape compare --json` on the files: the report.
 fn compare(files: &[PathBuf], out: &Path) -> Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_ackshape"))
-        .arg("compare")
-        .args(files)
-        .args(["--json", "--out"])
-        .arg(out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "compare failed: {}\n{}", stdout, String::from_utf8_lossy(&o.stderr));
-    serde_json::from_str(&stdout).unwrap()
+    compare_set(files, out, &[])
 }
 
 fn live_summary(out: &Path, name: &str) -> Value {
