@@ -7,6 +7,7 @@
 //! - [`policy_report`]: what a validated policy will do, for people (`ackshape validate
 //!   --policy`, the live gateway's start and reload lines), and warnings about valid policies that
 //!   are probably not what the author meant.
+//! - [`tomlerr`]: how every TOML reader words a syntax error (its line) and a bad value (its key).
 //! - [`tap`]: reading a tap configuration (`ackshape tap --policy`, a scenario's tap box) into
 //!   a validated [`TapSpec`](ackshape_core::shape::tap::TapSpec).
 //!
@@ -16,3 +17,4 @@
 pub mod policy;
 pub mod policy_report;
 pub mod tap;
+pub mod tomlerr;

@@ -173,7 +173,6 @@ fn resolve_policy(
     file: Option<&String>,
     base_dir: Option<&std::path::Path>,
 ) -> Result<ackshape_core::shape::policy::Policy, (String, String)> {
-    use ackshape_core::shape::policy::Policy;
     Ok(match (policy, file) {
         (Some(_), Some(_)) => {
             return Err(("policy_file".into(), "give either `policy` (inline) or `policy_file`, not both".into()))
@@ -181,7 +180,7 @@ fn resolve_policy(
         (None, None) => {
             return Err(("policy".into(), "expected an inline `policy = { … }` table or a `policy_file`".into()))
         }
-        (Some(t), None) => Policy::from_table(t, "<inline>").map_err(|e| match e.key {
+        (Some(t), None) => ackshape_format::policy::from_table(t, "<inline>").map_err(|e| match e.key {
             Some(k) => (format!("policy.{k}"), e.msg),
             None => ("policy".into(), e.msg),
         })?,
