@@ -1391,6 +1391,52 @@ proto = "tcp"
 class = "bulk"
 "#;
 
+    /// The core reads no file format: the same policy given as JSON (any serde format) is the
+    /// same policy, with the same error keys.
+    #[test]
+    fn any_serde_format_gives_the_same_policy() {
+        let json = serde_json::json!({
+            "link": { "outbound": "10Mbit/s" },
+            "class": [
+                { "name": "bulk", "rate": "2Mbit/s", "ceil": "10Mbit/s",
+                  "mechanism": { "kind": "tcr" }, "qdisc": { "kind": "red", "min_th": 5 } },
+                { "name": "web", "rate": "8Mbit/s" },
+            ],
+            "rule": [ { "class": "web", "dport": [80, 443], "proto": "tcp" }, { "class": "bulk" } ],
+        });
+        let toml = r#"
+[link]
+outbound = "10Mbit/s"
+[[class]]
+name = "bulk"
+rate = "2Mbit/s"
+ceil = "10Mbit/s"
+mechanism = { kind = "tcr" }
+qdisc = { kind = "red", min_th = 5 }
+[[class]]
+name = "web"
+rate = "8Mbit/s"
+[[rule]]
+class = "web"
+dport = [80, 443]
+proto = "tcp"
+[[rule]]
+class = "bulk"
+"#;
+        let from_json = Policy::read(json, "p.json").unwrap();
+        assert_eq!(from_json, parse(toml, "p.json").unwrap());
+        assert_eq!(from_json.classes[0].mechanism.as_ref().map(|m| m.0.as_str()), Some("tcr"));
+        let bad = serde_json::json!({ "class": [ { "name": "a", "rate": "1Mbit/s", "qdisc": { "kind": "red", "min_th": "x" } } ] });
+        let e = Policy::read(bad, "p.json").unwrap_err();
+        let t =
+            parse("[[class]]\nname = \"a\"\nrate = \"1Mbit/s\"\nqdisc = { kind = \"red\", min_th = \"x\" }", "p.json");
+        assert_eq!(e, t.unwrap_err());
+        assert!(
+            e.key.as_deref().is_some_and(|k| k.starts_with("class[0].qdisc")) && e.msg.contains("invalid type"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn parses_a_two_class_policy() {
         let p = parse(TWO, "p.toml").unwrap();
