@@ -35,7 +35,7 @@ pub fn tap_policies() -> &'static [TapSpec] {
         TAP_POLICIES
             .iter()
             .enumerate()
-            .map(|(i, t)| TapSpec::from_toml(t).unwrap_or_else(|e| panic!("tap policy {i}: {e:?}")))
+            .map(|(i, t)| ackshape_format::tap::from_toml(t).unwrap_or_else(|e| panic!("tap policy {i}: {e:?}")))
             .collect()
     })
 }
@@ -432,7 +432,7 @@ pub fn policy_text(data: &[u8]) {
         let _ = ackshape_live::gateway::pipeline_config(&p);
         let _ = PolicyPipeline::new(&p).stats_json();
     }
-    if let Ok(spec) = TapSpec::from_toml(&t) {
+    if let Ok(spec) = ackshape_format::tap::from_toml(&t) {
         let tap = Tap::new(spec);
         let _ = serde_json::to_value(tap.stats()).unwrap();
     }

@@ -14,6 +14,11 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
+/// A policy file's text read as the format crate reads it (a TOML table), validated by the core.
+fn parse_policy(text: &str, file: &str) -> Result<Policy, ackshape_core::shape::policy::PolicyError> {
+    Policy::read(text.parse::<toml::Value>().expect("TOML"), file)
+}
+
 const FLOWS: u32 = 256;
 const BATCH: usize = 1024;
 
@@ -129,7 +134,7 @@ impl Source {
 }
 
 fn gateway(text: &str) -> (Gateway, Source, Emit) {
-    let mut g = Gateway::new(Policy::parse(text, "bench.toml").unwrap(), 0, 1);
+    let mut g = Gateway::new(parse_policy(text, "bench.toml").unwrap(), 0, 1);
     let mut src = Source::new();
     let mut out = Emit::new();
     // Open every flow, then warm up.
@@ -189,7 +194,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function("reference-vecdeque", |b| b.iter(|| run_reference(&mut q, &mut src)));
     }
     {
-        let p = Policy::parse(&policy(""), "bench.toml").unwrap();
+        let p = parse_policy(&policy(""), "bench.toml").unwrap();
         let mut src = Source::new();
         g.bench_function("classify (16 rules)", |b| b.iter(|| run_classify(&p, &mut src)));
     }
@@ -218,7 +223,7 @@ fn summary() {
     let mut rq: VecDeque<Packet> = VecDeque::new();
     let r = time(&mut || run_reference(&mut rq, &mut src));
     println!("  {:<32} {:>7.1} ns", "reference (VecDeque)", r);
-    let p = Policy::parse(&policy(""), "bench.toml").unwrap();
+    let p = parse_policy(&policy(""), "bench.toml").unwrap();
     let mut src = Source::new();
     let t = time(&mut || run_classify(&p, &mut src));
     println!("  {:<32} {:>7.1} ns  ({:.1}x reference)", "classify alone (16 rules)", t, t / r);

@@ -77,7 +77,7 @@ fn cases() -> Vec<(String, &'static str, u32)> {
 }
 
 fn setup(spec: &str, flows: u32) -> (Tap, Source) {
-    let mut tap = Tap::new(TapSpec::from_toml(spec).unwrap());
+    let mut tap = Tap::new(toml::from_str::<TapSpec>(&format!("[[rule]]\n{spec}")).unwrap());
     let mut src = Source { flows, i: 0, now: Time(0) };
     let mut out = Emit::new();
     for _ in 0..(2 * flows as usize).max(BATCH) {

@@ -15,8 +15,9 @@
 //! - [`impair`]: loss and delay models shared by simulated links and the live WAN emulator.
 //! - [`model`], [`model_afvq`], [`model_edge`]: analytic throughput models (Mathis, Padhye; paper
 //!   002's two-way model; paper 000's edge-gateway model of App. B/C, corrected).
-//! - [`units`]: values with units as written in scenario and policy files; [`tomlerr`]: how
-//!   every TOML reader words a syntax error (its line) and a bad value (its key).
+//! - [`units`]: values with units as written in scenario and policy files; [`table`]: tables
+//!   picked by a key (`qdisc`, `mechanism`), held without their file format, and how every
+//!   reader names the key of a bad value.
 //! - [`time`], [`rng`]: time passed in by drivers; seeded random streams.
 //!
 //! **What it is not.** It never touches a socket, a file or the OS clock, and it has no event loop:
@@ -33,9 +34,9 @@ pub mod queue;
 pub mod rng;
 pub mod shape;
 pub mod stats;
+pub mod table;
 pub mod tcp;
 pub mod time;
-pub mod tomlerr;
 pub mod units;
 
 pub use time::{Dur, Time};

@@ -11,6 +11,11 @@ use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, L4};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 
+/// A policy file's text read as the format crate reads it (a TOML table), validated by the core.
+fn parse_policy(text: &str, file: &str) -> Result<Policy, ackshape_core::shape::policy::PolicyError> {
+    Policy::read(text.parse::<toml::Value>().expect("TOML"), file)
+}
+
 const LAN: u8 = 1;
 const WAN: u8 = 2;
 
@@ -108,7 +113,7 @@ impl AckMechanism for Stub {
 }
 
 fn gateway(policy: &str) -> (Gateway, Arc<Mutex<Vec<Ev>>>) {
-    let p = Policy::parse(policy, "test.toml").unwrap();
+    let p = parse_policy(policy, "test.toml").unwrap();
     let mut g = Gateway::new(p, 0, 1);
     let log = Arc::new(Mutex::new(Vec::new()));
     g.set_mechanism(
@@ -198,7 +203,7 @@ fn a_download_the_receiver_opened_shows_its_handshake_to_the_inbound_mechanism()
                   [[class]]\nname = \"down\"\nrate = \"10Mbit/s\"\n\
                   [[rule]]\nclass = \"up\"\n[[rule]]\nclass = \"down\"\ndirection = \"inbound\"\n";
     for up_mech in [false, true] {
-        let p = Policy::parse(policy, "test.toml").unwrap();
+        let p = parse_policy(policy, "test.toml").unwrap();
         let mut g = Gateway::new(p, 0, 1);
         let log = Arc::new(Mutex::new(Vec::new()));
         let stub = |log: &Arc<Mutex<Vec<Ev>>>| {
@@ -311,7 +316,7 @@ fn flow_events(log: &Arc<Mutex<Vec<Ev>>>) -> Vec<Ev> {
 #[test]
 fn a_flow_key_travelling_both_ways_stays_with_its_first_direction() {
     for max_flows in [1, 8] {
-        let p = Policy::parse(
+        let p = parse_policy(
             &format!(
                 "[flows]\nmax_flows = {max_flows}\nidle_timeout_s = 5\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n\
                  [[rule]]\nclass = \"c\"\ndirection = \"both\"\n"
@@ -404,7 +409,7 @@ fn pfq_drr_keeps_the_pcdq_backlogged_and_reports_flow_queues() {
 
 /// Saturate leaves with `n` packets each, run 1 s, return bytes sent per class.
 fn share(policy: &str, leaves: &[u8], secs: f64) -> Vec<f64> {
-    let p = Policy::parse(policy, "htb.toml").unwrap();
+    let p = parse_policy(policy, "htb.toml").unwrap();
     let mut g = Gateway::new(p, 0, 1);
     let mut out = Emit::new();
     for _ in 0..3000 {
@@ -535,7 +540,7 @@ queue = "5000pkt"
 [[rule]]
 class = "c"
 "#;
-    Gateway::new(Policy::parse(policy, "line.toml").unwrap(), 0, 1)
+    Gateway::new(parse_policy(policy, "line.toml").unwrap(), 0, 1)
 }
 
 /// Run a saturated line (`line_gateway`) for 1 s with every wake-up `late` after its time, as
@@ -636,7 +641,7 @@ fn the_measurement_window_ends_where_it_is_told_to() {
 #[test]
 fn per_host_stats_list_the_busiest_hosts_and_total_all() {
     use ackshape_core::shape::gateway::PER_HOST_LISTED;
-    let p = Policy::parse(
+    let p = parse_policy(
         "[[class]]\nname = \"h\"\nper_host = \"10.1.0.0/24\"\nrate = \"100Gbit/s\"\n[[rule]]\nclass = \"h\"\n",
         "p.toml",
     )
@@ -688,7 +693,7 @@ fn spoofs_with_a_real_flows_tuple_neither_open_flows_nor_end_them() {
     let policy = "[[class]]\nname = \"up\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
                   [[class]]\nname = \"down\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
                   [[rule]]\nclass = \"up\"\n[[rule]]\nclass = \"down\"\ndirection = \"inbound\"\n";
-    let p = Policy::parse(policy, "test.toml").unwrap();
+    let p = parse_policy(policy, "test.toml").unwrap();
     let mut g = Gateway::new(p, 0, 1);
     let mut out = Emit::new();
     let mut t = Time::ZERO;
@@ -782,7 +787,7 @@ fn a_new_flow_flood_in_one_class_leaves_the_other_class_room() {
                   [[class]]\nname = \"bulk\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
                   [[class]]\nname = \"other\"\nrate = \"10Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
                   [[rule]]\nclass = \"bulk\"\ndport = 5001\n";
-    let mut g = Gateway::new(Policy::parse(policy, "p.toml").unwrap(), 0, 1);
+    let mut g = Gateway::new(parse_policy(policy, "p.toml").unwrap(), 0, 1);
     let mut out = Emit::new();
     let mut now = Time::ZERO;
     for n in 0..20_000u32 {
@@ -819,7 +824,7 @@ fn a_new_flow_flood_in_one_class_leaves_the_other_class_room() {
     // Per source: a bound of 3 flows for one address.
     let policy =
         "default_class = \"c\"\n[flows]\nmax_flows_per_source = 3\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n";
-    let mut g = Gateway::new(Policy::parse(policy, "p.toml").unwrap(), 0, 1);
+    let mut g = Gateway::new(parse_policy(policy, "p.toml").unwrap(), 0, 1);
     for port in 0..10u16 {
         let mut p = new_tuple(7, false, 6000 + port);
         p.tcp_mut().unwrap().dport = 6000 + port;
@@ -833,7 +838,7 @@ fn a_new_flow_flood_in_one_class_leaves_the_other_class_room() {
 /// A bound above `max_flows`, or zero, is an error naming the key.
 #[test]
 fn flow_bounds_are_checked() {
-    let e = Policy::parse(
+    let e = parse_policy(
         "[flows]\nmax_flows = 10\nmax_flows_per_class = 11\n[[class]]\nname = \"c\"\nrate = \"1Mbit/s\"\n",
         "p.toml",
     )
@@ -855,7 +860,7 @@ fn flow_bounds_are_checked() {
 fn spoofed_handshakes_leave_the_reverse_half_its_handshake_and_its_sequence_checks() {
     let policy = "default_class = \"c\"\n[[class]]\nname = \"c\"\nrate = \"4Mbit/s\"\nqueue = \"100pkt\"\n\
                   mechanism = { kind = \"tcr\", pacing = \"class-tick\", allocation = \"equal\" }\n";
-    let mut g = Gateway::new(Policy::parse(policy, "test.toml").unwrap(), 14, 1);
+    let mut g = Gateway::new(parse_policy(policy, "test.toml").unwrap(), 14, 1);
     let mut out = Emit::new();
     let mut t = Time::from_secs_f64(1.0);
     let step = Dur::from_millis(50);
@@ -923,7 +928,7 @@ fn a_reload_carries_the_flows_of_persisting_classes_and_releases_the_others() {
     let new_policy = "[[class]]\nname = \"fresh\"\nrate = \"5Mbit/s\"\n\
                       [[class]]\nname = \"up\"\nrate = \"20Mbit/s\"\nmechanism = { kind = \"tcr\" }\n\
                       [[rule]]\nclass = \"fresh\"\nsrc = \"10.1.0.3\"\n[[rule]]\nclass = \"up\"\n";
-    let mut old = Gateway::new(Policy::parse(old_policy, "old.toml").unwrap(), 0, 1);
+    let mut old = Gateway::new(parse_policy(old_policy, "old.toml").unwrap(), 0, 1);
     let log = Arc::new(Mutex::new(Vec::new()));
     // Class `gone` (index 1) holds every ACK of its flows until they end.
     old.set_mechanism(
@@ -960,7 +965,7 @@ fn a_reload_carries_the_flows_of_persisting_classes_and_releases_the_others() {
     assert!(held_gone >= 2, "the stub holds flow 2's ACKs: {held_gone}");
     out.clear();
 
-    let new_p = Policy::parse(new_policy, "new.toml").unwrap();
+    let new_p = parse_policy(new_policy, "new.toml").unwrap();
     let mut control = Gateway::new(new_p.clone(), 0, 1);
     let mut new = Gateway::new(new_p, 0, 1);
     let r = new.take_over_from(t, &mut old, &mut out);
@@ -1010,8 +1015,8 @@ fn a_reload_keeps_a_persisting_classs_queue_and_rate() {
     let policy = "default_class = \"bulk\"\n[[class]]\nname = \"bulk\"\nrate = \"1Mbit/s\"\nqueue = \"100pkt\"\n";
     let new_policy = format!("{policy}[[class]]\nname = \"extra\"\nrate = \"1Mbit/s\"\n");
     let run = |carry: bool| -> usize {
-        let mut old = Gateway::new(Policy::parse(policy, "old.toml").unwrap(), 0, 1);
-        let mut new = Gateway::new(Policy::parse(&new_policy, "new.toml").unwrap(), 0, 1);
+        let mut old = Gateway::new(parse_policy(policy, "old.toml").unwrap(), 0, 1);
+        let mut new = Gateway::new(parse_policy(&new_policy, "new.toml").unwrap(), 0, 1);
         let mut out = Emit::new();
         let gap = Dur::from_millis(6); // 1500 B every 6 ms: 2 Mbit/s
         let mut seq = 1u32;
@@ -1065,7 +1070,7 @@ fn eviction_and_release_order_do_not_depend_on_the_hash_key() {
     use ackshape_core::hash::HashKey;
     let policy = "[flows]\nidle_timeout_s = 5\n[[class]]\nname = \"c\"\nrate = \"10Mbit/s\"\n[[rule]]\nclass = \"c\"\n";
     let run = |key: HashKey| {
-        let mut g = Gateway::with_key(Policy::parse(policy, "test.toml").unwrap(), 0, 1, key);
+        let mut g = Gateway::with_key(parse_policy(policy, "test.toml").unwrap(), 0, 1, key);
         let log = Arc::new(Mutex::new(Vec::new()));
         g.set_mechanism(
             0,

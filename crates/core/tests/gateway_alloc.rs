@@ -12,6 +12,11 @@ use std::net::{IpAddr, Ipv4Addr};
 mod alloc_counter;
 use alloc_counter::{allocs, live_bytes};
 
+/// A policy file's text read as the format crate reads it (a TOML table), validated by the core.
+fn parse_policy(text: &str, file: &str) -> Result<Policy, ackshape_core::shape::policy::PolicyError> {
+    Policy::read(text.parse::<toml::Value>().expect("TOML"), file)
+}
+
 fn pkt(f: u32, ack: bool, seq: u32) -> (Dir, Packet) {
     let lan = IpAddr::V4(Ipv4Addr::from(0x0A00_0000 + f));
     let wan = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
@@ -66,7 +71,7 @@ fn gateway(leaf: &str) -> Gateway {
     let p = format!(
         "[flows]\nmax_flows = 1000000\n[[class]]\nname = \"c\"\nrate = \"10Gbit/s\"\n{leaf}\n[[rule]]\nclass = \"c\"\n"
     );
-    Gateway::new(Policy::parse(&p, "alloc.toml").unwrap(), 0, 1)
+    Gateway::new(parse_policy(&p, "alloc.toml").unwrap(), 0, 1)
 }
 
 /// Drive `n` packets of `flows` flows (60 % data, 40 % ACKs), 1 µs apart, from `t`.
@@ -141,7 +146,7 @@ fn bytes_of_a_kept_handshake() {
                   mechanism = { kind = \"tcr\" }\n[[rule]]\nclass = \"c\"\ndirection = \"both\"\n";
     let mut per_flow = Vec::new();
     for handshake in [false, true] {
-        let mut g = Gateway::new(Policy::parse(policy, "alloc.toml").unwrap(), 0, 1);
+        let mut g = Gateway::new(parse_policy(policy, "alloc.toml").unwrap(), 0, 1);
         let mut out = Emit::with_capacity(64);
         let base = live_bytes();
         let mut t = Time::ZERO;

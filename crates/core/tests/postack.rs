@@ -104,7 +104,7 @@ fn ids(p: &[Packet]) -> Vec<u16> {
 #[test]
 fn factory_builds_postack_and_names_bad_keys() {
     assert!(ackmech::KINDS.contains(&"postack"));
-    let t = |s: &str| -> toml::Table { toml::from_str(s).unwrap() };
+    let t = |s: &str| -> ackshape_core::table::Table { toml::from_str(s).unwrap() };
     for v in ["basic", "on-off", "zero-timer"] {
         let m = ackshape_core::shape::mechanism::build("postack", &t(&format!("variant = \"{v}\""))).unwrap().unwrap();
         assert_eq!(m.stats().postack().unwrap().variant, v);
@@ -283,7 +283,7 @@ fn spread_slots_release_one_flow_per_slot_at_the_same_per_flow_rate() {
         assert_eq!(d.len(), 3, "{round:?}");
     }
     assert_eq!(m.poll_timeout(), None);
-    let t = |s: &str| -> toml::Table { toml::from_str(s).unwrap() };
+    let t = |s: &str| -> ackshape_core::table::Table { toml::from_str(s).unwrap() };
     let e = ackshape_core::shape::mechanism::build("postack", &t("variant = \"zero-timer\"\nspread_slots = true"))
         .err()
         .unwrap();
@@ -660,10 +660,10 @@ fn basic_holds_no_ack_longer_than_max_hold() {
         assert_eq!(m.acks_held(), 0);
     }
     // The bound is the basic variant's: elsewhere it is refused, naming the key.
-    let t: toml::Table = toml::from_str("variant = \"on-off\"\nmax_hold_ms = 100").unwrap();
+    let t: ackshape_core::table::Table = toml::from_str("variant = \"on-off\"\nmax_hold_ms = 100").unwrap();
     let e = PostAckConfig::from_table(&t).unwrap_err();
     assert_eq!(e.0, "max_hold_ms", "{e:?}");
-    let t: toml::Table = toml::from_str("variant = \"basic\"\nmax_hold_ms = 0").unwrap();
+    let t: ackshape_core::table::Table = toml::from_str("variant = \"basic\"\nmax_hold_ms = 0").unwrap();
     assert_eq!(PostAckConfig::from_table(&t).unwrap_err().0, "max_hold_ms");
 }
 

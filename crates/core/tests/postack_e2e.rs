@@ -144,7 +144,7 @@ impl Net {
         let mech = s.mech.map(|v| {
             // A variant name, or a whole settings table.
             let src = if v.contains('=') { v.to_string() } else { format!("variant = \"{v}\"") };
-            let t: toml::Table = toml::from_str(&src).unwrap();
+            let t: ackshape_core::table::Table = toml::from_str(&src).unwrap();
             let mut m = ackshape_core::shape::mechanism::build("postack", &t).unwrap().unwrap();
             m.set_rate(Time::ZERO, s.rate);
             m

@@ -165,9 +165,10 @@ fn alloc_sum_bps(t: &Tcr) -> f64 {
 #[test]
 fn config_parses_with_defaults_and_names_bad_keys() {
     assert!(ackmech::KINDS.contains(&"tcr"));
-    let empty = toml::Table::new();
+    let empty = ackshape_core::table::Table::new();
     assert!(ackshape_core::shape::mechanism::build("tcr", &empty).unwrap().is_some());
-    let t: toml::Table = toml::from_str("pacing = \"class-tick\"\nallocation = \"equal\"\nsatisfaction = 0.8").unwrap();
+    let t: ackshape_core::table::Table =
+        toml::from_str("pacing = \"class-tick\"\nallocation = \"equal\"\nsatisfaction = 0.8").unwrap();
     assert!(ackshape_core::shape::mechanism::build("tcr", &t).is_ok());
     let cfg = TcrConfig::from_table(&t).unwrap();
     assert_eq!((cfg.pacing, cfg.allocation, cfg.satisfaction), (Pacing::ClassTick, Allocation::Equal, 0.8));
@@ -183,7 +184,7 @@ fn config_parses_with_defaults_and_names_bad_keys() {
         ("window_rtt = \"max\"", "window_rtt"),
         ("all_bottlenecked = \"share\"", "all_bottlenecked"),
     ] {
-        let t: toml::Table = toml::from_str(src).unwrap();
+        let t: ackshape_core::table::Table = toml::from_str(src).unwrap();
         let (k, msg) =
             ackshape_core::shape::mechanism::build("tcr", &t).err().unwrap_or_else(|| panic!("{src} accepted"));
         assert_eq!(k, bad, "{src}: {msg}");

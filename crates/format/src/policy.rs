@@ -1,5 +1,6 @@
-//! Reading a gateway policy file. The format is documented in `docs/policy.md`; the core parses
-//! and validates the text ([`Policy::parse`]), this module reads the file.
+//! Reading a gateway policy file. The format is documented in `docs/policy.md`; this module reads
+//! the file and its TOML ([`load`], [`parse`], [`from_table`]), the core validates what it holds
+//! ([`Policy::read`]).
 
 use ackshape_core::shape::policy::{Policy, PolicyError};
 use std::path::Path;
@@ -12,7 +13,23 @@ pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         key: None,
         msg: format!("cannot read: {e}"),
     })?;
-    Policy::parse(&text, &file)
+    parse(&text, &file)
+}
+
+/// Parse and validate policy TOML; `file` names it in errors (a syntax error by its line, a bad
+/// value by its dotted key).
+pub fn parse(text: &str, file: &str) -> Result<Policy, PolicyError> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| PolicyError {
+        file: file.to_string(),
+        key: None,
+        msg: crate::tomlerr::syntax_message(text, &e),
+    })?;
+    from_table(&table, file)
+}
+
+/// Validate a policy given as a TOML table (e.g. inline in a scenario).
+pub fn from_table(table: &toml::Table, file: &str) -> Result<Policy, PolicyError> {
+    Policy::read(toml::Value::Table(table.clone()), file)
 }
 
 #[cfg(test)]
@@ -34,5 +51,13 @@ mod tests {
         std::fs::write(&good, "[[class]]\nname = \"a\"\nrate = \"2Mbit/s\"\n").unwrap();
         assert_eq!(load(&good).unwrap().classes.len(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_syntax_error_names_the_file_and_the_line() {
+        let e = parse("[[class]\nname = 1", "policy.toml").unwrap_err().to_string();
+        assert!(e.starts_with("policy.toml: TOML syntax error at line 1"), "{e}");
+        let e = parse("[[class]]\nname = \"a\"\n", "policy.toml").unwrap_err().to_string();
+        assert!(e.contains("class[0]") && e.contains("rate"), "{e}");
     }
 }

@@ -46,12 +46,13 @@ fn leaf_words(leaf: &LeafSpec) -> String {
 }
 
 /// `kind (key = value, …)` of a mechanism.
-fn mechanism_words(m: &Option<(String, toml::Table)>) -> String {
+fn mechanism_words(m: &Option<(String, ackshape_core::table::Table)>) -> String {
     match m {
         None => "no ACK mechanism".into(),
         Some((kind, settings)) if settings.is_empty() => kind.clone(),
         Some((kind, settings)) => {
-            let kv: Vec<String> = settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            let kv: Vec<String> =
+                settings.iter().map(|(k, v)| format!("{k} = {}", ackshape_core::table::show(v))).collect();
             format!("{kind} ({})", kv.join(", "))
         }
     }
@@ -295,7 +296,7 @@ impl PolicyReport for Policy {
                 }
             }
             let zero_timer = c.mechanism.as_ref().is_some_and(|(k, t)| {
-                k == "postack" && t.get("variant").and_then(|v| v.as_str()) == Some("zero-timer")
+                k == "postack" && t.get("variant").and_then(ackshape_core::table::as_str) == Some("zero-timer")
             });
             if zero_timer && !matches!(c.leaf, Some(LeafSpec::PfqDrr { .. })) {
                 w.push(PolicyWarning {
@@ -328,7 +329,7 @@ mod tests {
     use super::*;
 
     fn pol(text: &str) -> Policy {
-        Policy::parse(text, "p.toml").unwrap()
+        crate::policy::parse(text, "p.toml").unwrap()
     }
 
     #[test]

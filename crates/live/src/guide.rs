@@ -196,7 +196,7 @@ pub fn hand_guide(tb: &testbed::Testbed, sc: &Scenario, policy: &HandPolicy, bin
             let table = |q: &Option<QdiscSpec>, sub: &str, notes: &mut Vec<String>| match q {
                 None => Some("drop-tail".to_string()),
                 Some(q) => match q.to_table() {
-                    Some(t) => Some(format!("'{}'", toml::Value::Table(t))),
+                    Some(t) => toml::Value::try_from(ackshape_core::table::value_of(t)).ok().map(|t| format!("'{t}'")),
                     None => {
                         notes.push(format!(
                             "`topology.bottleneck{sub}.qdisc` cannot be written as a flag; `run --live` applies it"

@@ -1364,7 +1364,7 @@ mod cost {
         let ack =
             tcp_frame([10, 0, 0, 2], [10, 0, 0, 1], 80, 1000, 1, 0x10, &[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2], &[]);
         let (cd, ca) = (classify(&data), classify(&ack));
-        let policy = ackshape_core::shape::policy::Policy::parse(
+        let policy = ackshape_format::policy::parse(
             "default_class = \"all\"\n[[class]]\nname = \"all\"\nrate = \"10Gbit/s\"\nqueue = \"1000pkt\"\n",
             "x",
         )
@@ -1420,7 +1420,7 @@ mod cost {
         for n_flows in [1_000u64, 100_000] {
             let step_ns = 5_000_000 / n_flows;
             let offered_bps = 1514.0 * 8.0 * 1e9 / step_ns as f64;
-            let policy = ackshape_core::shape::policy::Policy::parse(
+            let policy = ackshape_format::policy::parse(
                 &format!(
                     "default_class = \"all\"\n[flows]\nmax_flows = 200000\n[[class]]\nname = \"all\"\nrate = \"{}bit/s\"\n\
                      queue = \"100000pkt\"\nmechanism = {{ kind = \"postack\", variant = \"on-off\", packet_bytes = 1514 }}\n",

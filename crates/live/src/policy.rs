@@ -85,14 +85,14 @@ impl Policy {
     pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
         let invalid = |msg: String| PolicyError::Invalid { path: origin.into(), msg };
         let table: toml::Table =
-            text.parse().map_err(|e: toml::de::Error| invalid(ackshape_core::tomlerr::syntax_message(text, &e)))?;
+            text.parse().map_err(|e: toml::de::Error| invalid(ackshape_format::tomlerr::syntax_message(text, &e)))?;
         let (frame, rest): (toml::Table, toml::Table) =
             table.into_iter().partition(|(k, _)| FRAME_KEYS.contains(&k.as_str()));
         let fk: FrameKeys = serde_path_to_error::deserialize(toml::Value::Table(frame))
             .map_err(|e| invalid(format!("key `{}`: {}", e.path(), e.inner().message().trim_end())))?;
         let is_shaping = rest.keys().any(|k| SHAPING_KEYS.contains(&k.as_str()));
         // The shaping part (and [flows], and any unknown key) is validated by the core policy.
-        let sp = ShapingPolicy::from_table(&rest, origin).map_err(|e| match e.key {
+        let sp = ackshape_format::policy::from_table(&rest, origin).map_err(|e| match e.key {
             Some(k) => invalid(format!("key `{k}`: {}", e.msg)),
             None => invalid(e.msg),
         })?;
@@ -302,7 +302,7 @@ mod tests {
                     return true;
                 }
                 for block in section.split("```toml").skip(1).map(|b| b.split("```").next().unwrap()) {
-                    ackshape_core::shape::tap::TapSpec::from_toml(block)
+                    ackshape_format::tap::from_toml(block)
                         .unwrap_or_else(|e| panic!("docs/policy.md tap example: {e:?}"));
                     tap_blocks += 1;
                 }

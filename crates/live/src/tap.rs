@@ -155,7 +155,11 @@ pub fn policy_summary(spec: &TapSpec, file: &str) -> String {
 pub fn load_policy(path: &Path) -> Result<TapSpec, TapError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| TapError::PolicyIo { path: path.display().to_string(), source })?;
-    TapSpec::from_toml(&text).map_err(|(key, msg)| TapError::Policy { path: path.display().to_string(), key, msg })
+    ackshape_format::tap::from_toml(&text).map_err(|(key, msg)| TapError::Policy {
+        path: path.display().to_string(),
+        key,
+        msg,
+    })
 }
 
 /// Counters of the live tap (its [`Tap`]'s own are under `tap` in the stats).
@@ -1082,7 +1086,7 @@ mod checksum_tests {
     /// tap, never duplicated; the same frame with valid checksums is duplicated.
     #[test]
     fn bad_checksum_copies_are_never_duplicated() {
-        let spec = TapSpec::from_toml("technique = \"triple-ack\"\nevery = 1\n").unwrap();
+        let spec = ackshape_format::tap::from_toml("technique = \"triple-ack\"\nevery = 1\n").unwrap();
         let macs = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 9]);
         let mut emit = Emit::new();
         for corrupt in [None, Some(14 + 20 + 16), Some(14 + 10)] {

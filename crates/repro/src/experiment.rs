@@ -68,7 +68,7 @@ impl ExpFile {
     pub fn parse_text(text: &str, file: &str) -> Result<ExpFile, String> {
         let table: toml::Table = text
             .parse()
-            .map_err(|e: toml::de::Error| format!("{file}: {}", ackshape_core::tomlerr::syntax_message(text, &e)))?;
+            .map_err(|e: toml::de::Error| format!("{file}: {}", ackshape_format::tomlerr::syntax_message(text, &e)))?;
         // The base scenario must be valid as it stands.
         Scenario::from_table(table.clone(), file).map_err(|e| e.to_string())?;
         check_finite(&table).map_err(|m| format!("{file}: {m}"))?;

@@ -36,7 +36,7 @@ pub fn build_middlebox(
             if spec.mode != MbMode::Mirror {
                 return Err(("mode".into(), "a tap only sees copies: expected mode = \"mirror\"".into()));
             }
-            let t = ackshape_core::shape::tap::TapSpec::from_table(spec.settings.clone())?;
+            let t = ackshape_format::tap::from_table(spec.settings.clone())?;
             // Its flow tables keyed from the scenario seed (deterministic).
             let key = ackshape_core::hash::HashKey::from_seed(seed).derive("tap", index as u64);
             Ok(Box::new(ackshape_core::shape::tap::Tap::with_hash_key(t, key)))
@@ -173,7 +173,6 @@ fn resolve_policy(
     file: Option<&String>,
     base_dir: Option<&std::path::Path>,
 ) -> Result<ackshape_core::shape::policy::Policy, (String, String)> {
-    use ackshape_core::shape::policy::Policy;
     Ok(match (policy, file) {
         (Some(_), Some(_)) => {
             return Err(("policy_file".into(), "give either `policy` (inline) or `policy_file`, not both".into()))
@@ -181,7 +180,7 @@ fn resolve_policy(
         (None, None) => {
             return Err(("policy".into(), "expected an inline `policy = { … }` table or a `policy_file`".into()))
         }
-        (Some(t), None) => Policy::from_table(t, "<inline>").map_err(|e| match e.key {
+        (Some(t), None) => ackshape_format::policy::from_table(t, "<inline>").map_err(|e| match e.key {
             Some(k) => (format!("policy.{k}"), e.msg),
             None => ("policy".into(), e.msg),
         })?,

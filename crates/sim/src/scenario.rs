@@ -7,8 +7,8 @@
 use ackshape_core::impair::LossSpec;
 use ackshape_core::tcp::{CcAlgo, MultcpSlowStart, RtoModel, TcpConfig, TcpProfile, WindowUpdate};
 use ackshape_core::time::Dur;
-use ackshape_core::tomlerr;
 use ackshape_core::units::{self, Rate, Size};
+use ackshape_format::tomlerr;
 use serde::{Deserialize, Deserializer};
 use std::fmt;
 use std::path::Path;

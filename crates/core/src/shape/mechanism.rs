@@ -7,7 +7,10 @@ use super::ackmech::{AckMechanism, KINDS};
 /// message)`, so the policy loader can name the file and the dotted key.
 ///
 /// Each mechanism (TCR, PostACK) adds its arm here.
-pub fn build(kind: &str, settings: &toml::Table) -> Result<Option<Box<dyn AckMechanism + Send>>, (String, String)> {
+pub fn build(
+    kind: &str,
+    settings: &crate::table::Table,
+) -> Result<Option<Box<dyn AckMechanism + Send>>, (String, String)> {
     match kind {
         "none" => {
             if let Some(k) = settings.keys().next() {

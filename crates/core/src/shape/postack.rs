@@ -190,7 +190,8 @@ pub const KEYS: &[&str] =
 
 impl PostAckConfig {
     /// Parse the `mechanism` table (without `kind`). Errors are `(key, message)`.
-    pub fn from_table(t: &toml::Table) -> Result<PostAckConfig, (String, String)> {
+    pub fn from_table(t: &crate::table::Table) -> Result<PostAckConfig, (String, String)> {
+        use crate::table::{read, Error, Table};
         for k in t.keys() {
             if !KEYS.contains(&k.as_str()) {
                 return Err((
@@ -201,16 +202,14 @@ impl PostAckConfig {
         }
         for k in KEYS {
             if let Some(v) = t.get(*k) {
-                let mut one = toml::Table::new();
+                let mut one = Table::new();
                 one.insert(k.to_string(), v.clone());
-                if let Err(e) = toml::Value::Table(one).try_into::<PostAckConfig>() {
-                    return Err((k.to_string(), e.to_string().trim_end().to_string()));
+                if let Err(e) = read::<PostAckConfig, Error>(one) {
+                    return Err((k.to_string(), e.0.trim_end().to_string()));
                 }
             }
         }
-        let cfg: PostAckConfig = toml::Value::Table(t.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| ("kind".to_string(), e.to_string()))?;
+        let cfg: PostAckConfig = read(t.clone()).map_err(|e: Error| ("kind".to_string(), e.0))?;
         cfg.validate()?;
         Ok(cfg)
     }

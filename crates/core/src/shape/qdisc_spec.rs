@@ -8,6 +8,7 @@ use crate::shape::drr::DrrConfig;
 use crate::shape::pfq::PfqConfig;
 use crate::shape::red::RedConfig;
 use crate::shape::tbf::TbfConfig;
+use crate::table::{self, Table, Value};
 use crate::time::Dur;
 use crate::units::{DurV, RateV, Size, SizeV};
 use serde::{Deserialize, Deserializer};
@@ -42,31 +43,33 @@ pub const POLICY_KINDS: &str = "red, drr, pfq, pfq-drr, codel, fq-codel, pie, ca
 /// The table of a key that picks something by `kind` (`qdisc`, a policy's `mechanism`); a bare
 /// name (`qdisc = "red"`) or another value is an error that shows the table to write. `kinds`: the
 /// names to list for a value that is not a name.
-fn kind_table<'de, D: Deserializer<'de>>(d: D, example: &str, kinds: &str) -> Result<toml::Table, D::Error> {
+fn kind_table<'de, D: Deserializer<'de>>(d: D, example: &str, kinds: &str) -> Result<Table, D::Error> {
     use serde::de::Error;
-    match toml::Value::deserialize(d)? {
-        toml::Value::Table(t) => Ok(t),
-        toml::Value::String(k) => {
+    match table::any(d)? {
+        Value::String(k) => {
             Err(D::Error::custom(format!("expected a table like `{{ kind = {k:?} }}`, got the string {k:?}")))
         }
-        v => {
-            Err(D::Error::custom(format!("expected a table like `{{ kind = {example:?} }}` (kinds: {kinds}), got {v}")))
-        }
+        v => table::table_of(v.clone()).ok_or_else(|| {
+            D::Error::custom(format!(
+                "expected a table like `{{ kind = {example:?} }}` (kinds: {kinds}), got {}",
+                table::show(&v)
+            ))
+        }),
     }
 }
 
-fn qdisc_table<'de, D: Deserializer<'de>>(d: D) -> Result<toml::Table, D::Error> {
+fn qdisc_table<'de, D: Deserializer<'de>>(d: D) -> Result<Table, D::Error> {
     kind_table(d, "red", KINDS)
 }
 
 /// `#[serde(deserialize_with)]` for an optional `qdisc` kept as its table (a policy class's, which
 /// also takes `pfq-drr`): [`kind_table`]'s errors.
-pub fn optional_qdisc_table<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Table>, D::Error> {
+pub fn optional_qdisc_table<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Table>, D::Error> {
     kind_table(d, "red", POLICY_KINDS).map(Some)
 }
 
 /// `#[serde(deserialize_with)]` for a policy class's optional `mechanism` table.
-pub fn optional_mechanism_table<'de, D: Deserializer<'de>>(d: D) -> Result<Option<toml::Table>, D::Error> {
+pub fn optional_mechanism_table<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Table>, D::Error> {
     kind_table(d, "tcr", "none, tcr, postack").map(Some)
 }
 
@@ -74,13 +77,10 @@ impl<'de> Deserialize<'de> for QdiscSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let mut t = qdisc_table(d)?;
-        match t.get("kind").and_then(|k| k.as_str()) {
+        match t.get("kind").and_then(table::as_str) {
             Some("red") => {
                 t.remove("kind");
-                toml::Value::Table(t)
-                    .try_into()
-                    .map(QdiscSpec::Red)
-                    .map_err(|e| D::Error::custom(e.message().trim_end()))
+                table::read(t).map(QdiscSpec::Red)
             }
             Some("tbf") => {
                 /// `{ kind = "tbf", rate = "2Mbit/s", burst = "3000B", limit_pkts = 100 }`
@@ -92,7 +92,7 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                     limit_pkts: Option<usize>,
                 }
                 t.remove("kind");
-                let v: TbfV = toml::Value::Table(t).try_into().map_err(|e| D::Error::custom(e.message().trim_end()))?;
+                let v: TbfV = table::read(t)?;
                 let burst_bytes = match v.burst.map(|b| b.0) {
                     None => 3000,
                     Some(Size::Bytes(b)) => b,
@@ -115,7 +115,7 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                     idle_timeout: Option<DurV>,
                 }
                 t.remove("kind");
-                let v: PfqV = toml::Value::Table(t).try_into().map_err(|e| D::Error::custom(e.message().trim_end()))?;
+                let v: PfqV = table::read(t)?;
                 let burst_bytes = match v.burst.map(|b| b.0) {
                     None => 1500,
                     Some(Size::Bytes(b)) => b,
@@ -130,10 +130,7 @@ impl<'de> Deserialize<'de> for QdiscSpec {
             }
             Some("drr") => {
                 t.remove("kind");
-                toml::Value::Table(t)
-                    .try_into()
-                    .map(QdiscSpec::Drr)
-                    .map_err(|e| D::Error::custom(e.message().trim_end()))
+                table::read(t).map(QdiscSpec::Drr)
             }
             Some(k @ ("codel" | "fq-codel" | "pie" | "cake")) => {
                 let k = k.to_string();
@@ -148,8 +145,8 @@ impl<'de> Deserialize<'de> for QdiscSpec {
             }
             Some(k) => {
                 let k = k.to_string();
-                toml::Value::Table(t).try_into().map(QdiscSpec::Asym).map_err(|e| {
-                    let m = e.message().trim_end();
+                table::read::<_, table::Error>(t).map(QdiscSpec::Asym).map_err(|e| {
+                    let m = e.0.trim_end();
                     if m.starts_with("unknown variant") {
                         D::Error::custom(format!("expected a `kind` of {KINDS}, got {k:?}"))
                     } else {
@@ -158,11 +155,36 @@ impl<'de> Deserialize<'de> for QdiscSpec {
                 })
             }
             None => Err(D::Error::custom(match t.get("kind") {
-                Some(v) => format!("expected a `kind` of {KINDS} (as a string), got {v}"),
+                Some(v) => format!("expected a `kind` of {KINDS} (as a string), got {}", table::show(v)),
                 None => format!("expected a `kind` ({KINDS})"),
             })),
         }
     }
+}
+
+/// An integer as a file writes it.
+pub(crate) fn int(n: u64) -> Value {
+    Value::I64(n.min(i64::MAX as u64) as i64)
+}
+
+/// A config's fields as a table: unset options left out, integers as files write them (what a
+/// file would hold).
+fn serialised<T: serde::Serialize>(c: &T) -> Option<Table> {
+    fn plain(v: Value) -> Option<Value> {
+        Some(match v {
+            Value::Option(None) | Value::Unit => return None,
+            Value::Option(Some(v)) | Value::Newtype(v) => return plain(*v),
+            Value::Map(m) => Value::Map(m.into_iter().filter_map(|(k, v)| Some((k, plain(v)?))).collect()),
+            Value::Seq(s) => Value::Seq(s.into_iter().filter_map(plain).collect()),
+            Value::F32(x) => Value::F64(x.into()),
+            v => match table::as_int(&v) {
+                Some(n) => Value::I64(n),
+                None if matches!(v, Value::U64(_)) => return None,
+                None => v,
+            },
+        })
+    }
+    table::table_of(plain(serde_value::to_value(c).ok()?)?)
 }
 
 impl QdiscSpec {
@@ -216,34 +238,31 @@ impl QdiscSpec {
     /// The discipline as a `qdisc` table a file or `ackshape wanem --qdisc` takes (every key
     /// written out, `kind` included), or None if a key cannot be written back (the table would not
     /// read as the same discipline).
-    pub fn to_table(&self) -> Option<toml::Table> {
+    pub fn to_table(&self) -> Option<Table> {
         // tbf and pfq take units in a file (`rate = "2Mbit/s"`), not their configs' fields.
-        let units = |pairs: Vec<(&str, toml::Value)>| {
-            Ok(toml::Value::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()))
-        };
-        let v = match self {
-            QdiscSpec::Red(r) => toml::Value::try_from(r),
-            QdiscSpec::Drr(d) => toml::Value::try_from(d),
+        let units = |pairs: Vec<(&str, Value)>| Some(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
+        let mut t: Table = match self {
+            QdiscSpec::Red(r) => serialised(r)?,
+            QdiscSpec::Drr(d) => serialised(d)?,
             QdiscSpec::Tbf(t) => units(vec![
-                ("rate", format!("{}bit/s", t.rate_bps).into()),
-                ("burst", format!("{}B", t.burst_bytes).into()),
-                ("limit_pkts", (t.limit_pkts as i64).into()),
-            ]),
+                ("rate", Value::String(format!("{}bit/s", t.rate_bps))),
+                ("burst", Value::String(format!("{}B", t.burst_bytes))),
+                ("limit_pkts", int(t.limit_pkts as u64)),
+            ])?,
             QdiscSpec::Pfq(p) => units(vec![
-                ("rate", format!("{}bit/s", p.rate_bps).into()),
-                ("burst", format!("{}B", p.burst_bytes).into()),
-                ("flow_limit_pkts", (p.flow_limit_pkts as i64).into()),
-                ("idle_timeout", format!("{}ns", p.idle_timeout.0).into()),
-            ]),
-            QdiscSpec::Codel(c) => Ok(toml::Value::Table(c.to_table())),
-            QdiscSpec::FqCodel(c) => Ok(toml::Value::Table(c.to_table())),
-            QdiscSpec::Pie(c) => Ok(toml::Value::Table(c.to_table())),
-            QdiscSpec::Cake(c) => Ok(toml::Value::Table(c.to_table())),
-            QdiscSpec::Asym(a) => toml::Value::try_from(a),
+                ("rate", Value::String(format!("{}bit/s", p.rate_bps))),
+                ("burst", Value::String(format!("{}B", p.burst_bytes))),
+                ("flow_limit_pkts", int(p.flow_limit_pkts as u64)),
+                ("idle_timeout", Value::String(format!("{}ns", p.idle_timeout.0))),
+            ])?,
+            QdiscSpec::Codel(c) => c.to_table(),
+            QdiscSpec::FqCodel(c) => c.to_table(),
+            QdiscSpec::Pie(c) => c.to_table(),
+            QdiscSpec::Cake(c) => c.to_table(),
+            QdiscSpec::Asym(a) => serialised(a)?,
         };
-        let toml::Value::Table(mut t) = v.ok()? else { return None };
-        t.insert("kind".into(), self.kind().into());
-        let back = QdiscSpec::deserialize(toml::Value::Table(t.clone())).ok()?;
+        t.insert("kind".into(), Value::String(self.kind().into()));
+        let back = qdisc_of::<table::Error>(t.clone()).ok()?;
         (back == *self).then_some(t)
     }
 
@@ -262,6 +281,11 @@ impl QdiscSpec {
     }
 }
 
+/// A `qdisc` table (with its `kind`) read as the discipline, with errors of type `E`.
+pub fn qdisc_of<E: serde::de::Error>(t: Table) -> Result<QdiscSpec, E> {
+    QdiscSpec::deserialize(serde_value::ValueDeserializer::<E>::new(table::value_of(t)))
+}
+
 /// A `qdisc` table as written where a sibling `queue` key sizes the output (a scenario's link
 /// direction, a `qdisc-link` box): the parsed [`QdiscSpec`] and the keys the table gave. As in
 /// ns-2, where `queue-limit` sizes whatever queue the link has, `queue` (in packets) stands for
@@ -271,15 +295,13 @@ impl QdiscSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct QdiscTable {
     pub spec: QdiscSpec,
-    raw: toml::Table,
+    raw: Table,
 }
 
 impl<'de> Deserialize<'de> for QdiscTable {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
         let raw = qdisc_table(d)?;
-        let spec = QdiscSpec::deserialize(toml::Value::Table(raw.clone()))
-            .map_err(|e: toml::de::Error| D::Error::custom(e.message().trim_end()))?;
+        let spec = qdisc_of::<D::Error>(raw.clone())?;
         Ok(QdiscTable { spec, raw })
     }
 }
@@ -287,9 +309,9 @@ impl<'de> Deserialize<'de> for QdiscTable {
 impl From<QdiscSpec> for QdiscTable {
     /// A discipline built in code: every limit taken as given (a `queue` beside it changes nothing).
     fn from(spec: QdiscSpec) -> Self {
-        let mut raw = toml::Table::new();
+        let mut raw = Table::new();
         for k in QdiscTable::keys_of(&spec) {
-            raw.insert((*k).to_string(), toml::Value::Boolean(true));
+            raw.insert((*k).to_string(), Value::Bool(true));
         }
         QdiscTable { spec, raw }
     }
@@ -339,9 +361,9 @@ impl QdiscTable {
         };
         let mut t = self.raw.clone();
         for k in &missing {
-            t.insert((*k).to_string(), toml::Value::Integer(n.min(i64::MAX as u64) as i64));
+            t.insert((*k).to_string(), int(n));
         }
-        let spec = QdiscSpec::deserialize(toml::Value::Table(t)).map_err(|e| e.message().trim_end().to_string())?;
+        let spec = qdisc_of::<table::Error>(t).map_err(|e| e.0.trim_end().to_string())?;
         Ok((spec, missing))
     }
 }
@@ -361,8 +383,8 @@ mod queue_tests {
             let t: toml::Table = format!("q = {{ kind = \"{kind}\"{extra} }}").parse().unwrap();
             let spec = QdiscSpec::deserialize(t["q"].clone()).unwrap();
             let back = spec.to_table().unwrap_or_else(|| panic!("{kind} does not write back"));
-            assert_eq!(back["kind"].as_str(), Some(kind));
-            assert_eq!(QdiscSpec::deserialize(toml::Value::Table(back)).unwrap(), spec, "{kind}");
+            assert_eq!(back.get("kind").and_then(table::as_str), Some(kind));
+            assert_eq!(qdisc_of::<table::Error>(back).unwrap(), spec, "{kind}");
         }
     }
 

@@ -206,8 +206,8 @@ struct CakeV {
 }
 
 impl CakeConfig {
-    pub(crate) fn from_table(t: toml::Table) -> Result<CakeConfig, String> {
-        let v: CakeV = crate::tomlerr::keyed(t)?;
+    pub(crate) fn from_table(t: crate::table::Table) -> Result<CakeConfig, String> {
+        let v: CakeV = crate::table::keyed(t)?;
         let d = CakeConfig::default();
         Ok(CakeConfig {
             rate_bps: v.rate.map(|r| r.0 .0),
@@ -225,22 +225,22 @@ impl CakeConfig {
             ingress: v.ingress.unwrap_or(d.ingress),
         })
     }
-    pub(crate) fn to_table(&self) -> toml::Table {
-        let mut t = toml::Table::new();
+    pub(crate) fn to_table(&self) -> crate::table::Table {
+        let mut t = crate::table::Table::new();
         if let Some(r) = self.rate_bps {
-            t.insert("rate".into(), format!("{r}bit/s").into());
+            t.insert("rate".into(), crate::table::val(format!("{r}bit/s")));
         }
-        t.insert("flow_mode".into(), self.flow_mode.name().into());
-        t.insert("target".into(), super::dur_str(self.target).into());
-        t.insert("rtt".into(), super::dur_str(self.rtt).into());
+        t.insert("flow_mode".into(), crate::table::val(self.flow_mode.name()));
+        t.insert("target".into(), crate::table::val(super::dur_str(self.target)));
+        t.insert("rtt".into(), crate::table::val(super::dur_str(self.rtt)));
         if let Some(m) = self.memory_limit {
-            t.insert("memory_limit".into(), format!("{m}B").into());
+            t.insert("memory_limit".into(), crate::table::val(format!("{m}B")));
         }
-        t.insert("ack_filter".into(), self.ack_filter.name().into());
-        t.insert("overhead".into(), (self.overhead as i64).into());
-        t.insert("mpu".into(), (self.mpu as i64).into());
-        t.insert("limit_pkts".into(), (self.limit_pkts as i64).into());
-        t.insert("ingress".into(), self.ingress.into());
+        t.insert("ack_filter".into(), crate::table::val(self.ack_filter.name()));
+        t.insert("overhead".into(), crate::table::val(self.overhead as i64));
+        t.insert("mpu".into(), crate::table::val(self.mpu as i64));
+        t.insert("limit_pkts".into(), crate::table::val(self.limit_pkts as i64));
+        t.insert("ingress".into(), crate::table::val(self.ingress));
         t
     }
     pub fn validate(&self) -> Result<(), String> {

@@ -198,8 +198,8 @@ struct CodelV {
 
 impl CodelConfig {
     /// From a `qdisc` table without its `kind`.
-    pub(crate) fn from_table(t: toml::Table) -> Result<CodelConfig, String> {
-        let v: CodelV = crate::tomlerr::keyed(t)?;
+    pub(crate) fn from_table(t: crate::table::Table) -> Result<CodelConfig, String> {
+        let v: CodelV = crate::table::keyed(t)?;
         let d = CodelConfig::default();
         Ok(CodelConfig {
             params: CodelParams {
@@ -211,12 +211,12 @@ impl CodelConfig {
             limit_pkts: v.limit_pkts.unwrap_or(d.limit_pkts),
         })
     }
-    pub(crate) fn to_table(&self) -> toml::Table {
-        let mut t = toml::Table::new();
-        t.insert("target".into(), super::dur_str(self.params.target).into());
-        t.insert("interval".into(), super::dur_str(self.params.interval).into());
-        t.insert("limit_pkts".into(), (self.limit_pkts as i64).into());
-        t.insert("ecn".into(), self.params.ecn.into());
+    pub(crate) fn to_table(&self) -> crate::table::Table {
+        let mut t = crate::table::Table::new();
+        t.insert("target".into(), crate::table::val(super::dur_str(self.params.target)));
+        t.insert("interval".into(), crate::table::val(super::dur_str(self.params.interval)));
+        t.insert("limit_pkts".into(), crate::table::val(self.limit_pkts as i64));
+        t.insert("ecn".into(), crate::table::val(self.params.ecn));
         t
     }
     pub fn validate(&self) -> Result<(), String> {

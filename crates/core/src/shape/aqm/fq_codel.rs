@@ -79,8 +79,8 @@ struct FqCodelV {
 }
 
 impl FqCodelConfig {
-    pub(crate) fn from_table(t: toml::Table) -> Result<FqCodelConfig, String> {
-        let v: FqCodelV = crate::tomlerr::keyed(t)?;
+    pub(crate) fn from_table(t: crate::table::Table) -> Result<FqCodelConfig, String> {
+        let v: FqCodelV = crate::table::keyed(t)?;
         let d = FqCodelConfig::default();
         Ok(FqCodelConfig {
             flows: v.flows.unwrap_or(d.flows),
@@ -102,16 +102,16 @@ impl FqCodelConfig {
             drop_batch: v.drop_batch.unwrap_or(d.drop_batch),
         })
     }
-    pub(crate) fn to_table(&self) -> toml::Table {
-        let mut t = toml::Table::new();
-        t.insert("flows".into(), (self.flows as i64).into());
-        t.insert("quantum".into(), format!("{}B", self.quantum).into());
-        t.insert("target".into(), super::dur_str(self.params.target).into());
-        t.insert("interval".into(), super::dur_str(self.params.interval).into());
-        t.insert("limit_pkts".into(), (self.limit_pkts as i64).into());
-        t.insert("memory_limit".into(), format!("{}B", self.memory_limit).into());
-        t.insert("ecn".into(), self.params.ecn.into());
-        t.insert("drop_batch".into(), (self.drop_batch as i64).into());
+    pub(crate) fn to_table(&self) -> crate::table::Table {
+        let mut t = crate::table::Table::new();
+        t.insert("flows".into(), crate::table::val(self.flows as i64));
+        t.insert("quantum".into(), crate::table::val(format!("{}B", self.quantum)));
+        t.insert("target".into(), crate::table::val(super::dur_str(self.params.target)));
+        t.insert("interval".into(), crate::table::val(super::dur_str(self.params.interval)));
+        t.insert("limit_pkts".into(), crate::table::val(self.limit_pkts as i64));
+        t.insert("memory_limit".into(), crate::table::val(format!("{}B", self.memory_limit)));
+        t.insert("ecn".into(), crate::table::val(self.params.ecn));
+        t.insert("drop_batch".into(), crate::table::val(self.drop_batch as i64));
         t
     }
     pub fn validate(&self) -> Result<(), String> {

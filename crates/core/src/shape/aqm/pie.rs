@@ -125,8 +125,8 @@ struct PieV {
 }
 
 impl PieConfig {
-    pub(crate) fn from_table(t: toml::Table) -> Result<PieConfig, String> {
-        let v: PieV = crate::tomlerr::keyed(t)?;
+    pub(crate) fn from_table(t: crate::table::Table) -> Result<PieConfig, String> {
+        let v: PieV = crate::table::keyed(t)?;
         let d = PieConfig::default();
         Ok(PieConfig {
             target: v.target.map_or(d.target, |x| x.0),
@@ -146,20 +146,20 @@ impl PieConfig {
             cap_drop: v.cap_drop.unwrap_or(d.cap_drop),
         })
     }
-    pub(crate) fn to_table(&self) -> toml::Table {
-        let mut t = toml::Table::new();
-        t.insert("target".into(), super::dur_str(self.target).into());
-        t.insert("t_update".into(), super::dur_str(self.t_update).into());
-        t.insert("alpha".into(), self.alpha.into());
-        t.insert("beta".into(), self.beta.into());
-        t.insert("max_burst".into(), super::dur_str(self.max_burst).into());
-        t.insert("limit_pkts".into(), (self.limit_pkts as i64).into());
-        t.insert("ecn".into(), self.ecn.into());
-        t.insert("mark_ecn_th".into(), self.mark_ecn_th.into());
-        t.insert("estimator".into(), self.estimator.name().into());
-        t.insert("dq_threshold".into(), format!("{}B", self.dq_threshold).into());
-        t.insert("derandomize".into(), self.derandomize.into());
-        t.insert("cap_drop".into(), self.cap_drop.into());
+    pub(crate) fn to_table(&self) -> crate::table::Table {
+        let mut t = crate::table::Table::new();
+        t.insert("target".into(), crate::table::val(super::dur_str(self.target)));
+        t.insert("t_update".into(), crate::table::val(super::dur_str(self.t_update)));
+        t.insert("alpha".into(), crate::table::val(self.alpha));
+        t.insert("beta".into(), crate::table::val(self.beta));
+        t.insert("max_burst".into(), crate::table::val(super::dur_str(self.max_burst)));
+        t.insert("limit_pkts".into(), crate::table::val(self.limit_pkts as i64));
+        t.insert("ecn".into(), crate::table::val(self.ecn));
+        t.insert("mark_ecn_th".into(), crate::table::val(self.mark_ecn_th));
+        t.insert("estimator".into(), crate::table::val(self.estimator.name()));
+        t.insert("dq_threshold".into(), crate::table::val(format!("{}B", self.dq_threshold)));
+        t.insert("derandomize".into(), crate::table::val(self.derandomize));
+        t.insert("cap_drop".into(), crate::table::val(self.cap_drop));
         t
     }
     pub fn validate(&self) -> Result<(), String> {

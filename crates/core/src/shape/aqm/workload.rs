@@ -5,7 +5,8 @@
 
 use crate::queue::{DropTail, Limit, QueueDisc};
 use crate::rng::stream;
-use crate::shape::qdisc_spec::QdiscSpec;
+use crate::shape::qdisc_spec::{qdisc_of, QdiscSpec};
+use crate::table::{self, val, Value};
 use crate::time::{Dur, Time};
 use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, TcpOptions, L4};
 use std::net::{IpAddr, Ipv4Addr};
@@ -19,19 +20,20 @@ pub const NAMES: &[&str] = &["drop-tail", "red", "codel", "fq-codel", "pie", "ca
 /// the workload's rate, so it never holds a packet but runs its shaper), and with the
 /// conservative ACK filter.
 pub fn build(name: &str) -> Box<dyn QueueDisc + Send> {
-    let spec = |s: &str| -> QdiscSpec {
-        let t: toml::Table = format!("q = {s}").parse().expect("valid TOML");
-        serde::Deserialize::deserialize(t["q"].clone()).expect("valid qdisc")
+    let spec = |pairs: &[(&str, Value)]| -> QdiscSpec {
+        let t = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        qdisc_of::<table::Error>(t).expect("valid qdisc")
     };
+    let kind = |k: &str| ("kind", val(k));
     let q = match name {
         "drop-tail" => return Box::new(DropTail::new(Limit::Packets(1000))),
-        "red" => spec(r#"{ kind = "red", min_th = 30, max_th = 90, limit_pkts = 1000 }"#),
-        "codel" => spec(r#"{ kind = "codel" }"#),
-        "fq-codel" => spec(r#"{ kind = "fq-codel" }"#),
-        "pie" => spec(r#"{ kind = "pie" }"#),
-        "cake" => spec(r#"{ kind = "cake" }"#),
-        "cake-shaped" => spec(r#"{ kind = "cake", rate = "100Gbit/s" }"#),
-        "cake-ack-filter" => spec(r#"{ kind = "cake", ack_filter = "conservative" }"#),
+        "red" => spec(&[kind("red"), ("min_th", val(30)), ("max_th", val(90)), ("limit_pkts", val(1000))]),
+        "codel" => spec(&[kind("codel")]),
+        "fq-codel" => spec(&[kind("fq-codel")]),
+        "pie" => spec(&[kind("pie")]),
+        "cake" => spec(&[kind("cake")]),
+        "cake-shaped" => spec(&[kind("cake"), ("rate", val("100Gbit/s"))]),
+        "cake-ack-filter" => spec(&[kind("cake"), ("ack_filter", val("conservative"))]),
         _ => panic!("unknown workload discipline {name:?} (names: {NAMES:?})"),
     };
     q.build(10_000_000_000, stream(1, name, 0))

@@ -257,7 +257,8 @@ impl TcrConfig {
     }
 
     /// Parses a policy table (without `kind`), naming the offending key on error.
-    pub fn from_table(settings: &toml::Table) -> Result<TcrConfig, (String, String)> {
+    pub fn from_table(settings: &crate::table::Table) -> Result<TcrConfig, (String, String)> {
+        use crate::table::{read, Error, Table};
         for k in settings.keys() {
             if !KEYS.contains(&k.as_str()) {
                 return Err((
@@ -268,15 +269,13 @@ impl TcrConfig {
         }
         // Deserialise key by key first so that a type error names its key.
         for (k, v) in settings {
-            let mut one = toml::Table::new();
+            let mut one = Table::new();
             one.insert(k.clone(), v.clone());
-            if let Err(e) = toml::Value::Table(one).try_into::<TcrConfig>() {
-                return Err((k.clone(), e.message().trim_end().to_string()));
+            if let Err(e) = read::<TcrConfig, Error>(one) {
+                return Err((k.clone(), e.0.trim_end().to_string()));
             }
         }
-        let cfg: TcrConfig = toml::Value::Table(settings.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| ("kind".to_string(), e.to_string()))?;
+        let cfg: TcrConfig = read(settings.clone()).map_err(|e: Error| ("kind".to_string(), e.0))?;
         cfg.validate().map_err(|(k, m)| (k.to_string(), m))?;
         Ok(cfg)
     }
