@@ -18,7 +18,9 @@
 //!   (same sequence number) is [`Check::HandshakeAgain`]; anything else is ignored.
 //! - **RST.** Acts only if its sequence number is within the window of the side it is sent
 //!   to (RFC 5961 §3; the gateway cannot tell an exact `RCV.NXT` match from an in-window one,
-//!   so it accepts the window, as the endpoint does before sending its challenge ACK).
+//!   so it accepts the window, as the endpoint does before sending its challenge ACK), and not
+//!   below the highest ACK that side sent (its `RCV.NXT` is at least that: the endpoint would
+//!   reject it).
 //! - **ACK number.** Acceptable when `highest ACK − MAX.SND.WND ≤ ACK ≤ highest data sent`
 //!   (RFC 5961 §5.2: `SND.UNA − MAX.SND.WND ≤ SEG.ACK ≤ SND.NXT`, with the gateway's view of
 //!   the sender: the highest `seq + len` it forwarded, SYN and FIN counted). A segment without
@@ -97,6 +99,8 @@ pub struct SeqGuard {
     snd_wscale: Option<u8>,
     /// Largest window the sender advertised, bytes.
     snd_wnd_max: u32,
+    /// Highest ACK number the sender sent (accepted): the sender's `RCV.NXT` is at least this.
+    snd_ack: Option<SeqNum>,
     /// The receiver's ISN (its SYN-ACK).
     rcv_isn: Option<SeqNum>,
     rcv_wscale: Option<u8>,
@@ -189,6 +193,7 @@ impl SeqGuard {
     pub fn adopt_reverse(&mut self, other: &SeqGuard) {
         self.snd_isn = self.snd_isn.or(other.rcv_isn);
         self.snd_max = self.snd_max.or(other.rcv_nxt);
+        self.snd_ack = self.snd_ack.or(other.rcv_ack);
         self.rcv_isn = self.rcv_isn.or(other.snd_isn);
         self.rcv_nxt = self.rcv_nxt.or(other.snd_max);
         self.snd_wnd_max = self.snd_wnd_max.max(other.rcv_wnd_max);
@@ -201,12 +206,13 @@ impl SeqGuard {
     }
 
     /// An RST from the sender acts only within the receiver's window, from what the receiver
-    /// acknowledged (RFC 5961 §3.2).
+    /// acknowledged (RFC 5961 §3.2: `RCV.NXT ≤ SEG.SEQ < RCV.NXT + RCV.WND`; the receiver's
+    /// `RCV.NXT` is at least the highest ACK it sent, so an RST below that is one it rejects).
     pub fn rst_from_sender_ok(&self, pkt: &Packet) -> bool {
         let Some(t) = pkt.tcp() else { return false };
         let w = self.rcv_wnd();
         match (self.rcv_ack, self.snd_max) {
-            (Some(a), m) => within(t.seq, a - w, m.map_or(a, |m| m.max(a)) + w),
+            (Some(a), m) => within(t.seq, a, m.map_or(a, |m| m.max(a)) + w),
             (None, Some(m)) => within(t.seq, m - w, m + w),
             (None, None) => true,
         }
@@ -215,11 +221,20 @@ impl SeqGuard {
     /// An RST from the receiver acts only within the sender's window, from the receiver's next
     /// sequence number (RFC 5961 §3.2); before anything of the receiver was seen, only one
     /// refusing the SYN (RFC 793 p. 36: RST with ACK = ISN + 1) or one with nothing to judge by.
+    /// The sender's `RCV.NXT` may lag the receiver's next sequence number by what is in flight
+    /// (at most a window), but it is at least the highest ACK the sender sent: an RST below that
+    /// is one the sender rejects.
     pub fn rst_from_receiver_ok(&self, pkt: &Packet) -> bool {
         let Some(t) = pkt.tcp() else { return false };
         let ws = self.snd_wnd();
         match self.rcv_nxt {
-            Some(n) => within(t.seq, n - ws, n + ws),
+            Some(n) => {
+                let lo = match self.snd_ack {
+                    Some(a) if within(a, n - ws, n) => a,
+                    _ => n - ws,
+                };
+                within(t.seq, lo, n + ws)
+            }
             None => match (self.snd_isn, t.flags.contains(TcpFlags::ACK)) {
                 (Some(i), true) => within(t.ack, i + 1, self.snd_max.unwrap_or(i + 1)),
                 (Some(_), false) => false,
@@ -276,6 +291,9 @@ impl SeqGuard {
         let end = t.seq + len;
         if self.snd_max.is_none_or(|m| end > m) {
             self.snd_max = Some(end);
+        }
+        if t.flags.contains(TcpFlags::ACK) && self.snd_ack.is_none_or(|a| t.ack > a) {
+            self.snd_ack = Some(t.ack);
         }
         let bytes = ((t.window as u64) << self.scale(self.snd_wscale)).min(1 << 30) as u32;
         self.snd_wnd_max = self.snd_wnd_max.max(bytes);
@@ -453,6 +471,26 @@ mod tests {
         assert_eq!(g.receiver_packet(&seg(TcpFlags::RST, 5001, 0, 0, 0, None)), Check::Accept);
         assert_eq!(g.sender_packet(&seg(TcpFlags::RST, 11001, 0, 0, 0, None)), Check::Accept);
         assert_eq!(g.sender_packet(&seg(TcpFlags::RST, 11001 + (1 << 31), 0, 0, 0, None)), Check::Ignore);
+    }
+
+    /// An RST behind what the other end has acknowledged is one that end rejects (its
+    /// `RCV.NXT` is at least the highest ACK it sent): it moves nothing, however close.
+    #[test]
+    fn rst_behind_what_its_target_acknowledged_is_ignored() {
+        let mut g = established();
+        // The sender's data acknowledged the receiver's SYN (ACK 5001 = the receiver's next
+        // sequence number): an RST from the receiver one byte or 65,535 bytes behind it fails.
+        for behind in [1u32, 1000, 65_535] {
+            let rst = seg(TcpFlags::RST, 5001u32.wrapping_sub(behind), 0, 0, 0, None);
+            assert_eq!(g.receiver_packet(&rst), Check::Ignore, "{behind} behind");
+        }
+        assert_eq!(g.receiver_packet(&seg(TcpFlags::RST, 5001, 0, 0, 0, None)), Check::Accept);
+        // The receiver acknowledged 6001: an RST from the sender below it fails, at it passes.
+        for behind in [1u32, 1000, 65_535] {
+            let rst = seg(TcpFlags::RST, 6001 - behind, 0, 0, 0, None);
+            assert_eq!(g.sender_packet(&rst), Check::Ignore, "{behind} behind");
+        }
+        assert_eq!(g.sender_packet(&seg(TcpFlags::RST, 6001, 0, 0, 0, None)), Check::Accept);
     }
 
     #[test]
