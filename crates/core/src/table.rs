@@ -7,8 +7,7 @@
 //! Also here: how every reader names the key of a bad value ([`key_and_message`]), and how a
 //! value is shown in an error ([`show`]: as a file writes it).
 
-use serde::de::{DeserializeOwned, Deserializer};
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 
 pub use serde_value::Value;
@@ -65,11 +64,6 @@ pub fn table_of(v: Value) -> Option<Table> {
             .collect(),
         _ => None,
     }
-}
-
-/// Any value, as the deserialiser gives it (`Value::deserialize`).
-pub fn any<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-    Value::deserialize(d)
 }
 
 /// The string inside `v`, if it is one.
@@ -201,6 +195,7 @@ pub(crate) fn keyed<T: DeserializeOwned>(t: Table) -> Result<T, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     #[test]
     fn unknown_keys_are_named_themselves() {

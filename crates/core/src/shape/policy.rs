@@ -206,7 +206,7 @@ pub struct Nets(pub Vec<IpNet>);
 impl<'de> Deserialize<'de> for Nets {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let v = table::any(d)?;
+        let v = Value::deserialize(d)?;
         let items = match v {
             Value::String(s) => vec![s],
             Value::Seq(a) => a
@@ -269,7 +269,7 @@ impl<'de> Deserialize<'de> for Ports {
                 },
             }
         }
-        let v = table::any(d)?;
+        let v = Value::deserialize(d)?;
         let r = match &v {
             Value::Seq(a) if a.is_empty() => {
                 return Err(D::Error::custom("expected at least one port (omit the key to match any port)"))
@@ -291,7 +291,7 @@ pub const PROTO_NAMES: [(&str, u8); 4] = [("tcp", 6), ("udp", 17), ("icmp", 1), 
 impl<'de> Deserialize<'de> for Proto {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        match table::any(d)? {
+        match Value::deserialize(d)? {
             Value::String(s) => match PROTO_NAMES.iter().find(|(n, _)| s.eq_ignore_ascii_case(n)) {
                 Some(&(_, p)) => Ok(Proto(p)),
                 None => Err(D::Error::custom(format!(

@@ -45,7 +45,7 @@ pub const POLICY_KINDS: &str = "red, drr, pfq, pfq-drr, codel, fq-codel, pie, ca
 /// names to list for a value that is not a name.
 fn kind_table<'de, D: Deserializer<'de>>(d: D, example: &str, kinds: &str) -> Result<Table, D::Error> {
     use serde::de::Error;
-    match table::any(d)? {
+    match Value::deserialize(d)? {
         Value::String(k) => {
             Err(D::Error::custom(format!("expected a table like `{{ kind = {k:?} }}`, got the string {k:?}")))
         }
@@ -162,11 +162,6 @@ impl<'de> Deserialize<'de> for QdiscSpec {
     }
 }
 
-/// An integer as a file writes it.
-pub(crate) fn int(n: u64) -> Value {
-    Value::I64(n.min(i64::MAX as u64) as i64)
-}
-
 /// A config's fields as a table: unset options left out, integers as files write them (what a
 /// file would hold).
 fn serialised<T: serde::Serialize>(c: &T) -> Option<Table> {
@@ -247,12 +242,12 @@ impl QdiscSpec {
             QdiscSpec::Tbf(t) => units(vec![
                 ("rate", Value::String(format!("{}bit/s", t.rate_bps))),
                 ("burst", Value::String(format!("{}B", t.burst_bytes))),
-                ("limit_pkts", int(t.limit_pkts as u64)),
+                ("limit_pkts", table::val(t.limit_pkts as u64)),
             ])?,
             QdiscSpec::Pfq(p) => units(vec![
                 ("rate", Value::String(format!("{}bit/s", p.rate_bps))),
                 ("burst", Value::String(format!("{}B", p.burst_bytes))),
-                ("flow_limit_pkts", int(p.flow_limit_pkts as u64)),
+                ("flow_limit_pkts", table::val(p.flow_limit_pkts as u64)),
                 ("idle_timeout", Value::String(format!("{}ns", p.idle_timeout.0))),
             ])?,
             QdiscSpec::Codel(c) => c.to_table(),
@@ -262,7 +257,7 @@ impl QdiscSpec {
             QdiscSpec::Asym(a) => serialised(a)?,
         };
         t.insert("kind".into(), Value::String(self.kind().into()));
-        let back = qdisc_of::<table::Error>(t.clone()).ok()?;
+        let back = table::read::<QdiscSpec, table::Error>(t.clone()).ok()?;
         (back == *self).then_some(t)
     }
 
@@ -281,11 +276,6 @@ impl QdiscSpec {
     }
 }
 
-/// A `qdisc` table (with its `kind`) read as the discipline, with errors of type `E`.
-pub fn qdisc_of<E: serde::de::Error>(t: Table) -> Result<QdiscSpec, E> {
-    QdiscSpec::deserialize(serde_value::ValueDeserializer::<E>::new(table::value_of(t)))
-}
-
 /// A `qdisc` table as written where a sibling `queue` key sizes the output (a scenario's link
 /// direction, a `qdisc-link` box): the parsed [`QdiscSpec`] and the keys the table gave. As in
 /// ns-2, where `queue-limit` sizes whatever queue the link has, `queue` (in packets) stands for
@@ -301,7 +291,7 @@ pub struct QdiscTable {
 impl<'de> Deserialize<'de> for QdiscTable {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = qdisc_table(d)?;
-        let spec = qdisc_of::<D::Error>(raw.clone())?;
+        let spec = table::read::<QdiscSpec, D::Error>(raw.clone())?;
         Ok(QdiscTable { spec, raw })
     }
 }
@@ -361,9 +351,9 @@ impl QdiscTable {
         };
         let mut t = self.raw.clone();
         for k in &missing {
-            t.insert((*k).to_string(), int(n));
+            t.insert((*k).to_string(), table::val(n));
         }
-        let spec = qdisc_of::<table::Error>(t).map_err(|e| e.0.trim_end().to_string())?;
+        let spec = table::read::<QdiscSpec, table::Error>(t).map_err(|e| e.0.trim_end().to_string())?;
         Ok((spec, missing))
     }
 }
@@ -384,7 +374,7 @@ mod queue_tests {
             let spec = QdiscSpec::deserialize(t["q"].clone()).unwrap();
             let back = spec.to_table().unwrap_or_else(|| panic!("{kind} does not write back"));
             assert_eq!(back.get("kind").and_then(table::as_str), Some(kind));
-            assert_eq!(qdisc_of::<table::Error>(back).unwrap(), spec, "{kind}");
+            assert_eq!(table::read::<QdiscSpec, table::Error>(back).unwrap(), spec, "{kind}");
         }
     }
 

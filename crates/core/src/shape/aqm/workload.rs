@@ -5,7 +5,7 @@
 
 use crate::queue::{DropTail, Limit, QueueDisc};
 use crate::rng::stream;
-use crate::shape::qdisc_spec::{qdisc_of, QdiscSpec};
+use crate::shape::qdisc_spec::QdiscSpec;
 use crate::table::{self, val, Value};
 use crate::time::{Dur, Time};
 use ackshape_wire::{Ecn, IpHdr, Packet, SeqNum, TcpFlags, TcpHdr, TcpOptions, L4};
@@ -22,7 +22,7 @@ pub const NAMES: &[&str] = &["drop-tail", "red", "codel", "fq-codel", "pie", "ca
 pub fn build(name: &str) -> Box<dyn QueueDisc + Send> {
     let spec = |pairs: &[(&str, Value)]| -> QdiscSpec {
         let t = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        qdisc_of::<table::Error>(t).expect("valid qdisc")
+        table::read::<QdiscSpec, table::Error>(t).expect("valid qdisc")
     };
     let kind = |k: &str| ("kind", val(k));
     let q = match name {
